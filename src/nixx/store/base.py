@@ -1,0 +1,230 @@
+"""The memory-store interface: the seed's four tables (buffer, summaries, sources,
+memories) plus a small key/value `state` (intent, runtime switches).
+
+Both backends (`sqlite`, `postgres`) implement this class and pass one contract suite
+(`tests/store/contract.py`). Methods are synchronous and thread-safe; async callers
+(the server) run them in a worker thread. Every write is atomic: a method either
+stores everything it was given or nothing.
+
+Vectors are float32 numpy arrays. Cosine similarity is computed on the vectors as
+given; embedders return L2-normalised vectors so cosine equals the dot product.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Any
+
+import numpy as np
+
+from nixx.store.records import (
+    BufferHit,
+    BufferRow,
+    EmbeddingInfo,
+    Memory,
+    MemoryHit,
+    NewChunk,
+    Source,
+    Summary,
+    SummaryHit,
+)
+
+EmbedFn = Callable[[Sequence[str]], np.ndarray]
+
+
+class MemoryStore(ABC):
+    """Persistent memory. Obtain one with `nixx.store.open_store()`."""
+
+    backend: str  # "sqlite" | "postgres"
+
+    # ---- lifecycle & schema --------------------------------------------------------
+    @abstractmethod
+    def close(self) -> None: ...
+
+    @abstractmethod
+    def schema_version(self) -> int:
+        """The migration version the database is at (0 for an empty database)."""
+
+    @abstractmethod
+    def migrate(self) -> list[int]:
+        """Apply pending migrations, each in its own transaction; return those applied."""
+
+    # ---- embedder identity ---------------------------------------------------------
+    @abstractmethod
+    def embedding_info(self) -> EmbeddingInfo | None:
+        """The model and dimension the stored vectors were made with, if any yet."""
+
+    @abstractmethod
+    def bind_embedder(self, model: str, dim: int) -> None:
+        """Record the embedder on first use; raise `EmbedderMismatch` (saying to run
+        `nixx reindex`) when vectors of another model or dimension are stored."""
+
+    @abstractmethod
+    def reindex(
+        self,
+        embed: EmbedFn,
+        model: str,
+        dim: int,
+        *,
+        batch_size: int = 64,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> int:
+        """Re-embed every summary and memory with `embed` and record (model, dim).
+        Atomic: on failure the old vectors and embedder stay. Returns vectors written."""
+
+    # ---- episodic: buffer ----------------------------------------------------------
+    @abstractmethod
+    def append_buffer(
+        self, role: str, content: str, origin: str = "api", meta: dict[str, Any] | None = None
+    ) -> BufferRow:
+        """Append one row. Raises `ValidationError` on an unknown role or origin."""
+
+    @abstractmethod
+    def update_buffer_meta(self, row_id: int, meta: dict[str, Any]) -> None:
+        """Merge `meta` into a row's metadata (e.g. mark an answer incomplete)."""
+
+    @abstractmethod
+    def get_buffer(self, start_id: int, end_id: int | None = None) -> list[BufferRow]:
+        """Rows with start_id <= id <= end_id (to the newest when end_id is None)."""
+
+    @abstractmethod
+    def last_buffer_rows(self, n: int, *, after_id: int = 0) -> list[BufferRow]:
+        """The newest `n` non-marker rows with id > after_id, oldest first."""
+
+    @abstractmethod
+    def last_marker_id(self) -> int:
+        """Id of the newest `marker` row (0 when there is none): a session starts after it."""
+
+    @abstractmethod
+    def search_buffer(self, query: str, limit: int = 10) -> list[BufferHit]:
+        """Full-text search over non-marker rows, best first. Terms are OR-ed and ranked
+        (BM25 in SQLite, ts_rank_cd in PostgreSQL), so a question finds rows that share
+        only some of its words. An empty or stop-word-only query returns []."""
+
+    @abstractmethod
+    def buffer_stats(self) -> dict[str, int]:
+        """``{"rows", "max_id"}``."""
+
+    # ---- episodic: summaries -------------------------------------------------------
+    @abstractmethod
+    def last_summarised_id(self) -> int:
+        """The highest `end_buffer_id` of any summary (0 when there is none)."""
+
+    @abstractmethod
+    def unsummarised(self) -> list[BufferRow]:
+        """Non-marker buffer rows after `last_summarised_id()`, oldest first."""
+
+    @abstractmethod
+    def add_summary(
+        self,
+        content: str,
+        embedding: np.ndarray,
+        *,
+        tags: Sequence[str],
+        entities: dict[str, list[str]],
+        start_buffer_id: int,
+        end_buffer_id: int,
+    ) -> Summary:
+        """Store a summary of the buffer window. Raises `ValidationError` when the
+        range does not name existing rows, `EmbedderMismatch` on a wrong dimension."""
+
+    @abstractmethod
+    def list_summaries(self, limit: int = 50, offset: int = 0) -> list[Summary]:
+        """Newest first, without embeddings."""
+
+    @abstractmethod
+    def count_summaries(self) -> int: ...
+
+    @abstractmethod
+    def search_summaries(
+        self,
+        embedding: np.ndarray,
+        *,
+        limit: int,
+        threshold: float | None = None,
+        before_buffer_id: int | None = None,
+    ) -> list[SummaryHit]:
+        """Summaries by cosine similarity, best first, at or above `threshold`.
+        `before_buffer_id` keeps only summaries ending before that buffer id (used to
+        leave out the current session, whose messages are already in the history)."""
+
+    # ---- semantic: sources & memories ----------------------------------------------
+    @abstractmethod
+    def add_source(
+        self,
+        name: str,
+        type: str,
+        chunks: Sequence[NewChunk],
+        *,
+        summary: str | None = None,
+        start_id: int | None = None,
+        end_id: int | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> Source:
+        """Create a source and its memories in one transaction."""
+
+    @abstractmethod
+    def replace_source(
+        self,
+        source_id: int,
+        chunks: Sequence[NewChunk],
+        *,
+        summary: str | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> Source:
+        """Swap a source's memories (and summary/meta when given) in one transaction."""
+
+    @abstractmethod
+    def set_source_summary(self, source_id: int, summary: str) -> None: ...
+
+    @abstractmethod
+    def get_source(self, source_id: int) -> Source:
+        """Raises `NotFound`."""
+
+    @abstractmethod
+    def find_sources(self, **meta_equals: Any) -> list[Source]:
+        """Sources whose `meta` has every given key equal to the given value
+        (e.g. ``find_sources(path="/x/notes.md")``)."""
+
+    @abstractmethod
+    def list_sources(self) -> list[Source]:
+        """Newest first, with `chunk_count`."""
+
+    @abstractmethod
+    def delete_source(self, source_id: int) -> None:
+        """Delete a source and its memories. Raises `NotFound`."""
+
+    @abstractmethod
+    def source_chunks(self, source_id: int) -> list[Memory]:
+        """A source's memories in chunk order. Raises `NotFound`."""
+
+    @abstractmethod
+    def search_memories(
+        self, embedding: np.ndarray, *, limit: int, threshold: float | None = None
+    ) -> list[MemoryHit]:
+        """Memories by cosine similarity, best first, at or above `threshold`."""
+
+    @abstractmethod
+    def count_memories(self) -> int: ...
+
+    # ---- state ---------------------------------------------------------------------
+    @abstractmethod
+    def get_state(self, key: str, default: Any = None) -> Any:
+        """A JSON value stored under `key` (intent, runtime switches, counters)."""
+
+    @abstractmethod
+    def set_state(self, key: str, value: Any) -> None: ...
+
+    @abstractmethod
+    def delete_state(self, key: str) -> None: ...
+
+    # ---- export / import (portable JSONL records) ----------------------------------
+    @abstractmethod
+    def export_records(self) -> Iterator[dict[str, Any]]:
+        """Every stored record as plain JSON-able dicts (see docs/storage.md)."""
+
+    @abstractmethod
+    def import_records(self, records: Iterable[dict[str, Any]]) -> dict[str, int]:
+        """Load records written by `export_records` into an empty store, keeping ids.
+        One transaction. Returns counts per record type."""

@@ -1,0 +1,20 @@
+"""Shared fixtures. Every test runs with NIXX_HOME in a fresh temp dir, so nothing
+touches the user's real data and every store is a real file."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+
+@pytest.fixture(autouse=True)
+def nixx_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    home = tmp_path / "nixx-home"
+    home.mkdir()
+    monkeypatch.setenv("NIXX_HOME", str(home))
+    for name in list(os.environ):
+        if name.startswith(("NIXX_", "NXC_")) and name != "NIXX_HOME":
+            monkeypatch.delenv(name)
+    return home
