@@ -18,3 +18,6 @@ def nixx_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
         if name.startswith(("NIXX_", "NXC_")) and name != "NIXX_HOME":
             monkeypatch.delenv(name)
     return home
+
+
+pytest_plugins = ["nixx.testing.fixtures"]

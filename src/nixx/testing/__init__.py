@@ -1,0 +1,1 @@
+"""Test support shipped with nixx: the scripted OpenAI-compatible backend."""

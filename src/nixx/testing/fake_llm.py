@@ -1,0 +1,355 @@
+"""A scripted OpenAI-compatible backend over real HTTP, for tests and benchmarks.
+
+It speaks the real protocol (JSON and SSE streaming, tool calls, `/v1/models`,
+`/v1/embeddings`) on a loopback port and records every request, so a test can assert
+on the exact prompt nixx built. It is the only stand-in in nixx's tests: the LLM.
+
+    with FakeLLM() as llm:
+        llm.queue(Reply(content="hello"))
+        ... point nixx at llm.base_url ...
+        assert llm.chat_requests[-1]["messages"][0]["role"] == "system"
+
+Replies come from the queue first, then from `responder(body)`, then the default,
+which echoes the last user message as ``echo: <text>``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import numpy as np
+
+_WORD = re.compile(r"[a-z0-9]+")
+
+
+@dataclass
+class ToolCall:
+    name: str
+    arguments: dict[str, Any] | str = field(default_factory=dict)
+    id: str = ""
+
+    def arguments_json(self) -> str:
+        return self.arguments if isinstance(self.arguments, str) else json.dumps(self.arguments)
+
+
+@dataclass
+class Reply:
+    """One scripted answer to a /v1/chat/completions request."""
+
+    content: str | None = None
+    tool_calls: list[ToolCall] | None = None
+    status: int = 200  # non-200: answer an OpenAI error body with `error` as message
+    error: str = "scripted failure"
+    cut_after: int | None = None  # SSE: drop the connection after this many content chunks
+    delay: float = 0.0  # seconds to sleep before each streamed chunk (and before a JSON answer)
+    finish_reason: str | None = None  # default: "tool_calls" with tool calls, else "stop"
+    raw_body: str | None = None  # JSON mode: send this text verbatim (malformed-body tests)
+
+
+@dataclass
+class Recorded:
+    method: str
+    path: str
+    headers: dict[str, str]
+    body: Any
+
+
+def _text_of(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(p.get("text", "") for p in content if isinstance(p, dict))
+    return ""
+
+
+class FakeLLM:
+    """Scripted OpenAI-compatible server on 127.0.0.1 (a free port unless given)."""
+
+    def __init__(self, *, embed_dim: int = 384, port: int = 0, model: str = "fake-model") -> None:
+        self.embed_dim = embed_dim
+        self.models: list[str] = [model]
+        self.responder: Callable[[dict[str, Any]], Reply] | None = None
+        self.requests: list[Recorded] = []
+        self.fail_embeddings = False
+        self.fail_next_embeddings = 0  # answer this many /v1/embeddings calls with 500 first
+        self._queue: list[Reply] = []
+        self._lock = threading.Lock()
+        self._server = ThreadingHTTPServer(("127.0.0.1", port), self._handler_class())
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
+        self._thread.start()
+
+    # ---- control ------------------------------------------------------------------
+    @property
+    def port(self) -> int:
+        return int(self._server.server_address[1])
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def queue(self, *replies: Reply) -> None:
+        with self._lock:
+            self._queue.extend(replies)
+
+    @property
+    def pending(self) -> int:
+        with self._lock:
+            return len(self._queue)
+
+    @property
+    def chat_requests(self) -> list[dict[str, Any]]:
+        return [r.body for r in list(self.requests) if r.path.endswith("/chat/completions")]
+
+    @property
+    def embed_requests(self) -> list[dict[str, Any]]:
+        return [r.body for r in list(self.requests) if r.path.endswith("/embeddings")]
+
+    def close(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+    def __enter__(self) -> FakeLLM:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ---- behaviour ----------------------------------------------------------------
+    @staticmethod
+    def embedding_of(text: str, dim: int = 384) -> np.ndarray:
+        """Deterministic bag-of-words vector: texts sharing words have higher cosine."""
+        vec = np.zeros(dim, dtype=np.float32)
+        for word in _WORD.findall(text.lower()):
+            digest = hashlib.blake2b(word.encode(), digest_size=8).digest()
+            index = int.from_bytes(digest[:4], "little") % dim
+            vec[index] += 1.0 if digest[4] & 1 else -1.0
+        norm = float(np.linalg.norm(vec))
+        if norm == 0.0:
+            vec[0] = 1.0
+            return vec
+        return vec / np.float32(norm)
+
+    def _next_reply(self, body: dict[str, Any]) -> Reply:
+        with self._lock:
+            if self._queue:
+                return self._queue.pop(0)
+        if self.responder is not None:
+            return self.responder(body)
+        last = ""
+        for message in body.get("messages", []):
+            if message.get("role") == "user":
+                last = _text_of(message.get("content"))
+        return Reply(content=f"echo: {last}")
+
+    def _handler_class(self) -> type[BaseHTTPRequestHandler]:
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, format: str, *args: Any) -> None:  # quiet
+                pass
+
+            def _record(self) -> Any:
+                length = int(self.headers.get("Content-Length") or 0)
+                raw = self.rfile.read(length) if length else b""
+                try:
+                    body = json.loads(raw) if raw else None
+                except ValueError:
+                    body = raw.decode(errors="replace")
+                fake.requests.append(
+                    Recorded(self.command, self.path, dict(self.headers.items()), body)
+                )
+                return body
+
+            def _json(self, status: int, payload: Any, raw: str | None = None) -> None:
+                data = (raw if raw is not None else json.dumps(payload)).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def _error(self, status: int, message: str) -> None:
+                self._json(
+                    status,
+                    {"error": {"message": message, "type": "server_error", "param": None, "code": None}},
+                )
+
+            def do_GET(self) -> None:
+                self._record()
+                if self.path.rstrip("/").endswith("/models"):
+                    data = [
+                        {"id": m, "object": "model", "created": 0, "owned_by": "fake"}
+                        for m in fake.models
+                    ]
+                    self._json(200, {"object": "list", "data": data})
+                else:
+                    self._error(404, f"no route {self.path}")
+
+            def do_POST(self) -> None:
+                body = self._record()
+                if self.path.endswith("/chat/completions"):
+                    self._chat(body if isinstance(body, dict) else {})
+                elif self.path.endswith("/embeddings"):
+                    self._embeddings(body if isinstance(body, dict) else {})
+                else:
+                    self._error(404, f"no route {self.path}")
+
+            def _embeddings(self, body: dict[str, Any]) -> None:
+                if fake.fail_embeddings:
+                    self._error(500, "embeddings failing (scripted)")
+                    return
+                with fake._lock:
+                    if fake.fail_next_embeddings > 0:
+                        fake.fail_next_embeddings -= 1
+                        failing = True
+                    else:
+                        failing = False
+                if failing:
+                    self._error(500, "embeddings failing (scripted)")
+                    return
+                inputs = body.get("input", [])
+                if isinstance(inputs, str):
+                    inputs = [inputs]
+                data = [
+                    {
+                        "object": "embedding",
+                        "index": i,
+                        "embedding": [float(x) for x in fake.embedding_of(str(t), fake.embed_dim)],
+                    }
+                    for i, t in enumerate(inputs)
+                ]
+                tokens = sum(len(str(t).split()) for t in inputs)
+                self._json(
+                    200,
+                    {
+                        "object": "list",
+                        "data": data,
+                        "model": body.get("model", "fake-embed"),
+                        "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
+                    },
+                )
+
+            def _chat(self, body: dict[str, Any]) -> None:
+                reply = fake._next_reply(body)
+                if reply.status != 200:
+                    if reply.delay:
+                        time.sleep(reply.delay)
+                    self._error(reply.status, reply.error)
+                    return
+                model = body.get("model") or fake.models[0]
+                calls = [
+                    {
+                        "id": c.id or f"call_{i}",
+                        "type": "function",
+                        "function": {"name": c.name, "arguments": c.arguments_json()},
+                    }
+                    for i, c in enumerate(reply.tool_calls or [])
+                ]
+                finish = reply.finish_reason or ("tool_calls" if calls else "stop")
+                prompt_tokens = sum(
+                    len(_text_of(m.get("content")).split()) for m in body.get("messages", [])
+                )
+                completion_tokens = len((reply.content or "").split())
+                usage = {
+                    "prompt_tokens": prompt_tokens,
+                    "completion_tokens": completion_tokens,
+                    "total_tokens": prompt_tokens + completion_tokens,
+                }
+                if body.get("stream"):
+                    self._stream(reply, model, calls, finish, usage)
+                    return
+                if reply.delay:
+                    time.sleep(reply.delay)
+                message: dict[str, Any] = {"role": "assistant", "content": reply.content}
+                if calls:
+                    message["tool_calls"] = calls
+                payload = {
+                    "id": "chatcmpl-fake",
+                    "object": "chat.completion",
+                    "created": int(time.time()),
+                    "model": model,
+                    "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+                    "usage": usage,
+                }
+                self._json(200, payload, raw=reply.raw_body)
+
+            def _stream(
+                self,
+                reply: Reply,
+                model: str,
+                calls: list[dict[str, Any]],
+                finish: str,
+                usage: dict[str, int],
+            ) -> None:
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream")
+                self.send_header("Cache-Control", "no-cache")
+                self.send_header("Transfer-Encoding", "chunked")
+                self.end_headers()
+
+                def send(obj: Any) -> None:
+                    data = obj if isinstance(obj, str) else json.dumps(obj)
+                    payload = f"data: {data}\n\n".encode()
+                    self.wfile.write(f"{len(payload):x}\r\n".encode() + payload + b"\r\n")
+                    self.wfile.flush()
+
+                def chunk(delta: dict[str, Any], finish_reason: str | None = None) -> dict[str, Any]:
+                    return {
+                        "id": "chatcmpl-fake",
+                        "object": "chat.completion.chunk",
+                        "created": int(time.time()),
+                        "model": model,
+                        "choices": [{"index": 0, "delta": delta, "finish_reason": finish_reason}],
+                    }
+
+                send(chunk({"role": "assistant", "content": ""}))
+                pieces = re.findall(r"\S+\s*|\s+", reply.content or "")
+                for n, piece in enumerate(pieces):
+                    if reply.cut_after is not None and n >= reply.cut_after:
+                        self.close_connection = True
+                        self.wfile.flush()
+                        self.connection.shutdown(2)
+                        return
+                    if reply.delay:
+                        time.sleep(reply.delay)
+                    send(chunk({"content": piece}))
+                for i, call in enumerate(calls):
+                    send(
+                        chunk(
+                            {
+                                "tool_calls": [
+                                    {
+                                        "index": i,
+                                        "id": call["id"],
+                                        "type": "function",
+                                        "function": {"name": call["function"]["name"], "arguments": ""},
+                                    }
+                                ]
+                            }
+                        )
+                    )
+                    args = call["function"]["arguments"]
+                    half = len(args) // 2
+                    for part in (args[:half], args[half:]):
+                        send(chunk({"tool_calls": [{"index": i, "function": {"arguments": part}}]}))
+                final = chunk({}, finish)
+                final["usage"] = usage
+                send(final)
+                send("[DONE]")
+                self.wfile.write(b"0\r\n\r\n")
+                self.wfile.flush()
+
+        return Handler

@@ -1,0 +1,71 @@
+"""The scripted backend must speak the protocol the official client expects."""
+
+from __future__ import annotations
+
+import httpx
+import numpy as np
+import openai
+import pytest
+
+from nixx.testing.fake_llm import FakeLLM, Reply, ToolCall
+
+
+def client(llm: FakeLLM) -> openai.OpenAI:
+    return openai.OpenAI(base_url=llm.base_url, api_key="k", max_retries=0)
+
+
+def test_json_and_default_echo(fake_llm: FakeLLM) -> None:
+    out = client(fake_llm).chat.completions.create(
+        model="m", messages=[{"role": "user", "content": "hello there"}]
+    )
+    assert out.choices[0].message.content == "echo: hello there"
+    assert fake_llm.chat_requests[-1]["messages"][0]["content"] == "hello there"
+
+
+def test_stream_with_tool_calls(fake_llm: FakeLLM) -> None:
+    fake_llm.queue(Reply(content="let me look", tool_calls=[ToolCall("read_file", {"path": "a.txt"})]))
+    stream = client(fake_llm).chat.completions.create(
+        model="m", messages=[{"role": "user", "content": "x"}], stream=True
+    )
+    text, args, finish = "", "", None
+    for ev in stream:
+        choice = ev.choices[0]
+        text += choice.delta.content or ""
+        for tc in choice.delta.tool_calls or []:
+            args += tc.function.arguments or ""
+        finish = choice.finish_reason or finish
+    assert text == "let me look"
+    assert args == '{"path": "a.txt"}'
+    assert finish == "tool_calls"
+
+
+def test_cut_stream_raises_in_client(fake_llm: FakeLLM) -> None:
+    fake_llm.queue(Reply(content="one two three four", cut_after=2))
+    stream = client(fake_llm).chat.completions.create(
+        model="m", messages=[{"role": "user", "content": "x"}], stream=True
+    )
+    got = ""
+    with pytest.raises((httpx.HTTPError, openai.APIError)):
+        for ev in stream:
+            got += ev.choices[0].delta.content or ""
+    assert got == "one two "
+
+
+def test_error_status_and_models(fake_llm: FakeLLM) -> None:
+    fake_llm.queue(Reply(status=503, error="overloaded"))
+    with pytest.raises(openai.APIStatusError, match="overloaded"):
+        client(fake_llm).chat.completions.create(model="m", messages=[{"role": "user", "content": "x"}])
+    assert [m.id for m in client(fake_llm).models.list()] == ["fake-model"]
+
+
+def test_embeddings_are_deterministic_and_share_words(fake_llm: FakeLLM) -> None:
+    out = client(fake_llm).embeddings.create(model="e", input=["red apple pie", "apple pie", "stock market"])
+    vecs = np.array([d.embedding for d in out.data], dtype=np.float32)
+    assert vecs.shape == (3, 384)
+    assert np.allclose(np.linalg.norm(vecs, axis=1), 1.0, atol=1e-5)
+    assert vecs[0] @ vecs[1] > vecs[0] @ vecs[2]
+    assert np.allclose(vecs[1], FakeLLM.embedding_of("apple pie"), atol=1e-6)
+    fake_llm.fail_next_embeddings = 1
+    with pytest.raises(openai.APIStatusError):
+        client(fake_llm).embeddings.create(model="e", input="x")
+    assert client(fake_llm).embeddings.create(model="e", input="x").data
