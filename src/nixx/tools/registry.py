@@ -1,0 +1,204 @@
+"""`ToolRegistry`: the tools nixx offers the model, and their execution.
+
+`specs()` is the OpenAI `tools` array; `execute(name, arguments)` runs one call with the
+raw JSON arguments the model produced and always returns text. Mistakes the model can
+make (bad JSON, an unknown tool, a missing or mistyped argument, a refused path, a
+disabled tool) come back as ``error: ...`` lines it can read and correct; `execute`
+never raises for them.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from nixx.config import Settings
+from nixx.errors import NixxError
+from nixx.store.base import MemoryStore
+from nixx.tools import files, transcript
+
+log = logging.getLogger(__name__)
+
+_JSON_TYPES: dict[str, tuple[type, ...]] = {
+    "string": (str,),
+    "integer": (int,),
+    "boolean": (bool,),
+}
+
+_ARTICLE = {"integer": "an"}
+
+
+class ToolArgumentError(Exception):
+    """A tool call's arguments do not fit the tool's schema (internal to the registry)."""
+
+
+@dataclass(frozen=True)
+class Tool:
+    name: str
+    description: str
+    parameters: dict[str, Any]
+    run: Callable[..., str]
+
+    def spec(self) -> dict[str, Any]:
+        return {
+            "type": "function",
+            "function": {
+                "name": self.name,
+                "description": self.description,
+                "parameters": self.parameters,
+            },
+        }
+
+    def bind(self, args: dict[str, Any]) -> dict[str, Any]:
+        """Check `args` against the schema; coerce integer strings ("5") to ints."""
+        props: dict[str, Any] = self.parameters.get("properties", {})
+        missing = [p for p in self.parameters.get("required", []) if args.get(p) is None]
+        if missing:
+            raise ToolArgumentError(
+                f"{self.name} needs {', '.join(missing)}; got "
+                f"{', '.join(sorted(args)) or 'no arguments'}"
+            )
+        bound: dict[str, Any] = {}
+        for key, value in args.items():
+            if key not in props:
+                continue  # models add stray keys; ignoring them is kinder than failing
+            if value is None:
+                continue
+            kind = props[key].get("type", "string")
+            if kind == "integer" and isinstance(value, str) and value.strip().lstrip("-").isdigit():
+                value = int(value)
+            if kind == "integer" and isinstance(value, float) and value.is_integer():
+                value = int(value)
+            ok = isinstance(value, _JSON_TYPES.get(kind, (object,)))
+            if kind == "integer" and isinstance(value, bool):
+                ok = False
+            if not ok:
+                raise ToolArgumentError(
+                    f"{self.name}: argument {key!r} must be {_ARTICLE.get(kind, 'a')} {kind}, got {json.dumps(value)[:80]}"
+                )
+            bound[key] = value
+        return bound
+
+
+def _object(properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "properties": properties,
+        "required": required,
+        "additionalProperties": False,
+    }
+
+
+class ToolRegistry:
+    """The server-side tools, configured by `settings` and reading `store`."""
+
+    def __init__(self, settings: Settings, store: MemoryStore) -> None:
+        self.settings = settings
+        self.store = store
+        root = settings.workspace
+        ws = "Paths are relative to the workspace folder; nothing outside it is reachable."
+        all_tools = [
+            Tool(
+                "read_file",
+                f"Read a UTF-8 text file from the workspace (at most "
+                f"{files.READ_MAX_BYTES // 1024} KB; longer files are truncated). {ws}",
+                _object({"path": {"type": "string", "description": "file path"}}, ["path"]),
+                lambda path: files.read_file(root, path),
+            ),
+            Tool(
+                "write_file",
+                "Create or overwrite a text file in the workspace with the given content; "
+                f"missing folders are created. {ws}",
+                _object(
+                    {
+                        "path": {"type": "string", "description": "file path"},
+                        "content": {"type": "string", "description": "the full new content"},
+                    },
+                    ["path", "content"],
+                ),
+                lambda path, content: files.write_file(root, path, content),
+            ),
+            Tool(
+                "list_dir",
+                f"List a folder of the workspace: `name/` folders, `name (N bytes)` files. {ws}",
+                _object(
+                    {"path": {"type": "string", "description": "folder path (default '.')"}}, []
+                ),
+                lambda path=".": files.list_dir(root, path),
+            ),
+            Tool(
+                "delete_file",
+                f"Delete one file (not a folder) from the workspace. {ws}",
+                _object({"path": {"type": "string", "description": "file path"}}, ["path"]),
+                lambda path: files.delete_file(root, path),
+            ),
+            Tool(
+                "search_transcript",
+                "Full-text search of everything said in past conversations (the episodic "
+                "buffer). Returns matching rows with their ids, best first.",
+                _object(
+                    {
+                        "query": {"type": "string", "description": "words to look for"},
+                        "limit": {
+                            "type": "integer",
+                            "description": f"rows to return (default 10, at most "
+                            f"{transcript.SEARCH_MAX_LIMIT})",
+                        },
+                    },
+                    ["query"],
+                ),
+                lambda query, limit=10: transcript.search_transcript(store, query, limit),
+            ),
+            Tool(
+                "view_transcript",
+                "Read the conversation transcript rows from id `start` to id `end` "
+                f"(inclusive; at most {transcript.VIEW_MAX_ROWS} rows per call).",
+                _object(
+                    {
+                        "start": {"type": "integer", "description": "first row id"},
+                        "end": {"type": "integer", "description": "last row id (optional)"},
+                    },
+                    ["start"],
+                ),
+                lambda start, end=None: transcript.view_transcript(store, start, end),
+            ),
+        ]
+        disabled = {
+            "write_file": not settings.tools_write,
+            "delete_file": not settings.tools_delete,
+        }
+        self._tools = {t.name: t for t in all_tools if not disabled.get(t.name)}
+        self._disabled = {name for name, off in disabled.items() if off}
+
+    def specs(self) -> list[dict[str, Any]]:
+        """The OpenAI `tools` array for the enabled tools."""
+        return [tool.spec() for tool in self._tools.values()]
+
+    def names(self) -> set[str]:
+        return set(self._tools)
+
+    def execute(self, name: str, arguments: str) -> str:
+        """Run tool `name` with the model's raw JSON `arguments`; always returns text."""
+        tool = self._tools.get(name)
+        if tool is None:
+            if name in self._disabled:
+                return f"error: the tool {name} is disabled on this server"
+            return f"error: unknown tool {name!r}; available: {', '.join(sorted(self._tools))}"
+        try:
+            args = json.loads(arguments) if arguments and arguments.strip() else {}
+        except (json.JSONDecodeError, TypeError) as exc:
+            return f"error: the arguments of {name} are not valid JSON ({exc}); send an object"
+        if not isinstance(args, dict):
+            return f"error: the arguments of {name} must be a JSON object"
+        try:
+            return tool.run(**tool.bind(args))
+        except ToolArgumentError as exc:
+            return f"error: {exc}"
+        except NixxError as exc:
+            return f"error: {exc.message}"
+        except Exception as exc:  # a tool bug must not kill the turn; log it, tell the model
+            log.exception("tool %s failed", name)
+            return f"error: {name} failed unexpectedly ({type(exc).__name__})"

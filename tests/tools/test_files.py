@@ -1,0 +1,271 @@
+"""File tools on real files and real symlinks in temp dirs: every way out is refused."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from nixx.errors import NoWorkspace, WorkspaceError
+from nixx.tools import files
+from nixx.tools.files import confine
+
+
+@pytest.fixture
+def layout(tmp_path: Path) -> dict[str, Path]:
+    """/tmp/x/ws (the workspace), /tmp/x/ws-secret (a sibling sharing its name prefix),
+    /tmp/x/outside.txt."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "notes.txt").write_text("hello notes\n")
+    (ws / "sub").mkdir()
+    (ws / "sub" / "deep.md").write_text("# deep\n")
+    secret = tmp_path / "ws-secret"
+    secret.mkdir()
+    (secret / "key.txt").write_text("TOP SECRET")
+    (tmp_path / "outside.txt").write_text("outside")
+    return {"ws": ws, "secret": secret, "tmp": tmp_path}
+
+
+# ---- confine -------------------------------------------------------------------------
+
+
+def test_confine_accepts_relative_absolute_inside_and_dot(layout):
+    ws = layout["ws"]
+    assert confine(ws, "notes.txt") == ws.resolve() / "notes.txt"
+    assert confine(ws, str(ws / "sub" / "deep.md")) == ws.resolve() / "sub" / "deep.md"
+    assert confine(ws, ".") == ws.resolve()
+    assert confine(ws, "sub/../notes.txt") == ws.resolve() / "notes.txt"
+    assert confine(ws, "new/dir/file.txt") == ws.resolve() / "new" / "dir" / "file.txt"
+
+
+@pytest.mark.parametrize(
+    "path",
+    ["../outside.txt", "../ws-secret/key.txt", "sub/../../outside.txt", "..", "/etc/passwd"],
+)
+def test_confine_refuses_dotdot_and_absolute_elsewhere(layout, path):
+    with pytest.raises(WorkspaceError, match="escapes the workspace"):
+        confine(layout["ws"], path)
+
+
+def test_confine_refuses_sibling_sharing_the_name_prefix(layout):
+    # The original's defect: "/x/ws-secret".startswith("/x/ws") is True.
+    sibling = str(layout["secret"] / "key.txt")
+    assert sibling.startswith(str(layout["ws"]))
+    with pytest.raises(WorkspaceError, match="escapes the workspace"):
+        confine(layout["ws"], sibling)
+
+
+def test_confine_refuses_symlink_pointing_outside(layout):
+    ws = layout["ws"]
+    (ws / "link-out").symlink_to(layout["tmp"] / "outside.txt")
+    (ws / "dir-out").symlink_to(layout["secret"], target_is_directory=True)
+    (ws / "dangling-out").symlink_to(layout["tmp"] / "not-yet-there.txt")
+    for path in ["link-out", "dir-out/key.txt", "dangling-out"]:
+        with pytest.raises(WorkspaceError, match="escapes the workspace"):
+            confine(ws, path)
+
+
+def test_confine_follows_symlink_that_stays_inside(layout):
+    ws = layout["ws"]
+    (ws / "alias.txt").symlink_to(ws / "notes.txt")
+    assert confine(ws, "alias.txt") == ws.resolve() / "notes.txt"
+
+
+def test_confine_works_when_the_workspace_itself_is_reached_through_a_symlink(layout):
+    link = layout["tmp"] / "ws-link"
+    link.symlink_to(layout["ws"], target_is_directory=True)
+    assert confine(link, "notes.txt") == layout["ws"].resolve() / "notes.txt"
+    with pytest.raises(WorkspaceError):
+        confine(link, "../ws-secret/key.txt")
+
+
+def test_confine_refuses_symlink_loop_empty_and_nul(layout):
+    ws = layout["ws"]
+    (ws / "loop-a").symlink_to(ws / "loop-b")
+    (ws / "loop-b").symlink_to(ws / "loop-a")
+    with pytest.raises(WorkspaceError):
+        confine(ws, "loop-a")
+    with pytest.raises(WorkspaceError, match="empty"):
+        confine(ws, "  ")
+    with pytest.raises(WorkspaceError, match="NUL"):
+        confine(ws, "a\x00b")
+
+
+def test_confine_without_workspace_says_what_to_set(tmp_path):
+    with pytest.raises(NoWorkspace, match="NIXX_WORKSPACE"):
+        confine(tmp_path / "missing", "a.txt")
+
+
+# ---- read_file ---------------------------------------------------------------------
+
+
+def test_read_file_reads_text(layout):
+    assert files.read_file(layout["ws"], "notes.txt") == "hello notes\n"
+
+
+def test_read_file_truncates_and_says_so(layout):
+    (layout["ws"] / "big.txt").write_text("a" * 1000)
+    out = files.read_file(layout["ws"], "big.txt", max_bytes=100)
+    assert out.startswith("a" * 100)
+    assert "a" * 101 not in out
+    assert "truncated: showed the first 100 of 1000 bytes" in out
+
+
+def test_read_file_default_cap_is_256k(layout):
+    (layout["ws"] / "huge.txt").write_bytes(b"x" * (300 * 1024))
+    out = files.read_file(layout["ws"], "huge.txt")
+    assert out.count("x") == 256 * 1024
+    assert "truncated" in out
+
+
+def test_read_file_errors(layout):
+    ws = layout["ws"]
+    (ws / "bin.dat").write_bytes(b"\x00\x01\x02binary")
+    with pytest.raises(WorkspaceError, match="no such file"):
+        files.read_file(ws, "missing.txt")
+    with pytest.raises(WorkspaceError, match="directory"):
+        files.read_file(ws, "sub")
+    with pytest.raises(WorkspaceError, match="binary"):
+        files.read_file(ws, "bin.dat")
+    with pytest.raises(WorkspaceError, match="escapes"):
+        files.read_file(ws, "../ws-secret/key.txt")
+
+
+# ---- write_file --------------------------------------------------------------------
+
+
+def test_write_file_creates_parents_and_writes(layout):
+    ws = layout["ws"]
+    msg = files.write_file(ws, "a/b/c.txt", "héllo")
+    assert (ws / "a" / "b" / "c.txt").read_text() == "héllo"
+    assert msg == "wrote 6 bytes to a/b/c.txt"
+
+
+def test_write_file_overwrites_atomically_keeping_mode_and_no_temp_left(layout):
+    ws = layout["ws"]
+    target = ws / "notes.txt"
+    target.chmod(0o640)
+    inode_before = target.stat().st_ino
+    files.write_file(ws, "notes.txt", "new content")
+    assert target.read_text() == "new content"
+    assert (target.stat().st_mode & 0o777) == 0o640
+    assert target.stat().st_ino != inode_before  # replaced by rename, not rewritten in place
+    assert [p.name for p in ws.iterdir() if "nixx-tmp" in p.name] == []
+
+
+def test_write_file_refuses_every_way_out(layout):
+    ws, tmp = layout["ws"], layout["tmp"]
+    (ws / "dir-out").symlink_to(layout["secret"], target_is_directory=True)
+    (ws / "link-out").symlink_to(tmp / "outside.txt")
+    for path in [
+        "../evil.txt",
+        str(tmp / "evil.txt"),
+        str(layout["secret"] / "evil.txt"),
+        "dir-out/evil.txt",
+        "link-out",
+    ]:
+        with pytest.raises(WorkspaceError, match="escapes"):
+            files.write_file(ws, path, "pwned")
+    assert not (tmp / "evil.txt").exists()
+    assert not (layout["secret"] / "evil.txt").exists()
+    assert (tmp / "outside.txt").read_text() == "outside"
+
+
+def test_write_file_errors(layout):
+    ws = layout["ws"]
+    with pytest.raises(WorkspaceError, match="directory"):
+        files.write_file(ws, "sub", "x")
+    with pytest.raises(WorkspaceError, match="directory"):
+        files.write_file(ws, ".", "x")
+    with pytest.raises(WorkspaceError, match="parent is a file"):
+        files.write_file(ws, "notes.txt/child.txt", "x")
+    with pytest.raises(WorkspaceError, match="limit"):
+        files.write_file(ws, "big.txt", "x" * 11, max_bytes=10)
+    assert not (ws / "big.txt").exists()
+
+
+# ---- list_dir ----------------------------------------------------------------------
+
+
+def test_list_dir_lists_sorted_with_kinds(layout):
+    ws = layout["ws"]
+    (ws / "alias").symlink_to(ws / "notes.txt")
+    out = files.list_dir(ws, ".")
+    assert out.splitlines() == [".: 3 entries", "alias@", "notes.txt (12 bytes)", "sub/"]
+    assert files.list_dir(ws, "sub").splitlines()[1:] == ["deep.md (7 bytes)"]
+
+
+def test_list_dir_does_not_reveal_symlink_targets_and_refuses_outside(layout):
+    ws = layout["ws"]
+    (ws / "dir-out").symlink_to(layout["secret"], target_is_directory=True)
+    assert "ws-secret" not in files.list_dir(ws)
+    with pytest.raises(WorkspaceError, match="escapes"):
+        files.list_dir(ws, "dir-out")
+    with pytest.raises(WorkspaceError, match="escapes"):
+        files.list_dir(ws, "..")
+
+
+def test_list_dir_caps_entries_and_handles_empty_and_errors(layout):
+    ws = layout["ws"]
+    many = ws / "many"
+    many.mkdir()
+    for i in range(12):
+        (many / f"f{i:02}").write_text("")
+    out = files.list_dir(ws, "many", max_entries=5)
+    assert out.splitlines()[0] == "many: 12 entries (showing the first 5)"
+    assert len(out.splitlines()) == 6
+    (ws / "empty").mkdir()
+    assert files.list_dir(ws, "empty") == "empty is empty"
+    with pytest.raises(WorkspaceError, match="no such directory"):
+        files.list_dir(ws, "nope")
+    with pytest.raises(WorkspaceError, match="read_file"):
+        files.list_dir(ws, "notes.txt")
+
+
+# ---- delete_file -------------------------------------------------------------------
+
+
+def test_delete_file_deletes(layout):
+    ws = layout["ws"]
+    assert files.delete_file(ws, "sub/deep.md") == "deleted sub/deep.md"
+    assert not (ws / "sub" / "deep.md").exists()
+
+
+def test_delete_file_refuses_every_way_out(layout):
+    ws, tmp = layout["ws"], layout["tmp"]
+    (ws / "link-out").symlink_to(tmp / "outside.txt")
+    (ws / "dir-out").symlink_to(layout["secret"], target_is_directory=True)
+    for path in [
+        "../outside.txt",
+        str(tmp / "outside.txt"),
+        str(layout["secret"] / "key.txt"),
+        "../ws-secret/key.txt",
+        "dir-out/key.txt",
+        "link-out",
+    ]:
+        with pytest.raises(WorkspaceError):
+            files.delete_file(ws, path)
+    assert (tmp / "outside.txt").read_text() == "outside"
+    assert (layout["secret"] / "key.txt").read_text() == "TOP SECRET"
+
+
+def test_delete_file_removes_an_inside_symlink_not_its_target(layout):
+    ws = layout["ws"]
+    (ws / "alias").symlink_to(ws / "notes.txt")
+    assert files.delete_file(ws, "alias") == "deleted alias"
+    assert not os.path.lexists(ws / "alias")
+    assert (ws / "notes.txt").read_text() == "hello notes\n"
+
+
+def test_delete_file_refuses_folders_the_workspace_and_missing(layout):
+    ws = layout["ws"]
+    with pytest.raises(WorkspaceError, match="directory"):
+        files.delete_file(ws, "sub")
+    for path in [".", str(ws), "sub/.."]:
+        with pytest.raises(WorkspaceError, match="workspace itself|folder reference"):
+            files.delete_file(ws, path)
+    with pytest.raises(WorkspaceError, match="no such file"):
+        files.delete_file(ws, "missing.txt")
+    assert ws.is_dir() and (ws / "sub").is_dir()
