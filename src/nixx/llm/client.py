@@ -1,0 +1,185 @@
+"""`ChatClient`: an async client for any OpenAI-compatible chat backend.
+
+One client (one `httpx.AsyncClient`, one connection pool) is opened per server and
+reused for every call. Failures become nixx errors:
+
+- nothing answers at the URL (connection refused, DNS, connect timeout) →
+  `BackendUnavailable` naming the URL and the variable that sets it;
+- the backend answers an HTTP error → `BackendError` carrying the backend's own message;
+- a stream that breaks before it finished → `BackendError` with ``code="stream_interrupted"``
+  (raised from the iterator, after the chunks already received were yielded).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+import httpx
+
+from nixx.errors import BackendError, BackendUnavailable
+
+
+class ChatClient:
+    """OpenAI-compatible `/models` and `/chat/completions` over one pooled HTTP client."""
+
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        api_key: str | None = None,
+        timeout: float = 120.0,
+        env_var: str = "NIXX_CHAT_BASE_URL",
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.env_var = env_var
+        self.timeout = timeout
+        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self._http = httpx.AsyncClient(
+            base_url=self.base_url,
+            headers=headers,
+            timeout=httpx.Timeout(timeout, connect=min(10.0, timeout)),
+            limits=httpx.Limits(max_connections=64, max_keepalive_connections=16),
+            transport=transport,
+        )
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
+
+    # ---- errors ---------------------------------------------------------------------
+    def _unavailable(self, exc: Exception) -> BackendUnavailable:
+        return BackendUnavailable(
+            f"no LLM backend answers at {self.base_url} ({type(exc).__name__}: {exc}). "
+            f"Start it, or set {self.env_var} to the URL of an OpenAI-compatible server.",
+            url=self.base_url,
+            variable=self.env_var,
+        )
+
+    def _timeout(self) -> BackendError:
+        return BackendError(
+            f"the LLM backend at {self.base_url} did not answer within {self.timeout:g}s "
+            "(raise NIXX_CHAT_TIMEOUT if it is just slow)",
+            code="timeout",
+        )
+
+    @staticmethod
+    def _http_error(response: httpx.Response, body: bytes) -> BackendError:
+        message = body.decode("utf-8", "replace").strip()[:2000]
+        try:
+            data = json.loads(body)
+            err = data.get("error") if isinstance(data, dict) else None
+            if isinstance(err, dict) and err.get("message"):
+                message = str(err["message"])
+            elif isinstance(err, str):
+                message = err
+            elif isinstance(data, dict) and data.get("detail"):
+                message = str(data["detail"])
+        except ValueError:
+            pass
+        return BackendError(
+            f"the LLM backend answered HTTP {response.status_code}: {message or response.reason_phrase}",
+            status=response.status_code,
+        )
+
+    # ---- calls ----------------------------------------------------------------------
+    async def _request(self, method: str, path: str, body: Any = None) -> Any:
+        try:
+            response = await self._http.request(method, path, json=body)
+        except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
+            raise self._unavailable(exc) from None
+        except httpx.TimeoutException:
+            raise self._timeout() from None
+        except httpx.HTTPError as exc:
+            raise BackendError(f"the LLM backend at {self.base_url} failed: {exc}") from None
+        if response.status_code >= 400:
+            raise self._http_error(response, response.content)
+        try:
+            return response.json()
+        except ValueError:
+            raise BackendError(
+                f"the LLM backend at {self.base_url} answered something that is not JSON: "
+                f"{response.text[:200]!r}"
+            ) from None
+
+    async def list_models(self) -> dict[str, Any]:
+        """The backend's `GET /models` document (OpenAI list shape)."""
+        data = await self._request("GET", "/models")
+        if not isinstance(data, dict) or not isinstance(data.get("data"), list):
+            raise BackendError(f"the LLM backend at {self.base_url} sent a malformed model list")
+        return data
+
+    async def create(self, body: dict[str, Any]) -> dict[str, Any]:
+        """A non-streaming chat completion; returns the backend's JSON answer."""
+        data = await self._request("POST", "/chat/completions", {**body, "stream": False})
+        if not isinstance(data, dict) or not isinstance(data.get("choices"), list) or not data["choices"]:
+            raise BackendError(
+                f"the LLM backend at {self.base_url} sent a completion without choices"
+            )
+        return data
+
+    async def stream(self, body: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
+        """Stream a chat completion: yields each parsed SSE chunk (dicts) in order."""
+        request = self._http.build_request(
+            "POST", "/chat/completions", json={**body, "stream": True}
+        )
+        try:
+            response = await self._http.send(request, stream=True)
+        except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
+            raise self._unavailable(exc) from None
+        except httpx.TimeoutException:
+            raise self._timeout() from None
+        except httpx.HTTPError as exc:
+            raise BackendError(f"the LLM backend at {self.base_url} failed: {exc}") from None
+        try:
+            if response.status_code >= 400:
+                raise self._http_error(response, await response.aread())
+            done = False
+            finished = False
+            try:
+                async for line in response.aiter_lines():
+                    if not line.startswith("data:"):
+                        continue  # comments, event names, blank separators
+                    data = line[5:].strip()
+                    if data == "[DONE]":
+                        done = True
+                        break
+                    try:
+                        chunk = json.loads(data)
+                    except ValueError:
+                        raise BackendError(
+                            f"the LLM backend sent a malformed stream chunk: {data[:200]!r}",
+                            code="stream_interrupted",
+                        ) from None
+                    if isinstance(chunk, dict) and chunk.get("error"):
+                        err = chunk["error"]
+                        msg = err.get("message") if isinstance(err, dict) else str(err)
+                        raise BackendError(
+                            f"the LLM backend reported an error mid-stream: {msg}",
+                            code="stream_interrupted",
+                        )
+                    if not isinstance(chunk, dict):
+                        continue
+                    for choice in chunk.get("choices") or []:
+                        if choice.get("finish_reason"):
+                            finished = True
+                    yield chunk
+            except httpx.TimeoutException:
+                raise BackendError(
+                    f"the LLM backend at {self.base_url} stopped sending for "
+                    f"{self.timeout:g}s mid-stream",
+                    code="stream_interrupted",
+                ) from None
+            except httpx.HTTPError as exc:
+                raise BackendError(
+                    f"the stream from the LLM backend broke: {type(exc).__name__}: {exc}",
+                    code="stream_interrupted",
+                ) from None
+            if not done and not finished:
+                raise BackendError(
+                    "the stream from the LLM backend ended before the answer was complete",
+                    code="stream_interrupted",
+                )
+        finally:
+            await response.aclose()

@@ -1,0 +1,109 @@
+"""Episodic memory, the store side: the buffer (sessions, writes), the summary trigger
+and the runtime switches. Synchronous (called from a worker thread by the service).
+
+Runtime switches live in the store's state so they survive a restart:
+``episodic.interval`` (words that trigger a summary) and ``episodic.recall``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from nixx.config import Settings
+from nixx.errors import ValidationError
+from nixx.store.base import MemoryStore
+from nixx.store.records import ORIGINS, BufferRow
+
+INTERVAL_KEY = "episodic.interval"
+RECALL_KEY = "episodic.recall"
+SESSION_CLEAR = "session_clear"
+
+
+def check_origin(origin: str | None) -> str:
+    origin = (origin or "api").strip().lower()
+    if origin not in ORIGINS:
+        raise ValidationError(
+            f"X-Nixx-Origin must be one of {', '.join(ORIGINS)} (got {origin!r})",
+            param="X-Nixx-Origin",
+        )
+    return origin
+
+
+class Episodic:
+    def __init__(self, settings: Settings, store: MemoryStore) -> None:
+        self.settings = settings
+        self.store = store
+
+    # ---- switches -------------------------------------------------------------------
+    def interval(self) -> int:
+        return int(self.store.get_state(INTERVAL_KEY, self.settings.summary_interval))
+
+    def recall_enabled(self) -> bool:
+        return bool(self.store.get_state(RECALL_KEY, self.settings.recall_enabled))
+
+    def configure(self, *, interval: int | None = None, recall: bool | None = None) -> None:
+        if interval is not None:
+            if isinstance(interval, bool) or not isinstance(interval, int) or interval < 1:
+                raise ValidationError(
+                    f"interval must be a whole number of words >= 1 (got {interval!r})",
+                    param="interval",
+                )
+            self.store.set_state(INTERVAL_KEY, interval)
+        if recall is not None:
+            self.store.set_state(RECALL_KEY, bool(recall))
+
+    # ---- sessions -------------------------------------------------------------------
+    def session_start(self) -> int:
+        """The first buffer id of the current session."""
+        return self.store.last_marker_id() + 1
+
+    def session_rows(self) -> list[BufferRow]:
+        return [r for r in self.store.get_buffer(self.session_start()) if r.role != "marker"]
+
+    def clear_session(self, origin: str = "api") -> BufferRow:
+        return self.store.append_buffer("marker", SESSION_CLEAR, origin=origin)
+
+    # ---- writes ---------------------------------------------------------------------
+    def record_user(self, text: str, origin: str) -> BufferRow:
+        """Append the turn's user message, once: a retried request (the newest row of the
+        session is this same message, still unanswered) reuses that row."""
+        last = self.store.last_buffer_rows(1, after_id=self.session_start() - 1)
+        if last and last[0].role == "user" and last[0].content == text:
+            return last[0]
+        return self.store.append_buffer("user", text, origin=origin)
+
+    def record_assistant(
+        self, text: str, origin: str, meta: dict[str, Any] | None = None
+    ) -> BufferRow:
+        return self.store.append_buffer("assistant", text, origin=origin, meta=meta or None)
+
+    def oldest_in_history(self, history_messages: int) -> int:
+        """The buffer id of the oldest session row the client's history still carries:
+        summaries ending before it are not already in the conversation."""
+        start = self.session_start()
+        if history_messages <= 0:
+            return self.store.buffer_stats()["max_id"] + 1
+        rows = self.store.last_buffer_rows(history_messages, after_id=start - 1)
+        return rows[0].id if rows else start
+
+    # ---- summaries ------------------------------------------------------------------
+    def summary_due(self) -> tuple[bool, list[BufferRow]]:
+        rows = self.store.unsummarised()
+        words = sum(r.words for r in rows)
+        return words >= self.interval(), rows
+
+    def status(self) -> dict[str, Any]:
+        rows = self.store.unsummarised()
+        stats = self.store.buffer_stats()
+        return {
+            "interval": self.interval(),
+            "unsummarised_words": sum(r.words for r in rows),
+            "unsummarised_rows": len(rows),
+            "last_summarised_id": self.store.last_summarised_id(),
+            "buffer_rows": stats["rows"],
+            "max_buffer_id": stats["max_id"],
+            "session_start_id": self.session_start(),
+            "summaries": self.store.count_summaries(),
+            "memories": self.store.count_memories(),
+            "recall": self.recall_enabled(),
+        }

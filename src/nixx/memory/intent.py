@@ -1,0 +1,94 @@
+"""The current intent: one or two sentences on what the user is working on.
+
+Kept in the store's state (key ``intent``) so it survives a restart. Derived by the
+LLM every `intent_interval` buffer rows of the current session, from its last
+`intent_lookback` rows (each cut to `ROW_CHARS` characters); also set and cleared by
+hand. The position of the last derivation is kept too (``intent.derived_at``), so the
+schedule carries across restarts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from nixx.errors import BackendError, ValidationError
+from nixx.memory.prompts import INTENT_PROMPT
+from nixx.store.base import MemoryStore
+from nixx.store.records import BufferRow
+
+KEY = "intent"
+DERIVED_AT_KEY = "intent.derived_at"  # buffer id of the newest row the last derivation saw
+ROW_CHARS = 500
+MAX_CHARS = 1000
+TEMPERATURE = 0.2
+
+
+def get(store: MemoryStore) -> dict[str, Any] | None:
+    value = store.get_state(KEY)
+    return value if isinstance(value, dict) and value.get("text") else None
+
+
+def text(store: MemoryStore) -> str | None:
+    value = get(store)
+    return str(value["text"]) if value else None
+
+
+def set_intent(store: MemoryStore, intent: str, *, source: str = "manual") -> dict[str, Any]:
+    intent = " ".join(str(intent).split())
+    if not intent:
+        raise ValidationError(
+            "intent must be non-empty text (use DELETE /v1/intent to clear it)", param="intent"
+        )
+    if len(intent) > MAX_CHARS:
+        raise ValidationError(
+            f"intent is {len(intent)} characters; keep it under {MAX_CHARS}", param="intent"
+        )
+    value = {
+        "text": intent,
+        "source": source,
+        "updated_at": datetime.now(UTC).isoformat(timespec="seconds"),
+    }
+    store.set_state(KEY, value)
+    return value
+
+
+def clear(store: MemoryStore) -> None:
+    store.delete_state(KEY)
+
+
+def due(store: MemoryStore, *, session_start: int, interval: int) -> bool:
+    """True when `interval` rows of the current session were written since the last
+    derivation."""
+    after = max(int(store.get_state(DERIVED_AT_KEY, 0) or 0), session_start - 1)
+    return len(store.last_buffer_rows(interval, after_id=after)) >= interval
+
+
+def mark_derived(store: MemoryStore, buffer_id: int) -> None:
+    store.set_state(DERIVED_AT_KEY, buffer_id)
+
+
+def intent_messages(rows: Sequence[BufferRow]) -> list[dict[str, str]]:
+    lines = []
+    for row in rows:
+        label = "User" if row.role == "user" else "Assistant"
+        content = " ".join(row.content.split())
+        if len(content) > ROW_CHARS:
+            content = content[:ROW_CHARS] + "…"
+        lines.append(f"{label}: {content}")
+    return [
+        {"role": "system", "content": INTENT_PROMPT},
+        {"role": "user", "content": "\n".join(lines)},
+    ]
+
+
+def clean_answer(answer: str) -> str:
+    """The intent sentences from a backend answer (quotes and a label stripped)."""
+    text = " ".join((answer or "").split()).strip().strip('"').strip()
+    for prefix in ("Intent:", "Current intent:", "The user is currently working on:"):
+        if text.lower().startswith(prefix.lower()):
+            text = text[len(prefix) :].strip()
+    if not text:
+        raise BackendError("the backend answered an empty intent")
+    return text[:MAX_CHARS]

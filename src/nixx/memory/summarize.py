@@ -1,0 +1,176 @@
+"""The summariser: turns a window of buffer rows into a summary, entities and tags.
+
+The backend is asked for a JSON object only (prompt in `prompts.SUMMARY_PROMPT`,
+temperature 0.3). Its answer is parsed tolerantly — code fences, prose before or after
+the object, trailing commas, a category named ``topics`` — and when it still is not a
+usable object the request is repeated (at most `ATTEMPTS` times in all). When every
+attempt fails `SummaryFailed` is raised and nothing is stored: the window stays
+unsummarised and is tried again later. There is never a placeholder summary.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from nixx.errors import BackendError, BackendUnavailable
+from nixx.memory.prompts import SUMMARY_PROMPT, SUMMARY_RETRY
+from nixx.store.records import ENTITY_KINDS, BufferRow
+
+ATTEMPTS = 3
+TEMPERATURE = 0.3
+_ALIASES = {"topics": "concepts", "concept": "concepts", "tool": "tools", "person": "people",
+            "file": "files", "url": "urls", "links": "urls"}
+_FENCE = re.compile(r"```(?:json|JSON)?\s*(.*?)```", re.S)
+_TRAILING_COMMA = re.compile(r",\s*([}\]])")
+
+
+class SummaryFailed(BackendError):
+    """The backend never produced a usable summary for the window."""
+
+
+@dataclass(frozen=True)
+class SummaryDraft:
+    summary: str
+    entities: dict[str, list[str]] = field(default_factory=dict)
+    tags: list[str] = field(default_factory=list)
+
+
+def transcript(rows: Sequence[BufferRow], *, max_chars: int | None = None) -> str:
+    """``ROLE: content`` lines, oldest first."""
+    text = "\n".join(f"{row.role.upper()}: {row.content}" for row in rows if row.role != "marker")
+    if max_chars is not None and len(text) > max_chars:
+        text = text[:max_chars]
+    return text
+
+
+def select_window(
+    rows: Sequence[BufferRow], *, min_words: int | None, max_chars: int
+) -> list[BufferRow]:
+    """The oldest rows to summarise together: up to `min_words` words (all rows when
+    None), never more than `max_chars` of transcript (always at least one row)."""
+    window: list[BufferRow] = []
+    words = 0
+    chars = 0
+    for row in rows:
+        if row.role == "marker":
+            continue
+        size = len(row.content) + len(row.role) + 3
+        if window and chars + size > max_chars:
+            break
+        window.append(row)
+        words += row.words
+        chars += size
+        if min_words is not None and words >= min_words:
+            break
+    return window
+
+
+def summary_messages(rows: Sequence[BufferRow], *, max_chars: int) -> list[dict[str, str]]:
+    return [
+        {"role": "system", "content": SUMMARY_PROMPT},
+        {"role": "user", "content": transcript(rows, max_chars=max_chars)},
+    ]
+
+
+def _candidates(text: str) -> list[str]:
+    found = [m.group(1) for m in _FENCE.finditer(text)]
+    start, end = text.find("{"), text.rfind("}")
+    if start != -1 and end > start:
+        found.append(text[start : end + 1])
+    found.append(text)
+    return found
+
+
+def _strings(value: Any) -> list[str]:
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list):
+        return []
+    out: list[str] = []
+    for item in value:
+        if isinstance(item, (str, int, float)) and str(item).strip():
+            text = str(item).strip()
+            if text not in out:
+                out.append(text)
+    return out
+
+
+def parse_summary(text: str) -> SummaryDraft | None:
+    """The summary in a backend answer, or None when there is no usable one."""
+    for candidate in _candidates(text or ""):
+        candidate = _TRAILING_COMMA.sub(r"\1", candidate.strip())
+        try:
+            data = json.loads(candidate)
+        except ValueError:
+            continue
+        if not isinstance(data, dict):
+            continue
+        summary = data.get("summary")
+        if not isinstance(summary, str) or not summary.strip():
+            continue
+        entities: dict[str, list[str]] = {}
+        raw = data.get("entities")
+        if isinstance(raw, dict):
+            for key, value in raw.items():
+                kind = _ALIASES.get(str(key).lower(), str(key).lower())
+                if kind in ENTITY_KINDS:
+                    values = _strings(value)
+                    if values:
+                        entities.setdefault(kind, [])
+                        entities[kind] += [v for v in values if v not in entities[kind]]
+        tags = []
+        for tag in _strings(data.get("tags")):
+            tag = tag.lower()
+            if tag not in tags:
+                tags.append(tag)
+        return SummaryDraft(summary.strip(), entities, tags[:8])
+    return None
+
+
+def merge_tags(user_tags: Sequence[str], model_tags: Sequence[str]) -> list[str]:
+    """The user's tags as typed, then the model's that do not repeat one of them."""
+    out: list[str] = []
+    seen: set[str] = set()
+    for tag in [*user_tags, *model_tags]:
+        tag = tag.strip()
+        if tag and tag.lower() not in seen:
+            seen.add(tag.lower())
+            out.append(tag)
+    return out
+
+
+async def summarise(llm: Any, model: str, rows: Sequence[BufferRow], *, max_chars: int) -> SummaryDraft:
+    """Ask the backend for a summary of `rows`, with bounded retries.
+
+    Raises `BackendUnavailable` at once when no backend answers, `SummaryFailed` when
+    no attempt gave a usable answer."""
+    messages: list[dict[str, Any]] = summary_messages(rows, max_chars=max_chars)
+    last_problem = "no answer"
+    for _attempt in range(ATTEMPTS):
+        try:
+            data = await llm.create(
+                {"model": model, "messages": messages, "temperature": TEMPERATURE}
+            )
+        except BackendUnavailable:
+            raise
+        except BackendError as exc:
+            last_problem = exc.message
+            continue
+        answer = (data["choices"][0].get("message") or {}).get("content") or ""
+        draft = parse_summary(answer)
+        if draft is not None:
+            return draft
+        last_problem = f"unusable answer {answer[:120]!r}"
+        messages = [
+            *messages[:2],
+            {"role": "assistant", "content": answer},
+            {"role": "user", "content": SUMMARY_RETRY},
+        ]
+    raise SummaryFailed(
+        f"the backend gave no usable summary after {ATTEMPTS} attempts ({last_problem}); "
+        "the window stays unsummarised and will be tried again"
+    )
