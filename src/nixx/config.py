@@ -124,6 +124,19 @@ class Settings(BaseSettings):
         description="Root the file tools are confined to, and the folder ingest may read from. "
         "Default: the directory `nixx serve` was started in.",
     )
+    ingest_max_file_bytes: int = Field(
+        default=10 * 1024 * 1024,
+        gt=0,
+        description="Ingest skips files (and refuses web pages) larger than this many bytes.",
+    )
+    ingest_allow_private_urls: bool = Field(
+        default=False,
+        description="Let ingest fetch URLs that resolve to private, loopback or link-local "
+        "addresses (refused by default so ingest cannot reach internal services).",
+    )
+    ingest_url_timeout: float = Field(
+        default=30.0, gt=0, description="Seconds a web page fetched by ingest may take in all."
+    )
     tools_write: bool = Field(
         default=True, description="Offer the `write_file` tool to the model."
     )
