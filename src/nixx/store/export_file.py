@@ -1,0 +1,278 @@
+"""Export files: a whole memory store as JSON Lines, and back (docs/export-format.md).
+
+    nixx export backup.jsonl          write_export(store, path)
+    nixx import backup.jsonl          read_export(store, path)
+
+The records are those of `MemoryStore.export_records()` (one JSON object per line, in
+the order header, embedder, state, buffer, summary, source, memory, each type by
+ascending id). Lines are written canonically — top-level keys in the documented order,
+keys of nested objects sorted, no spaces — so two stores holding the same memory give
+byte-identical files whatever their backend.
+
+`RecordReader` validates a record stream (order, fields, values) for the backends'
+`import_records`, so a bad file is refused with the line that is wrong before anything
+is stored.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import sys
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
+from typing import IO, Any
+
+from nixx.errors import ValidationError
+from nixx.store.base import MemoryStore
+from nixx.store.portable import RECORD_TYPES, check_header
+from nixx.store.records import ORIGINS, ROLES, SOURCE_TYPES
+
+#: The keys of each record type, in the order they are written.
+FIELDS: dict[str, tuple[str, ...]] = {
+    "header": ("type", "format", "version"),
+    "embedder": ("type", "model", "dim"),
+    "state": ("type", "key", "value"),
+    "buffer": ("type", "id", "role", "content", "origin", "created_at", "meta"),
+    "summary": (
+        "type",
+        "id",
+        "content",
+        "embedding",
+        "tags",
+        "entities",
+        "start_buffer_id",
+        "end_buffer_id",
+        "created_at",
+    ),
+    "source": (
+        "type",
+        "id",
+        "name",
+        "source_type",
+        "summary",
+        "start_id",
+        "end_id",
+        "meta",
+        "created_at",
+    ),
+    "memory": ("type", "id", "source_id", "content", "embedding", "metadata", "created_at"),
+}
+
+Progress = Callable[[str, int], None]  # (record type, records of that type so far)
+
+
+def _sorted(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _sorted(value[k]) for k in sorted(value)}
+    if isinstance(value, list):
+        return [_sorted(v) for v in value]
+    return value
+
+
+def dumps_record(record: dict[str, Any]) -> str:
+    """One record as its canonical JSON line (without the newline)."""
+    order = FIELDS.get(record.get("type", ""), ())
+    keys = [k for k in order if k in record] + sorted(k for k in record if k not in order)
+    canonical = {k: _sorted(record[k]) for k in keys}
+    return json.dumps(canonical, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
+def write_export(
+    store: MemoryStore, target: str | Path | IO[str], *, progress: Progress | None = None
+) -> dict[str, int]:
+    """Write every record of `store` to `target` (a path, ``-`` for stdout, or a text
+    stream). A path is written to a temp file and renamed, so a failed export never
+    leaves a truncated file behind. Returns counts per record type."""
+    counts = dict.fromkeys(RECORD_TYPES[1:], 0)
+
+    def write(out: IO[str]) -> None:
+        for record in store.export_records():
+            out.write(dumps_record(record))
+            out.write("\n")
+            kind = record["type"]
+            if kind in counts:
+                counts[kind] += 1
+                if progress:
+                    progress(kind, counts[kind])
+
+    if isinstance(target, io.TextIOBase) or hasattr(target, "write"):
+        write(target)  # type: ignore[arg-type]
+    elif str(target) == "-":
+        write(sys.stdout)
+        sys.stdout.flush()
+    else:
+        path = Path(target)
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.partial")
+        try:
+            with tmp.open("w", encoding="utf-8", newline="\n") as out:
+                write(out)
+            tmp.replace(path)
+        except BaseException:
+            tmp.unlink(missing_ok=True)
+            raise
+    return counts
+
+
+def iter_export(source: str | Path | IO[str]) -> Iterator[dict[str, Any]]:
+    """The records of an export file (a path, ``-`` for stdin, or a text stream).
+    Raises `ValidationError` naming the line that is not a JSON object."""
+
+    def parse(lines: Iterable[str], name: str) -> Iterator[dict[str, Any]]:
+        for number, line in enumerate(lines, 1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise ValidationError(f"{name}:{number}: not valid JSON ({exc.msg})") from None
+            if not isinstance(record, dict):
+                raise ValidationError(f"{name}:{number}: a record must be a JSON object")
+            yield record
+
+    if hasattr(source, "read"):
+        yield from parse(source, "<stream>")  # type: ignore[arg-type]
+    elif str(source) == "-":
+        yield from parse(sys.stdin, "<stdin>")
+    else:
+        path = Path(source)
+        if not path.is_file():
+            raise ValidationError(f"no export file at {path}")
+        with path.open(encoding="utf-8") as lines:
+            yield from parse(lines, str(path))
+
+
+def read_export(
+    store: MemoryStore, source: str | Path | IO[str], *, progress: Progress | None = None
+) -> dict[str, int]:
+    """Import an export file into `store` (which must be empty: else `Conflict`).
+    All or nothing: one transaction. Returns counts per record type."""
+    records: Iterable[dict[str, Any]] = iter_export(source)
+    if progress:
+        records = _counting(records, progress)
+    return store.import_records(records)
+
+
+def _counting(records: Iterable[dict[str, Any]], progress: Progress) -> Iterator[dict[str, Any]]:
+    counts: dict[str, int] = {}
+    for record in records:
+        kind = record.get("type", "")
+        counts[kind] = counts.get(kind, 0) + 1
+        progress(kind, counts[kind])
+        yield record
+
+
+# ---- validation for import_records -------------------------------------------------------
+def _need(record: dict[str, Any], where: str, key: str, types: type | tuple[type, ...]) -> Any:
+    if key not in record:
+        raise ValidationError(f"{where}: missing field {key!r}")
+    value = record[key]
+    if not isinstance(value, types) or (isinstance(value, bool) and bool not in _tuple(types)):
+        raise ValidationError(f"{where}: field {key!r} has the wrong type ({value!r})")
+    return value
+
+
+def _tuple(types: type | tuple[type, ...]) -> tuple[type, ...]:
+    return types if isinstance(types, tuple) else (types,)
+
+
+_OPT_INT = (int, type(None))
+_CHECKS: dict[str, dict[str, type | tuple[type, ...]]] = {
+    "embedder": {"model": str, "dim": int},
+    "state": {"key": str},
+    "buffer": {
+        "id": int,
+        "role": str,
+        "content": str,
+        "origin": str,
+        "created_at": str,
+        "meta": dict,
+    },
+    "summary": {
+        "id": int,
+        "content": str,
+        "embedding": list,
+        "tags": list,
+        "entities": dict,
+        "start_buffer_id": int,
+        "end_buffer_id": int,
+        "created_at": str,
+    },
+    "source": {
+        "id": int,
+        "name": str,
+        "source_type": str,
+        "summary": (str, type(None)),
+        "start_id": _OPT_INT,
+        "end_id": _OPT_INT,
+        "meta": dict,
+        "created_at": str,
+    },
+    "memory": {
+        "id": int,
+        "source_id": int,
+        "content": str,
+        "embedding": list,
+        "metadata": dict,
+        "created_at": str,
+    },
+}
+_ALLOWED = {"role": ROLES, "origin": ORIGINS, "source_type": SOURCE_TYPES}
+
+
+class RecordReader:
+    """Checks an export record stream and hands it out in batches of one type.
+
+    Raises `ValidationError` (naming the record) on a missing header, records out of
+    order, ids not ascending, missing or mistyped fields, or unknown enum values.
+    `counts` holds the records seen per type once `batches()` is consumed."""
+
+    def __init__(self, records: Iterable[dict[str, Any]], *, batch_size: int = 2000) -> None:
+        self._records = records
+        self._batch_size = batch_size
+        self.counts: dict[str, int] = dict.fromkeys(RECORD_TYPES[1:], 0)
+
+    def batches(self) -> Iterator[tuple[str, list[dict[str, Any]]]]:
+        it = iter(self._records)
+        first = next(it, None)
+        if first is None:
+            raise ValidationError("the export is empty: it must start with the nixx-export header")
+        check_header(first)
+        rank = 0
+        last_id: int | None = None
+        kind = ""
+        batch: list[dict[str, Any]] = []
+        for number, record in enumerate(it, 2):
+            rkind = record.get("type")
+            if rkind not in _CHECKS:
+                raise ValidationError(f"record {number}: unknown record type {rkind!r}")
+            where = f"record {number} ({rkind})"
+            new_rank = RECORD_TYPES.index(rkind)
+            if new_rank < rank:
+                raise ValidationError(
+                    f"{where}: out of order (records come as {', '.join(RECORD_TYPES)})"
+                )
+            if rkind == "embedder" and self.counts["embedder"]:
+                raise ValidationError(f"{where}: a second embedder record")
+            for key, types in _CHECKS[rkind].items():
+                value = _need(record, where, key, types)
+                if key in _ALLOWED and value not in _ALLOWED[key]:
+                    raise ValidationError(f"{where}: {key} {value!r} is not one of {_ALLOWED[key]}")
+            if rkind == "state" and "value" not in record:
+                raise ValidationError(f"{where}: missing field 'value'")
+            if new_rank != rank:
+                last_id = None
+            if "id" in _CHECKS[rkind]:
+                if last_id is not None and record["id"] <= last_id:
+                    raise ValidationError(f"{where}: id {record['id']} is not ascending")
+                last_id = record["id"]
+            rank = new_rank
+            if batch and (rkind != kind or len(batch) >= self._batch_size):
+                yield kind, batch
+                batch = []
+            kind = rkind
+            batch.append(record)
+            self.counts[rkind] += 1
+        if batch:
+            yield kind, batch

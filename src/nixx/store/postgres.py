@@ -1,0 +1,1006 @@
+"""The PostgreSQL + pgvector memory store: the seed's schema (`tsvector` + GIN for the
+buffer, `vector` + HNSW for summaries and memories), a psycopg 3 connection pool, one
+transaction per method.
+
+    store = PostgresStore("postgresql://nixx@db.example/nixx")
+    store.migrate()
+
+Vectors travel to the server in pgvector's binary format (a psycopg dumper for numpy
+arrays, local to this store's connections) and come back as text. Full-text search ORs
+the query's lexemes and ranks with `ts_rank_cd`; vector search orders by cosine
+distance (`<=>`) through the HNSW index, with pgvector's iterative scan so a filter
+never starves the result. See docs/storage.md.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+import struct
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from typing import Any
+
+import numpy as np
+import psycopg
+from psycopg import errors as pgerr
+from psycopg.adapt import AdaptersMap, Dumper
+from psycopg.pq import Format
+from psycopg.types.json import Jsonb
+from psycopg_pool import ConnectionPool, PoolTimeout
+
+from nixx.errors import (
+    Conflict,
+    EmbedderMismatch,
+    NotFound,
+    SchemaError,
+    StoreError,
+    ValidationError,
+)
+from nixx.store.base import EmbedFn, MemoryStore
+from nixx.store.postgres_schema import (
+    HNSW_MAX_DIM,
+    LATEST,
+    MIGRATIONS,
+    MIGRATIONS_TABLE,
+    VECTOR_TABLES,
+)
+from nixx.store.records import (
+    ORIGINS,
+    ROLES,
+    SOURCE_TYPES,
+    BufferHit,
+    BufferRow,
+    EmbeddingInfo,
+    Memory,
+    MemoryHit,
+    NewChunk,
+    Source,
+    Summary,
+    SummaryHit,
+)
+
+_MIGRATE_LOCK = 7_346_101  # pg_advisory_xact_lock keys (arbitrary, fixed)
+_EMBEDDER_LOCK = 7_346_102
+
+_BUFFER_COLS = "id, role, content, origin, created_at, meta"
+_SUMMARY_COLS = "id, content, tags, entities, start_buffer_id, end_buffer_id, created_at"
+_SOURCE_COLS = (
+    "s.id, s.name, s.type, s.summary, s.start_id, s.end_id, s.created_at, s.meta, "
+    "(SELECT count(*) FROM memories m WHERE m.source_id = s.id) AS chunk_count"
+)
+_MEMORY_COLS = "id, source_id, content, metadata, created_at"
+
+
+# ---- adaptation ------------------------------------------------------------------------
+class _VectorDumper(Dumper):
+    """numpy array -> pgvector binary input (int16 dim, int16 unused, float32 BE).
+    The oid is left unknown: every query casts the parameter (``%s::vector``)."""
+
+    format = Format.BINARY
+    oid = 0
+
+    def dump(self, obj: Any) -> bytes:
+        arr = np.asarray(obj, dtype=">f4").ravel()
+        return struct.pack(">HH", arr.shape[0], 0) + arr.tobytes()
+
+
+def _adapters() -> AdaptersMap:
+    adapters = AdaptersMap(psycopg.adapters)
+    adapters.register_dumper(np.ndarray, _VectorDumper)
+    return adapters
+
+
+def _parse_vector(text: str) -> np.ndarray:
+    return np.array(text[1:-1].split(","), dtype=np.float64).astype(np.float32)
+
+
+def iso_utc(value: datetime) -> str:
+    """The one timestamp format of nixx: ISO 8601, UTC, microseconds, ``Z``."""
+    return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def parse_iso(value: Any, what: str) -> datetime:
+    if not isinstance(value, str):
+        raise ValidationError(f"{what}: created_at must be an ISO 8601 string, got {value!r}")
+    try:
+        parsed = datetime.fromisoformat(value)
+    except ValueError:
+        raise ValidationError(f"{what}: created_at {value!r} is not ISO 8601") from None
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=UTC)
+    return parsed
+
+
+def redact_url(url: str) -> str:
+    """`url` without its password (``postgresql://user:***@host/db``)."""
+    url = re.sub(r"(://[^/@:]*):[^/@]*@", r"\1:***@", url)
+    return re.sub(r"(password=)[^&\s]*", r"\1***", url)
+
+
+# ---- row -> record -----------------------------------------------------------------------
+def _buffer_row(r: Sequence[Any]) -> BufferRow:
+    return BufferRow(
+        id=r[0], role=r[1], content=r[2], origin=r[3], created_at=iso_utc(r[4]), meta=r[5] or {}
+    )
+
+
+def _summary(r: Sequence[Any], embedding: str | None = None) -> Summary:
+    return Summary(
+        id=r[0],
+        content=r[1],
+        tags=list(r[2] or []),
+        entities=r[3] or {},
+        start_buffer_id=r[4],
+        end_buffer_id=r[5],
+        created_at=iso_utc(r[6]),
+        embedding=_parse_vector(embedding) if embedding is not None else None,
+    )
+
+
+def _source(r: Sequence[Any]) -> Source:
+    return Source(
+        id=r[0],
+        name=r[1],
+        type=r[2],
+        summary=r[3],
+        start_id=r[4],
+        end_id=r[5],
+        created_at=iso_utc(r[6]),
+        meta=r[7] or {},
+        chunk_count=int(r[8]),
+    )
+
+
+def _memory(r: Sequence[Any], embedding: str | None = None) -> Memory:
+    return Memory(
+        id=r[0],
+        source_id=r[1],
+        content=r[2],
+        metadata=r[3] or {},
+        created_at=iso_utc(r[4]),
+        embedding=_parse_vector(embedding) if embedding is not None else None,
+    )
+
+
+class PostgresStore(MemoryStore):
+    """Memory in PostgreSQL with pgvector. Thread-safe: every call borrows a pooled
+    connection for one transaction."""
+
+    backend = "postgres"
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        pool_size: int = 8,
+        ef_search: int = 100,
+        connect_timeout: float = 10.0,
+    ) -> None:
+        self.url = url
+        self.ef_search = ef_search
+        self._safe_url = redact_url(url)
+        self._adapters = _adapters()
+        conninfo = url.replace("postgres://", "postgresql://", 1)
+        try:  # a direct first connection gives the precise reason when it fails
+            psycopg.connect(conninfo, connect_timeout=max(1, int(connect_timeout))).close()
+        except psycopg.Error as exc:
+            raise StoreError(
+                f"cannot connect to PostgreSQL at {self._safe_url}: {str(exc).strip()}. "
+                "Check that the server is running and reachable, and that the user, password "
+                "and database in NIXX_DB_URL are right (the database must exist: "
+                "createdb <name>).",
+                url=self._safe_url,
+            ) from None
+        self._pool = ConnectionPool(
+            conninfo,
+            min_size=1,
+            max_size=pool_size,
+            kwargs={"context": self._adapters, "connect_timeout": max(1, int(connect_timeout))},
+            configure=self._configure,
+            open=True,
+            name="nixx-store",
+        )
+        self._timeout = 60.0
+
+    def _configure(self, conn: psycopg.Connection[Any]) -> None:
+        # Placeholders for pgvector's settings are accepted before the library loads.
+        conn.execute(f"SET hnsw.ef_search = {int(self.ef_search)}")
+        conn.execute("SET hnsw.iterative_scan = relaxed_order")
+        conn.commit()
+
+    # ---- plumbing -------------------------------------------------------------------
+    @contextmanager
+    def _conn(self) -> Iterator[psycopg.Connection[Any]]:
+        """A pooled connection in a transaction (committed on success), with
+        PostgreSQL errors translated into nixx's."""
+        try:
+            with self._pool.connection(timeout=self._timeout) as conn:
+                yield conn
+        except PoolTimeout:
+            raise StoreError(
+                f"no connection to PostgreSQL at {self._safe_url} within {self._timeout:.0f}s "
+                "(server down, or every pooled connection busy)"
+            ) from None
+        except pgerr.UndefinedTable as exc:
+            raise SchemaError(
+                f"the database at {self._safe_url} has no nixx schema ({exc.diag.message_primary}); "
+                "run `nixx db migrate`"
+            ) from None
+        except pgerr.DataException as exc:
+            msg = str(exc).strip()
+            if "dimensions" in msg:
+                raise EmbedderMismatch(
+                    f"vector dimension does not match the store: {msg}. Run `nixx reindex` to "
+                    "re-embed the store with the configured embedder."
+                ) from None
+            raise ValidationError(f"PostgreSQL rejected the value: {msg}") from None
+        except (pgerr.ForeignKeyViolation, pgerr.CheckViolation, pgerr.NotNullViolation) as exc:
+            raise ValidationError(f"invalid record: {exc.diag.message_primary}") from None
+        except psycopg.DataError as exc:  # client side, e.g. a NUL character in text
+            raise ValidationError(f"cannot store the value in PostgreSQL: {exc}") from None
+        except psycopg.OperationalError as exc:
+            raise StoreError(f"PostgreSQL at {self._safe_url} failed: {str(exc).strip()}") from None
+
+    def close(self) -> None:
+        self._pool.close()
+
+    # ---- schema ---------------------------------------------------------------------
+    def schema_version(self) -> int:
+        with self._conn() as conn:
+            if conn.execute("SELECT to_regclass('nixx_migrations')").fetchone()[0] is None:  # type: ignore[index]
+                return 0
+            row = conn.execute("SELECT coalesce(max(version), 0) FROM nixx_migrations").fetchone()
+            return int(row[0])  # type: ignore[index]
+
+    def migrate(self) -> list[int]:
+        applied: list[int] = []
+        with self._conn() as conn:
+            conn.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATE_LOCK,))
+            self._ensure_vector_extension(conn)
+            conn.execute(MIGRATIONS_TABLE)
+        for migration in MIGRATIONS:
+            with self._conn() as conn:
+                conn.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATE_LOCK,))
+                done = {r[0] for r in conn.execute("SELECT version FROM nixx_migrations")}
+                if max(done, default=0) > LATEST:
+                    raise SchemaError(
+                        f"the database at {self._safe_url} is at schema version {max(done)}, "
+                        f"newer than this nixx knows ({LATEST}): upgrade nixx"
+                    )
+                if migration.version in done:
+                    continue
+                conn.execute(migration.sql)
+                conn.execute(
+                    "INSERT INTO nixx_migrations (version, name) VALUES (%s, %s)",
+                    (migration.version, migration.name),
+                )
+                applied.append(migration.version)
+        return applied
+
+    def _ensure_vector_extension(self, conn: psycopg.Connection[Any]) -> None:
+        if conn.execute("SELECT 1 FROM pg_extension WHERE extname = 'vector'").fetchone():
+            return
+        try:
+            with conn.transaction():
+                conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+        except (pgerr.UndefinedFile, pgerr.FeatureNotSupported) as exc:
+            raise StoreError(
+                f"PostgreSQL at {self._safe_url} has no pgvector: `CREATE EXTENSION vector` "
+                "needs the pgvector package installed on the database server (e.g. "
+                "`apt install postgresql-NN-pgvector`, or the pgvector/pgvector Docker image). "
+                f"Server said: {exc.diag.message_primary}"
+            ) from None
+        except pgerr.InsufficientPrivilege:
+            raise StoreError(
+                f"the user in NIXX_DB_URL ({self._safe_url}) may not create the pgvector "
+                "extension: have a superuser run `CREATE EXTENSION vector;` in that database once"
+            ) from None
+
+    # ---- embedder identity ------------------------------------------------------------
+    def embedding_info(self) -> EmbeddingInfo | None:
+        with self._conn() as conn:
+            return self._embedder(conn)
+
+    @staticmethod
+    def _embedder(conn: psycopg.Connection[Any]) -> EmbeddingInfo | None:
+        row = conn.execute("SELECT model, dim FROM embedder").fetchone()
+        return EmbeddingInfo(model=row[0], dim=int(row[1])) if row else None
+
+    def bind_embedder(self, model: str, dim: int) -> None:
+        if not model or int(dim) <= 0:
+            raise ValidationError(f"invalid embedder {model!r} with dimension {dim}")
+        with self._conn() as conn:
+            conn.execute("SELECT pg_advisory_xact_lock(%s)", (_EMBEDDER_LOCK,))
+            current = self._embedder(conn)
+            if current is None:
+                conn.execute("INSERT INTO embedder (model, dim) VALUES (%s, %s)", (model, dim))
+                self._narrow_vectors(conn, int(dim))
+                return
+            if (current.model, current.dim) != (model, int(dim)):
+                raise _mismatch(current, model, int(dim))
+
+    @staticmethod
+    def _narrow_vectors(conn: psycopg.Connection[Any], dim: int) -> None:
+        """Type the vector columns `vector(dim)` and build their HNSW indexes."""
+        for table in VECTOR_TABLES:
+            conn.execute(f"ALTER TABLE {table} ALTER COLUMN embedding TYPE vector({dim})")
+            if dim <= HNSW_MAX_DIM:
+                conn.execute(
+                    f"CREATE INDEX IF NOT EXISTS {table}_embedding_hnsw ON {table} "
+                    "USING hnsw (embedding vector_cosine_ops)"
+                )
+
+    @staticmethod
+    def _widen_vectors(conn: psycopg.Connection[Any]) -> None:
+        for table in VECTOR_TABLES:
+            conn.execute(f"DROP INDEX IF EXISTS {table}_embedding_hnsw")
+            conn.execute(f"ALTER TABLE {table} ALTER COLUMN embedding TYPE vector")
+
+    def _check_dim(self, conn: psycopg.Connection[Any], vectors: Sequence[np.ndarray]) -> None:
+        info = self._embedder(conn)
+        if info is None:
+            raise StoreError(
+                "no embedder is bound to this store yet: call bind_embedder(model, dim) before "
+                "storing vectors"
+            )
+        for vec in vectors:
+            arr = np.asarray(vec)
+            if arr.ndim != 1 or arr.shape[0] != info.dim:
+                raise EmbedderMismatch(
+                    f"a {arr.shape[-1] if arr.ndim else 0}-d vector cannot be stored: this store "
+                    f"holds {info.dim}-d vectors from {info.model}. Run `nixx reindex` to "
+                    "re-embed the store with the configured embedder."
+                )
+            if not np.all(np.isfinite(arr)):
+                raise ValidationError("an embedding contains NaN or infinity")
+
+    def reindex(
+        self,
+        embed: EmbedFn,
+        model: str,
+        dim: int,
+        *,
+        batch_size: int = 64,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> int:
+        if not model or int(dim) <= 0:
+            raise ValidationError(f"invalid embedder {model!r} with dimension {dim}")
+        dim = int(dim)
+        written = 0
+        with self._conn() as conn:
+            conn.execute("SELECT pg_advisory_xact_lock(%s)", (_EMBEDDER_LOCK,))
+            conn.execute("LOCK TABLE summaries, memories IN EXCLUSIVE MODE")
+            total = sum(
+                int(conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0])  # type: ignore[index]
+                for t in VECTOR_TABLES
+            )
+            self._widen_vectors(conn)
+            for table in VECTOR_TABLES:
+                last = 0
+                while True:
+                    rows = conn.execute(
+                        f"SELECT id, content FROM {table} WHERE id > %s ORDER BY id LIMIT %s",
+                        (last, batch_size),
+                    ).fetchall()
+                    if not rows:
+                        break
+                    vectors = np.asarray(embed([r[1] for r in rows]), dtype=np.float32)
+                    if vectors.shape != (len(rows), dim):
+                        raise EmbedderMismatch(
+                            f"the embedder returned vectors of shape {vectors.shape}, "
+                            f"expected ({len(rows)}, {dim}) for {model}"
+                        )
+                    if not np.all(np.isfinite(vectors)):
+                        raise ValidationError("the embedder returned NaN or infinity")
+                    with conn.cursor() as cur:
+                        cur.executemany(
+                            f"UPDATE {table} SET embedding = %s::vector WHERE id = %s",
+                            [(vec, r[0]) for vec, r in zip(vectors, rows, strict=True)],
+                        )
+                    written += len(rows)
+                    last = rows[-1][0]
+                    if progress:
+                        progress(written, total)
+            conn.execute("DELETE FROM embedder")
+            conn.execute("INSERT INTO embedder (model, dim) VALUES (%s, %s)", (model, dim))
+            self._narrow_vectors(conn, dim)
+        return written
+
+    # ---- episodic: buffer ---------------------------------------------------------------
+    def append_buffer(
+        self, role: str, content: str, origin: str = "api", meta: dict[str, Any] | None = None
+    ) -> BufferRow:
+        if role not in ROLES:
+            raise ValidationError(
+                f"role must be one of {', '.join(ROLES)}, got {role!r}", param="role"
+            )
+        if origin not in ORIGINS:
+            raise ValidationError(
+                f"origin must be one of {', '.join(ORIGINS)}, got {origin!r}", param="origin"
+            )
+        if not isinstance(content, str):
+            raise ValidationError("content must be a string", param="content")
+        with self._conn() as conn:
+            row = conn.execute(
+                f"INSERT INTO buffer (role, content, origin, meta) VALUES (%s, %s, %s, %s) "
+                f"RETURNING {_BUFFER_COLS}",
+                (role, content, origin, Jsonb(meta or {})),
+            ).fetchone()
+        return _buffer_row(row)  # type: ignore[arg-type]
+
+    def update_buffer_meta(self, row_id: int, meta: dict[str, Any]) -> None:
+        with self._conn() as conn:
+            cur = conn.execute(
+                "UPDATE buffer SET meta = meta || %s WHERE id = %s", (Jsonb(meta), row_id)
+            )
+            if cur.rowcount == 0:
+                raise NotFound(f"buffer row {row_id} does not exist")
+
+    def get_buffer(self, start_id: int, end_id: int | None = None) -> list[BufferRow]:
+        with self._conn() as conn:
+            rows = conn.execute(
+                f"SELECT {_BUFFER_COLS} FROM buffer WHERE id >= %s "
+                "AND (%s::bigint IS NULL OR id <= %s::bigint) ORDER BY id",
+                (start_id, end_id, end_id),
+            ).fetchall()
+        return [_buffer_row(r) for r in rows]
+
+    def last_buffer_rows(self, n: int, *, after_id: int = 0) -> list[BufferRow]:
+        if n <= 0:
+            return []
+        with self._conn() as conn:
+            rows = conn.execute(
+                f"SELECT {_BUFFER_COLS} FROM buffer WHERE role <> 'marker' AND id > %s "
+                "ORDER BY id DESC LIMIT %s",
+                (after_id, n),
+            ).fetchall()
+        return [_buffer_row(r) for r in reversed(rows)]
+
+    def last_marker_id(self) -> int:
+        with self._conn() as conn:
+            row = conn.execute("SELECT max(id) FROM buffer WHERE role = 'marker'").fetchone()
+        return int(row[0] or 0)  # type: ignore[index]
+
+    def search_buffer(self, query: str, limit: int = 10) -> list[BufferHit]:
+        from nixx.store.fts_query import tsquery_text
+
+        terms = tsquery_text(query or "")  # letters/digits only: no tsquery syntax
+        if limit <= 0 or terms is None:
+            return []
+        with self._conn() as conn:
+            rows = conn.execute(
+                f"SELECT {_BUFFER_COLS}, ts_rank_cd(tsv, q) AS score "
+                "FROM buffer, to_tsquery('english', %s) AS q "
+                "WHERE tsv @@ q AND role <> 'marker' ORDER BY score DESC, id DESC LIMIT %s",
+                (terms, limit),
+            ).fetchall()
+        return [BufferHit(row=_buffer_row(r), score=float(r[6])) for r in rows]
+
+    def buffer_stats(self) -> dict[str, int]:
+        with self._conn() as conn:
+            row = conn.execute("SELECT count(*), coalesce(max(id), 0) FROM buffer").fetchone()
+        return {"rows": int(row[0]), "max_id": int(row[1])}  # type: ignore[index]
+
+    # ---- episodic: summaries ----------------------------------------------------------
+    def last_summarised_id(self) -> int:
+        with self._conn() as conn:
+            row = conn.execute("SELECT max(end_buffer_id) FROM summaries").fetchone()
+        return int(row[0] or 0)  # type: ignore[index]
+
+    def unsummarised(self) -> list[BufferRow]:
+        with self._conn() as conn:
+            rows = conn.execute(
+                f"SELECT {_BUFFER_COLS} FROM buffer WHERE role <> 'marker' AND id > "
+                "(SELECT coalesce(max(end_buffer_id), 0) FROM summaries) ORDER BY id"
+            ).fetchall()
+        return [_buffer_row(r) for r in rows]
+
+    def add_summary(
+        self,
+        content: str,
+        embedding: np.ndarray,
+        *,
+        tags: Sequence[str],
+        entities: dict[str, list[str]],
+        start_buffer_id: int,
+        end_buffer_id: int,
+    ) -> Summary:
+        if start_buffer_id > end_buffer_id:
+            raise ValidationError(
+                f"summary range {start_buffer_id}..{end_buffer_id} is reversed",
+                param="start_buffer_id",
+            )
+        with self._conn() as conn:
+            self._check_dim(conn, [embedding])
+            found = conn.execute(
+                "SELECT count(*) FROM buffer WHERE id IN (%s, %s)",
+                (start_buffer_id, end_buffer_id),
+            ).fetchone()[0]  # type: ignore[index]
+            if found != len({start_buffer_id, end_buffer_id}):
+                raise ValidationError(
+                    f"summary range {start_buffer_id}..{end_buffer_id} does not name existing "
+                    "buffer rows",
+                    param="start_buffer_id",
+                )
+            row = conn.execute(
+                "INSERT INTO summaries (content, embedding, tags, entities, start_buffer_id, "
+                f"end_buffer_id) VALUES (%s, %s::vector, %s, %s, %s, %s) RETURNING {_SUMMARY_COLS}",
+                (
+                    content,
+                    np.asarray(embedding),
+                    list(tags),
+                    Jsonb(entities),
+                    start_buffer_id,
+                    end_buffer_id,
+                ),
+            ).fetchone()
+        return dataclasses.replace(
+            _summary(row),  # type: ignore[arg-type]
+            embedding=np.asarray(embedding, dtype=np.float32).ravel(),
+        )
+
+    def list_summaries(self, limit: int = 50, offset: int = 0) -> list[Summary]:
+        with self._conn() as conn:
+            rows = conn.execute(
+                f"SELECT {_SUMMARY_COLS} FROM summaries ORDER BY id DESC LIMIT %s OFFSET %s",
+                (max(0, limit), max(0, offset)),
+            ).fetchall()
+        return [_summary(r) for r in rows]
+
+    def count_summaries(self) -> int:
+        with self._conn() as conn:
+            return int(conn.execute("SELECT count(*) FROM summaries").fetchone()[0])  # type: ignore[index]
+
+    def search_summaries(
+        self,
+        embedding: np.ndarray,
+        *,
+        limit: int,
+        threshold: float | None = None,
+        before_buffer_id: int | None = None,
+    ) -> list[SummaryHit]:
+        if limit <= 0:
+            return []
+        where = "WHERE end_buffer_id < %(before)s" if before_buffer_id is not None else ""
+        rows = self._nearest(
+            f"SELECT {_SUMMARY_COLS}, embedding <=> %(q)s::vector AS dist FROM summaries {where}",
+            embedding,
+            limit,
+            threshold,
+            {"before": before_buffer_id},
+        )
+        return [SummaryHit(summary=_summary(r), score=1.0 - float(r[-1])) for r in rows]
+
+    def _nearest(
+        self,
+        select: str,
+        embedding: np.ndarray,
+        limit: int,
+        threshold: float | None,
+        params: dict[str, Any],
+    ) -> list[Any]:
+        """Run `select` (which yields a `dist` column) ordered by distance through the
+        HNSW index. The threshold is applied after the LIMIT, which is exact because rows
+        come in distance order, and keeps the index scan short."""
+        sql = (
+            f"WITH nearest AS MATERIALIZED ({select} ORDER BY dist LIMIT %(limit)s) "
+            "SELECT * FROM nearest "
+            + ("WHERE dist <= %(max_dist)s " if threshold is not None else "")
+            + "ORDER BY dist, id"
+        )
+        q = np.asarray(embedding, dtype=np.float32)
+        with self._conn() as conn:
+            self._check_dim(conn, [q])
+            return conn.execute(
+                sql,
+                {
+                    **params,
+                    "q": q,
+                    "limit": limit,
+                    "max_dist": None if threshold is None else 1.0 - float(threshold),
+                },
+            ).fetchall()
+
+    # ---- semantic: sources & memories ---------------------------------------------------
+    def add_source(
+        self,
+        name: str,
+        type: str,
+        chunks: Sequence[NewChunk],
+        *,
+        summary: str | None = None,
+        start_id: int | None = None,
+        end_id: int | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> Source:
+        if type not in SOURCE_TYPES:
+            raise ValidationError(
+                f"source type must be one of {', '.join(SOURCE_TYPES)}, got {type!r}",
+                param="type",
+            )
+        if not name or not str(name).strip():
+            raise ValidationError("a source needs a name", param="name")
+        with self._conn() as conn:
+            if chunks:
+                self._check_dim(conn, [c.embedding for c in chunks])
+            source_id = conn.execute(
+                "INSERT INTO sources (name, type, summary, start_id, end_id, meta) "
+                "VALUES (%s, %s, %s, %s, %s, %s) RETURNING id",
+                (name, type, summary, start_id, end_id, Jsonb(meta or {})),
+            ).fetchone()[0]  # type: ignore[index]
+            self._insert_chunks(conn, source_id, chunks)
+            return self._get_source(conn, source_id)
+
+    @staticmethod
+    def _insert_chunks(
+        conn: psycopg.Connection[Any], source_id: int, chunks: Sequence[NewChunk]
+    ) -> None:
+        if not chunks:
+            return
+        with conn.cursor() as cur:
+            cur.executemany(
+                "INSERT INTO memories (content, embedding, source_id, metadata) "
+                "VALUES (%s, %s::vector, %s, %s)",
+                [
+                    (c.content, np.asarray(c.embedding), source_id, Jsonb(c.metadata or {}))
+                    for c in chunks
+                ],
+            )
+
+    def replace_source(
+        self,
+        source_id: int,
+        chunks: Sequence[NewChunk],
+        *,
+        summary: str | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> Source:
+        with self._conn() as conn:
+            if not conn.execute(
+                "SELECT 1 FROM sources WHERE id = %s FOR UPDATE", (source_id,)
+            ).fetchone():
+                raise NotFound(f"source {source_id} does not exist")
+            if chunks:
+                self._check_dim(conn, [c.embedding for c in chunks])
+            conn.execute("DELETE FROM memories WHERE source_id = %s", (source_id,))
+            self._insert_chunks(conn, source_id, chunks)
+            if summary is not None:
+                conn.execute("UPDATE sources SET summary = %s WHERE id = %s", (summary, source_id))
+            if meta is not None:
+                conn.execute("UPDATE sources SET meta = %s WHERE id = %s", (Jsonb(meta), source_id))
+            return self._get_source(conn, source_id)
+
+    def set_source_summary(self, source_id: int, summary: str) -> None:
+        with self._conn() as conn:
+            cur = conn.execute(
+                "UPDATE sources SET summary = %s WHERE id = %s", (summary, source_id)
+            )
+            if cur.rowcount == 0:
+                raise NotFound(f"source {source_id} does not exist")
+
+    def get_source(self, source_id: int) -> Source:
+        with self._conn() as conn:
+            return self._get_source(conn, source_id)
+
+    @staticmethod
+    def _get_source(conn: psycopg.Connection[Any], source_id: int) -> Source:
+        row = conn.execute(
+            f"SELECT {_SOURCE_COLS} FROM sources s WHERE s.id = %s", (source_id,)
+        ).fetchone()
+        if row is None:
+            raise NotFound(f"source {source_id} does not exist")
+        return _source(row)
+
+    def find_sources(self, **meta_equals: Any) -> list[Source]:
+        if not meta_equals:
+            return self.list_sources()
+        # `@>` narrows through the GIN index; the per-key test makes it equality.
+        conds = ["s.meta @> %s"] + ["s.meta -> %s = %s"] * len(meta_equals)
+        params: list[Any] = [Jsonb(meta_equals)]
+        for key, value in meta_equals.items():
+            params += [key, Jsonb(value)]
+        with self._conn() as conn:
+            rows = conn.execute(
+                f"SELECT {_SOURCE_COLS} FROM sources s WHERE {' AND '.join(conds)} "
+                "ORDER BY s.id DESC",
+                params,
+            ).fetchall()
+        return [_source(r) for r in rows]
+
+    def list_sources(self) -> list[Source]:
+        with self._conn() as conn:
+            rows = conn.execute(
+                f"SELECT {_SOURCE_COLS} FROM sources s ORDER BY s.id DESC"
+            ).fetchall()
+        return [_source(r) for r in rows]
+
+    def delete_source(self, source_id: int) -> None:
+        with self._conn() as conn:
+            if conn.execute("DELETE FROM sources WHERE id = %s", (source_id,)).rowcount == 0:
+                raise NotFound(f"source {source_id} does not exist")
+
+    def source_chunks(self, source_id: int) -> list[Memory]:
+        with self._conn() as conn:
+            if not conn.execute("SELECT 1 FROM sources WHERE id = %s", (source_id,)).fetchone():
+                raise NotFound(f"source {source_id} does not exist")
+            rows = conn.execute(
+                f"SELECT {_MEMORY_COLS}, embedding::text FROM memories WHERE source_id = %s "
+                "ORDER BY id",
+                (source_id,),
+            ).fetchall()
+        return [_memory(r, r[5]) for r in rows]
+
+    def search_memories(
+        self, embedding: np.ndarray, *, limit: int, threshold: float | None = None
+    ) -> list[MemoryHit]:
+        if limit <= 0:
+            return []
+        rows = self._nearest(
+            f"SELECT {_MEMORY_COLS}, embedding <=> %(q)s::vector AS dist FROM memories",
+            embedding,
+            limit,
+            threshold,
+            {},
+        )
+        if not rows:
+            return []
+        with self._conn() as conn:
+            names = dict(
+                conn.execute(
+                    "SELECT id, name FROM sources WHERE id = ANY(%s)",
+                    (list({r[1] for r in rows}),),
+                ).fetchall()
+            )
+        return [
+            MemoryHit(memory=_memory(r), source_name=names.get(r[1], ""), score=1.0 - float(r[-1]))
+            for r in rows
+        ]
+
+    def count_memories(self) -> int:
+        with self._conn() as conn:
+            return int(conn.execute("SELECT count(*) FROM memories").fetchone()[0])  # type: ignore[index]
+
+    # ---- state ----------------------------------------------------------------------
+    def get_state(self, key: str, default: Any = None) -> Any:
+        with self._conn() as conn:
+            row = conn.execute("SELECT value FROM state WHERE key = %s", (key,)).fetchone()
+        return default if row is None else row[0]
+
+    def set_state(self, key: str, value: Any) -> None:
+        try:
+            json.dumps(value)
+        except (TypeError, ValueError) as exc:
+            raise ValidationError(f"state {key!r} must be JSON: {exc}") from None
+        with self._conn() as conn:
+            conn.execute(
+                "INSERT INTO state (key, value) VALUES (%s, %s) ON CONFLICT (key) "
+                "DO UPDATE SET value = EXCLUDED.value, updated_at = now()",
+                (key, Jsonb(value)),
+            )
+
+    def delete_state(self, key: str) -> None:
+        with self._conn() as conn:
+            conn.execute("DELETE FROM state WHERE key = %s", (key,))
+
+    # ---- export / import ------------------------------------------------------------
+    def export_records(self) -> Iterator[dict[str, Any]]:
+        from nixx.store.portable import header_record
+
+        with self._conn() as conn:
+            # One snapshot for the whole export, however long it takes to consume.
+            conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+            yield header_record()
+            info = self._embedder(conn)
+            if info is not None:
+                yield {"type": "embedder", "model": info.model, "dim": info.dim}
+            for key, value in conn.execute("SELECT key, value FROM state ORDER BY key"):
+                yield {"type": "state", "key": key, "value": value}
+            for r in self._stream(conn, f"SELECT {_BUFFER_COLS} FROM buffer ORDER BY id"):
+                yield {
+                    "type": "buffer",
+                    "id": r[0],
+                    "role": r[1],
+                    "content": r[2],
+                    "origin": r[3],
+                    "created_at": iso_utc(r[4]),
+                    "meta": r[5],
+                }
+            for r in self._stream(
+                conn, f"SELECT {_SUMMARY_COLS}, embedding::text FROM summaries ORDER BY id"
+            ):
+                yield {
+                    "type": "summary",
+                    "id": r[0],
+                    "content": r[1],
+                    "embedding": _parse_vector(r[7]).tolist(),
+                    "tags": list(r[2]),
+                    "entities": r[3],
+                    "start_buffer_id": r[4],
+                    "end_buffer_id": r[5],
+                    "created_at": iso_utc(r[6]),
+                }
+            for r in self._stream(
+                conn,
+                "SELECT id, name, type, summary, start_id, end_id, meta, created_at "
+                "FROM sources ORDER BY id",
+            ):
+                yield {
+                    "type": "source",
+                    "id": r[0],
+                    "name": r[1],
+                    "source_type": r[2],
+                    "summary": r[3],
+                    "start_id": r[4],
+                    "end_id": r[5],
+                    "meta": r[6],
+                    "created_at": iso_utc(r[7]),
+                }
+            for r in self._stream(
+                conn, f"SELECT {_MEMORY_COLS}, embedding::text FROM memories ORDER BY id"
+            ):
+                yield {
+                    "type": "memory",
+                    "id": r[0],
+                    "source_id": r[1],
+                    "content": r[2],
+                    "embedding": _parse_vector(r[5]).tolist(),
+                    "metadata": r[3],
+                    "created_at": iso_utc(r[4]),
+                }
+
+    @staticmethod
+    def _stream(conn: psycopg.Connection[Any], sql: str) -> Iterator[Any]:
+        with conn.cursor(name="nixx_export") as cur:
+            cur.itersize = 2000
+            cur.execute(sql)
+            yield from cur
+
+    def import_records(self, records: Iterable[dict[str, Any]]) -> dict[str, int]:
+        from nixx.store.export_file import RecordReader
+
+        reader = RecordReader(records)
+        with self._conn() as conn:
+            conn.execute("SELECT pg_advisory_xact_lock(%s)", (_EMBEDDER_LOCK,))
+            conn.execute("LOCK TABLE buffer, summaries, sources, memories, state IN EXCLUSIVE MODE")
+            for table in ("buffer", "summaries", "sources", "memories", "state"):
+                if conn.execute(f"SELECT 1 FROM {table} LIMIT 1").fetchone():
+                    raise Conflict(
+                        f"the store at {self._safe_url} is not empty ({table} has rows): "
+                        "import only into an empty store (a new database), or export it first"
+                    )
+            loader = _Loader(conn)
+            for kind, batch in reader.batches():
+                loader.load(kind, batch)
+            loader.finish()
+        return reader.counts
+
+
+class _Loader:
+    """Bulk-loads validated import batches with COPY, keeping ids."""
+
+    def __init__(self, conn: psycopg.Connection[Any]) -> None:
+        self.conn = conn
+        self.dim: int | None = None
+        self.embedder: EmbeddingInfo | None = None
+        self.widened = False
+
+    def load(self, kind: str, batch: list[dict[str, Any]]) -> None:
+        conn = self.conn
+        if kind == "embedder":
+            rec = batch[-1]
+            self.embedder = EmbeddingInfo(model=rec["model"], dim=int(rec["dim"]))
+            self.dim = self.embedder.dim
+            conn.execute("DELETE FROM embedder")
+            conn.execute(
+                "INSERT INTO embedder (model, dim) VALUES (%s, %s)",
+                (self.embedder.model, self.embedder.dim),
+            )
+            # Load without the HNSW indexes; `finish` narrows the columns and builds them.
+            PostgresStore._widen_vectors(conn)
+            self.widened = True
+            return
+        if kind == "state":
+            with conn.cursor() as cur:
+                cur.executemany(
+                    "INSERT INTO state (key, value) VALUES (%s, %s)",
+                    [(r["key"], Jsonb(r["value"])) for r in batch],
+                )
+            return
+        if kind in ("summary", "memory"):
+            if self.dim is None:
+                raise ValidationError(
+                    f"a {kind} record comes before any embedder record: the export is incomplete"
+                )
+            for r in batch:
+                if len(r["embedding"]) != self.dim:
+                    raise EmbedderMismatch(
+                        f"{kind} {r['id']} has a {len(r['embedding'])}-d embedding; the export's "
+                        f"embedder is {self.dim}-d"
+                    )
+        table, columns, row = _COPY[kind]
+        with conn.cursor() as cur, cur.copy(f"COPY {table} ({columns}) FROM STDIN") as copy:
+            for r in batch:
+                copy.write_row(row(r))
+
+    def finish(self) -> None:
+        conn = self.conn
+        for table in ("buffer", "summaries", "sources", "memories"):
+            conn.execute(
+                f"SELECT setval(pg_get_serial_sequence('{table}', 'id'), "
+                f"coalesce((SELECT max(id) FROM {table}), 0) + 1, false)"
+            )
+        if self.widened and self.embedder is not None:
+            PostgresStore._narrow_vectors(conn, self.embedder.dim)
+
+
+def _vector_text(values: list[float]) -> str:
+    return "[" + ",".join(repr(float(v)) for v in values) + "]"
+
+
+_COPY: dict[str, tuple[str, str, Callable[[dict[str, Any]], tuple[Any, ...]]]] = {
+    "buffer": (
+        "buffer",
+        "id, role, content, origin, meta, created_at",
+        lambda r: (
+            r["id"],
+            r["role"],
+            r["content"],
+            r["origin"],
+            Jsonb(r["meta"]),
+            parse_iso(r["created_at"], f"buffer {r['id']}"),
+        ),
+    ),
+    "summary": (
+        "summaries",
+        "id, content, embedding, tags, entities, start_buffer_id, end_buffer_id, created_at",
+        lambda r: (
+            r["id"],
+            r["content"],
+            _vector_text(r["embedding"]),
+            list(r["tags"]),
+            Jsonb(r["entities"]),
+            r["start_buffer_id"],
+            r["end_buffer_id"],
+            parse_iso(r["created_at"], f"summary {r['id']}"),
+        ),
+    ),
+    "source": (
+        "sources",
+        "id, name, type, summary, start_id, end_id, meta, created_at",
+        lambda r: (
+            r["id"],
+            r["name"],
+            r["source_type"],
+            r["summary"],
+            r["start_id"],
+            r["end_id"],
+            Jsonb(r["meta"]),
+            parse_iso(r["created_at"], f"source {r['id']}"),
+        ),
+    ),
+    "memory": (
+        "memories",
+        "id, content, embedding, source_id, metadata, created_at",
+        lambda r: (
+            r["id"],
+            r["content"],
+            _vector_text(r["embedding"]),
+            r["source_id"],
+            Jsonb(r["metadata"]),
+            parse_iso(r["created_at"], f"memory {r['id']}"),
+        ),
+    ),
+}
+
+
+def _mismatch(current: EmbeddingInfo, model: str, dim: int) -> EmbedderMismatch:
+    return EmbedderMismatch(
+        f"this store holds vectors made by {current.model} ({current.dim}-d), but the "
+        f"configured embedder is {model} ({dim}-d). Run `nixx reindex` to re-embed everything "
+        f"with {model}, or configure {current.model} again (NIXX_EMBED_MODEL).",
+        stored_model=current.model,
+        stored_dim=current.dim,
+    )
