@@ -1,0 +1,95 @@
+"""The portable record format shared by every backend: timestamps, vectors and the
+JSONL export/import records (described in docs/storage.md).
+
+    {"type": "header", "format": "nixx-export", "version": 1}
+    {"type": "embedder", "model", "dim"}                          (if bound)
+    {"type": "state", "key", "value"}
+    {"type": "buffer", "id", "role", "content", "origin", "created_at", "meta"}
+    {"type": "summary", "id", "content", "embedding", "tags", "entities",
+     "start_buffer_id", "end_buffer_id", "created_at"}
+    {"type": "source", "id", "name", "source_type", "summary", "start_id", "end_id",
+     "meta", "created_at"}
+    {"type": "memory", "id", "source_id", "content", "embedding", "metadata", "created_at"}
+
+Records come in that order, each type by ascending id.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+import numpy as np
+
+from nixx.errors import EmbedderMismatch, ValidationError
+
+EXPORT_FORMAT = "nixx-export"
+EXPORT_VERSION = 1
+RECORD_TYPES: tuple[str, ...] = (
+    "header",
+    "embedder",
+    "state",
+    "buffer",
+    "summary",
+    "source",
+    "memory",
+)
+
+
+def header_record() -> dict[str, Any]:
+    return {"type": "header", "format": EXPORT_FORMAT, "version": EXPORT_VERSION}
+
+
+def check_header(record: dict[str, Any]) -> None:
+    """Raise `ValidationError` unless `record` is a header this version can read."""
+    if record.get("type") != "header" or record.get("format") != EXPORT_FORMAT:
+        raise ValidationError("not a nixx export: the first record must be the nixx-export header")
+    if record.get("version") != EXPORT_VERSION:
+        raise ValidationError(
+            f"nixx export version {record.get('version')!r} is not supported "
+            f"(this nixx reads version {EXPORT_VERSION})"
+        )
+
+
+def utc_now() -> str:
+    """Now as ISO 8601 UTC with microseconds and a Z: ``2026-11-30T04:48:34.123456Z``."""
+    return format_timestamp(datetime.now(UTC))
+
+
+def format_timestamp(moment: datetime) -> str:
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def parse_timestamp(text: str) -> datetime:
+    """Parse the ISO form written by `utc_now()` (any ISO 8601 with an offset or Z)."""
+    return datetime.fromisoformat(text.replace("Z", "+00:00"))
+
+
+def as_vector(embedding: Any, dim: int | None, *, what: str = "embedding") -> np.ndarray:
+    """`embedding` as a 1-D float32 vector, checked against `dim` when given.
+
+    Raises `EmbedderMismatch` on a wrong dimension, `ValidationError` on a vector that
+    is not 1-D or holds NaN/inf.
+    """
+    vec = np.asarray(embedding, dtype=np.float32)
+    if vec.ndim != 1 or vec.size == 0:
+        raise ValidationError(f"{what} must be a non-empty 1-D vector, got shape {vec.shape}")
+    if dim is not None and vec.shape[0] != dim:
+        raise EmbedderMismatch(
+            f"{what} has {vec.shape[0]} dimensions but this store holds {dim}-dimensional "
+            "vectors; embed with the store's model, or run `nixx reindex` to re-embed "
+            "everything with the new one"
+        )
+    if not np.isfinite(vec).all():
+        raise ValidationError(f"{what} contains NaN or infinite values")
+    return vec
+
+
+def vector_to_list(vec: np.ndarray) -> list[float]:
+    """JSON floats that round-trip to the same float32 values."""
+    return np.asarray(vec, dtype=np.float32).tolist()
+
+
+def vectors_from_records(values: Sequence[Sequence[float]]) -> np.ndarray:
+    return np.asarray(values, dtype=np.float32)

@@ -1,0 +1,1150 @@
+"""The SQLite memory store: one file, WAL mode, FTS5 on the buffer, vectors as BLOBs.
+
+Concurrency: every thread gets its own connection (WAL lets readers run beside the
+one writer); every write is one ``BEGIN IMMEDIATE`` transaction, so a writer takes the
+write lock up front and waits (busy timeout) instead of failing half-way; the server's
+worker threads and any number of CLI processes can write at once without losing a
+row or surfacing "database is locked".
+
+Vector search runs on an in-memory index per table (`nixx.store.vector_index`) built
+lazily from the stored BLOBs and kept current before each search by a cheap query
+(new ids above the watermark; change counters for deletions and re-embedding).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import apsw
+import numpy as np
+
+from nixx.errors import Conflict, EmbedderMismatch, NotFound, StoreError, ValidationError
+from nixx.store import sqlite_migrations
+from nixx.store.base import EmbedFn, MemoryStore
+from nixx.store.fts_query import fts5_match
+from nixx.store.portable import (
+    as_vector,
+    check_header,
+    header_record,
+    utc_now,
+    vector_to_list,
+)
+from nixx.store.records import (
+    ORIGINS,
+    ROLES,
+    SOURCE_TYPES,
+    BufferHit,
+    BufferRow,
+    EmbeddingInfo,
+    Memory,
+    MemoryHit,
+    NewChunk,
+    Source,
+    Summary,
+    SummaryHit,
+)
+from nixx.store.vector_index import (
+    DEFAULT_ANN_THRESHOLD,
+    SyncPoint,
+    VectorIndex,
+    decode_vectors,
+    normalise_rows,
+)
+
+BUSY_TIMEOUT_MS = 60_000
+_LOAD_CHUNK = 20_000
+_ANN_MAX_CANDIDATES = 4_096
+_VECTOR_TABLES = ("summaries", "memories")
+
+_BUFFER_COLS = "id, role, content, origin, created_at, meta"
+_SUMMARY_COLS = "id, content, tags, entities, start_buffer_id, end_buffer_id, created_at, embedding"
+_SOURCE_COLS = (
+    "s.id, s.name, s.type, s.summary, s.start_id, s.end_id, s.created_at, s.meta, "
+    "(SELECT count(*) FROM memories m WHERE m.source_id = s.id)"
+)
+_MEMORY_COLS = "id, source_id, content, metadata, created_at, embedding"
+
+
+class SQLiteStore(MemoryStore):
+    """The embedded memory store in one SQLite file (see module docstring)."""
+
+    backend = "sqlite"
+
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        ann_threshold: int = DEFAULT_ANN_THRESHOLD,
+        busy_timeout_ms: int = BUSY_TIMEOUT_MS,
+    ) -> None:
+        self.path = Path(path).expanduser()
+        if str(path) in ("", ":memory:"):
+            raise ValidationError("the SQLite store needs a file path (sqlite:///PATH)")
+        self.ann_threshold = ann_threshold
+        self.busy_timeout_ms = busy_timeout_ms
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise StoreError(f"cannot create the folder for {self.path}: {exc}") from None
+        self._local = threading.local()
+        self._conns: list[apsw.Connection] = []
+        self._conns_lock = threading.Lock()
+        self._closed = False
+        self._indexes: dict[str, VectorIndex] = {}
+        self._index_locks = {name: threading.Lock() for name in _VECTOR_TABLES}
+
+    # ---- connections & transactions ------------------------------------------------
+    def _connect(self) -> apsw.Connection:
+        try:
+            conn = apsw.Connection(str(self.path))
+        except apsw.Error as exc:
+            raise StoreError(f"cannot open the SQLite store {self.path}: {exc}") from None
+        conn.setbusytimeout(self.busy_timeout_ms)
+        deadline = time.monotonic() + self.busy_timeout_ms / 1000
+        while True:  # switching to WAL needs a moment of exclusive access on a new file
+            try:
+                conn.execute("PRAGMA journal_mode = WAL")
+                break
+            except apsw.BusyError:
+                if time.monotonic() > deadline:
+                    raise StoreError(
+                        f"the SQLite store {self.path} stayed busy; is another program "
+                        "holding it open in exclusive mode?"
+                    ) from None
+                time.sleep(0.01)
+        conn.execute("PRAGMA foreign_keys = ON")
+        conn.execute("PRAGMA synchronous = FULL")
+        return conn
+
+    def _conn(self) -> apsw.Connection:
+        if self._closed:
+            raise StoreError("the memory store is closed")
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = self._connect()
+            self._local.conn = conn
+            with self._conns_lock:
+                self._conns.append(conn)
+        return conn
+
+    @contextmanager
+    def _write(self) -> Iterator[apsw.Connection]:
+        """One write transaction (``BEGIN IMMEDIATE``); nested uses become savepoints."""
+        conn = self._conn()
+        if not conn.getautocommit():
+            with conn:  # apsw: a savepoint inside the open transaction
+                yield conn
+            return
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+        except apsw.BusyError:
+            raise StoreError(
+                f"the SQLite store {self.path} was busy for {self.busy_timeout_ms / 1000:g} s; "
+                "another process holds a long write; try again"
+            ) from None
+        try:
+            yield conn
+            conn.execute("COMMIT")
+        except BaseException as exc:
+            if not conn.getautocommit():
+                conn.execute("ROLLBACK")
+            if isinstance(exc, apsw.ConstraintError):
+                raise ValidationError(f"rejected by the store: {exc}") from None
+            raise
+
+    @contextmanager
+    def _read(self) -> Iterator[apsw.Connection]:
+        """A consistent snapshot for several statements (a deferred transaction)."""
+        conn = self._conn()
+        if not conn.getautocommit():
+            yield conn
+            return
+        conn.execute("BEGIN")
+        try:
+            yield conn
+        finally:
+            if not conn.getautocommit():
+                conn.execute("COMMIT")
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        for name, index in self._indexes.items():
+            # a cache: rebuilt next time if it cannot be written
+            with self._index_locks[name], contextlib.suppress(OSError):
+                index.save_sidecar(min_unsaved=1_000)
+        self._closed = True
+        with self._conns_lock:
+            for conn in self._conns:
+                conn.close()
+            self._conns.clear()
+
+    # ---- schema ----------------------------------------------------------------------
+    def schema_version(self) -> int:
+        return sqlite_migrations.current_version(self._conn())
+
+    def migrate(self) -> list[int]:
+        try:
+            return sqlite_migrations.apply_pending(self._conn())
+        except apsw.BusyError:
+            raise StoreError(f"the SQLite store {self.path} stayed busy while migrating") from None
+
+    # ---- embedder identity ---------------------------------------------------------
+    def embedding_info(self) -> EmbeddingInfo | None:
+        row = self._conn().execute("SELECT model, dim FROM embedder WHERE id = 1").fetchone()
+        return EmbeddingInfo(model=row[0], dim=int(row[1])) if row else None
+
+    def _bound_dim(self, conn: apsw.Connection) -> int | None:
+        row = conn.execute("SELECT dim FROM embedder WHERE id = 1").fetchone()
+        return int(row[0]) if row else None
+
+    def _ensure_dim(self, conn: apsw.Connection, dim: int) -> None:
+        """Record an unnamed embedder of `dim` when vectors arrive before any binding."""
+        conn.execute(
+            "INSERT OR IGNORE INTO embedder (id, model, dim, bound_at) VALUES (1, '', ?, ?)",
+            (dim, utc_now()),
+        )
+
+    def _has_vectors(self, conn: apsw.Connection) -> bool:
+        return bool(
+            conn.execute(
+                "SELECT EXISTS (SELECT 1 FROM summaries) OR EXISTS (SELECT 1 FROM memories)"
+            ).fetchone()[0]
+        )
+
+    def bind_embedder(self, model: str, dim: int) -> None:
+        if not model or dim <= 0:
+            raise ValidationError("bind_embedder needs a model name and a positive dimension")
+        with self._write() as conn:
+            row = conn.execute("SELECT model, dim FROM embedder WHERE id = 1").fetchone()
+            if row is None:
+                conn.execute(
+                    "INSERT INTO embedder (id, model, dim, bound_at) VALUES (1, ?, ?, ?)",
+                    (model, dim, utc_now()),
+                )
+                return
+            stored_model, stored_dim = row[0], int(row[1])
+            if (stored_model, stored_dim) == (model, dim):
+                return
+            if stored_dim == dim and stored_model == "":
+                conn.execute("UPDATE embedder SET model = ? WHERE id = 1", (model,))
+                return
+            if self._has_vectors(conn):
+                raise EmbedderMismatch(
+                    f"this memory store's vectors were made with {stored_model or 'an unnamed model'} "
+                    f"({stored_dim} dimensions) but the configured embedder is {model} "
+                    f"({dim} dimensions). Run `nixx reindex` to re-embed every summary and "
+                    "memory with the configured embedder, or configure the original one "
+                    "(NIXX_EMBED_PROVIDER / NIXX_EMBED_MODEL).",
+                    stored_model=stored_model,
+                    stored_dim=stored_dim,
+                    model=model,
+                    dim=dim,
+                )
+            conn.execute(
+                "UPDATE embedder SET model = ?, dim = ?, bound_at = ? WHERE id = 1",
+                (model, dim, utc_now()),
+            )
+
+    def reindex(
+        self,
+        embed: EmbedFn,
+        model: str,
+        dim: int,
+        *,
+        batch_size: int = 64,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> int:
+        if not model or dim <= 0:
+            raise ValidationError("reindex needs a model name and a positive dimension")
+        with self._read() as conn:
+            texts = {
+                table: dict(conn.execute(f"SELECT id, content FROM {table} ORDER BY id"))
+                for table in _VECTOR_TABLES
+            }
+        total = sum(len(t) for t in texts.values())
+        done = 0
+        if progress:
+            progress(0, total)
+        vectors: dict[str, dict[int, bytes]] = {table: {} for table in _VECTOR_TABLES}
+
+        def embed_into(table: str, items: list[tuple[int, str]]) -> None:
+            nonlocal done
+            for start in range(0, len(items), max(1, batch_size)):
+                batch = items[start : start + batch_size]
+                out = np.asarray(embed([text for _, text in batch]), dtype=np.float32)
+                if out.shape != (len(batch), dim):
+                    raise EmbedderMismatch(
+                        f"the embedder returned vectors of shape {out.shape}, expected "
+                        f"({len(batch)}, {dim}); check the model's dimension"
+                    )
+                if not np.isfinite(out).all():
+                    raise ValidationError("the embedder returned NaN or infinite values")
+                for (row_id, _), vec in zip(batch, out, strict=True):
+                    vectors[table][row_id] = vec.astype("<f4").tobytes()
+                done += len(batch)
+                if progress:
+                    progress(done, total)
+
+        for table in _VECTOR_TABLES:
+            embed_into(table, list(texts[table].items()))
+        written = 0
+        with self._write() as conn:
+            for table in _VECTOR_TABLES:
+                current = dict(conn.execute(f"SELECT id, content FROM {table}"))
+                missing = [
+                    (i, text)
+                    for i, text in current.items()
+                    if i not in vectors[table] or texts[table].get(i) != text
+                ]
+                if missing:  # rows written while we embedded
+                    total += len(missing)
+                    embed_into(table, missing)
+                conn.executemany(
+                    f"UPDATE {table} SET embedding = ? WHERE id = ?",
+                    ((vectors[table][i], i) for i in current),
+                )
+                written += len(current)
+            conn.execute(
+                "INSERT INTO embedder (id, model, dim, bound_at) VALUES (1, ?, ?, ?) "
+                "ON CONFLICT (id) DO UPDATE SET model = excluded.model, dim = excluded.dim, "
+                "bound_at = excluded.bound_at",
+                (model, dim, utc_now()),
+            )
+            conn.execute("UPDATE vector_state SET epoch = abs(random())")
+        return written
+
+    # ---- episodic: buffer ----------------------------------------------------------
+    def append_buffer(
+        self, role: str, content: str, origin: str = "api", meta: dict[str, Any] | None = None
+    ) -> BufferRow:
+        if role not in ROLES:
+            raise ValidationError(
+                f"role must be one of {', '.join(ROLES)}, got {role!r}", param="role"
+            )
+        if origin not in ORIGINS:
+            raise ValidationError(
+                f"origin must be one of {', '.join(ORIGINS)}, got {origin!r}", param="origin"
+            )
+        if not isinstance(content, str):
+            raise ValidationError("content must be text", param="content")
+        meta = _json_object(meta, "meta")
+        created = utc_now()
+        with self._write() as conn:
+            conn.execute(
+                "INSERT INTO buffer (role, content, origin, meta, created_at) "
+                "VALUES (?, ?, ?, ?, ?)",
+                (role, content, origin, _dumps(meta), created),
+            )
+            row_id = conn.last_insert_rowid()
+        return BufferRow(row_id, role, content, origin, created, meta)
+
+    def update_buffer_meta(self, row_id: int, meta: dict[str, Any]) -> None:
+        meta = _json_object(meta, "meta")
+        with self._write() as conn:
+            row = conn.execute("SELECT meta FROM buffer WHERE id = ?", (row_id,)).fetchone()
+            if row is None:
+                raise NotFound(f"buffer row {row_id} does not exist")
+            merged = {**json.loads(row[0]), **meta}
+            conn.execute("UPDATE buffer SET meta = ? WHERE id = ?", (_dumps(merged), row_id))
+
+    def get_buffer(self, start_id: int, end_id: int | None = None) -> list[BufferRow]:
+        if end_id is None:
+            cur = self._conn().execute(
+                f"SELECT {_BUFFER_COLS} FROM buffer WHERE id >= ? ORDER BY id", (start_id,)
+            )
+        else:
+            cur = self._conn().execute(
+                f"SELECT {_BUFFER_COLS} FROM buffer WHERE id BETWEEN ? AND ? ORDER BY id",
+                (start_id, end_id),
+            )
+        return [_buffer_row(r) for r in cur]
+
+    def last_buffer_rows(self, n: int, *, after_id: int = 0) -> list[BufferRow]:
+        if n <= 0:
+            return []
+        rows = self._conn().execute(
+            f"SELECT {_BUFFER_COLS} FROM buffer WHERE role != 'marker' AND id > ? "
+            "ORDER BY id DESC LIMIT ?",
+            (after_id, n),
+        )
+        return [_buffer_row(r) for r in reversed(list(rows))]
+
+    def last_marker_id(self) -> int:
+        row = self._conn().execute("SELECT max(id) FROM buffer WHERE role = 'marker'").fetchone()
+        return int(row[0] or 0)
+
+    def search_buffer(self, query: str, limit: int = 10) -> list[BufferHit]:
+        match = fts5_match(query)
+        if match is None or limit <= 0:
+            return []
+        cur = self._conn().execute(
+            "SELECT b.id, b.role, b.content, b.origin, b.created_at, b.meta, "
+            "       bm25(buffer_fts) AS rank "
+            "FROM buffer_fts JOIN buffer b ON b.id = buffer_fts.rowid "
+            "WHERE buffer_fts MATCH ? ORDER BY rank, b.id DESC LIMIT ?",
+            (match, limit),
+        )
+        return [BufferHit(row=_buffer_row(r[:6]), score=-float(r[6])) for r in cur]
+
+    def buffer_stats(self) -> dict[str, int]:
+        row = self._conn().execute("SELECT count(*), max(id) FROM buffer").fetchone()
+        return {"rows": int(row[0]), "max_id": int(row[1] or 0)}
+
+    # ---- episodic: summaries -------------------------------------------------------
+    def last_summarised_id(self) -> int:
+        row = self._conn().execute("SELECT max(end_buffer_id) FROM summaries").fetchone()
+        return int(row[0] or 0)
+
+    def unsummarised(self) -> list[BufferRow]:
+        with self._read() as conn:
+            after = self.last_summarised_id()
+            cur = conn.execute(
+                f"SELECT {_BUFFER_COLS} FROM buffer WHERE role != 'marker' AND id > ? ORDER BY id",
+                (after,),
+            )
+            return [_buffer_row(r) for r in cur]
+
+    def add_summary(
+        self,
+        content: str,
+        embedding: np.ndarray,
+        *,
+        tags: Sequence[str],
+        entities: dict[str, list[str]],
+        start_buffer_id: int,
+        end_buffer_id: int,
+    ) -> Summary:
+        if not isinstance(content, str) or not content.strip():
+            raise ValidationError("a summary needs content", param="content")
+        tags = _string_list(tags, "tags")
+        entities = _entities(entities)
+        if start_buffer_id > end_buffer_id:
+            raise ValidationError(
+                f"summary range is reversed: {start_buffer_id} > {end_buffer_id}",
+                param="start_buffer_id",
+            )
+        created = utc_now()
+        with self._write() as conn:
+            vec = as_vector(embedding, self._bound_dim(conn), what="summary embedding")
+            found = conn.execute(
+                "SELECT count(*) FROM buffer WHERE id IN (?, ?)", (start_buffer_id, end_buffer_id)
+            ).fetchone()[0]
+            if found != len({start_buffer_id, end_buffer_id}):
+                raise ValidationError(
+                    f"summary range {start_buffer_id}..{end_buffer_id} does not name "
+                    "existing buffer rows",
+                    param="start_buffer_id",
+                )
+            self._ensure_dim(conn, vec.shape[0])
+            conn.execute(
+                "INSERT INTO summaries (content, embedding, tags, entities, start_buffer_id, "
+                "end_buffer_id, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (
+                    content,
+                    vec.astype("<f4").tobytes(),
+                    _dumps(tags),
+                    _dumps(entities),
+                    start_buffer_id,
+                    end_buffer_id,
+                    created,
+                ),
+            )
+            row_id = conn.last_insert_rowid()
+        return Summary(
+            row_id, content, tags, entities, start_buffer_id, end_buffer_id, created, vec.copy()
+        )
+
+    def list_summaries(self, limit: int = 50, offset: int = 0) -> list[Summary]:
+        cur = self._conn().execute(
+            f"SELECT {_SUMMARY_COLS} FROM summaries ORDER BY id DESC LIMIT ? OFFSET ?",
+            (max(0, limit), max(0, offset)),
+        )
+        return [_summary(r, with_embedding=False) for r in cur]
+
+    def count_summaries(self) -> int:
+        return int(self._conn().execute("SELECT count(*) FROM summaries").fetchone()[0])
+
+    def search_summaries(
+        self,
+        embedding: np.ndarray,
+        *,
+        limit: int,
+        threshold: float | None = None,
+        before_buffer_id: int | None = None,
+    ) -> list[SummaryHit]:
+        found = self._vector_search(
+            "summaries", embedding, limit, threshold, before_buffer_id=before_buffer_id
+        )
+        return [
+            SummaryHit(summary=_summary(row, with_embedding=False), score=s) for row, s in found
+        ]
+
+    # ---- semantic: sources & memories ----------------------------------------------
+    def add_source(
+        self,
+        name: str,
+        type: str,
+        chunks: Sequence[NewChunk],
+        *,
+        summary: str | None = None,
+        start_id: int | None = None,
+        end_id: int | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> Source:
+        if not isinstance(name, str) or not name.strip():
+            raise ValidationError("a source needs a name", param="name")
+        if type not in SOURCE_TYPES:
+            raise ValidationError(
+                f"source type must be one of {', '.join(SOURCE_TYPES)}, got {type!r}",
+                param="type",
+            )
+        if start_id is not None and end_id is not None and start_id > end_id:
+            raise ValidationError(f"source range is reversed: {start_id} > {end_id}")
+        meta = _json_object(meta, "meta")
+        created = utc_now()
+        with self._write() as conn:
+            for row_id in {start_id, end_id} - {None}:
+                if conn.execute("SELECT 1 FROM buffer WHERE id = ?", (row_id,)).fetchone() is None:
+                    raise ValidationError(
+                        f"source range names buffer row {row_id}, which does not exist"
+                    )
+            rows = self._chunk_rows(conn, chunks)
+            conn.execute(
+                "INSERT INTO sources (name, type, summary, start_id, end_id, meta, created_at) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (name, type, summary, start_id, end_id, _dumps(meta), created),
+            )
+            source_id = conn.last_insert_rowid()
+            self._insert_chunks(conn, source_id, rows, created)
+        return Source(source_id, name, type, summary, start_id, end_id, created, meta, len(rows))
+
+    def _chunk_rows(
+        self, conn: apsw.Connection, chunks: Sequence[NewChunk]
+    ) -> list[tuple[str, bytes, str]]:
+        """Validate every chunk before anything is written."""
+        dim = self._bound_dim(conn)
+        rows = []
+        for i, chunk in enumerate(chunks):
+            if not isinstance(chunk.content, str):
+                raise ValidationError(f"chunk {i} content must be text")
+            vec = as_vector(chunk.embedding, dim, what=f"chunk {i} embedding")
+            dim = vec.shape[0]
+            rows.append(
+                (
+                    chunk.content,
+                    vec.astype("<f4").tobytes(),
+                    _dumps(_json_object(chunk.metadata, "metadata")),
+                )
+            )
+        if rows and dim is not None:
+            self._ensure_dim(conn, dim)
+        return rows
+
+    @staticmethod
+    def _insert_chunks(
+        conn: apsw.Connection, source_id: int, rows: list[tuple[str, bytes, str]], created: str
+    ) -> None:
+        conn.executemany(
+            "INSERT INTO memories (source_id, content, embedding, metadata, created_at) "
+            "VALUES (?, ?, ?, ?, ?)",
+            ((source_id, content, blob, metadata, created) for content, blob, metadata in rows),
+        )
+
+    def replace_source(
+        self,
+        source_id: int,
+        chunks: Sequence[NewChunk],
+        *,
+        summary: str | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> Source:
+        new_meta = None if meta is None else _json_object(meta, "meta")
+        with self._write() as conn:
+            self._require_source(conn, source_id)
+            rows = self._chunk_rows(conn, chunks)
+            conn.execute("DELETE FROM memories WHERE source_id = ?", (source_id,))
+            self._insert_chunks(conn, source_id, rows, utc_now())
+            if summary is not None:
+                conn.execute("UPDATE sources SET summary = ? WHERE id = ?", (summary, source_id))
+            if new_meta is not None:
+                conn.execute(
+                    "UPDATE sources SET meta = ? WHERE id = ?", (_dumps(new_meta), source_id)
+                )
+            return self._get_source(conn, source_id)
+
+    def set_source_summary(self, source_id: int, summary: str) -> None:
+        with self._write() as conn:
+            self._require_source(conn, source_id)
+            conn.execute("UPDATE sources SET summary = ? WHERE id = ?", (summary, source_id))
+
+    def get_source(self, source_id: int) -> Source:
+        return self._get_source(self._conn(), source_id)
+
+    def _get_source(self, conn: apsw.Connection, source_id: int) -> Source:
+        row = conn.execute(
+            f"SELECT {_SOURCE_COLS} FROM sources s WHERE s.id = ?", (source_id,)
+        ).fetchone()
+        if row is None:
+            raise NotFound(f"source {source_id} does not exist")
+        return _source(row)
+
+    @staticmethod
+    def _require_source(conn: apsw.Connection, source_id: int) -> None:
+        if conn.execute("SELECT 1 FROM sources WHERE id = ?", (source_id,)).fetchone() is None:
+            raise NotFound(f"source {source_id} does not exist")
+
+    def find_sources(self, **meta_equals: Any) -> list[Source]:
+        # Sources number in the thousands at most: compare decoded JSON in Python, so
+        # every JSON value (strings, numbers, booleans, null, lists) compares exactly.
+        found = []
+        for source in self.list_sources():
+            if all(
+                key in source.meta and source.meta[key] == value
+                for key, value in meta_equals.items()
+            ):
+                found.append(source)
+        return found
+
+    def list_sources(self) -> list[Source]:
+        cur = self._conn().execute(f"SELECT {_SOURCE_COLS} FROM sources s ORDER BY s.id DESC")
+        return [_source(r) for r in cur]
+
+    def delete_source(self, source_id: int) -> None:
+        with self._write() as conn:
+            self._require_source(conn, source_id)
+            conn.execute("DELETE FROM sources WHERE id = ?", (source_id,))
+
+    def source_chunks(self, source_id: int) -> list[Memory]:
+        with self._read() as conn:
+            self._require_source(conn, source_id)
+            cur = conn.execute(
+                f"SELECT {_MEMORY_COLS} FROM memories WHERE source_id = ? ORDER BY id",
+                (source_id,),
+            )
+            return [_memory(r, with_embedding=True) for r in cur]
+
+    def search_memories(
+        self, embedding: np.ndarray, *, limit: int, threshold: float | None = None
+    ) -> list[MemoryHit]:
+        found = self._vector_search("memories", embedding, limit, threshold)
+        if not found:
+            return []
+        source_ids = sorted({row[1] for row, _ in found})
+        names = dict(
+            self._conn().execute(
+                f"SELECT id, name FROM sources WHERE id IN ({','.join('?' * len(source_ids))})",
+                source_ids,
+            )
+        )
+        return [
+            MemoryHit(
+                memory=_memory(row, with_embedding=False),
+                source_name=names.get(row[1], ""),
+                score=s,
+            )
+            for row, s in found
+        ]
+
+    def count_memories(self) -> int:
+        return int(self._conn().execute("SELECT count(*) FROM memories").fetchone()[0])
+
+    # ---- vector search -------------------------------------------------------------
+    def _vector_search(
+        self,
+        table: str,
+        embedding: np.ndarray,
+        limit: int,
+        threshold: float | None,
+        *,
+        before_buffer_id: int | None = None,
+    ) -> list[tuple[tuple[Any, ...], float]]:
+        """(row, cosine) pairs, best first. Rows are SELECTed with the table's columns."""
+        if limit <= 0:
+            return []
+        cols = _SUMMARY_COLS if table == "summaries" else _MEMORY_COLS
+        with self._index_locks[table], self._read() as conn:
+            dim = self._bound_dim(conn)
+            if dim is None:  # nothing stored yet
+                return []
+            query = as_vector(embedding, dim, what="query embedding")
+            index = self._sync_index(conn, table, dim)
+            if not index.approximate:
+                ids, scores = index.exact_search(
+                    query, limit, threshold=threshold, extra_below=before_buffer_id
+                )
+                rows = _rows_by_id(conn, table, cols, ids)
+                return [
+                    (rows[i], float(s))
+                    for i, s in zip(ids.tolist(), scores, strict=True)
+                    if i in rows
+                ]
+            return self._ann_search(
+                conn, index, table, cols, query, limit, threshold, before_buffer_id
+            )
+
+    def _ann_search(
+        self,
+        conn: apsw.Connection,
+        index: VectorIndex,
+        table: str,
+        cols: str,
+        query: np.ndarray,
+        limit: int,
+        threshold: float | None,
+        before_buffer_id: int | None,
+    ) -> list[tuple[tuple[Any, ...], float]]:
+        """HNSW candidates re-scored exactly from the stored vectors, filtered; widen
+        the candidate set while filters leave too few, then fall back to an exact scan."""
+        q = normalise_rows(query)
+        fetch = max(4 * limit, 64)
+        while True:
+            ids = index.ann_candidates(q, fetch)
+            rows = _rows_by_id(conn, table, cols, ids)
+            scored = _rescore(rows, q, index.dim)
+            exhausted = len(ids) < fetch
+            lowest = min((s for _, s in scored), default=-2.0)
+            kept = [
+                (row, s)
+                for row, s in scored
+                if (threshold is None or s >= threshold)
+                and (before_buffer_id is None or row[5] < before_buffer_id)
+            ]
+            if len(kept) >= limit or exhausted or (threshold is not None and lowest < threshold):
+                kept.sort(key=lambda p: (-p[1], p[0][0]))
+                return kept[:limit]
+            if fetch >= _ANN_MAX_CANDIDATES:
+                return self._exact_scan(conn, table, cols, q, limit, threshold, before_buffer_id)
+            fetch *= 4
+
+    def _exact_scan(
+        self,
+        conn: apsw.Connection,
+        table: str,
+        cols: str,
+        q: np.ndarray,
+        limit: int,
+        threshold: float | None,
+        before_buffer_id: int | None,
+    ) -> list[tuple[tuple[Any, ...], float]]:
+        """Exact search straight from the stored vectors with the filter in SQL."""
+        where, params = "", []
+        if before_buffer_id is not None:
+            where, params = "WHERE end_buffer_id < ?", [before_buffer_id]
+        best_ids = np.empty(0, np.int64)
+        best_scores = np.empty(0, np.float32)
+        dim = q.shape[0]
+        after = 0
+        while True:
+            chunk = list(
+                conn.execute(
+                    f"SELECT id, embedding FROM {table} {where} {'AND' if where else 'WHERE'} "
+                    "id > ? ORDER BY id LIMIT ?",
+                    (*params, after, _LOAD_CHUNK),
+                )
+            )
+            if not chunk:
+                break
+            after = chunk[-1][0]
+            ids = np.fromiter((r[0] for r in chunk), np.int64, len(chunk))
+            scores = normalise_rows(decode_vectors([r[1] for r in chunk], dim)) @ q
+            best_ids = np.concatenate([best_ids, ids])
+            best_scores = np.concatenate([best_scores, scores])
+            if len(best_scores) > limit:
+                part = np.argpartition(-best_scores, limit - 1)[:limit]
+                best_ids, best_scores = best_ids[part], best_scores[part]
+        rows = _rows_by_id(conn, table, cols, best_ids)
+        out = [
+            (rows[i], float(s))
+            for i, s in zip(best_ids.tolist(), best_scores, strict=True)
+            if threshold is None or s >= threshold
+        ]
+        out.sort(key=lambda p: (-p[1], p[0][0]))
+        return out[:limit]
+
+    def _sync_index(self, conn: apsw.Connection, table: str, dim: int) -> VectorIndex:
+        """Bring the table's in-memory index up to the database's current state."""
+        epoch, deletions = conn.execute(
+            "SELECT epoch, deletions FROM vector_state WHERE name = ?", (table,)
+        ).fetchone()
+        max_id = int(conn.execute(f"SELECT max(id) FROM {table}").fetchone()[0] or 0)
+        index = self._indexes.get(table)
+        if index is None or index.dim != dim:
+            index = VectorIndex(
+                dim,
+                ann_threshold=self.ann_threshold,
+                sidecar=self.path.with_name(f"{self.path.name}.{table}.hnsw"),
+            )
+            self._indexes[table] = index
+        point = index.synced
+        if point is None or point.epoch != epoch:
+            index.reset()
+            point = None
+            if self._count_rows(conn, table) > self.ann_threshold:
+                point = index.load_sidecar(epoch)
+            if point is None or point.watermark > max_id:
+                index.reset()
+                point = SyncPoint(epoch, deletions, 0)
+        if point.deletions != deletions:
+            alive = np.fromiter(
+                (
+                    r[0]
+                    for r in conn.execute(
+                        f"SELECT id FROM {table} WHERE id <= ?", (point.watermark,)
+                    )
+                ),
+                np.int64,
+            )
+            index.keep_only(alive)
+            point = SyncPoint(epoch, deletions, point.watermark)
+        if max_id > point.watermark:
+            extra_col = "end_buffer_id" if table == "summaries" else "0"
+            after = point.watermark
+            while after < max_id:
+                chunk = list(
+                    conn.execute(
+                        f"SELECT id, embedding, {extra_col} FROM {table} "
+                        "WHERE id > ? AND id <= ? ORDER BY id LIMIT ?",
+                        (after, max_id, _LOAD_CHUNK),
+                    )
+                )
+                if not chunk:
+                    break
+                after = chunk[-1][0]
+                index.add(
+                    np.fromiter((r[0] for r in chunk), np.int64, len(chunk)),
+                    decode_vectors([r[1] for r in chunk], dim),
+                    np.fromiter((r[2] for r in chunk), np.int64, len(chunk)),
+                )
+            loaded_from_scratch = point.watermark == 0
+            point = SyncPoint(epoch, deletions, max_id)
+            index.synced = point
+            if loaded_from_scratch and index.approximate:
+                with contextlib.suppress(OSError):  # a cache only
+                    index.save_sidecar()
+        index.synced = point
+        return index
+
+    @staticmethod
+    def _count_rows(conn: apsw.Connection, table: str) -> int:
+        return int(conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0])
+
+    def save_vector_indexes(self) -> list[str]:
+        """Write the HNSW sidecar files of the indexes that have one (the bench and
+        `nixx reindex` call this; `close()` does it when enough changed)."""
+        written = []
+        for name, index in self._indexes.items():
+            with self._index_locks[name]:
+                if index.save_sidecar():
+                    written.append(name)
+        return written
+
+    # ---- state ---------------------------------------------------------------------
+    def get_state(self, key: str, default: Any = None) -> Any:
+        row = self._conn().execute("SELECT value FROM state WHERE key = ?", (key,)).fetchone()
+        return default if row is None else json.loads(row[0])
+
+    def set_state(self, key: str, value: Any) -> None:
+        if not isinstance(key, str) or not key:
+            raise ValidationError("a state key must be a non-empty string")
+        try:
+            text = _dumps(value)
+        except (TypeError, ValueError) as exc:
+            raise ValidationError(f"state {key!r} must be JSON-serialisable: {exc}") from None
+        with self._write() as conn:
+            conn.execute(
+                "INSERT INTO state (key, value) VALUES (?, ?) "
+                "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                (key, text),
+            )
+
+    def delete_state(self, key: str) -> None:
+        with self._write() as conn:
+            conn.execute("DELETE FROM state WHERE key = ?", (key,))
+
+    # ---- export / import -----------------------------------------------------------
+    def export_records(self) -> Iterator[dict[str, Any]]:
+        # A connection of its own: the snapshot stays consistent while the caller
+        # consumes the records, whatever else this thread does meanwhile.
+        conn = self._connect()
+        try:
+            conn.execute("BEGIN")
+            yield header_record()
+            row = conn.execute("SELECT model, dim FROM embedder WHERE id = 1").fetchone()
+            if row:
+                yield {"type": "embedder", "model": row[0], "dim": int(row[1])}
+            for key, value in conn.execute("SELECT key, value FROM state ORDER BY key"):
+                yield {"type": "state", "key": key, "value": json.loads(value)}
+            for r in conn.execute(f"SELECT {_BUFFER_COLS} FROM buffer ORDER BY id"):
+                b = _buffer_row(r)
+                yield {
+                    "type": "buffer",
+                    "id": b.id,
+                    "role": b.role,
+                    "content": b.content,
+                    "origin": b.origin,
+                    "created_at": b.created_at,
+                    "meta": b.meta,
+                }
+            for r in conn.execute(f"SELECT {_SUMMARY_COLS} FROM summaries ORDER BY id"):
+                s = _summary(r, with_embedding=True)
+                assert s.embedding is not None
+                yield {
+                    "type": "summary",
+                    "id": s.id,
+                    "content": s.content,
+                    "embedding": vector_to_list(s.embedding),
+                    "tags": s.tags,
+                    "entities": s.entities,
+                    "start_buffer_id": s.start_buffer_id,
+                    "end_buffer_id": s.end_buffer_id,
+                    "created_at": s.created_at,
+                }
+            for r in conn.execute(f"SELECT {_SOURCE_COLS} FROM sources s ORDER BY s.id"):
+                src = _source(r)
+                yield {
+                    "type": "source",
+                    "id": src.id,
+                    "name": src.name,
+                    "source_type": src.type,
+                    "summary": src.summary,
+                    "start_id": src.start_id,
+                    "end_id": src.end_id,
+                    "meta": src.meta,
+                    "created_at": src.created_at,
+                }
+            for r in conn.execute(f"SELECT {_MEMORY_COLS} FROM memories ORDER BY id"):
+                m = _memory(r, with_embedding=True)
+                assert m.embedding is not None
+                yield {
+                    "type": "memory",
+                    "id": m.id,
+                    "source_id": m.source_id,
+                    "content": m.content,
+                    "embedding": vector_to_list(m.embedding),
+                    "metadata": m.metadata,
+                    "created_at": m.created_at,
+                }
+        finally:
+            conn.close()
+
+    def import_records(self, records: Iterable[dict[str, Any]]) -> dict[str, int]:
+        counts = {"embedder": 0, "state": 0, "buffer": 0, "summary": 0, "source": 0, "memory": 0}
+        it = iter(records)
+        first = next(it, None)
+        if first is None:
+            raise ValidationError("the export is empty: it has no nixx-export header")
+        check_header(first)
+        with self._write() as conn:
+            for table in ("buffer", "summaries", "sources", "memories", "state", "embedder"):
+                if conn.execute(f"SELECT EXISTS (SELECT 1 FROM {table})").fetchone()[0]:
+                    raise Conflict(
+                        f"cannot import into {self.path}: the store is not empty "
+                        f"(it has {table} rows); import into a new database"
+                    )
+            conn.execute("PRAGMA defer_foreign_keys = ON")
+            dim: int | None = None
+            for number, rec in enumerate(it, start=2):
+                kind = rec.get("type") if isinstance(rec, dict) else None
+                try:
+                    dim = self._import_one(conn, kind, rec, dim)
+                except (KeyError, TypeError) as exc:
+                    raise ValidationError(
+                        f"export record {number} ({kind}) is malformed: missing or bad {exc}"
+                    ) from None
+                counts[str(kind)] += 1
+            conn.execute("UPDATE vector_state SET epoch = abs(random())")
+        return counts
+
+    def _import_one(
+        self, conn: apsw.Connection, kind: Any, rec: dict[str, Any], dim: int | None
+    ) -> int | None:
+        if kind == "embedder":
+            conn.execute(
+                "INSERT INTO embedder (id, model, dim, bound_at) VALUES (1, ?, ?, ?)",
+                (str(rec["model"]), int(rec["dim"]), utc_now()),
+            )
+            return int(rec["dim"])
+        if kind == "state":
+            conn.execute(
+                "INSERT INTO state (key, value) VALUES (?, ?)", (rec["key"], _dumps(rec["value"]))
+            )
+        elif kind == "buffer":
+            conn.execute(
+                f"INSERT INTO buffer ({_BUFFER_COLS}) VALUES (?, ?, ?, ?, ?, ?)",
+                (
+                    int(rec["id"]),
+                    rec["role"],
+                    rec["content"],
+                    rec["origin"],
+                    rec["created_at"],
+                    _dumps(rec.get("meta") or {}),
+                ),
+            )
+        elif kind == "summary":
+            vec = as_vector(rec["embedding"], dim, what=f"summary {rec['id']} embedding")
+            if dim is None:
+                dim = vec.shape[0]
+                self._ensure_dim(conn, dim)
+            conn.execute(
+                f"INSERT INTO summaries ({_SUMMARY_COLS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    int(rec["id"]),
+                    rec["content"],
+                    _dumps(rec.get("tags") or []),
+                    _dumps(rec.get("entities") or {}),
+                    int(rec["start_buffer_id"]),
+                    int(rec["end_buffer_id"]),
+                    rec["created_at"],
+                    vec.astype("<f4").tobytes(),
+                ),
+            )
+        elif kind == "source":
+            conn.execute(
+                "INSERT INTO sources (id, name, type, summary, start_id, end_id, meta, "
+                "created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    int(rec["id"]),
+                    rec["name"],
+                    rec["source_type"],
+                    rec.get("summary"),
+                    rec.get("start_id"),
+                    rec.get("end_id"),
+                    _dumps(rec.get("meta") or {}),
+                    rec["created_at"],
+                ),
+            )
+        elif kind == "memory":
+            vec = as_vector(rec["embedding"], dim, what=f"memory {rec['id']} embedding")
+            if dim is None:
+                dim = vec.shape[0]
+                self._ensure_dim(conn, dim)
+            conn.execute(
+                f"INSERT INTO memories ({_MEMORY_COLS}) VALUES (?, ?, ?, ?, ?, ?)",
+                (
+                    int(rec["id"]),
+                    int(rec["source_id"]),
+                    rec["content"],
+                    _dumps(rec.get("metadata") or {}),
+                    rec["created_at"],
+                    vec.astype("<f4").tobytes(),
+                ),
+            )
+        else:
+            raise ValidationError(f"unknown export record type {kind!r}")
+        return dim
+
+
+# ---- row conversion & validation ----------------------------------------------------
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
+def _json_object(value: Any, name: str) -> dict[str, Any]:
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise ValidationError(f"{name} must be a JSON object", param=name)
+    try:
+        _dumps(value)
+    except (TypeError, ValueError) as exc:
+        raise ValidationError(f"{name} must be JSON-serialisable: {exc}", param=name) from None
+    return dict(value)
+
+
+def _string_list(value: Sequence[str], name: str) -> list[str]:
+    if isinstance(value, str) or not all(isinstance(v, str) for v in value):
+        raise ValidationError(f"{name} must be a list of strings", param=name)
+    return list(value)
+
+
+def _entities(value: dict[str, list[str]]) -> dict[str, list[str]]:
+    if not isinstance(value, dict):
+        raise ValidationError("entities must be an object of lists", param="entities")
+    return {str(k): _string_list(v, f"entities.{k}") for k, v in value.items()}
+
+
+def _buffer_row(r: Sequence[Any]) -> BufferRow:
+    return BufferRow(
+        id=int(r[0]),
+        role=r[1],
+        content=r[2],
+        origin=r[3],
+        created_at=r[4],
+        meta=json.loads(r[5]),
+    )
+
+
+def _summary(r: Sequence[Any], *, with_embedding: bool) -> Summary:
+    return Summary(
+        id=int(r[0]),
+        content=r[1],
+        tags=json.loads(r[2]),
+        entities=json.loads(r[3]),
+        start_buffer_id=int(r[4]),
+        end_buffer_id=int(r[5]),
+        created_at=r[6],
+        embedding=np.frombuffer(r[7], dtype="<f4").astype(np.float32) if with_embedding else None,
+    )
+
+
+def _source(r: Sequence[Any]) -> Source:
+    return Source(
+        id=int(r[0]),
+        name=r[1],
+        type=r[2],
+        summary=r[3],
+        start_id=r[4],
+        end_id=r[5],
+        created_at=r[6],
+        meta=json.loads(r[7]),
+        chunk_count=int(r[8]),
+    )
+
+
+def _memory(r: Sequence[Any], *, with_embedding: bool) -> Memory:
+    return Memory(
+        id=int(r[0]),
+        source_id=int(r[1]),
+        content=r[2],
+        metadata=json.loads(r[3]),
+        created_at=r[4],
+        embedding=np.frombuffer(r[5], dtype="<f4").astype(np.float32) if with_embedding else None,
+    )
+
+
+def _rows_by_id(
+    conn: apsw.Connection, table: str, cols: str, ids: np.ndarray
+) -> dict[int, tuple[Any, ...]]:
+    if len(ids) == 0:
+        return {}
+    id_list = [int(i) for i in ids]
+    rows: dict[int, tuple[Any, ...]] = {}
+    for start in range(0, len(id_list), 500):
+        part = id_list[start : start + 500]
+        cur = conn.execute(
+            f"SELECT {cols} FROM {table} WHERE id IN ({','.join('?' * len(part))})", part
+        )
+        rows.update((int(r[0]), tuple(r)) for r in cur)
+    return rows
+
+
+def _rescore(
+    rows: dict[int, tuple[Any, ...]], q: np.ndarray, dim: int
+) -> list[tuple[tuple[Any, ...], float]]:
+    """Exact cosine of each row's stored vector (its last column) with unit `q`."""
+    if not rows:
+        return []
+    items = list(rows.values())
+    mat = normalise_rows(decode_vectors([r[-1] for r in items], dim))
+    scores = mat @ q
+    return [(row, float(s)) for row, s in zip(items, scores, strict=True)]

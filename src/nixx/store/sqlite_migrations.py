@@ -1,0 +1,210 @@
+"""Versioned schema migrations of the SQLite store.
+
+Each migration is a named function ``mNNN_<what>(conn)`` registered with `@migration`.
+`apply_pending` runs every migration the database has not recorded yet, each in its
+own ``BEGIN IMMEDIATE`` transaction together with the row that records it in
+``nixx_migrations``, so a crash leaves the database at a whole version and two
+processes migrating at once apply each step exactly once.
+
+To change the schema, append a new function; never edit one that has shipped.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from nixx.store.portable import utc_now
+
+if TYPE_CHECKING:
+    import apsw
+
+
+@dataclass(frozen=True)
+class Migration:
+    version: int
+    name: str
+    apply: Callable[[apsw.Connection], None]
+
+
+MIGRATIONS: list[Migration] = []
+
+
+def migration(fn: Callable[[apsw.Connection], None]) -> Callable[[apsw.Connection], None]:
+    """Register `fn` (named ``mNNN_description``) as schema version NNN."""
+    version = int(fn.__name__[1:4])
+    expected = len(MIGRATIONS) + 1
+    if version != expected:  # pragma: no cover - programming error
+        raise RuntimeError(f"migration {fn.__name__} must be numbered {expected:03d}")
+    MIGRATIONS.append(Migration(version, fn.__name__, fn))
+    return fn
+
+
+def head_version() -> int:
+    return len(MIGRATIONS)
+
+
+_CREATE_TRACKING = """
+CREATE TABLE IF NOT EXISTS nixx_migrations (
+    version    INTEGER PRIMARY KEY,
+    name       TEXT NOT NULL,
+    applied_at TEXT NOT NULL
+)
+"""
+
+
+def current_version(conn: apsw.Connection) -> int:
+    exists = conn.execute(
+        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'nixx_migrations'"
+    ).fetchone()
+    if not exists:
+        return 0
+    row = conn.execute("SELECT max(version) FROM nixx_migrations").fetchone()
+    return int(row[0] or 0)
+
+
+def apply_pending(conn: apsw.Connection, *, target: int | None = None) -> list[int]:
+    """Apply migrations above the database's version (up to `target`, default head).
+    Returns the versions applied by this call."""
+    from nixx.errors import SchemaError
+
+    target = head_version() if target is None else target
+    applied: list[int] = []
+    while True:
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            conn.execute(_CREATE_TRACKING)
+            version = current_version(conn)
+            if version > head_version():
+                raise SchemaError(
+                    f"the database is at schema version {version}, newer than this nixx "
+                    f"knows ({head_version()}); upgrade nixx"
+                )
+            if version >= target:
+                conn.execute("COMMIT")
+                return applied
+            step = MIGRATIONS[version]
+            step.apply(conn)
+            conn.execute(
+                "INSERT INTO nixx_migrations (version, name, applied_at) VALUES (?, ?, ?)",
+                (step.version, step.name, utc_now()),
+            )
+            conn.execute("COMMIT")
+        except BaseException:
+            if not conn.getautocommit():
+                conn.execute("ROLLBACK")
+            raise
+        applied.append(step.version)
+
+
+# ---- the migrations ---------------------------------------------------------------
+
+
+@migration
+def m001_initial(conn: apsw.Connection) -> None:
+    """The four tables of the seed, full-text search on the buffer, state, embedder."""
+    conn.execute(
+        """
+        CREATE TABLE buffer (
+            id         INTEGER PRIMARY KEY AUTOINCREMENT,
+            role       TEXT NOT NULL CHECK (role IN ('user', 'assistant', 'marker')),
+            content    TEXT NOT NULL,
+            origin     TEXT NOT NULL CHECK (origin IN ('tui', 'vscode', 'api')),
+            meta       TEXT NOT NULL DEFAULT '{}' CHECK (json_valid(meta)),
+            created_at TEXT NOT NULL
+        );
+        CREATE INDEX buffer_role_id ON buffer (role, id);
+
+        -- External-content FTS5 index over non-marker rows, kept in step by triggers
+        -- in the writing transaction. Porter stemming on unicode61 (diacritics folded):
+        -- see docs/performance.md "Search quality" for the measurement.
+        CREATE VIRTUAL TABLE buffer_fts USING fts5 (
+            content,
+            content = 'buffer',
+            content_rowid = 'id',
+            tokenize = 'porter unicode61 remove_diacritics 2'
+        );
+        CREATE TRIGGER buffer_fts_insert AFTER INSERT ON buffer WHEN new.role != 'marker'
+        BEGIN
+            INSERT INTO buffer_fts (rowid, content) VALUES (new.id, new.content);
+        END;
+        CREATE TRIGGER buffer_fts_delete AFTER DELETE ON buffer WHEN old.role != 'marker'
+        BEGIN
+            INSERT INTO buffer_fts (buffer_fts, rowid, content)
+            VALUES ('delete', old.id, old.content);
+        END;
+        CREATE TRIGGER buffer_fts_update AFTER UPDATE OF content, role ON buffer
+        BEGIN
+            INSERT INTO buffer_fts (buffer_fts, rowid, content)
+            SELECT 'delete', old.id, old.content WHERE old.role != 'marker';
+            INSERT INTO buffer_fts (rowid, content)
+            SELECT new.id, new.content WHERE new.role != 'marker';
+        END;
+
+        CREATE TABLE summaries (
+            id              INTEGER PRIMARY KEY AUTOINCREMENT,
+            content         TEXT NOT NULL,
+            embedding       BLOB NOT NULL,              -- float32 little-endian
+            tags            TEXT NOT NULL DEFAULT '[]' CHECK (json_valid(tags)),
+            entities        TEXT NOT NULL DEFAULT '{}' CHECK (json_valid(entities)),
+            start_buffer_id INTEGER NOT NULL REFERENCES buffer (id),
+            end_buffer_id   INTEGER NOT NULL REFERENCES buffer (id),
+            created_at      TEXT NOT NULL,
+            CHECK (start_buffer_id <= end_buffer_id)
+        );
+        CREATE INDEX summaries_end_buffer_id ON summaries (end_buffer_id);
+
+        CREATE TABLE sources (
+            id         INTEGER PRIMARY KEY AUTOINCREMENT,
+            name       TEXT NOT NULL,
+            type       TEXT NOT NULL CHECK (type IN ('buffer', 'document', 'repo', 'web')),
+            summary    TEXT,
+            start_id   INTEGER REFERENCES buffer (id),
+            end_id     INTEGER REFERENCES buffer (id),
+            meta       TEXT NOT NULL DEFAULT '{}' CHECK (json_valid(meta)),
+            created_at TEXT NOT NULL
+        );
+
+        CREATE TABLE memories (
+            id         INTEGER PRIMARY KEY AUTOINCREMENT,
+            source_id  INTEGER NOT NULL REFERENCES sources (id) ON DELETE CASCADE,
+            content    TEXT NOT NULL,
+            embedding  BLOB NOT NULL,                   -- float32 little-endian
+            metadata   TEXT NOT NULL DEFAULT '{}' CHECK (json_valid(metadata)),
+            created_at TEXT NOT NULL
+        );
+        CREATE INDEX memories_source_id ON memories (source_id, id);
+
+        CREATE TABLE state (
+            key   TEXT PRIMARY KEY,
+            value TEXT NOT NULL CHECK (json_valid(value))
+        );
+
+        -- The embedder the stored vectors were made with (one row once bound).
+        CREATE TABLE embedder (
+            id       INTEGER PRIMARY KEY CHECK (id = 1),
+            model    TEXT NOT NULL,
+            dim      INTEGER NOT NULL CHECK (dim > 0),
+            bound_at TEXT NOT NULL
+        );
+
+        -- Change counters read by the in-memory vector indexes of every process:
+        -- `epoch` moves when all vectors change (reindex, import), `deletions` when a
+        -- row is deleted. New rows need no counter: ids only grow (AUTOINCREMENT).
+        CREATE TABLE vector_state (
+            name      TEXT PRIMARY KEY CHECK (name IN ('summaries', 'memories')),
+            epoch     INTEGER NOT NULL DEFAULT 0,
+            deletions INTEGER NOT NULL DEFAULT 0
+        );
+        INSERT INTO vector_state (name, epoch) VALUES ('summaries', abs(random())), ('memories', abs(random()));
+        CREATE TRIGGER summaries_deleted AFTER DELETE ON summaries
+        BEGIN
+            UPDATE vector_state SET deletions = deletions + 1 WHERE name = 'summaries';
+        END;
+        CREATE TRIGGER memories_deleted AFTER DELETE ON memories
+        BEGIN
+            UPDATE vector_state SET deletions = deletions + 1 WHERE name = 'memories';
+        END;
+        """
+    )

@@ -1,0 +1,266 @@
+"""In-memory cosine search over one table's vectors.
+
+The database holds the vectors (the source of truth); this index is a cache of them
+that the store keeps current: rows are appended by id (ids only grow), deletions are
+applied by keeping the ids still alive, and a change of `epoch` (reindex, import)
+rebuilds it. Two methods, picked by size:
+
+- **exact**: a contiguous float32 matrix of L2-normalised rows; one matrix-vector
+  product and a partial sort per query. Used up to `ann_threshold` rows.
+- **approximate**: a `usearch` HNSW graph (int8-quantised, cosine) that returns
+  candidates; the store re-scores them exactly from the stored float32 vectors. It is
+  saved as a sidecar file next to the database with the watermark it covers, so a new
+  process loads it instead of rebuilding; it is never the source of truth.
+
+See docs/storage.md for the measurements behind the threshold and parameters.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+DEFAULT_ANN_THRESHOLD = 50_000
+HNSW_CONNECTIVITY = 16
+HNSW_EXPANSION_ADD = 128
+HNSW_EXPANSION_SEARCH = 128
+HNSW_DTYPE = "i8"
+SIDECAR_VERSION = 1
+
+
+def normalise_rows(mat: np.ndarray) -> np.ndarray:
+    """Rows scaled to unit length (zero rows stay zero), float32."""
+    mat = np.asarray(mat, dtype=np.float32)
+    norms = np.linalg.norm(mat, axis=-1, keepdims=True)
+    norms[norms == 0] = 1.0
+    return mat / norms
+
+
+def decode_vectors(blobs: list[bytes], dim: int) -> np.ndarray:
+    """float32 little-endian BLOBs → an (n, dim) float32 matrix."""
+    if not blobs:
+        return np.empty((0, dim), dtype=np.float32)
+    return np.frombuffer(b"".join(blobs), dtype="<f4").reshape(len(blobs), dim)
+
+
+@dataclass
+class SyncPoint:
+    """What the index covers: rows with id <= watermark as of (epoch, deletions)."""
+
+    epoch: int
+    deletions: int
+    watermark: int
+
+
+class VectorIndex:
+    """Cosine index of (id, vector[, extra]) rows. Not thread-safe: the store holds a
+    lock around sync + search."""
+
+    def __init__(
+        self, dim: int, *, ann_threshold: int = DEFAULT_ANN_THRESHOLD, sidecar: Path | None = None
+    ) -> None:
+        self.dim = dim
+        self.ann_threshold = ann_threshold
+        self.sidecar = sidecar
+        self.synced: SyncPoint | None = None
+        self._n = 0
+        self._ids = np.empty(0, dtype=np.int64)
+        self._extra = np.empty(0, dtype=np.int64)
+        self._mat = np.empty((0, dim), dtype=np.float32)
+        self._ann: Any = None  # usearch.index.Index once approximate
+        self._unsaved = 0
+
+    # ---- state -----------------------------------------------------------------------
+    def __len__(self) -> int:
+        return self._n
+
+    @property
+    def approximate(self) -> bool:
+        return self._ann is not None
+
+    def reset(self) -> None:
+        self.synced = None
+        self._n = 0
+        self._ids = np.empty(0, dtype=np.int64)
+        self._extra = np.empty(0, dtype=np.int64)
+        self._mat = np.empty((0, self.dim), dtype=np.float32)
+        self._ann = None
+        self._unsaved = 0
+
+    # ---- changes ---------------------------------------------------------------------
+    def add(self, ids: np.ndarray, vectors: np.ndarray, extra: np.ndarray | None = None) -> None:
+        """Append rows (ids ascending, above every id already held)."""
+        count = len(ids)
+        if count == 0:
+            return
+        ids = np.asarray(ids, dtype=np.int64)
+        extra_arr = (
+            np.zeros(count, dtype=np.int64) if extra is None else np.asarray(extra, np.int64)
+        )
+        if self._ann is not None:
+            self._ann.add(ids, np.ascontiguousarray(vectors, dtype=np.float32), threads=0)
+            self._n += count
+            self._unsaved += count
+            return
+        need = self._n + count
+        if need > self.ann_threshold:
+            self._promote(ids, vectors)
+            return
+        if need > len(self._ids):
+            capacity = max(need, 2 * len(self._ids), 1024)
+            self._ids = _grow(self._ids, capacity)
+            self._extra = _grow(self._extra, capacity)
+            mat = np.empty((capacity, self.dim), dtype=np.float32)
+            mat[: self._n] = self._mat[: self._n]
+            self._mat = mat
+        self._ids[self._n : need] = ids
+        self._extra[self._n : need] = extra_arr
+        self._mat[self._n : need] = normalise_rows(vectors)
+        self._n = need
+
+    def keep_only(self, alive: np.ndarray) -> None:
+        """Drop every held id not in `alive` (after deletions in the database)."""
+        alive = np.asarray(alive, dtype=np.int64)
+        if self._ann is not None:
+            keys = np.asarray(self._ann.keys, dtype=np.int64)
+            gone = keys[~np.isin(keys, alive)]
+            if len(gone):
+                self._ann.remove(gone)
+                self._n -= len(gone)
+                self._unsaved += len(gone)
+            return
+        keep = np.isin(self._ids[: self._n], alive)
+        kept = int(keep.sum())
+        if kept == self._n:
+            return
+        self._ids[:kept] = self._ids[: self._n][keep]
+        self._extra[:kept] = self._extra[: self._n][keep]
+        self._mat[:kept] = self._mat[: self._n][keep]
+        self._n = kept
+
+    def _promote(self, ids: np.ndarray, vectors: np.ndarray) -> None:
+        """Switch to the HNSW graph, moving the rows held so far into it."""
+        from usearch.index import Index
+
+        ann = Index(
+            ndim=self.dim,
+            metric="cos",
+            dtype=HNSW_DTYPE,
+            connectivity=HNSW_CONNECTIVITY,
+            expansion_add=HNSW_EXPANSION_ADD,
+            expansion_search=HNSW_EXPANSION_SEARCH,
+        )
+        if self._n:
+            ann.add(self._ids[: self._n].copy(), self._mat[: self._n], threads=0)
+        ann.add(ids, np.ascontiguousarray(vectors, dtype=np.float32), threads=0)
+        held = self._n + len(ids)
+        self.reset()
+        self._ann = ann
+        self._n = held
+        self._unsaved = held
+
+    # ---- queries ---------------------------------------------------------------------
+    def exact_search(
+        self,
+        query: np.ndarray,
+        k: int,
+        *,
+        threshold: float | None = None,
+        extra_below: int | None = None,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Top `k` (ids, cosine scores), best first, over rows passing the filters.
+        Only valid while not `approximate`."""
+        if self._n == 0 or k <= 0:
+            return np.empty(0, np.int64), np.empty(0, np.float32)
+        scores = self._mat[: self._n] @ normalise_rows(query)
+        ids = self._ids[: self._n]
+        if extra_below is not None or threshold is not None:
+            keep = np.ones(self._n, dtype=bool)
+            if extra_below is not None:
+                keep &= self._extra[: self._n] < extra_below
+            if threshold is not None:
+                keep &= scores >= np.float32(threshold)
+            scores, ids = scores[keep], ids[keep]
+        if len(scores) > k:
+            part = np.argpartition(-scores, k - 1)[:k]
+            scores, ids = scores[part], ids[part]
+        order = np.lexsort((ids, -scores))  # best first; ties by id
+        return ids[order], scores[order]
+
+    def ann_candidates(self, query: np.ndarray, k: int) -> np.ndarray:
+        """Up to `k` candidate ids from the HNSW graph (approximate order)."""
+        if self._n == 0 or k <= 0:
+            return np.empty(0, np.int64)
+        matches = self._ann.search(np.ascontiguousarray(query, dtype=np.float32), min(k, self._n))
+        return np.asarray(matches.keys, dtype=np.int64)
+
+    # ---- sidecar ---------------------------------------------------------------------
+    def save_sidecar(self, *, min_unsaved: int = 1) -> bool:
+        """Persist the HNSW graph and what it covers (atomic replace). Returns whether
+        it wrote."""
+        if self._ann is None or self.sidecar is None or self.synced is None:
+            return False
+        if self._unsaved < min_unsaved:
+            return False
+        tmp = self.sidecar.with_name(self.sidecar.name + f".{os.getpid()}.tmp")
+        self._ann.save(str(tmp))
+        os.replace(tmp, self.sidecar)
+        meta = {
+            "version": SIDECAR_VERSION,
+            "dim": self.dim,
+            "dtype": HNSW_DTYPE,
+            "count": self._n,
+            "epoch": self.synced.epoch,
+            "deletions": self.synced.deletions,
+            "watermark": self.synced.watermark,
+        }
+        meta_path = self._meta_path()
+        tmp_meta = meta_path.with_name(meta_path.name + f".{os.getpid()}.tmp")
+        tmp_meta.write_text(json.dumps(meta))
+        os.replace(tmp_meta, meta_path)
+        self._unsaved = 0
+        return True
+
+    def load_sidecar(self, epoch: int) -> SyncPoint | None:
+        """Load a saved graph made for `epoch`; returns what it covers, or None when
+        there is no usable sidecar (missing, stale, corrupt)."""
+        if self.sidecar is None or not self.sidecar.exists():
+            return None
+        try:
+            meta = json.loads(self._meta_path().read_text())
+            if (
+                meta.get("version") != SIDECAR_VERSION
+                or meta.get("dim") != self.dim
+                or meta.get("dtype") != HNSW_DTYPE
+                or meta.get("epoch") != epoch
+            ):
+                return None
+            from usearch.index import Index
+
+            ann = Index.restore(str(self.sidecar), view=False)
+            if ann is None or ann.ndim != self.dim or len(ann) != meta["count"]:
+                return None
+        except (OSError, ValueError, KeyError, RuntimeError):
+            return None
+        ann.expansion_search = HNSW_EXPANSION_SEARCH
+        self.reset()
+        self._ann = ann
+        self._n = len(ann)
+        point = SyncPoint(int(meta["epoch"]), int(meta["deletions"]), int(meta["watermark"]))
+        self.synced = point
+        return point
+
+    def _meta_path(self) -> Path:
+        assert self.sidecar is not None
+        return self.sidecar.with_name(self.sidecar.name + ".json")
+
+
+def _grow(arr: np.ndarray, capacity: int) -> np.ndarray:
+    out = np.empty(capacity, dtype=arr.dtype)
+    out[: len(arr)] = arr
+    return out
