@@ -99,7 +99,8 @@ class NixxClient:
     def _unreachable(self, exc: Exception) -> BackendUnavailable:
         return BackendUnavailable(
             f"no nixx server answers at {self.base_url} ({type(exc).__name__}): "
-            "start one with `nixx serve` or give `nixx chat --url URL`"
+            "start one with `nixx serve` or give `nixx chat --url URL`",
+            server_down=True,
         )
 
     async def _request(self, method: str, path: str, **kwargs: Any) -> Any:
@@ -275,7 +276,10 @@ def _rows(body: Any) -> list[dict[str, Any]]:
 
 
 def _intent_of(body: Any) -> str | None:
-    if isinstance(body, dict):
-        value = body.get("intent")
-        return value if isinstance(value, str) and value else None
-    return None
+    """The intent text from `{"intent": "..."}`, `{"intent": {"text": ...}}` or `{"text"}`."""
+    if not isinstance(body, dict):
+        return None
+    value = body.get("intent", body.get("text"))
+    if isinstance(value, dict):
+        value = value.get("text")
+    return value if isinstance(value, str) and value else None

@@ -1,0 +1,127 @@
+"""Start a nixx server for `nixx chat` when none answers, and stop it afterwards.
+
+`ensure_server(url, settings)` probes ``URL/health``. When a server answers it returns
+None (nothing to stop). When none does and the URL is on this machine, it starts
+``python -m nixx.cli.nixx serve --host H --port P`` in its own process group with the
+current environment (so the same `NIXX_*` settings: embedded SQLite store and local
+embedder by default), its output going to ``$NIXX_HOME/logs/chat-server.log``, waits
+for ``/health`` and returns a `ServerProcess` whose `stop()` ends it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import httpx
+
+from nixx.config import Settings, is_loopback_host
+from nixx.errors import BackendUnavailable, ConfigError
+
+START_TIMEOUT = 60.0
+
+
+def server_answers(url: str, *, timeout: float = 2.0) -> bool:
+    try:
+        resp = httpx.get(url.rstrip("/") + "/health", timeout=timeout)
+    except httpx.HTTPError:
+        return False
+    return resp.status_code == 200
+
+
+class ServerProcess:
+    """A `nixx serve` child process started for the chat."""
+
+    def __init__(self, proc: subprocess.Popen[bytes], url: str, log_path: Path) -> None:
+        self.proc = proc
+        self.url = url
+        self.log_path = log_path
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    def running(self) -> bool:
+        return self.proc.poll() is None
+
+    def stop(self, timeout: float = 15.0) -> int | None:
+        """SIGTERM (uvicorn shuts down cleanly), then SIGKILL if it lingers."""
+        if self.proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                with contextlib.suppress(ProcessLookupError):
+                    self.proc.kill()
+                self.proc.wait(5)
+        return self.proc.returncode
+
+    def log_tail(self, lines: int = 15) -> str:
+        try:
+            text = self.log_path.read_text(errors="replace")
+        except OSError:
+            return ""
+        return "\n".join(text.strip().splitlines()[-lines:])
+
+
+def start_server(url: str, settings: Settings, *, timeout: float = START_TIMEOUT) -> ServerProcess:
+    """Start `nixx serve` for `url` and wait until `/health` answers."""
+    parts = urlsplit(url)
+    host = parts.hostname or "127.0.0.1"
+    if not is_loopback_host(host):
+        raise BackendUnavailable(
+            f"no nixx server answers at {url}, and nixx chat only starts one on this "
+            "machine: start it there with `nixx serve`, or check --url"
+        )
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    if parts.scheme == "https":
+        raise ConfigError(f"cannot start a server for {url}: nixx serve speaks plain http")
+    log_dir = settings.home / "logs"
+    log_dir.mkdir(parents=True, exist_ok=True)
+    log_path = log_dir / "chat-server.log"
+    env = dict(os.environ)
+    env["NIXX_HOST"] = host
+    env["NIXX_PORT"] = str(port)
+    cmd = [sys.executable, "-m", "nixx.cli.nixx", "serve", "--host", host, "--port", str(port)]
+    with log_path.open("ab") as log:
+        log.write(f"\n--- nixx chat started: {' '.join(cmd)}\n".encode())
+        log.flush()
+        proc = subprocess.Popen(
+            cmd,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env=env,
+            start_new_session=True,  # the terminal's signals are the chat's, not the server's
+        )
+    server = ServerProcess(proc, url, log_path)
+    deadline = time.monotonic() + timeout
+    while True:
+        if proc.poll() is not None:
+            raise BackendUnavailable(
+                f"the nixx server started for the chat exited with code {proc.returncode}; "
+                f"its log ({log_path}) ends with:\n{server.log_tail()}"
+            )
+        if server_answers(url, timeout=1.0):
+            return server
+        if time.monotonic() > deadline:
+            server.stop()
+            raise BackendUnavailable(
+                f"the nixx server started for the chat did not answer at {url} within "
+                f"{timeout:.0f}s; see {log_path}"
+            )
+        time.sleep(0.1)
+
+
+def ensure_server(url: str, settings: Settings) -> ServerProcess | None:
+    """None when a server answers at `url`; otherwise the server started for it."""
+    if server_answers(url):
+        return None
+    return start_server(url, settings)

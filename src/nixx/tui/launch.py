@@ -1,0 +1,27 @@
+"""`run_chat()`: what `nixx chat` does — find or start a server, run the app, clean up."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from nixx.config import Settings
+
+
+def run_chat(settings: Settings, *, url: str | None = None) -> dict[str, Any]:
+    """Run the chat until the user quits. Returns what happened (for `--json`)."""
+    from nixx.tui.app import default_url, make_app
+    from nixx.tui.autostart import ensure_server
+
+    base = (url or default_url(settings)).rstrip("/")
+    server = ensure_server(base, settings)
+    try:
+        app = make_app(settings, url=base)
+        app.run()
+    finally:
+        code = server.stop() if server is not None else None
+    return {
+        "url": base,
+        "autostarted": server is not None,
+        "server_exit_code": code,
+        "turns": app.turns_completed,
+    }

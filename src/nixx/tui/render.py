@@ -1,0 +1,167 @@
+"""Renderables for what the server answers to slash commands.
+
+Pure functions from API JSON to Rich renderables. Every foreign string goes into a
+`Text` (never markup), so stored text like `[/]` is displayed, not interpreted.
+Shapes are read tolerantly (`row` nested or flat, `id` or `buffer_id`) because they are
+JSON from another process.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from rich.console import Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+
+SNIPPET = 300
+
+
+def clip(text: str, limit: int = SNIPPET) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _row(hit: dict[str, Any]) -> dict[str, Any]:
+    inner = hit.get("row")
+    return inner if isinstance(inner, dict) else hit
+
+
+def _score(hit: dict[str, Any]) -> str:
+    score = hit.get("score")
+    return f"{score:.2f}" if isinstance(score, int | float) else ""
+
+
+def search_results(query: str, body: dict[str, Any]) -> RenderableType:
+    buffer_hits = [h for h in body.get("buffer") or [] if isinstance(h, dict)]
+    summary_hits = [h for h in body.get("summaries") or [] if isinstance(h, dict)]
+    parts: list[RenderableType] = [
+        Text.assemble(
+            ("search ", "bold"),
+            (query, "italic"),
+            f" — {len(buffer_hits)} transcript rows, {len(summary_hits)} summaries",
+        )
+    ]
+    if buffer_hits:
+        table = Table(box=None, show_header=True, header_style="dim", padding=(0, 1, 0, 0))
+        table.add_column("id", justify="right", no_wrap=True)
+        table.add_column("role", no_wrap=True)
+        table.add_column("score", justify="right", no_wrap=True)
+        table.add_column("text", ratio=1)
+        for hit in buffer_hits:
+            row = _row(hit)
+            table.add_row(
+                Text(str(row.get("id", "?"))),
+                Text(str(row.get("role", ""))),
+                Text(_score(hit)),
+                Text(clip(row.get("content", ""))),
+            )
+        parts += [Text("Transcript (words)", style="bold underline"), table]
+    if summary_hits:
+        table = Table(box=None, show_header=True, header_style="dim", padding=(0, 1, 0, 0))
+        table.add_column("rows", no_wrap=True)
+        table.add_column("score", justify="right", no_wrap=True)
+        table.add_column("summary", ratio=1)
+        for hit in summary_hits:
+            summ = hit.get("summary") if isinstance(hit.get("summary"), dict) else hit
+            start = summ.get("start_buffer_id", "?")
+            end = summ.get("end_buffer_id", "?")
+            tags = summ.get("tags") or []
+            text = Text(clip(summ.get("content", "")))
+            if tags:
+                text.append("  " + " ".join(f"#{t}" for t in tags), style="cyan")
+            table.add_row(Text(f"{start}-{end}"), Text(_score(hit)), text)
+        parts += [Text("Summaries (meaning)", style="bold underline"), table]
+    if not buffer_hits and not summary_hits:
+        parts.append(Text("nothing found", style="dim"))
+    return Group(*parts)
+
+
+def transcript_rows(rows: list[dict[str, Any]]) -> RenderableType:
+    if not rows:
+        return Text("no rows in that range", style="dim")
+    table = Table(box=None, show_header=False, padding=(0, 1, 0, 0))
+    table.add_column(justify="right", no_wrap=True, style="dim")
+    table.add_column(no_wrap=True, style="bold")
+    table.add_column(ratio=1)
+    for row in rows:
+        content = str(row.get("content", ""))
+        role = str(row.get("role", ""))
+        if role == "marker":
+            table.add_row(Text(str(row.get("id", ""))), Text("—"), Text("session ended", "dim"))
+            continue
+        table.add_row(Text(str(row.get("id", ""))), Text(role), Text(content))
+    return table
+
+
+def context_view(body: dict[str, Any]) -> RenderableType:
+    """`GET /v1/debug/context`: the system prompt, the intent and the recalled summaries."""
+    parts: list[RenderableType] = []
+    intent = body.get("intent")
+    parts.append(Text.assemble(("intent: ", "bold"), (str(intent) if intent else "(none)")))
+    recalled = body.get("recalled") or body.get("summaries") or []
+    if isinstance(recalled, list):
+        parts.append(Text(f"recalled summaries: {len(recalled)}", style="bold"))
+        for hit in recalled:
+            if isinstance(hit, dict):
+                summ = hit.get("summary") if isinstance(hit.get("summary"), dict) else hit
+                parts.append(
+                    Text.assemble(
+                        "  • ",
+                        (f"{_score(hit)} " if _score(hit) else "", "dim"),
+                        clip(summ.get("content", "")),
+                    )
+                )
+    prompt = body.get("system_prompt") or body.get("prompt")
+    if isinstance(prompt, str):
+        parts += [Text("system prompt:", style="bold"), Text(prompt)]
+    known = {"intent", "recalled", "summaries", "system_prompt", "prompt"}
+    for key, value in body.items():
+        if key not in known:
+            shown = value if isinstance(value, str) else json.dumps(value, default=str)
+            parts.append(Text.assemble((f"{key}: ", "bold"), clip(shown, 500)))
+    return Group(*parts)
+
+
+def status_view(status: dict[str, Any]) -> RenderableType:
+    table = Table(box=None, show_header=False, padding=(0, 2, 0, 0))
+    table.add_column(style="bold", no_wrap=True)
+    table.add_column()
+    for key, value in status.items():
+        shown = value if isinstance(value, str) else json.dumps(value, default=str)
+        table.add_row(Text(str(key)), Text(shown))
+    return table
+
+
+def source_view(body: dict[str, Any]) -> RenderableType:
+    src = body.get("source") if isinstance(body.get("source"), dict) else body
+    line = Text.assemble(
+        ("source ", "bold"),
+        (str(src.get("name", "?")), "italic"),
+        f" (id {src.get('id', '?')})",
+    )
+    extra = []
+    if src.get("start_id") is not None:
+        extra.append(f"rows {src.get('start_id')}-{src.get('end_id')}")
+    chunks = src.get("chunk_count", src.get("chunks"))
+    if isinstance(chunks, int):
+        extra.append(f"{chunks} chunks")
+    if extra:
+        line.append(" — " + ", ".join(extra))
+    if src.get("summary"):
+        return Group(line, Text(clip(str(src["summary"]), 600), style="dim"))
+    return line
+
+
+def ingest_view(target: str, body: Any) -> RenderableType:
+    sources: list[Any] = []
+    if isinstance(body, dict):
+        sources = body.get("sources") or body.get("data") or ([body] if "name" in body else [])
+    elif isinstance(body, list):
+        sources = body
+    parts: list[RenderableType] = [
+        Text.assemble(("ingested ", "bold"), (target, "italic"), f" — {len(sources)} sources")
+    ]
+    parts += [source_view(s) for s in sources if isinstance(s, dict)]
+    return Group(*parts)
