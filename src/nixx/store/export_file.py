@@ -16,6 +16,7 @@ is stored.
 
 from __future__ import annotations
 
+import copy
 import io
 import json
 import os
@@ -164,61 +165,70 @@ def _counting(records: Iterable[dict[str, Any]], progress: Progress) -> Iterator
 
 
 # ---- validation for import_records -------------------------------------------------------
-def _need(record: dict[str, Any], where: str, key: str, types: type | tuple[type, ...]) -> Any:
-    if key not in record:
-        raise ValidationError(f"{where}: missing field {key!r}")
-    value = record[key]
-    if not isinstance(value, types) or (isinstance(value, bool) and bool not in _tuple(types)):
-        raise ValidationError(f"{where}: field {key!r} has the wrong type ({value!r})")
-    return value
-
-
-def _tuple(types: type | tuple[type, ...]) -> tuple[type, ...]:
-    return types if isinstance(types, tuple) else (types,)
-
-
+_REQUIRED = object()
 _OPT_INT = (int, type(None))
-_CHECKS: dict[str, dict[str, type | tuple[type, ...]]] = {
-    "embedder": {"model": str, "dim": int},
-    "state": {"key": str},
+#: Per record type: field -> (accepted types, default when absent or _REQUIRED).
+_CHECKS: dict[str, dict[str, tuple[type | tuple[type, ...], Any]]] = {
+    "embedder": {"model": (str, _REQUIRED), "dim": (int, _REQUIRED)},
+    "state": {"key": (str, _REQUIRED)},
     "buffer": {
-        "id": int,
-        "role": str,
-        "content": str,
-        "origin": str,
-        "created_at": str,
-        "meta": dict,
+        "id": (int, _REQUIRED),
+        "role": (str, _REQUIRED),
+        "content": (str, _REQUIRED),
+        "origin": (str, _REQUIRED),
+        "created_at": (str, _REQUIRED),
+        "meta": (dict, {}),
     },
     "summary": {
-        "id": int,
-        "content": str,
-        "embedding": list,
-        "tags": list,
-        "entities": dict,
-        "start_buffer_id": int,
-        "end_buffer_id": int,
-        "created_at": str,
+        "id": (int, _REQUIRED),
+        "content": (str, _REQUIRED),
+        "embedding": (list, _REQUIRED),
+        "tags": (list, []),
+        "entities": (dict, {}),
+        "start_buffer_id": (int, _REQUIRED),
+        "end_buffer_id": (int, _REQUIRED),
+        "created_at": (str, _REQUIRED),
     },
     "source": {
-        "id": int,
-        "name": str,
-        "source_type": str,
-        "summary": (str, type(None)),
-        "start_id": _OPT_INT,
-        "end_id": _OPT_INT,
-        "meta": dict,
-        "created_at": str,
+        "id": (int, _REQUIRED),
+        "name": (str, _REQUIRED),
+        "source_type": (str, _REQUIRED),
+        "summary": ((str, type(None)), None),
+        "start_id": (_OPT_INT, None),
+        "end_id": (_OPT_INT, None),
+        "meta": (dict, {}),
+        "created_at": (str, _REQUIRED),
     },
     "memory": {
-        "id": int,
-        "source_id": int,
-        "content": str,
-        "embedding": list,
-        "metadata": dict,
-        "created_at": str,
+        "id": (int, _REQUIRED),
+        "source_id": (int, _REQUIRED),
+        "content": (str, _REQUIRED),
+        "embedding": (list, _REQUIRED),
+        "metadata": (dict, {}),
+        "created_at": (str, _REQUIRED),
     },
 }
 _ALLOWED = {"role": ROLES, "origin": ORIGINS, "source_type": SOURCE_TYPES}
+
+
+def _check(record: dict[str, Any], kind: str, where: str) -> dict[str, Any]:
+    """`record` with defaults filled in; `ValidationError` on a missing/mistyped field."""
+    out = dict(record)
+    for key, (types, default) in _CHECKS[kind].items():
+        if key not in record or (record[key] is None and default is not _REQUIRED):
+            if default is _REQUIRED:
+                raise ValidationError(f"{where}: missing field {key!r}")
+            out[key] = copy.copy(default)
+            continue
+        value = record[key]
+        accepted = types if isinstance(types, tuple) else (types,)
+        if not isinstance(value, accepted) or (isinstance(value, bool) and bool not in accepted):
+            raise ValidationError(f"{where}: field {key!r} has the wrong type ({value!r})")
+        if key in _ALLOWED and value not in _ALLOWED[key]:
+            raise ValidationError(f"{where}: {key} {value!r} is not one of {_ALLOWED[key]}")
+    if kind == "state" and "value" not in record:
+        raise ValidationError(f"{where}: missing field 'value'")
+    return out
 
 
 class RecordReader:
@@ -255,12 +265,7 @@ class RecordReader:
                 )
             if rkind == "embedder" and self.counts["embedder"]:
                 raise ValidationError(f"{where}: a second embedder record")
-            for key, types in _CHECKS[rkind].items():
-                value = _need(record, where, key, types)
-                if key in _ALLOWED and value not in _ALLOWED[key]:
-                    raise ValidationError(f"{where}: {key} {value!r} is not one of {_ALLOWED[key]}")
-            if rkind == "state" and "value" not in record:
-                raise ValidationError(f"{where}: missing field 'value'")
+            record = _check(record, rkind, where)
             if new_rank != rank:
                 last_id = None
             if "id" in _CHECKS[rkind]:

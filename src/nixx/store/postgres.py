@@ -40,6 +40,7 @@ from nixx.errors import (
     ValidationError,
 )
 from nixx.store.base import EmbedFn, MemoryStore
+from nixx.store.portable import as_vector
 from nixx.store.postgres_schema import (
     HNSW_MAX_DIM,
     LATEST,
@@ -311,16 +312,34 @@ class PostgresStore(MemoryStore):
 
     def bind_embedder(self, model: str, dim: int) -> None:
         if not model or int(dim) <= 0:
-            raise ValidationError(f"invalid embedder {model!r} with dimension {dim}")
+            raise ValidationError("bind_embedder needs a model name and a positive dimension")
+        dim = int(dim)
         with self._conn() as conn:
             conn.execute("SELECT pg_advisory_xact_lock(%s)", (_EMBEDDER_LOCK,))
             current = self._embedder(conn)
             if current is None:
                 conn.execute("INSERT INTO embedder (model, dim) VALUES (%s, %s)", (model, dim))
-                self._narrow_vectors(conn, int(dim))
+                self._narrow_vectors(conn, dim)
                 return
-            if (current.model, current.dim) != (model, int(dim)):
-                raise _mismatch(current, model, int(dim))
+            if (current.model, current.dim) == (model, dim):
+                return
+            if current.dim == dim and current.model == "":
+                # vectors stored before any binding: name their model
+                conn.execute("UPDATE embedder SET model = %s, bound_at = now()", (model,))
+                return
+            if self._has_vectors(conn):
+                raise _mismatch(current, model, dim)
+            conn.execute("UPDATE embedder SET model = %s, dim = %s, bound_at = now()", (model, dim))
+            if current.dim != dim:
+                self._widen_vectors(conn)
+                self._narrow_vectors(conn, dim)
+
+    @staticmethod
+    def _has_vectors(conn: psycopg.Connection[Any]) -> bool:
+        row = conn.execute(
+            "SELECT EXISTS (SELECT 1 FROM summaries) OR EXISTS (SELECT 1 FROM memories)"
+        ).fetchone()
+        return bool(row[0])  # type: ignore[index]
 
     @staticmethod
     def _narrow_vectors(conn: psycopg.Connection[Any], dim: int) -> None:
@@ -339,23 +358,27 @@ class PostgresStore(MemoryStore):
             conn.execute(f"DROP INDEX IF EXISTS {table}_embedding_hnsw")
             conn.execute(f"ALTER TABLE {table} ALTER COLUMN embedding TYPE vector")
 
-    def _check_dim(self, conn: psycopg.Connection[Any], vectors: Sequence[np.ndarray]) -> None:
+    def _vectors(
+        self, conn: psycopg.Connection[Any], vectors: Sequence[Any], what: str
+    ) -> list[np.ndarray]:
+        """Validate vectors against the bound dimension. Vectors stored before any
+        `bind_embedder` record an unnamed embedder of their dimension (as SQLite does)."""
         info = self._embedder(conn)
-        if info is None:
-            raise StoreError(
-                "no embedder is bound to this store yet: call bind_embedder(model, dim) before "
-                "storing vectors"
-            )
-        for vec in vectors:
-            arr = np.asarray(vec)
-            if arr.ndim != 1 or arr.shape[0] != info.dim:
-                raise EmbedderMismatch(
-                    f"a {arr.shape[-1] if arr.ndim else 0}-d vector cannot be stored: this store "
-                    f"holds {info.dim}-d vectors from {info.model}. Run `nixx reindex` to "
-                    "re-embed the store with the configured embedder."
-                )
-            if not np.all(np.isfinite(arr)):
-                raise ValidationError("an embedding contains NaN or infinity")
+        dim = info.dim if info else None
+        out = []
+        for i, vec in enumerate(vectors):
+            label = what if len(vectors) == 1 else f"{what} {i}"
+            arr = as_vector(vec, dim, what=label)
+            dim = arr.shape[0]
+            out.append(arr)
+        if info is None and dim is not None:
+            conn.execute("SELECT pg_advisory_xact_lock(%s)", (_EMBEDDER_LOCK,))
+            if self._embedder(conn) is None:
+                conn.execute("INSERT INTO embedder (model, dim) VALUES ('', %s)", (dim,))
+                self._narrow_vectors(conn, dim)
+            else:  # bound meanwhile by another connection: check again
+                return self._vectors(conn, vectors, what)
+        return out
 
     def reindex(
         self,
@@ -422,16 +445,18 @@ class PostgresStore(MemoryStore):
                 f"origin must be one of {', '.join(ORIGINS)}, got {origin!r}", param="origin"
             )
         if not isinstance(content, str):
-            raise ValidationError("content must be a string", param="content")
+            raise ValidationError("content must be text", param="content")
+        meta = _json_object(meta, "meta")
         with self._conn() as conn:
             row = conn.execute(
                 f"INSERT INTO buffer (role, content, origin, meta) VALUES (%s, %s, %s, %s) "
                 f"RETURNING {_BUFFER_COLS}",
-                (role, content, origin, Jsonb(meta or {})),
+                (role, content, origin, Jsonb(meta)),
             ).fetchone()
         return _buffer_row(row)  # type: ignore[arg-type]
 
     def update_buffer_meta(self, row_id: int, meta: dict[str, Any]) -> None:
+        meta = _json_object(meta, "meta")
         with self._conn() as conn:
             cur = conn.execute(
                 "UPDATE buffer SET meta = meta || %s WHERE id = %s", (Jsonb(meta), row_id)
@@ -508,13 +533,17 @@ class PostgresStore(MemoryStore):
         start_buffer_id: int,
         end_buffer_id: int,
     ) -> Summary:
+        if not isinstance(content, str) or not content.strip():
+            raise ValidationError("a summary needs content", param="content")
+        tags = _string_list(tags, "tags")
+        entities = _entities(entities)
         if start_buffer_id > end_buffer_id:
             raise ValidationError(
-                f"summary range {start_buffer_id}..{end_buffer_id} is reversed",
+                f"summary range is reversed: {start_buffer_id} > {end_buffer_id}",
                 param="start_buffer_id",
             )
         with self._conn() as conn:
-            self._check_dim(conn, [embedding])
+            (vec,) = self._vectors(conn, [embedding], "summary embedding")
             found = conn.execute(
                 "SELECT count(*) FROM buffer WHERE id IN (%s, %s)",
                 (start_buffer_id, end_buffer_id),
@@ -530,8 +559,8 @@ class PostgresStore(MemoryStore):
                 f"end_buffer_id) VALUES (%s, %s::vector, %s, %s, %s, %s) RETURNING {_SUMMARY_COLS}",
                 (
                     content,
-                    np.asarray(embedding),
-                    list(tags),
+                    vec,
+                    tags,
                     Jsonb(entities),
                     start_buffer_id,
                     end_buffer_id,
@@ -539,7 +568,7 @@ class PostgresStore(MemoryStore):
             ).fetchone()
         return dataclasses.replace(
             _summary(row),  # type: ignore[arg-type]
-            embedding=np.asarray(embedding, dtype=np.float32).ravel(),
+            embedding=vec.copy(),
         )
 
     def list_summaries(self, limit: int = 50, offset: int = 0) -> list[Summary]:
@@ -591,9 +620,11 @@ class PostgresStore(MemoryStore):
             + ("WHERE dist <= %(max_dist)s " if threshold is not None else "")
             + "ORDER BY dist, id"
         )
-        q = np.asarray(embedding, dtype=np.float32)
         with self._conn() as conn:
-            self._check_dim(conn, [q])
+            info = self._embedder(conn)
+            if info is None:  # nothing stored yet
+                return []
+            q = as_vector(embedding, info.dim, what="query embedding")
             return conn.execute(
                 sql,
                 {
@@ -621,33 +652,52 @@ class PostgresStore(MemoryStore):
                 f"source type must be one of {', '.join(SOURCE_TYPES)}, got {type!r}",
                 param="type",
             )
-        if not name or not str(name).strip():
+        if not isinstance(name, str) or not name.strip():
             raise ValidationError("a source needs a name", param="name")
+        if start_id is not None and end_id is not None and start_id > end_id:
+            raise ValidationError(f"source range is reversed: {start_id} > {end_id}")
+        meta = _json_object(meta, "meta")
         with self._conn() as conn:
-            if chunks:
-                self._check_dim(conn, [c.embedding for c in chunks])
+            for row_id in {start_id, end_id} - {None}:
+                if not conn.execute("SELECT 1 FROM buffer WHERE id = %s", (row_id,)).fetchone():
+                    raise ValidationError(
+                        f"source range names buffer row {row_id}, which does not exist"
+                    )
+            rows = self._chunk_rows(conn, chunks)
             source_id = conn.execute(
                 "INSERT INTO sources (name, type, summary, start_id, end_id, meta) "
                 "VALUES (%s, %s, %s, %s, %s, %s) RETURNING id",
-                (name, type, summary, start_id, end_id, Jsonb(meta or {})),
+                (name, type, summary, start_id, end_id, Jsonb(meta)),
             ).fetchone()[0]  # type: ignore[index]
-            self._insert_chunks(conn, source_id, chunks)
+            self._insert_chunks(conn, source_id, rows)
             return self._get_source(conn, source_id)
+
+    def _chunk_rows(
+        self, conn: psycopg.Connection[Any], chunks: Sequence[NewChunk]
+    ) -> list[tuple[str, np.ndarray, dict[str, Any]]]:
+        """Validate every chunk before anything is written."""
+        for i, chunk in enumerate(chunks):
+            if not isinstance(chunk.content, str):
+                raise ValidationError(f"chunk {i} content must be text")
+        vectors = self._vectors(conn, [c.embedding for c in chunks], "chunk embedding")
+        return [
+            (c.content, vec, _json_object(c.metadata, "metadata"))
+            for c, vec in zip(chunks, vectors, strict=True)
+        ]
 
     @staticmethod
     def _insert_chunks(
-        conn: psycopg.Connection[Any], source_id: int, chunks: Sequence[NewChunk]
+        conn: psycopg.Connection[Any],
+        source_id: int,
+        rows: Sequence[tuple[str, np.ndarray, dict[str, Any]]],
     ) -> None:
-        if not chunks:
+        if not rows:
             return
         with conn.cursor() as cur:
             cur.executemany(
                 "INSERT INTO memories (content, embedding, source_id, metadata) "
                 "VALUES (%s, %s::vector, %s, %s)",
-                [
-                    (c.content, np.asarray(c.embedding), source_id, Jsonb(c.metadata or {}))
-                    for c in chunks
-                ],
+                [(content, vec, source_id, Jsonb(meta)) for content, vec, meta in rows],
             )
 
     def replace_source(
@@ -663,14 +713,16 @@ class PostgresStore(MemoryStore):
                 "SELECT 1 FROM sources WHERE id = %s FOR UPDATE", (source_id,)
             ).fetchone():
                 raise NotFound(f"source {source_id} does not exist")
-            if chunks:
-                self._check_dim(conn, [c.embedding for c in chunks])
+            rows = self._chunk_rows(conn, chunks)
             conn.execute("DELETE FROM memories WHERE source_id = %s", (source_id,))
-            self._insert_chunks(conn, source_id, chunks)
+            self._insert_chunks(conn, source_id, rows)
             if summary is not None:
                 conn.execute("UPDATE sources SET summary = %s WHERE id = %s", (summary, source_id))
             if meta is not None:
-                conn.execute("UPDATE sources SET meta = %s WHERE id = %s", (Jsonb(meta), source_id))
+                conn.execute(
+                    "UPDATE sources SET meta = %s WHERE id = %s",
+                    (Jsonb(_json_object(meta, "meta")), source_id),
+                )
             return self._get_source(conn, source_id)
 
     def set_source_summary(self, source_id: int, summary: str) -> None:
@@ -770,6 +822,8 @@ class PostgresStore(MemoryStore):
         return default if row is None else row[0]
 
     def set_state(self, key: str, value: Any) -> None:
+        if not isinstance(key, str) or not key:
+            raise ValidationError("a state key must be a non-empty string")
         try:
             json.dumps(value)
         except (TypeError, ValueError) as exc:
@@ -865,11 +919,11 @@ class PostgresStore(MemoryStore):
         with self._conn() as conn:
             conn.execute("SELECT pg_advisory_xact_lock(%s)", (_EMBEDDER_LOCK,))
             conn.execute("LOCK TABLE buffer, summaries, sources, memories, state IN EXCLUSIVE MODE")
-            for table in ("buffer", "summaries", "sources", "memories", "state"):
+            for table in ("buffer", "summaries", "sources", "memories", "state", "embedder"):
                 if conn.execute(f"SELECT 1 FROM {table} LIMIT 1").fetchone():
                     raise Conflict(
-                        f"the store at {self._safe_url} is not empty ({table} has rows): "
-                        "import only into an empty store (a new database), or export it first"
+                        f"cannot import into {self._safe_url}: the store is not empty (it has "
+                        f"{table} rows); import into a new database"
                     )
             loader = _Loader(conn)
             for kind, batch in reader.batches():
@@ -910,15 +964,17 @@ class _Loader:
                 )
             return
         if kind in ("summary", "memory"):
-            if self.dim is None:
-                raise ValidationError(
-                    f"a {kind} record comes before any embedder record: the export is incomplete"
-                )
+            if self.dim is None:  # no embedder record: an unnamed one of this dimension
+                self.embedder = EmbeddingInfo(model="", dim=len(batch[0]["embedding"]))
+                self.dim = self.embedder.dim
+                conn.execute("INSERT INTO embedder (model, dim) VALUES ('', %s)", (self.dim,))
+                PostgresStore._widen_vectors(conn)
+                self.widened = True
             for r in batch:
                 if len(r["embedding"]) != self.dim:
                     raise EmbedderMismatch(
-                        f"{kind} {r['id']} has a {len(r['embedding'])}-d embedding; the export's "
-                        f"embedder is {self.dim}-d"
+                        f"{kind} {r['id']} embedding has {len(r['embedding'])} dimensions but "
+                        f"the export's vectors have {self.dim}"
                     )
         table, columns, row = _COPY[kind]
         with conn.cursor() as cur, cur.copy(f"COPY {table} ({columns}) FROM STDIN") as copy:
@@ -994,6 +1050,30 @@ _COPY: dict[str, tuple[str, str, Callable[[dict[str, Any]], tuple[Any, ...]]]] =
         ),
     ),
 }
+
+
+def _json_object(value: Any, name: str) -> dict[str, Any]:
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise ValidationError(f"{name} must be a JSON object", param=name)
+    try:
+        json.dumps(value, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise ValidationError(f"{name} must be JSON-serialisable: {exc}", param=name) from None
+    return dict(value)
+
+
+def _string_list(value: Sequence[str], name: str) -> list[str]:
+    if isinstance(value, str) or not all(isinstance(v, str) for v in value):
+        raise ValidationError(f"{name} must be a list of strings", param=name)
+    return list(value)
+
+
+def _entities(value: dict[str, list[str]]) -> dict[str, list[str]]:
+    if not isinstance(value, dict):
+        raise ValidationError("entities must be an object of lists", param="entities")
+    return {str(k): _string_list(v, f"entities.{k}") for k, v in value.items()}
 
 
 def _mismatch(current: EmbeddingInfo, model: str, dim: int) -> EmbedderMismatch:
