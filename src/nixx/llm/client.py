@@ -113,7 +113,11 @@ class ChatClient:
     async def create(self, body: dict[str, Any]) -> dict[str, Any]:
         """A non-streaming chat completion; returns the backend's JSON answer."""
         data = await self._request("POST", "/chat/completions", {**body, "stream": False})
-        if not isinstance(data, dict) or not isinstance(data.get("choices"), list) or not data["choices"]:
+        if (
+            not isinstance(data, dict)
+            or not isinstance(data.get("choices"), list)
+            or not data["choices"]
+        ):
             raise BackendError(
                 f"the LLM backend at {self.base_url} sent a completion without choices"
             )

@@ -22,8 +22,15 @@ from nixx.store.records import ENTITY_KINDS, BufferRow
 
 ATTEMPTS = 3
 TEMPERATURE = 0.3
-_ALIASES = {"topics": "concepts", "concept": "concepts", "tool": "tools", "person": "people",
-            "file": "files", "url": "urls", "links": "urls"}
+_ALIASES = {
+    "topics": "concepts",
+    "concept": "concepts",
+    "tool": "tools",
+    "person": "people",
+    "file": "files",
+    "url": "urls",
+    "links": "urls",
+}
 _FENCE = re.compile(r"```(?:json|JSON)?\s*(.*?)```", re.S)
 _TRAILING_COMMA = re.compile(r",\s*([}\]])")
 
@@ -143,7 +150,9 @@ def merge_tags(user_tags: Sequence[str], model_tags: Sequence[str]) -> list[str]
     return out
 
 
-async def summarise(llm: Any, model: str, rows: Sequence[BufferRow], *, max_chars: int) -> SummaryDraft:
+async def summarise(
+    llm: Any, model: str, rows: Sequence[BufferRow], *, max_chars: int
+) -> SummaryDraft:
     """Ask the backend for a summary of `rows`, with bounded retries.
 
     Raises `BackendUnavailable` at once when no backend answers, `SummaryFailed` when

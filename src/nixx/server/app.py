@@ -1,19 +1,82 @@
-"""`create_app(settings)`: the nixx FastAPI application."""
+"""`create_app(settings)`: the nixx FastAPI application.
+
+The lifespan opens the store (`settings.database_url`), the embedder, one LLM client
+and the tool registry, and holds them in a `NixxService` at ``app.state.service``;
+routes reach it through `nixx.server.deps.get_service`. Nothing is opened at import.
+"""
 
 from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import AsyncIterator
 
 from fastapi import FastAPI
 
 from nixx import __version__
 from nixx.config import Settings
 
+log = logging.getLogger(__name__)
+
 
 def create_app(settings: Settings) -> FastAPI:
-    app = FastAPI(title="nixx", version=__version__)
+    @contextlib.asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        from anyio import to_thread
+
+        from nixx.embed import make_embedder
+        from nixx.llm.client import ChatClient
+        from nixx.memory.service import NixxService
+        from nixx.store import open_store
+        from nixx.tools.registry import ToolRegistry
+
+        store = await to_thread.run_sync(open_store, settings.database_url)
+        embedder = None
+        llm = None
+        try:
+            embedder = make_embedder(settings)
+            llm = ChatClient(
+                settings.chat_base_url,
+                api_key=settings.chat_api_key,
+                timeout=settings.chat_timeout,
+            )
+            tools = ToolRegistry(settings, store)
+            service = NixxService(settings, store, embedder, llm, tools)
+            app.state.service = service
+            log.info(
+                "nixx %s: store %s, backend %s, embedder %s",
+                __version__,
+                store.backend,
+                settings.chat_base_url,
+                embedder.model,
+            )
+            try:
+                yield
+            finally:
+                await service.close()
+        finally:
+            if llm is not None:
+                await llm.aclose()
+            if embedder is not None:
+                embedder.close()
+            await to_thread.run_sync(store.close)
+
+    app = FastAPI(
+        title="nixx",
+        version=__version__,
+        description="An OpenAI-compatible memory server: every turn is remembered, "
+        "summarised, recalled and steered by the current intent. See docs/api.md.",
+        lifespan=lifespan,
+    )
     app.state.settings = settings
 
-    @app.get("/health")
-    def health() -> dict[str, str]:
-        return {"status": "ok", "version": __version__}
+    from nixx.server.errors import install_error_handlers
+    from nixx.server.routes import include_routes
 
+    install_error_handlers(app)
+    include_routes(app)
+    if settings.api_key:
+        from nixx.server.auth import APIKeyMiddleware
+
+        app.add_middleware(APIKeyMiddleware, api_key=settings.api_key)
     return app

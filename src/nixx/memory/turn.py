@@ -1,0 +1,274 @@
+"""One chat turn, from the client's OpenAI request to the events a shell renders.
+
+1. The turn's new user message (the last message, when it is a user message) is written
+   to the buffer — once, before the backend is called — while the latest user message
+   is embedded for recall.
+2. The system prompt is built (`nixx.memory.recall`): base prompt, current intent,
+   recalled summaries; system/developer messages the client put first are appended to
+   it, so the backend gets exactly one leading system message.
+3. The history is trimmed newest-first to the context budget.
+4. The backend is called (always streamed, so a cut keeps what was produced). Content
+   is yielded as it arrives. Calls to nixx's own tools are run here and fed back, at
+   most `tool_max_rounds` rounds; calls to tools the client sent end the turn with
+   ``finish_reason="tool_calls"`` so the client runs them.
+5. The answer is written to the buffer (marked ``{"incomplete": true}`` when the stream
+   broke or the client went away), then summaries and intent are scheduled in the
+   background.
+
+Events: `Delta` (answer text), `ToolRun` (a nixx tool ran), `ClientToolCalls`, and a
+final `Finished`. Errors are raised as `NixxError`s; partial answers are stored first.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from nixx.errors import NixxError
+from nixx.llm.stream import StreamAccumulator
+from nixx.memory.history import (
+    estimate_tokens,
+    latest_user_text,
+    new_user_text,
+    normalise,
+    split_leading_system,
+    text_of,
+    trim_history,
+)
+
+if TYPE_CHECKING:
+    from nixx.memory.service import NixxService
+
+# Request keys nixx sets itself; everything else the client sent goes to the backend.
+_OWN_KEYS = {"messages", "model", "stream", "tools", "n"}
+RESULT_PREVIEW = 200
+
+
+@dataclass(frozen=True)
+class Delta:
+    text: str
+
+
+@dataclass(frozen=True)
+class ToolRun:
+    id: str
+    name: str
+    arguments: str
+    result: str
+
+
+@dataclass(frozen=True)
+class ClientToolCalls:
+    calls: list[dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class Finished:
+    finish_reason: str
+    model: str
+    content: str
+    usage: dict[str, int]
+    tool_runs: list[ToolRun] = field(default_factory=list)
+    client_tool_calls: list[dict[str, Any]] = field(default_factory=list)
+    recalled: list[int] = field(default_factory=list)
+    user_row_id: int | None = None
+    assistant_row_id: int | None = None
+    trimmed: int = 0
+
+
+@dataclass
+class _Progress:
+    parts: list[str] = field(default_factory=list)
+    tool_runs: list[ToolRun] = field(default_factory=list)
+    client_calls: list[dict[str, Any]] = field(default_factory=list)
+    assistant_row_id: int | None = None
+
+    @property
+    def content(self) -> str:
+        return "".join(self.parts)
+
+
+def _add_usage(total: dict[str, int], usage: dict[str, Any] | None) -> None:
+    for key in ("prompt_tokens", "completion_tokens", "total_tokens"):
+        value = (usage or {}).get(key)
+        if isinstance(value, int):
+            total[key] = total.get(key, 0) + value
+
+
+def _reserve(body: dict[str, Any], context_length: int) -> int:
+    for key in ("max_completion_tokens", "max_tokens"):
+        value = body.get(key)
+        if isinstance(value, int) and value > 0:
+            return value
+    return min(1024, context_length // 4)
+
+
+async def run_turn(
+    service: NixxService, body: dict[str, Any], origin: str, info: dict[str, Any] | None = None
+) -> AsyncIterator[Delta | ToolRun | ClientToolCalls | Finished]:
+    """Run the turn; `info` (when given) receives ``model`` and ``user_row_id`` as soon
+    as they are known."""
+    info = info if info is not None else {}
+    settings = service.settings
+    messages = [normalise(m) for m in body["messages"]]
+    user_text = new_user_text(messages)
+    query = latest_user_text(messages)
+    leading, history = split_leading_system(messages)
+    history_count = sum(1 for m in history if m.get("role") in ("user", "assistant"))
+
+    # 1. write the user's message (and find the history's oldest buffer row) while the
+    #    query is embedded and the model resolved
+    def record_user() -> tuple[int | None, int, bool]:
+        row = service.episodic.record_user(user_text, origin) if user_text is not None else None
+        before = service.episodic.oldest_in_history(history_count)
+        return (row.id if row else None), before, service.episodic.recall_enabled()
+
+    recorded = asyncio.ensure_future(service.run(record_user))
+    embedded = asyncio.ensure_future(service.embed_query(query))
+    try:
+        user_row_id, before_id, recall_on = await recorded
+        model = await service.resolve_model(body.get("model"))
+        info.update(model=model, user_row_id=user_row_id)
+        query_vec = await embedded
+    finally:
+        if not embedded.done():
+            embedded.cancel()
+    if not recall_on:
+        query_vec = None
+
+    # 2. the system prompt
+    ctx = await service.run(service._context_sync, query_vec, before_id, query)
+    system = ctx.system_prompt
+    extra = [text_of(m.get("content")) for m in leading if text_of(m.get("content")).strip()]
+    if extra:
+        system = system + "\n\n" + "\n\n".join(extra)
+    system_message = {"role": "system", "content": system}
+
+    # 3. trim the history to the budget
+    budget = (
+        settings.chat_context_length
+        - _reserve(body, settings.chat_context_length)
+        - estimate_tokens(system_message)
+    )
+    kept, trimmed = trim_history(history, max(budget, 0))
+    convo: list[dict[str, Any]] = [system_message, *kept]
+
+    # 4. tools: the client's, then nixx's own (a client tool shadows a nixx tool)
+    client_tools = list(body.get("tools") or [])
+    client_names = {
+        str((t.get("function") or {}).get("name")) for t in client_tools if isinstance(t, dict)
+    }
+    nixx_specs: list[dict[str, Any]] = []
+    if service.tools is not None and body.get("tool_choice") != "none":
+        nixx_specs = [s for s in service.tools.specs() if s["function"]["name"] not in client_names]
+    passthrough = {k: v for k, v in body.items() if k not in _OWN_KEYS}
+
+    progress = _Progress()
+    usage: dict[str, int] = {}
+    finish = "stop"
+    model_out = model
+    failure: str | None = None
+    exhausted = False
+    try:
+        for round_no in range(settings.tool_max_rounds + 1):
+            last_round = round_no == settings.tool_max_rounds
+            offered = client_tools + ([] if last_round else nixx_specs)
+            request = {**passthrough, "model": model, "messages": convo}
+            if offered:
+                request["tools"] = offered
+            elif "tool_choice" in request:
+                del request["tool_choice"]
+            acc = StreamAccumulator()
+            separate = bool(progress.parts)
+            async for chunk in service.llm.stream(request):
+                text = acc.add(chunk)
+                if text:
+                    if separate:
+                        progress.parts.append("\n\n")
+                        yield Delta("\n\n")
+                        separate = False
+                    progress.parts.append(text)
+                    yield Delta(text)
+            model_out = acc.model or model_out
+            _add_usage(usage, acc.usage)
+            calls = acc.tool_calls()
+            if not calls:
+                finish = acc.finish_reason or "stop"
+                break
+            ours = [c for c in calls if c["function"]["name"] not in client_names]
+            theirs = [c for c in calls if c["function"]["name"] in client_names]
+            if theirs:
+                progress.client_calls = theirs
+                yield ClientToolCalls(theirs)
+                finish = "tool_calls"
+                break
+            if last_round or service.tools is None:
+                exhausted = True
+                finish = "stop"
+                break
+            convo.append({"role": "assistant", "content": acc.content or None, "tool_calls": ours})
+            for call in ours:
+                name, arguments = call["function"]["name"], call["function"]["arguments"]
+                result = await service.run(service.tools.execute, name, arguments)
+                run = ToolRun(call["id"], name, arguments, result)
+                progress.tool_runs.append(run)
+                yield run
+                convo.append({"role": "tool", "tool_call_id": call["id"], "content": result})
+    except NixxError as exc:
+        failure = exc.message
+        raise
+    except asyncio.CancelledError:
+        failure = "the client went away before the answer was complete"
+        raise
+    finally:
+        # Store what was produced even when the stream broke or we were cancelled: the
+        # write runs as its own task, so a cancellation cannot interrupt it.
+        meta: dict[str, Any] = {}
+        if failure is not None:
+            meta = {"incomplete": True, "error": failure}
+        if progress.tool_runs:
+            meta["tools"] = [{"name": r.name, "arguments": r.arguments} for r in progress.tool_runs]
+        if progress.client_calls:
+            meta["tool_calls"] = [
+                {"name": c["function"]["name"], "arguments": c["function"]["arguments"]}
+                for c in progress.client_calls
+            ]
+        if exhausted:
+            meta["tool_rounds_exhausted"] = True
+        write = service.spawn(_record_answer(service, progress, origin, meta, user_row_id))
+        await asyncio.shield(write)
+
+    yield Finished(
+        finish_reason=finish,
+        model=model_out,
+        content=progress.content,
+        usage=usage,
+        tool_runs=progress.tool_runs,
+        client_tool_calls=progress.client_calls,
+        recalled=[hit.summary.id for hit in ctx.hits],
+        user_row_id=user_row_id,
+        assistant_row_id=progress.assistant_row_id,
+        trimmed=trimmed,
+    )
+
+
+async def _record_answer(
+    service: NixxService,
+    progress: _Progress,
+    origin: str,
+    meta: dict[str, Any],
+    user_row_id: int | None,
+) -> None:
+    content = progress.content
+    if content.strip() or meta.get("tool_calls"):
+        row = await service.run(service.episodic.record_assistant, content, origin, meta)
+        progress.assistant_row_id = row.id
+    if content.strip() or user_row_id is not None:
+        service.after_turn()
+
+
+def completion_id() -> str:
+    return f"chatcmpl-nixx{time.time_ns():x}"

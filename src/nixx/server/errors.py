@@ -1,0 +1,115 @@
+"""One error shape for every failure: OpenAI's envelope.
+
+    {"error": {"message": "...", "type": "...", "param": null, "code": "..."}}
+
+`NixxError`s answer their `http_status` (``code`` is their `kind`); request validation
+failures answer 400 (never FastAPI's 422); unknown routes 404; anything unexpected a
+500 that names no internals.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from nixx.errors import NixxError
+
+log = logging.getLogger(__name__)
+
+_TYPES = {
+    400: "invalid_request_error",
+    401: "authentication_error",
+    403: "permission_error",
+    404: "not_found_error",
+    405: "invalid_request_error",
+    409: "conflict_error",
+    413: "invalid_request_error",
+    502: "backend_error",
+    503: "backend_unavailable",
+}
+
+
+def error_type(status: int) -> str:
+    return _TYPES.get(status, "server_error" if status >= 500 else "invalid_request_error")
+
+
+def envelope(
+    message: str, status: int, *, param: str | None = None, code: str | None = None
+) -> dict[str, Any]:
+    return {"error": {"message": message, "type": error_type(status), "param": param, "code": code}}
+
+
+def error_response(
+    message: str,
+    status: int,
+    *,
+    param: str | None = None,
+    code: str | None = None,
+    headers: dict[str, str] | None = None,
+) -> JSONResponse:
+    return JSONResponse(
+        envelope(message, status, param=param, code=code), status_code=status, headers=headers
+    )
+
+
+def nixx_error_body(exc: NixxError) -> dict[str, Any]:
+    return envelope(exc.message, exc.http_status, param=exc.param, code=exc.kind)
+
+
+def _loc(loc: tuple[Any, ...]) -> str:
+    parts = [str(p) for p in loc if p not in ("body", "query", "path", "header")]
+    return ".".join(parts)
+
+
+def validation_message(exc: RequestValidationError) -> tuple[str, str | None]:
+    errors = exc.errors()
+    if not errors:
+        return "invalid request", None
+    problems = []
+    for err in errors[:5]:
+        where = _loc(tuple(err.get("loc", ())))
+        msg = err.get("msg", "invalid")
+        if err.get("type") == "json_invalid":
+            msg = "the body is not valid JSON"
+        problems.append(f"{where}: {msg}" if where else msg)
+    more = f" (and {len(errors) - 5} more)" if len(errors) > 5 else ""
+    return "invalid request: " + "; ".join(problems) + more, _loc(
+        tuple(errors[0].get("loc", ()))
+    ) or None
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    @app.exception_handler(NixxError)
+    async def _nixx(request: Request, exc: NixxError) -> JSONResponse:
+        if exc.http_status >= 500:
+            log.warning("%s %s: %s", request.method, request.url.path, exc.message)
+        return JSONResponse(nixx_error_body(exc), status_code=exc.http_status)
+
+    @app.exception_handler(RequestValidationError)
+    async def _validation(request: Request, exc: RequestValidationError) -> JSONResponse:
+        message, param = validation_message(exc)
+        return error_response(message, 400, param=param, code="invalid_request")
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        if exc.status_code == 404:
+            message = f"no such endpoint: {request.method} {request.url.path}"
+        elif exc.status_code == 405:
+            message = f"{request.method} is not allowed on {request.url.path}"
+        else:
+            message = str(exc.detail)
+        return error_response(
+            message, exc.status_code, code=str(exc.status_code), headers=exc.headers
+        )
+
+    @app.exception_handler(Exception)
+    async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
+        log.exception("unexpected error on %s %s", request.method, request.url.path)
+        return error_response(
+            f"internal error ({type(exc).__name__}); see the server log", 500, code="internal"
+        )

@@ -1,0 +1,60 @@
+"""`POST /v1/embeddings`: OpenAI's embeddings API, served by the configured embedder."""
+
+from __future__ import annotations
+
+import base64
+from typing import Any, Literal
+
+import numpy as np
+from fastapi import APIRouter
+from pydantic import BaseModel, ConfigDict, Field
+
+from nixx.errors import ValidationError
+from nixx.server.deps import ServiceDep
+
+router = APIRouter(tags=["embeddings"])
+MAX_INPUTS = 2048
+
+
+class EmbeddingsRequest(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    input: str | list[str] = Field(
+        description="A text or a list of texts (token arrays are not accepted)."
+    )
+    model: str | None = Field(default=None, description="Ignored: the configured embedder answers.")
+    encoding_format: Literal["float", "base64"] = "float"
+    dimensions: int | None = Field(
+        default=None, description="Must be the embedder's dimension if given."
+    )
+
+
+@router.post("/v1/embeddings")
+async def embeddings(body: EmbeddingsRequest, service: ServiceDep) -> dict[str, Any]:
+    texts = [body.input] if isinstance(body.input, str) else list(body.input)
+    if not texts:
+        raise ValidationError("input must not be empty", param="input")
+    if len(texts) > MAX_INPUTS:
+        raise ValidationError(f"at most {MAX_INPUTS} inputs per request", param="input")
+    vectors = await service.run(service.embedder.embed, texts)
+    if body.dimensions is not None and body.dimensions != vectors.shape[1]:
+        raise ValidationError(
+            f"this embedder ({service.embedder.model}) makes {vectors.shape[1]}-dimensional "
+            f"vectors; dimensions={body.dimensions} cannot be served",
+            param="dimensions",
+        )
+    data = []
+    for i, vec in enumerate(vectors):
+        vec32 = np.asarray(vec, dtype="<f4")
+        value: Any = (
+            base64.b64encode(vec32.tobytes()).decode()
+            if body.encoding_format == "base64"
+            else [float(x) for x in vec32]
+        )
+        data.append({"object": "embedding", "index": i, "embedding": value})
+    tokens = sum(len(t.split()) for t in texts)
+    return {
+        "object": "list",
+        "data": data,
+        "model": service.embedder.model,
+        "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
+    }

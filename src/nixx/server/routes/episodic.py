@@ -1,0 +1,112 @@
+"""`/v1/episodic/*`: status and switches, manual summaries, search, transcript, summaries."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Query
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt
+
+from nixx.errors import ValidationError
+from nixx.server import shapes
+from nixx.server.deps import ServiceDep
+
+router = APIRouter(tags=["episodic"])
+TRANSCRIPT_MAX_ROWS = 1000
+SEARCH_MAX_LIMIT = 100
+
+
+class EpisodicConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    interval: StrictInt | None = Field(
+        default=None, ge=1, description="Unsummarised words that trigger a summary."
+    )
+    recall: StrictBool | None = Field(default=None, description="Episodic recall on or off.")
+
+
+class SummaryRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    tags: list[str] = Field(default_factory=list, max_length=20, description="Kept as typed.")
+
+
+class SearchRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    query: str = Field(min_length=1, max_length=4000)
+    limit: StrictInt = Field(default=10, ge=1, le=SEARCH_MAX_LIMIT)
+
+
+@router.get("/v1/episodic/status")
+async def status(service: ServiceDep) -> dict[str, Any]:
+    """Interval, unsummarised words, counts, recall on/off, background-job state."""
+    return await service.status()
+
+
+@router.post("/v1/episodic/config")
+async def config(body: EpisodicConfig, service: ServiceDep) -> dict[str, Any]:
+    """Change the summary interval and/or recall at run time (kept across restarts).
+    Returns the status after the change."""
+    await service.run(
+        lambda: service.episodic.configure(interval=body.interval, recall=body.recall)
+    )
+    if body.interval is not None:
+        service.after_turn()  # a lower interval may make a summary due now
+    return await service.status()
+
+
+@router.post("/v1/episodic/summary")
+async def summary(service: ServiceDep, body: SummaryRequest | None = None) -> dict[str, Any]:
+    """Summarise the unsummarised window now; the user's tags are kept as typed."""
+    tags = [t.strip() for t in (body.tags if body else []) if t.strip()]
+    created = await service.summarise_now(tags)
+    return {"summary": shapes.summary(created)}
+
+
+@router.post("/v1/episodic/search")
+async def search(body: SearchRequest, service: ServiceDep) -> dict[str, Any]:
+    """Full-text search over the buffer and vector search over summaries."""
+    if not body.query.strip():
+        raise ValidationError("query must contain some text", param="query")
+    buffer_hits, summary_hits = await service.search(body.query, body.limit)
+    return {
+        "query": body.query,
+        "buffer": [shapes.buffer_hit(h) for h in buffer_hits],
+        "summaries": [shapes.summary_hit(h) for h in summary_hits],
+    }
+
+
+@router.get("/v1/episodic/transcript")
+async def transcript(
+    service: ServiceDep,
+    start: int = Query(ge=1, description="First buffer id."),
+    end: int | None = Query(default=None, ge=1, description="Last buffer id (default: newest)."),
+    limit: int = Query(
+        default=200, ge=1, le=TRANSCRIPT_MAX_ROWS, description="At most this many rows."
+    ),
+) -> dict[str, Any]:
+    """Buffer rows with start <= id <= end (markers included), at most `limit`."""
+    if end is not None and end < start:
+        raise ValidationError(f"end ({end}) must be >= start ({start})", param="end")
+    last = end if end is not None else start + limit - 1
+    rows = await service.run(service.store.get_buffer, start, last)
+    rows = rows[:limit]
+    return {
+        "start": start,
+        "end": end,
+        "rows": [shapes.row(r) for r in rows],
+        "truncated": end is not None and len(rows) == limit and rows[-1].id < end,
+    }
+
+
+@router.get("/v1/episodic/summaries")
+async def summaries(
+    service: ServiceDep,
+    limit: int = Query(default=50, ge=1, le=500),
+    offset: int = Query(default=0, ge=0),
+) -> dict[str, Any]:
+    """Stored summaries, newest first."""
+
+    def work() -> tuple[list[Any], int]:
+        return service.store.list_summaries(limit, offset), service.store.count_summaries()
+
+    items, total = await service.run(work)
+    return {"total": total, "summaries": [shapes.summary(s) for s in items]}

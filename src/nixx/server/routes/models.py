@@ -1,0 +1,17 @@
+"""`GET /v1/models`: the backend's models, in OpenAI's list shape."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter
+
+from nixx.server.deps import ServiceDep
+
+router = APIRouter(tags=["models"])
+
+
+@router.get("/v1/models")
+async def list_models(service: ServiceDep) -> dict[str, Any]:
+    """The chat backend's `/models`, passed through (503 when no backend answers)."""
+    return await service.models()

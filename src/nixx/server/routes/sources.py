@@ -1,0 +1,62 @@
+"""`/v1/sources*`: semantic memory — named sources and their embedded chunks."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter
+from pydantic import BaseModel, ConfigDict, Field, StrictInt
+
+from nixx.errors import ValidationError
+from nixx.server import shapes
+from nixx.server.deps import ServiceDep
+
+router = APIRouter(tags=["sources"])
+
+
+class SourceRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    name: str = Field(min_length=1, max_length=200)
+    start_id: StrictInt | None = Field(
+        default=None, ge=1, description="Default: the previous buffer source's end + 1."
+    )
+    end_id: StrictInt | None = Field(default=None, ge=1, description="Default: the newest row.")
+
+
+class SourceSearch(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    query: str = Field(min_length=1, max_length=4000)
+    limit: StrictInt = Field(default=5, ge=1, le=100)
+
+
+@router.post("/v1/sources")
+async def create_source(body: SourceRequest, service: ServiceDep) -> dict[str, Any]:
+    """Mark a buffer range as a named source: chunked, embedded, summarised for display."""
+    source, problem = await service.create_source(body.name, body.start_id, body.end_id)
+    return {"source": shapes.source(source), "summary_error": problem}
+
+
+@router.get("/v1/sources")
+async def list_sources(service: ServiceDep) -> dict[str, Any]:
+    items = await service.run(service.store.list_sources)
+    return {"sources": [shapes.source(s) for s in items]}
+
+
+@router.get("/v1/sources/{source_id}")
+async def get_source(source_id: int, service: ServiceDep) -> dict[str, Any]:
+    return {"source": shapes.source(await service.run(service.store.get_source, source_id))}
+
+
+@router.get("/v1/sources/{source_id}/chunks")
+async def source_chunks(source_id: int, service: ServiceDep) -> dict[str, Any]:
+    chunks = await service.run(service.store.source_chunks, source_id)
+    return {"source_id": source_id, "chunks": [shapes.memory(m) for m in chunks]}
+
+
+@router.post("/v1/sources/search")
+async def search_sources(body: SourceSearch, service: ServiceDep) -> dict[str, Any]:
+    """Semantic recall over every source's memories, best first."""
+    if not body.query.strip():
+        raise ValidationError("query must contain some text", param="query")
+    hits = await service.search_sources(body.query, body.limit)
+    return {"query": body.query, "results": [shapes.memory_hit(h) for h in hits]}
