@@ -7,6 +7,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
+from nixx.cli.ingest import add_parser as add_ingest_parser
 from nixx.cli.output import emit_json, run_command
 
 
@@ -34,6 +35,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--host", help="bind address (default NIXX_HOST, 127.0.0.1)")
     p.add_argument("--port", type=int, help="port (default NIXX_PORT, 8420)")
     p.set_defaults(func=_serve)
+
+    add_ingest_parser(sub)
 
     p = sub.add_parser("version", help="print the version")
     p.set_defaults(func=_version)
