@@ -1,4 +1,10 @@
-"""`nxc`: placeholder shell until the workspace log lands."""
+"""`nxc`: agent chat over the workspace log. A thin shell over `nixx.nxc.engine.Engine`.
+
+Every verb takes `--json` and `--db PATH` (or `NXC_DB`). Exit codes: 0 ok, 1 a nixx
+error (`{"error": {"kind", "msg"}}` with --json), 2 usage, 3 `wait`: the thread went
+stale, 4 `wait`: timed out, 130 interrupted. Imports stay inside the verbs so that the
+one-shot CLI starts fast.
+"""
 
 from __future__ import annotations
 
@@ -6,12 +12,287 @@ import argparse
 import sys
 from collections.abc import Sequence
 
+from nixx.cli.output import emit_json, run_command
+
+EXIT_STALE = 3
+EXIT_TIMEOUT = 4
+
+
+def _engine(args: argparse.Namespace):
+    from nixx.nxc.engine import Engine
+
+    return Engine.open(db=args.db)
+
+
+def _body(args: argparse.Namespace) -> str:
+    from nixx.errors import ValidationError
+
+    if args.body_file is not None:
+        if args.body is not None:
+            raise ValidationError("give the body either as an argument or with --body-file, not both")
+        try:
+            with open(args.body_file, encoding="utf-8") as fh:
+                return fh.read()
+        except OSError as exc:
+            raise ValidationError(f"cannot read --body-file {args.body_file}: {exc}") from exc
+    if args.body == "-":
+        return sys.stdin.read()
+    if args.body is None:
+        raise ValidationError("no message body: give it as an argument, `-` for stdin, or "
+                              "--body-file FILE", param="body")
+    return args.body
+
+
+def _whoami(args: argparse.Namespace) -> int:
+    with _engine(args) as engine:
+        out = {"handle": engine.handle, "origin": engine.origin, "replica": engine.store.replica,
+               "db": str(engine.workspace.db_path)}
+    if args.json:
+        emit_json(out)
+    else:
+        print(out["handle"])
+    return 0
+
+
+def _list(args: argparse.Namespace) -> int:
+    with _engine(args) as engine:
+        out = engine.list()
+    if args.json:
+        emit_json(out)
+        return 0
+    print(f"personas ({len(out['personas'])}):")
+    for p in out["personas"]:
+        title = f"  {p['job_title']}" if p["job_title"] else ""
+        print(f"  {p['handle']}{title}")
+    print(f"channels ({len(out['channels'])}):")
+    for c in out["channels"]:
+        desc = f"  {c['description']}" if c["description"] else ""
+        print(f"  {c['name']} [{c['kind']}, {c['flow']}] {', '.join(c['members'])}{desc}")
+    print(f"declarations: {out['declarations']['folder']} ({out['declarations']['files']} files)")
+    return 0
+
+
+def _send(args: argparse.Namespace) -> int:
+    body = _body(args)
+    with _engine(args) as engine:
+        out = engine.send(args.to, body, expect=args.expect, deadline=args.deadline,
+                          kind=args.kind, priority=args.priority)
+    if args.json:
+        emit_json(out)
+        return 0
+    print(out["thread_id"])
+    print(f"  to {out['to']} ({out['target']}, {out['channel']}); expects "
+          f"{', '.join(out['expects']) or 'nobody'}"
+          + (f"; deadline {out['deadline']}" if out["deadline"] else ""), file=sys.stderr)
+    for warning in out["warnings"]:
+        print(f"  warning: {warning}", file=sys.stderr)
+    if out["await"]:
+        print(f"  wait with: {out['await']['command']}", file=sys.stderr)
+    return 0
+
+
+def _reply(args: argparse.Namespace) -> int:
+    body = _body(args)
+    with _engine(args) as engine:
+        out = engine.reply(body, thread=args.thread, kind=args.kind, priority=args.priority,
+                           escalate=args.escalate)
+    if args.json:
+        emit_json(out)
+    else:
+        print(out["message_id"])
+        for warning in out["warnings"]:
+            print(f"  warning: {warning}", file=sys.stderr)
+    return 0
+
+
+def _expect(args: argparse.Namespace) -> int:
+    with _engine(args) as engine:
+        out = engine.expect(args.thread, args.handles, deadline=args.deadline)
+    if args.json:
+        emit_json(out)
+    else:
+        _print_thread(out)
+    return 0
+
+
+def _print_thread(t: dict) -> None:
+    flags = "complete" if t["complete"] else "stale" if t["stale"] else t["state"]
+    print(f"{t['thread_id']}  {t['channel_id']}  opened by {t['opener']}  [{flags}]")
+    print(f"  expects: {', '.join(t['expects']) or '-'}; outstanding: "
+          f"{', '.join(t['outstanding']) or '-'}" + (f"; deadline {t['deadline']}" if t["deadline"] else ""))
+    for m in t.get("messages", []):
+        esc = " (escalation)" if m["escalate"] else ""
+        print(f"\n--- {m['sender']} · {m['kind']}{esc} · {m['created']}")
+        print(m["body"])
+
+
+def _threads_show(args: argparse.Namespace) -> int:
+    with _engine(args) as engine:
+        out = engine.thread(args.thread_id)
+    if args.json:
+        emit_json(out)
+    else:
+        _print_thread(out)
+    return 0
+
+
+def _threads_list(args: argparse.Namespace) -> int:
+    with _engine(args) as engine:
+        out = engine.threads(channel=args.channel, open_only=args.open, limit=args.limit)
+    if args.json:
+        emit_json(out)
+        return 0
+    for t in out:
+        print(f"{t['thread_id']}  {t['state']:<8} {t['channel_id']}  {t['opener']}  "
+              f"outstanding: {', '.join(t['outstanding']) or '-'}")
+    return 0
+
+
+def _prime(args: argparse.Namespace) -> int:
+    with _engine(args) as engine:
+        out = engine.prime()
+    if args.json:
+        emit_json(out)
+    else:
+        print(f"{out['actor']}: {out['count']} unread ({len(out['in_turn'])} in turn, "
+              f"{len(out['next_session'])} for the next session)")
+    return 0
+
+
+def _status(args: argparse.Namespace) -> int:
+    with _engine(args) as engine:
+        out = engine.status(thread=args.thread, channel=args.channel, include_finished=args.all)
+    if args.json:
+        emit_json(out)
+        return 0
+    if not out["operations"]:
+        print("no live operations" + ("" if args.all else " (--all shows finished ones)"))
+    for op in out["operations"]:
+        flags = [f"{op['open']} open"] + (["needs decision"] if op["needs_decision"] else []) + (
+            ["awaiting human"] if op["awaiting_human"] else [])
+        print(f"{op['root']}  {op['channel_id']}  {', '.join(flags)}")
+        for t in op["threads"]:
+            print(f"  {'  ' * t['depth']}{t['thread_id']} {t['state']}"
+                  + (f" outstanding: {', '.join(t['outstanding'])}" if t["outstanding"] else ""))
+    return 0
+
+
+def _search(args: argparse.Namespace) -> int:
+    with _engine(args) as engine:
+        out = engine.search(args.query, limit=args.limit)
+    if args.json:
+        emit_json(out)
+        return 0
+    for hit in out:
+        body = " ".join(hit["body"].split())
+        print(f"{hit['message_id']}  {hit['channel_id']}  {hit['sender']}: "
+              f"{body[:100] + '...' if len(body) > 100 else body}")
+    return 0
+
+
+def _wait(args: argparse.Namespace) -> int:
+    with _engine(args) as engine:
+        outcome, summary = engine.wait(args.thread, timeout=args.timeout)
+    if args.json:
+        emit_json({"outcome": outcome, **summary})
+    else:
+        print(f"{args.thread}: {outcome}"
+              + (f" (outstanding: {', '.join(summary['outstanding'])})" if summary["outstanding"] else ""))
+    return {"complete": 0, "stale": EXIT_STALE, "timeout": EXIT_TIMEOUT}[outcome]
+
+
+def _common() -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--json", action="store_true", default=argparse.SUPPRESS,
+                        help="one JSON document on stdout (errors too)")
+    common.add_argument("--db", default=argparse.SUPPRESS, metavar="PATH",
+                        help="the workspace log (default: NXC_DB, else the nearest .nxs/db.sqlite)")
+    return common
+
+
+def _body_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("body", nargs="?", metavar="BODY", help="the message (Markdown); `-` reads stdin")
+    p.add_argument("--body-file", metavar="FILE", help="read the message from FILE")
+    p.add_argument("--priority", default="normal", help="urgent | normal | background")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    common = _common()
+    parser = argparse.ArgumentParser(prog="nxc", parents=[common],
+                                     description="Agent chat over the workspace log.")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    p = sub.add_parser("list", parents=[common], help="declared personas and channels")
+    p.set_defaults(func=_list)
+
+    p = sub.add_parser("whoami", parents=[common], help="the handle this process acts as")
+    p.set_defaults(func=_whoami)
+
+    p = sub.add_parser("send", parents=[common], help="open a thread to a persona or channel")
+    p.add_argument("--to", required=True, help="a declared persona handle or channel name")
+    p.add_argument("--expect", metavar="H1,H2", help="who must reply (default: the persona, or "
+                   "the channel's `expects` minus you)")
+    p.add_argument("--deadline", help="a duration (30s, 10m, 2h, 1d, 1w) or an RFC3339 instant")
+    p.add_argument("--kind", default="task", help="task | question | report | decision | info")
+    _body_args(p)
+    p.set_defaults(func=_send)
+
+    p = sub.add_parser("reply", parents=[common], help="post into a thread")
+    p.add_argument("--thread", help="the thread (default: your one open conversation)")
+    p.add_argument("--kind", default="report", help="task | question | report | decision | info")
+    p.add_argument("--escalate", action="store_true", help="ask the opener for a decision or help")
+    _body_args(p)
+    p.set_defaults(func=_reply)
+
+    p = sub.add_parser("expect", parents=[common], help="re-declare who must reply (opener only)")
+    p.add_argument("--thread", required=True)
+    p.add_argument("handles", metavar="H1,H2", help="comma-separated handles")
+    p.add_argument("--deadline", help="a new deadline (duration or RFC3339)")
+    p.set_defaults(func=_expect)
+
+    p = sub.add_parser("threads", parents=[common], help="list or show threads")
+    tsub = p.add_subparsers(dest="threads_command", metavar="list|show")
+    q = tsub.add_parser("list", parents=[common], help="threads you may read, newest first")
+    q.add_argument("--channel", help="only this channel id")
+    q.add_argument("--open", action="store_true", help="only threads somebody still owes")
+    q.add_argument("--limit", type=int, default=50)
+    q.set_defaults(func=_threads_list)
+    q = tsub.add_parser("show", parents=[common], help="one thread, its quorum and messages")
+    q.add_argument("thread_id")
+    q.set_defaults(func=_threads_show)
+
+    p = sub.add_parser("prime", parents=[common], help="what is unread for you (no bodies)")
+    p.set_defaults(func=_prime)
+
+    p = sub.add_parser("status", parents=[common], help="operations: trees of threads")
+    g = p.add_mutually_exclusive_group()
+    g.add_argument("--thread", help="the operation containing this thread")
+    g.add_argument("--channel", help="operations rooted in this channel id")
+    p.add_argument("--all", action="store_true", help="include finished operations")
+    p.set_defaults(func=_status)
+
+    p = sub.add_parser("search", parents=[common], help="full-text search over messages")
+    p.add_argument("query")
+    p.add_argument("--limit", type=int, default=20)
+    p.set_defaults(func=_search)
+
+    p = sub.add_parser("wait", parents=[common],
+                       help="block until a thread is complete (0), stale (3) or timed out (4)")
+    p.add_argument("--thread", required=True)
+    p.add_argument("--timeout", type=float, metavar="SECONDS", help="give up after SECONDS")
+    p.set_defaults(func=_wait)
+    return parser
+
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="nxc")
-    parser.parse_args(argv)
-    parser.print_help()
-    return 0
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    args.json = getattr(args, "json", False)
+    args.db = getattr(args, "db", None)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 2
+    return run_command(lambda: args.func(args), as_json=args.json)
 
 
 if __name__ == "__main__":

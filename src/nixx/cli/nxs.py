@@ -1,4 +1,12 @@
-"""`nxs`: placeholder shell until the workspace log lands."""
+"""`nxs`: the workspace log. A thin shell over `nixx.log`.
+
+    nxs init [--replica P]                 create .nxs/db.sqlite (idempotent)
+    nxs log [--domain D] [--after SEQ] [--limit N]
+    nxs refold [--domain D]                rebuild views from the whole log
+
+Every verb takes `--json` and `--db PATH` (or `NXC_DB`). Exit codes: 0 ok, 1 a nixx
+error, 2 usage, 130 interrupted.
+"""
 
 from __future__ import annotations
 
@@ -6,12 +14,119 @@ import argparse
 import sys
 from collections.abc import Sequence
 
+from nixx.cli.output import emit_json, run_command
+
+
+def _reducers() -> list:
+    """Every product reducer this installation knows (the shell composes them)."""
+    from nixx.nxc.reducer import ChatReducer
+
+    return [ChatReducer()]
+
+
+def _init(args: argparse.Namespace) -> int:
+    from nixx.log.store import LogStore
+    from nixx.log.workspace import init_workspace
+
+    ws, created = init_workspace(db=args.db, replica=args.replica)
+    with LogStore.open(ws.db_path) as store:
+        replica = store.replica
+    if args.json:
+        emit_json({"root": str(ws.root), "db": str(ws.db_path), "replica": replica,
+                   "created": created})
+    elif created:
+        print(f"created the workspace log {ws.db_path} (replica {replica})")
+    else:
+        print(f"the workspace log {ws.db_path} already exists (replica {replica})")
+    return 0
+
+
+def _log(args: argparse.Namespace) -> int:
+    from nixx.log.store import LogStore
+    from nixx.log.workspace import find_workspace
+
+    ws = find_workspace(db=args.db)
+    with LogStore.open(ws.db_path) as store:
+        ops = store.ops(domain=args.domain, after=args.after, limit=args.limit,
+                        newest_first=args.limit is not None and args.after == 0)
+    ops.sort(key=lambda op: op.seq or 0)
+    if args.json:
+        emit_json([op.to_dict() for op in ops])
+        return 0
+    import json
+
+    for op in ops:
+        payload = json.dumps(op.payload, ensure_ascii=False, separators=(",", ":"))
+        if len(payload) > 120:
+            payload = payload[:117] + "..."
+        local = " local" if op.local else ""
+        print(f"{op.seq:>6} {op.clock} {op.origin} {op.actor} {op.domain}/{op.kind}{local} "
+              f"{op.target} {payload}")
+    return 0
+
+
+def _refold(args: argparse.Namespace) -> int:
+    from nixx.errors import ValidationError
+    from nixx.log.store import LogStore
+    from nixx.log.workspace import find_workspace
+
+    ws = find_workspace(db=args.db)
+    reducers = _reducers()
+    known = sorted(r.domain for r in reducers)
+    if args.domain and args.domain not in known:
+        raise ValidationError(f"no reducer folds domain {args.domain!r} here; known: {known}")
+    with LogStore.open(ws.db_path, reducers) as store:
+        counts = store.refold([args.domain] if args.domain else None)
+    if args.json:
+        emit_json({"folded": counts})
+    else:
+        for domain, count in counts.items():
+            print(f"{domain}: refolded {count} operations")
+    return 0
+
+
+def _common() -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--json", action="store_true", default=argparse.SUPPRESS,
+                        help="one JSON document on stdout (errors too)")
+    common.add_argument("--db", default=argparse.SUPPRESS, metavar="PATH",
+                        help="the workspace log (default: NXC_DB, else the nearest .nxs/db.sqlite)")
+    return common
+
+
+def build_parser() -> argparse.ArgumentParser:
+    common = _common()
+    parser = argparse.ArgumentParser(prog="nxs", parents=[common],
+                                     description="The workspace operation log.")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    p = sub.add_parser("init", parents=[common],
+                       help="create .nxs/db.sqlite at the git top level (else here)")
+    p.add_argument("--replica", help="replica prefix to mint (default: 4 random characters)")
+    p.set_defaults(func=_init)
+
+    p = sub.add_parser("log", parents=[common], help="show the operations in the log")
+    p.add_argument("--domain", help="only this domain (e.g. message)")
+    p.add_argument("--after", type=int, default=0, metavar="SEQ", help="only ops past this seq")
+    p.add_argument("--limit", type=int, metavar="N", help="at most N ops (the newest, or the "
+                   "first N past --after)")
+    p.set_defaults(func=_log)
+
+    p = sub.add_parser("refold", parents=[common], help="rebuild the views from the whole log")
+    p.add_argument("--domain", help="only this domain")
+    p.set_defaults(func=_refold)
+    return parser
+
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="nxs")
-    parser.parse_args(argv)
-    parser.print_help()
-    return 0
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    args.json = getattr(args, "json", False)
+    args.db = getattr(args, "db", None)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 2
+    return run_command(lambda: args.func(args), as_json=args.json)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,139 @@
+"""The operation: the one immutable record every product writes to the workspace log.
+
+Identity is the content: `id` is derived from every field below except `seq` and
+`local` (see `nixx.log.ids`), so the same operation delivered twice is stored once.
+
+    id       ``o`` + 32 hex of sha256(canonical JSON)        identity, dedup key
+    domain   which product's reducer folds it ("message" = nxc chat)
+    kind     what it does inside the domain (each kind has one merge rule)
+    target   the id of the thing it acts on (a thread, a message, a channel...)
+    origin   replica prefix of the workspace that wrote it
+    clock    hybrid logical clock (`nixx.log.clock`), 16 sortable hex characters
+    actor    the qualified handle that acted (``ab12/coder``)
+    payload  JSON object, the kind's fields
+    created  writer's wall time in ms (display only; never used to order)
+    seq      local insertion sequence (watermark for sync; not part of identity)
+    local    device-local: stored and folded here, never synced (e.g. sessions)
+
+`pos` (``clock.origin.id``) is the total order every merge rule uses: last-writer-wins
+keeps the greatest pos, first-writer-wins the least.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+_WIRE_FIELDS = ("id", "domain", "kind", "target", "origin", "clock", "actor", "payload", "created")
+
+
+def canonical_json(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def compute_id(
+    domain: str,
+    kind: str,
+    target: str,
+    origin: str,
+    clock: str,
+    actor: str,
+    payload: dict[str, Any],
+    created: int,
+) -> str:
+    body = canonical_json(
+        {
+            "actor": actor,
+            "clock": clock,
+            "created": created,
+            "domain": domain,
+            "kind": kind,
+            "origin": origin,
+            "payload": payload,
+            "target": target,
+        }
+    )
+    return "o" + hashlib.sha256(body.encode("utf-8")).hexdigest()[:32]
+
+
+@dataclass(slots=True)
+class Op:
+    id: str
+    domain: str
+    kind: str
+    target: str
+    origin: str
+    clock: str
+    actor: str
+    payload: dict[str, Any]
+    created: int
+    seq: int | None = field(default=None, compare=False)
+    local: bool = field(default=False, compare=False)
+
+    @classmethod
+    def make(
+        cls,
+        *,
+        domain: str,
+        kind: str,
+        target: str,
+        origin: str,
+        clock: str,
+        actor: str,
+        payload: dict[str, Any],
+        created: int,
+        local: bool = False,
+    ) -> Op:
+        op_id = compute_id(domain, kind, target, origin, clock, actor, payload, created)
+        return cls(op_id, domain, kind, target, origin, clock, actor, payload, created, None, local)
+
+    @property
+    def pos(self) -> str:
+        return f"{self.clock}.{self.origin}.{self.id}"
+
+    def verify(self) -> bool:
+        """True when `id` matches the content (a transported op can be checked)."""
+        return self.id == compute_id(
+            self.domain,
+            self.kind,
+            self.target,
+            self.origin,
+            self.clock,
+            self.actor,
+            self.payload,
+            self.created,
+        )
+
+    def to_wire(self) -> dict[str, Any]:
+        """The synced form: every identity field, no `seq`, no `local`."""
+        return {name: getattr(self, name) for name in _WIRE_FIELDS}
+
+    def to_dict(self) -> dict[str, Any]:
+        """The `nxs log --json` form: the wire form plus the local `seq`."""
+        out = self.to_wire()
+        out["seq"] = self.seq
+        out["local"] = self.local
+        return out
+
+    @classmethod
+    def from_wire(cls, data: dict[str, Any]) -> Op:
+        """Build an op received from elsewhere; ValueError if a field is missing or wrong."""
+        try:
+            op = cls(
+                id=str(data["id"]),
+                domain=str(data["domain"]),
+                kind=str(data["kind"]),
+                target=str(data["target"]),
+                origin=str(data["origin"]),
+                clock=str(data["clock"]),
+                actor=str(data["actor"]),
+                payload=data["payload"],
+                created=int(data["created"]),
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ValueError(f"not an operation: {exc}") from exc
+        if not isinstance(op.payload, dict):
+            raise ValueError("not an operation: payload is not an object")
+        return op

@@ -1,0 +1,345 @@
+"""The workspace log on SQLite: operations, meta, and the views reducers fold.
+
+One file (`.nxs/db.sqlite`), WAL mode, every write in `BEGIN IMMEDIATE` (so writers
+queue on the busy timeout instead of failing on a lock upgrade). Tables:
+
+    meta(key, value)        replica prefix, schema version, view versions per domain
+    ops(seq, id UNIQUE, domain, kind, target, origin, clock, actor, payload, created, local)
+
+`seq` is an INTEGER PRIMARY KEY assigned at insert under the write lock, so it grows
+in commit order and a reader never sees a smaller seq appear later: "ops past a
+watermark" is ``WHERE seq > ?`` (`ops_since`). Inserting an op whose id is stored is a
+no-op (``INSERT OR IGNORE``); a newly stored op is folded by its domain's reducer in the
+same transaction.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from nixx.errors import SchemaError, StoreError, WorkspaceError
+from nixx.log import clock as hlc
+from nixx.log.op import Op, canonical_json
+from nixx.log.reducer import Reducer, ReducerRegistry
+
+SCHEMA_VERSION = "1"
+BUSY_TIMEOUT_S = 60.0
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS ops(
+    seq INTEGER PRIMARY KEY,
+    id TEXT NOT NULL UNIQUE,
+    domain TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    target TEXT NOT NULL,
+    origin TEXT NOT NULL,
+    clock TEXT NOT NULL,
+    actor TEXT NOT NULL,
+    payload TEXT NOT NULL,
+    created INTEGER NOT NULL,
+    local INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX IF NOT EXISTS ops_domain_seq ON ops(domain, seq);
+CREATE INDEX IF NOT EXISTS ops_clock ON ops(clock);
+"""
+
+_OP_COLUMNS = "seq, id, domain, kind, target, origin, clock, actor, payload, created, local"
+
+
+def _row_to_op(row: tuple) -> Op:
+    seq, op_id, domain, kind, target, origin, clock, actor, payload, created, local = row
+    return Op(op_id, domain, kind, target, origin, clock, actor, json.loads(payload), created,
+              seq, bool(local))
+
+
+def _connect(path: Path) -> sqlite3.Connection:
+    try:
+        conn = sqlite3.connect(
+            str(path), timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False
+        )
+    except sqlite3.Error as exc:
+        raise StoreError(f"cannot open the workspace log {path}: {exc}") from exc
+    conn.execute(f"PRAGMA busy_timeout={int(BUSY_TIMEOUT_S * 1000)}")
+    conn.execute("PRAGMA synchronous=FULL")
+    return conn
+
+
+def create_store(path: Path, replica: str) -> None:
+    """Create a new log file at `path` with replica prefix `replica` (idempotent)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    conn = _connect(path)
+    try:
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("BEGIN IMMEDIATE")
+        for statement in _SCHEMA.split(";"):
+            if statement.strip():
+                conn.execute(statement)
+        conn.execute("INSERT OR IGNORE INTO meta VALUES ('schema', ?)", (SCHEMA_VERSION,))
+        conn.execute("INSERT OR IGNORE INTO meta VALUES ('replica', ?)", (replica,))
+        conn.execute(
+            "INSERT OR IGNORE INTO meta VALUES ('created', ?)", (str(hlc.now_ms()),)
+        )
+        conn.execute("COMMIT")
+    finally:
+        conn.close()
+
+
+class Txn:
+    """One write transaction: append local ops, insert foreign ones, set meta."""
+
+    def __init__(self, store: LogStore) -> None:
+        self.store = store
+        self.conn = store.conn
+        self._last_clock: str | None = None
+        self.inserted: list[Op] = []
+
+    def _next_clock(self) -> str:
+        if self._last_clock is None:
+            row = self.conn.execute("SELECT max(clock) FROM ops").fetchone()
+            self._last_clock = row[0]
+        self._last_clock = hlc.tick(self._last_clock)
+        return self._last_clock
+
+    def append(
+        self,
+        domain: str,
+        kind: str,
+        target: str,
+        actor: str,
+        payload: dict[str, Any],
+        *,
+        local: bool = False,
+    ) -> Op:
+        """Mint a local op (next clock, this replica's origin), store it and fold it."""
+        clock = self._next_clock()
+        op = Op.make(
+            domain=domain,
+            kind=kind,
+            target=target,
+            origin=self.store.replica,
+            clock=clock,
+            actor=actor,
+            payload=payload,
+            created=hlc.now_ms(),
+            local=local,
+        )
+        self._store_and_fold(op)
+        return op
+
+    def insert(self, ops: Iterable[Op]) -> list[Op]:
+        """Store ops minted elsewhere (sync); already-stored ids are skipped. Each newly
+        stored op is folded. Returns the newly stored ones, with their local `seq`."""
+        new = []
+        for op in ops:
+            if self._store_and_fold(op):
+                new.append(op)
+        if new and self._last_clock is not None:
+            top = max(op.clock for op in new)
+            if top > self._last_clock:
+                self._last_clock = top
+        return new
+
+    def _store_and_fold(self, op: Op) -> bool:
+        cur = self.conn.execute(
+            "INSERT OR IGNORE INTO ops(id, domain, kind, target, origin, clock, actor, payload,"
+            " created, local) VALUES (?,?,?,?,?,?,?,?,?,?)",
+            (op.id, op.domain, op.kind, op.target, op.origin, op.clock, op.actor,
+             canonical_json(op.payload), op.created, int(op.local)),
+        )
+        if cur.rowcount != 1:
+            return False
+        op.seq = cur.lastrowid
+        self.inserted.append(op)
+        reducer = self.store.registry.get(op.domain)
+        if reducer is not None:
+            self.store._fold_one(reducer, op)
+        return True
+
+    def set_meta(self, key: str, value: str) -> None:
+        self.conn.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, value))
+
+    def get_meta(self, key: str) -> str | None:
+        row = self.conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return row[0] if row else None
+
+
+class LogStore:
+    """An open workspace log. Build with `LogStore.open(path, reducers)`."""
+
+    def __init__(self, path: Path, conn: sqlite3.Connection, registry: ReducerRegistry) -> None:
+        self.path = path
+        self.conn = conn
+        self.registry = registry
+        meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
+        if meta.get("schema") != SCHEMA_VERSION or "replica" not in meta:
+            raise SchemaError(
+                f"{path} is not a workspace log of this version "
+                f"(schema {meta.get('schema')!r}, expected {SCHEMA_VERSION!r})"
+            )
+        self.replica: str = meta["replica"]
+        self._meta = meta
+
+    @classmethod
+    def open(cls, path: Path | str, reducers: Iterable[Reducer] = ()) -> LogStore:
+        path = Path(path)
+        if not path.is_file():
+            raise WorkspaceError(f"no workspace log at {path}; run `nxs init` to create one")
+        conn = _connect(path)
+        try:
+            store = cls(path, conn, ReducerRegistry(list(reducers)))
+        except sqlite3.DatabaseError as exc:
+            conn.close()
+            raise SchemaError(f"{path} is not a workspace log: {exc}") from exc
+        except BaseException:
+            conn.close()
+            raise
+        store._ensure_views()
+        return store
+
+    def close(self) -> None:
+        self.conn.close()
+
+    def __enter__(self) -> LogStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- writing ----------------------------------------------------------------------
+
+    @contextmanager
+    def transaction(self) -> Iterator[Txn]:
+        """`BEGIN IMMEDIATE` … `COMMIT` (rolled back on any exception)."""
+        try:
+            self.conn.execute("BEGIN IMMEDIATE")
+        except sqlite3.OperationalError as exc:
+            raise StoreError(
+                f"the workspace log {self.path} stayed locked for {BUSY_TIMEOUT_S:.0f}s: {exc}"
+            ) from exc
+        txn = Txn(self)
+        try:
+            yield txn
+        except BaseException:
+            self.conn.execute("ROLLBACK")
+            raise
+        try:
+            self.conn.execute("COMMIT")
+        except sqlite3.Error as exc:
+            self.conn.execute("ROLLBACK")
+            raise StoreError(f"could not commit to {self.path}: {exc}") from exc
+
+    def append(
+        self, domain: str, kind: str, target: str, actor: str, payload: dict[str, Any],
+        *, local: bool = False,
+    ) -> Op:
+        with self.transaction() as txn:
+            return txn.append(domain, kind, target, actor, payload, local=local)
+
+    def insert(self, ops: Iterable[Op]) -> list[Op]:
+        with self.transaction() as txn:
+            return txn.insert(ops)
+
+    # -- reading ----------------------------------------------------------------------
+
+    def ops_since(self, seq: int, limit: int = 1000, *, include_local: bool = False) -> list[Op]:
+        """Ops with `seq` greater than the watermark, in seq order (the sync read)."""
+        where = "" if include_local else " AND local = 0"
+        rows = self.conn.execute(
+            f"SELECT {_OP_COLUMNS} FROM ops WHERE seq > ?{where} ORDER BY seq LIMIT ?",
+            (seq, limit),
+        ).fetchall()
+        return [_row_to_op(r) for r in rows]
+
+    def ops(
+        self, *, domain: str | None = None, after: int = 0, limit: int | None = None,
+        newest_first: bool = False,
+    ) -> list[Op]:
+        sql = f"SELECT {_OP_COLUMNS} FROM ops WHERE seq > ?"
+        params: list[Any] = [after]
+        if domain is not None:
+            sql += " AND domain = ?"
+            params.append(domain)
+        sql += " ORDER BY seq DESC" if newest_first else " ORDER BY seq"
+        if limit is not None:
+            sql += " LIMIT ?"
+            params.append(limit)
+        return [_row_to_op(r) for r in self.conn.execute(sql, params).fetchall()]
+
+    def get_op(self, op_id: str) -> Op | None:
+        row = self.conn.execute(f"SELECT {_OP_COLUMNS} FROM ops WHERE id = ?", (op_id,)).fetchone()
+        return _row_to_op(row) if row else None
+
+    def count(self, domain: str | None = None) -> int:
+        if domain is None:
+            return self.conn.execute("SELECT count(*) FROM ops").fetchone()[0]
+        return self.conn.execute("SELECT count(*) FROM ops WHERE domain = ?", (domain,)).fetchone()[0]
+
+    def max_seq(self) -> int:
+        return self.conn.execute("SELECT coalesce(max(seq), 0) FROM ops").fetchone()[0]
+
+    def get_meta(self, key: str) -> str | None:
+        row = self.conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return row[0] if row else None
+
+    def data_version(self) -> int:
+        return self.conn.execute("PRAGMA data_version").fetchone()[0]
+
+    # -- folding ----------------------------------------------------------------------
+
+    def _fold_one(self, reducer: Reducer, op: Op) -> bool:
+        self.conn.execute("SAVEPOINT fold")
+        try:
+            folded = bool(reducer.fold(self.conn, op))
+        except Exception:
+            self.conn.execute("ROLLBACK TO fold")
+            folded = False
+        self.conn.execute("RELEASE fold")
+        return folded
+
+    def _ensure_views(self) -> None:
+        stale = [
+            r for r in self.registry
+            if self._meta.get(f"views:{r.domain}") != str(r.version)
+        ]
+        if stale:
+            with self.transaction() as txn:
+                for reducer in stale:
+                    # another process may have rebuilt them while we waited for the lock
+                    if txn.get_meta(f"views:{reducer.domain}") != str(reducer.version):
+                        self._rebuild(txn, reducer)
+
+    def _rebuild(self, txn: Txn, reducer: Reducer) -> int:
+        reducer.drop_views(self.conn)
+        reducer.create_views(self.conn)
+        folded = 0
+        last = 0
+        while True:  # batches, so no read cursor stays open across the folds' writes
+            rows = self.conn.execute(
+                f"SELECT {_OP_COLUMNS} FROM ops WHERE domain = ? AND seq > ? ORDER BY seq"
+                " LIMIT 5000",
+                (reducer.domain, last),
+            ).fetchall()
+            if not rows:
+                break
+            last = rows[-1][0]
+            for row in rows:
+                folded += self._fold_one(reducer, _row_to_op(row))
+        txn.set_meta(f"views:{reducer.domain}", str(reducer.version))
+        return folded
+
+    def refold(self, domains: Iterable[str] | None = None) -> dict[str, int]:
+        """Drop and rebuild the views of `domains` (default: every registered one) from the
+        whole log, in one transaction. Returns the number of ops folded per domain."""
+        wanted = set(domains) if domains is not None else set(self.registry.domains())
+        out = {}
+        with self.transaction() as txn:
+            for reducer in self.registry:
+                if reducer.domain in wanted:
+                    out[reducer.domain] = self._rebuild(txn, reducer)
+        return out

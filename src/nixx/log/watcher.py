@@ -1,0 +1,55 @@
+"""Change notification without a daemon: `PRAGMA data_version`.
+
+SQLite bumps a connection's `data_version` whenever another connection commits to the
+file. `DataVersionWatcher` keeps one idle read connection and polls that counter (a
+cheap call that reads no table), so a long-lived caller (`nxc wait`, a TUI) learns that
+the log changed without anyone holding a socket or a daemon.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from pathlib import Path
+
+
+class DataVersionWatcher:
+    def __init__(self, path: Path | str, *, poll_interval: float = 0.05) -> None:
+        self.path = Path(path)
+        self.poll_interval = poll_interval
+        self._conn = sqlite3.connect(str(self.path), isolation_level=None, check_same_thread=False)
+        self._last = self._version()
+
+    def _version(self) -> int:
+        return self._conn.execute("PRAGMA data_version").fetchone()[0]
+
+    def changed(self) -> bool:
+        """True (once) if another connection committed since the last call."""
+        version = self._version()
+        if version != self._last:
+            self._last = version
+            return True
+        return False
+
+    def wait(self, timeout: float | None) -> bool:
+        """Block until a change (True) or until `timeout` seconds pass (False)."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            if self.changed():
+                return True
+            if deadline is not None:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                time.sleep(min(self.poll_interval, left))
+            else:
+                time.sleep(self.poll_interval)
+
+    def close(self) -> None:
+        self._conn.close()
+
+    def __enter__(self) -> DataVersionWatcher:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

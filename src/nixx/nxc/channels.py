@@ -1,0 +1,26 @@
+"""Channel ids and kinds.
+
+- declared channel: ``decl:<name>`` (kind `group` or `public`, from channels.yaml)
+- direct channel:   ``dm:`` + first 24 hex of sha256(the two sorted handles joined by NUL),
+  so both sides compute the same id with no rendezvous.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+KINDS = ("group", "public", "direct")
+
+
+def dm_id(a: str, b: str) -> str:
+    first, second = sorted((a, b))
+    digest = hashlib.sha256(f"{first}\x00{second}".encode()).hexdigest()
+    return "dm:" + digest[:24]
+
+
+def decl_id(name: str) -> str:
+    return "decl:" + name
+
+
+def is_dm(channel_id: str) -> bool:
+    return channel_id.startswith("dm:")

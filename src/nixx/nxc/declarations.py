@@ -1,0 +1,459 @@
+"""Declarations, not registrations: `.nxs-personas/<handle>.yaml` and `channels.yaml`.
+
+Nothing in nxc creates a participant: this folder is the whole model. Parsing is strict
+(an unknown key is an error, so a typo never silently changes meaning) and every error
+is a `ValidationError` naming the file and the field. A missing folder is not an error.
+
+Parsed YAML is cached per file in `.nxs/declarations.json`, keyed by each file's
+(mtime_ns, ctime_ns, size, inode) and the folder's mtime, so a verb that needs the
+declarations does not pay for importing PyYAML when nothing changed. Validation always
+runs on the cached data, so a cache hit and a fresh parse give the same result.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from nixx.errors import ValidationError
+from nixx.nxc.durations import parse_duration_ms, parse_instant_ms
+from nixx.nxc.handles import check_agent, qualify
+
+CHANNELS_FILE = "channels.yaml"
+CACHE_FILE = "declarations.json"
+_CACHE_VERSION = 1
+
+#: placeholders a runtime argv template may use (issue 8 fills them in)
+RUNTIME_PLACEHOLDERS = frozenset({"prompt", "session", "runtime_session", "thread", "handle",
+                                  "db", "workspace"})
+BUILTIN_RUNTIMES = frozenset({"nixx"})
+
+_PERSONA_KEYS = {
+    "handle", "system_prompt", "job_title", "job_description", "expected_output", "model",
+    "stage", "tools", "permissions", "prime", "addressable", "working_tree", "runtime",
+}
+_CHANNEL_KEYS = {
+    "name", "members", "description", "kind", "expects", "on_complete", "summary_prompt",
+    "visibility", "flow", "timeout",
+}
+
+
+@dataclass(frozen=True)
+class Runtime:
+    """How a persona's sessions start and resume: a built-in name or argv templates."""
+
+    builtin: str | None = None
+    start: tuple[str, ...] = ()
+    resume: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        if self.builtin:
+            return {"builtin": self.builtin}
+        return {"start": list(self.start), "resume": list(self.resume)}
+
+
+@dataclass(frozen=True)
+class Addressable:
+    """Who may address a persona directly: `general` (anyone), `none` (only through a
+    channel) or `list` (the `personas` named, plus humans when `humans`)."""
+
+    mode: str = "general"
+    personas: tuple[str, ...] = ()
+    humans: bool = True
+
+    def to_dict(self) -> Any:
+        if self.mode == "list":
+            return {"personas": list(self.personas), "humans": self.humans}
+        return self.mode
+
+
+@dataclass(frozen=True)
+class Persona:
+    handle: str  # qualified
+    file: Path
+    system_prompt: str
+    job_title: str | None = None
+    job_description: str | None = None
+    expected_output: str | None = None
+    model: str | None = None
+    stage: str | None = None
+    tools: tuple[str, ...] | None = None  # None: runtime default; (): none
+    permissions: Any = None
+    prime: Any = True
+    addressable: Addressable = field(default_factory=Addressable)
+    working_tree: str = "shared"
+    runtime: Runtime | None = None
+
+    @property
+    def agent(self) -> str:
+        return self.handle.split("/", 1)[1]
+
+
+@dataclass(frozen=True)
+class ChannelDecl:
+    name: str
+    file: Path
+    members: tuple[str, ...]  # qualified, declaration order
+    expects: tuple[str, ...]  # qualified; `all` resolved to members
+    description: str | None = None
+    kind: str = "group"
+    on_complete: str = "pass_through"
+    summary_prompt: str | None = None
+    visibility: str = "requester_only"
+    flow: str = "parallel"
+    timeout: str | None = None  # as written
+    timeout_ms: int | None = None  # a duration
+    timeout_at_ms: int | None = None  # an instant
+
+    @property
+    def id(self) -> str:
+        return "decl:" + self.name
+
+
+@dataclass
+class Declarations:
+    folder: Path
+    files: int = 0
+    personas: dict[str, Persona] = field(default_factory=dict)  # by qualified handle
+    channels: dict[str, ChannelDecl] = field(default_factory=dict)  # by name
+
+    def find_persona(self, name: str, origin: str) -> Persona | None:
+        if "/" in name:
+            return self.personas.get(name)
+        return self.personas.get(f"{origin}/{name}")
+
+    def channel_by_id(self, channel_id: str) -> ChannelDecl | None:
+        if channel_id.startswith("decl:"):
+            return self.channels.get(channel_id[5:])
+        return None
+
+
+# -- loading -------------------------------------------------------------------------
+
+
+def _plain(value: Any) -> Any:
+    """YAML values as JSON values (timestamps become ISO strings), recursively."""
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    if hasattr(value, "isoformat"):
+        return value.isoformat()
+    return value
+
+
+def _parse_yaml(path: Path) -> dict[str, Any]:
+    """{'data': ...} or {'error': message} for one file."""
+    import yaml
+
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    try:
+        text = path.read_text(encoding="utf-8")
+        return {"data": _plain(yaml.load(text, Loader=loader))}
+    except UnicodeDecodeError as exc:
+        return {"error": f"not UTF-8 text: {exc}"}
+    except yaml.YAMLError as exc:
+        return {"error": "not valid YAML: " + " ".join(str(exc).split())}
+
+
+def _stat_key(st: os.stat_result) -> list[int]:
+    return [st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino]
+
+
+def _read_raw(folder: Path, cache_dir: Path | None) -> dict[str, dict[str, Any]]:
+    """file name → {'data'|'error'} for every `*.yaml`/`*.yml` in `folder`."""
+    stats = {}
+    with os.scandir(folder) as entries:
+        for entry in entries:
+            if entry.name.startswith(".") or not entry.name.endswith((".yaml", ".yml")):
+                continue
+            if entry.is_file():
+                stats[entry.name] = _stat_key(entry.stat())
+    cache_path = cache_dir / CACHE_FILE if cache_dir is not None else None
+    cached: dict[str, Any] = {}
+    if cache_path is not None:
+        try:
+            cached = json.loads(cache_path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            cached = {}
+        if cached.get("version") != _CACHE_VERSION or cached.get("folder") != str(folder):
+            cached = {}
+    old_files = cached.get("files", {})
+    old_data = cached.get("data", {})
+    raw: dict[str, dict[str, Any]] = {}
+    dirty = set(stats) != set(old_files)
+    for name, key in stats.items():
+        if old_files.get(name) == key and name in old_data:
+            raw[name] = old_data[name]
+        else:
+            raw[name] = _parse_yaml(folder / name)
+            dirty = True
+    if dirty and cache_path is not None:
+        body = {"version": _CACHE_VERSION, "folder": str(folder), "files": stats, "data": raw}
+        tmp = cache_path.with_name(f".{CACHE_FILE}.{os.getpid()}.tmp")
+        try:
+            tmp.write_text(json.dumps(body), encoding="utf-8")
+            os.replace(tmp, cache_path)
+        except OSError:
+            tmp.unlink(missing_ok=True)
+    return raw
+
+
+def load_declarations(folder: Path, origin: str, *, cache_dir: Path | None = None) -> Declarations:
+    """Read and validate every declaration in `folder`; bare handles get `origin`."""
+    decls = Declarations(folder=folder)
+    if not folder.is_dir():
+        return decls
+    raw = _read_raw(folder, cache_dir)
+    decls.files = len(raw)
+    for name in sorted(raw):
+        path = folder / name
+        entry = raw[name]
+        if "error" in entry:
+            raise ValidationError(f"{path}: {entry['error']}", file=str(path))
+        if name in (CHANNELS_FILE, "channels.yml"):
+            for channel in _channels(path, entry["data"], origin):
+                if channel.name in decls.channels:
+                    raise _err(path, f"[{channel.name}].name", "is declared twice")
+                decls.channels[channel.name] = channel
+        else:
+            persona = _persona(path, entry["data"], origin)
+            other = decls.personas.get(persona.handle)
+            if other is not None:
+                raise _err(path, "handle", f"{persona.handle!r} is also declared in {other.file}")
+            decls.personas[persona.handle] = persona
+    return decls
+
+
+# -- validation ----------------------------------------------------------------------
+
+
+def _err(path: Path, fld: str, msg: str) -> ValidationError:
+    return ValidationError(f"{path}: field `{fld}` {msg}", param=fld, file=str(path))
+
+
+def _opt_str(path: Path, data: dict, key: str, fld: str | None = None) -> str | None:
+    value = data.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise _err(path, fld or key, f"must be a string, got {type(value).__name__}")
+    return value
+
+
+def _choice(path: Path, data: dict, key: str, choices: tuple[str, ...], fld: str) -> str:
+    value = data.get(key, choices[0])
+    if value not in choices:
+        raise _err(path, fld, f"must be one of {', '.join(choices)}; got {value!r}")
+    return value
+
+
+def _handle(path: Path, value: Any, origin: str, fld: str) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise _err(path, fld, f"must be a handle (`agent` or `origin/agent`), got {value!r}")
+    try:
+        return qualify(value, origin)
+    except ValidationError as exc:
+        raise _err(path, fld, exc.message) from exc
+
+
+def _handles(path: Path, value: Any, origin: str, fld: str, *, empty_ok: bool) -> tuple[str, ...]:
+    if not isinstance(value, list) or (not value and not empty_ok):
+        raise _err(path, fld, "must be a non-empty list of handles")
+    out: list[str] = []
+    for i, item in enumerate(value):
+        handle = _handle(path, item, origin, f"{fld}[{i}]")
+        if handle in out:
+            raise _err(path, f"{fld}[{i}]", f"names {handle!r} twice")
+        out.append(handle)
+    return tuple(out)
+
+
+def _argv(path: Path, value: Any, fld: str) -> tuple[str, ...]:
+    if not isinstance(value, list) or not value or not all(isinstance(a, str) for a in value):
+        raise _err(path, fld, "must be a non-empty list of strings (an argv template)")
+    import string
+
+    for arg in value:
+        try:
+            names = [f for _, f, _, _ in string.Formatter().parse(arg) if f is not None]
+        except ValueError as exc:
+            raise _err(path, fld, f"has a bad template {arg!r}: {exc}") from exc
+        for name in names:
+            if name not in RUNTIME_PLACEHOLDERS:
+                raise _err(
+                    path, fld,
+                    f"uses unknown placeholder {{{name}}}; known: "
+                    + ", ".join("{" + p + "}" for p in sorted(RUNTIME_PLACEHOLDERS)),
+                )
+    return tuple(value)
+
+
+def _runtime(path: Path, value: Any) -> Runtime | None:
+    if value is None:
+        return None
+    if isinstance(value, str):
+        if value not in BUILTIN_RUNTIMES:
+            raise _err(
+                path, "runtime",
+                f"names no built-in runtime ({', '.join(sorted(BUILTIN_RUNTIMES))}); "
+                "declare `{start: [...], resume: [...]}` for another one",
+            )
+        return Runtime(builtin=value)
+    if not isinstance(value, dict):
+        raise _err(path, "runtime", "must be a built-in name or a map with `start`, `resume`")
+    unknown = set(value) - {"start", "resume"}
+    if unknown:
+        raise _err(path, f"runtime.{sorted(unknown)[0]}", "is not a runtime field (start, resume)")
+    if "start" not in value:
+        raise _err(path, "runtime.start", "is required")
+    start = _argv(path, value["start"], "runtime.start")
+    resume = _argv(path, value["resume"], "runtime.resume") if "resume" in value else ()
+    return Runtime(start=start, resume=resume)
+
+
+def _addressable(path: Path, value: Any, origin: str) -> Addressable:
+    if value is None or value == "general":
+        return Addressable()
+    if value == "none":
+        return Addressable(mode="none", humans=False)
+    if isinstance(value, dict):
+        unknown = set(value) - {"personas", "humans"}
+        if unknown:
+            raise _err(path, f"addressable.{sorted(unknown)[0]}", "is not allowed (personas, humans)")
+        personas = _handles(path, value.get("personas", []), origin, "addressable.personas",
+                            empty_ok=True)
+        humans = value.get("humans", False)
+        if not isinstance(humans, bool):
+            raise _err(path, "addressable.humans", "must be true or false")
+        return Addressable(mode="list", personas=personas, humans=humans)
+    raise _err(path, "addressable", "must be `general`, `none` or {personas: [...], humans: bool}")
+
+
+def _persona(path: Path, data: Any, origin: str) -> Persona:
+    if not isinstance(data, dict):
+        raise ValidationError(f"{path}: a persona file must be a YAML map", file=str(path))
+    unknown = sorted(set(data) - _PERSONA_KEYS)
+    if unknown:
+        raise _err(path, unknown[0], "is not a persona field (" + ", ".join(sorted(_PERSONA_KEYS)) + ")")
+    if "handle" not in data:
+        raise _err(path, "handle", "is required")
+    handle = _handle(path, data["handle"], origin, "handle")
+    if handle.split("/", 1)[1].startswith("__"):
+        raise _err(path, "handle", "may not start with `__` (reserved for engine identities)")
+    try:
+        check_agent(handle.split("/", 1)[1])
+    except ValidationError as exc:
+        raise _err(path, "handle", exc.message) from exc
+    prompt = _opt_str(path, data, "system_prompt")
+    if not prompt or not prompt.strip():
+        raise _err(path, "system_prompt", "is required (a non-empty string)")
+    tools = data.get("tools")
+    if tools is not None:
+        if not isinstance(tools, list) or not all(isinstance(t, str) and t for t in tools):
+            raise _err(path, "tools", "must be a list of tool names ([] for none)")
+        tools = tuple(tools)
+    prime = data.get("prime", True)
+    if not isinstance(prime, bool) and not (
+        isinstance(prime, dict) and all(isinstance(v, bool) for v in prime.values())
+    ):
+        raise _err(path, "prime", "must be true, false or a map of product: true/false")
+    permissions = data.get("permissions")
+    if permissions is not None and not isinstance(permissions, dict | list):
+        raise _err(path, "permissions", "must be a map or a list")
+    return Persona(
+        handle=handle,
+        file=path,
+        system_prompt=prompt,
+        job_title=_opt_str(path, data, "job_title"),
+        job_description=_opt_str(path, data, "job_description"),
+        expected_output=_opt_str(path, data, "expected_output"),
+        model=_opt_str(path, data, "model"),
+        stage=_opt_str(path, data, "stage"),
+        tools=tools,
+        permissions=permissions,
+        prime=prime,
+        addressable=_addressable(path, data.get("addressable"), origin),
+        working_tree=_choice(path, data, "working_tree", ("shared", "exclusive"), "working_tree"),
+        runtime=_runtime(path, data.get("runtime")),
+    )
+
+
+def _channels(path: Path, data: Any, origin: str) -> list[ChannelDecl]:
+    if data is None:
+        return []
+    if not isinstance(data, list):
+        raise ValidationError(f"{path}: channels.yaml must be a YAML list of channels",
+                              file=str(path))
+    out = []
+    for i, item in enumerate(data):
+        where = f"[{i}]"
+        if not isinstance(item, dict):
+            raise _err(path, where, "must be a map with at least `name` and `members`")
+        name = item.get("name")
+        if isinstance(name, str) and name:
+            where = f"[{name}]"
+        unknown = sorted(set(item) - _CHANNEL_KEYS)
+        if unknown:
+            raise _err(path, f"{where}.{unknown[0]}",
+                       "is not a channel field (" + ", ".join(sorted(_CHANNEL_KEYS)) + ")")
+        if not isinstance(name, str) or not name or any(
+            not (c.isalnum() or c in "-_.") for c in name
+        ):
+            raise _err(path, f"{where}.name", "is required: letters, digits, `-`, `_`, `.`")
+        kind = item.get("kind", "group")
+        if kind == "direct":
+            raise _err(
+                path, f"{where}.kind",
+                "may not be `direct`: direct channels are derived from two handles "
+                "(nxc send --to <persona>), never declared; use `group` or `public`",
+            )
+        kind = _choice(path, item, "kind", ("group", "public"), f"{where}.kind")
+        if "members" not in item:
+            raise _err(path, f"{where}.members", "is required")
+        members = _handles(path, item["members"], origin, f"{where}.members", empty_ok=False)
+        expects_raw = item.get("expects", "all")
+        if expects_raw == "all":
+            expects = members
+        else:
+            expects = _handles(path, expects_raw, origin, f"{where}.expects", empty_ok=False)
+            for handle in expects:
+                if handle not in members:
+                    raise _err(path, f"{where}.expects", f"names {handle!r}, who is not a member")
+        on_complete = _choice(path, item, "on_complete", ("pass_through", "summarize"),
+                              f"{where}.on_complete")
+        summary_prompt = _opt_str(path, item, "summary_prompt", f"{where}.summary_prompt")
+        if on_complete == "summarize" and not summary_prompt:
+            raise _err(path, f"{where}.summary_prompt", "is required when on_complete is summarize")
+        timeout = item.get("timeout")
+        timeout_ms = timeout_at = None
+        if timeout is not None:
+            text = str(timeout)
+            timeout_ms = parse_duration_ms(text)
+            if timeout_ms is None:
+                timeout_at = parse_instant_ms(text)
+            if timeout_ms is None and timeout_at is None:
+                raise _err(path, f"{where}.timeout",
+                           f"must be a duration (30s, 10m, 2h, 1d, 1w) or an RFC3339 instant; got {text!r}")
+        out.append(
+            ChannelDecl(
+                name=name,
+                file=path,
+                members=members,
+                expects=expects,
+                description=_opt_str(path, item, "description", f"{where}.description"),
+                kind=kind,
+                on_complete=on_complete,
+                summary_prompt=summary_prompt,
+                visibility=_choice(path, item, "visibility", ("requester_only", "all_members"),
+                                   f"{where}.visibility"),
+                flow=_choice(path, item, "flow", ("parallel", "sequential"), f"{where}.flow"),
+                timeout=None if timeout is None else str(timeout),
+                timeout_ms=timeout_ms,
+                timeout_at_ms=timeout_at,
+            )
+        )
+    return out

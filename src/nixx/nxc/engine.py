@@ -1,0 +1,513 @@
+"""The nxc engine: every read and write of the conversation, as a library.
+
+The CLI is a thin shell over `Engine`; an embedding app (a TUI, the server) uses it the
+same way. Each method returns the JSON shape the CLI prints (docs/nxc.md).
+
+    engine = Engine.open()            # finds the workspace like the CLI does
+    receipt = engine.send("coder", "please fix the test", expect=None, deadline="10m")
+    engine.reply("done", thread=receipt["thread_id"])
+    engine.thread(receipt["thread_id"])["complete"]
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from nixx.errors import Forbidden, NotFound, ValidationError
+from nixx.log.ids import new_ulid
+from nixx.log.store import LogStore
+from nixx.log.workspace import Workspace, find_workspace
+from nixx.nxc import access, cursor, threads
+from nixx.nxc.channels import dm_id, is_dm
+from nixx.nxc.declarations import (
+    CHANNELS_FILE,
+    ChannelDecl,
+    Declarations,
+    Persona,
+    load_declarations,
+)
+from nixx.nxc.delivery import Delivery, ReplyContext, SendContext
+from nixx.nxc.durations import iso, parse_deadline
+from nixx.nxc.handles import parse_handle_list, resolve_handle, resolve_origin
+from nixx.nxc.reducer import DOMAIN, MESSAGE_KINDS, PRIORITIES, ChatReducer
+
+
+def _now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+class Engine:
+    def __init__(
+        self,
+        workspace: Workspace,
+        *,
+        env: Mapping[str, str] | None = None,
+        delivery: Delivery | None = None,
+        reducer: ChatReducer | None = None,
+        now_ms: Callable[[], int] = _now_ms,
+    ) -> None:
+        self.workspace = workspace
+        self.env = dict(os.environ if env is None else env)
+        self.delivery = delivery or Delivery()
+        self.reducer = reducer or ChatReducer()
+        self.now_ms = now_ms
+        self._store: LogStore | None = None
+        self._decls: Declarations | None = None
+
+    @classmethod
+    def open(
+        cls, *, db: str | Path | None = None, cwd: Path | None = None,
+        env: Mapping[str, str] | None = None, **kwargs: Any,
+    ) -> Engine:
+        return cls(find_workspace(cwd, db=db, env=env), env=env, **kwargs)
+
+    # -- plumbing -----------------------------------------------------------------------
+
+    @property
+    def store(self) -> LogStore:
+        if self._store is None:
+            self._store = LogStore.open(self.workspace.db_path, [self.reducer])
+        return self._store
+
+    @property
+    def conn(self):
+        return self.store.conn
+
+    @property
+    def origin(self) -> str:
+        return resolve_origin(self.store.replica, self.env)
+
+    @property
+    def handle(self) -> str:
+        return resolve_handle(self.store.replica, self.env)
+
+    @property
+    def declarations(self) -> Declarations:
+        if self._decls is None:
+            self._decls = load_declarations(
+                self.workspace.personas_dir, self.origin, cache_dir=self.workspace.state_dir
+            )
+        return self._decls
+
+    def close(self) -> None:
+        if self._store is not None:
+            self._store.close()
+            self._store = None
+
+    def __enter__(self) -> Engine:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _channels_file(self) -> Path:
+        return self.workspace.personas_dir / CHANNELS_FILE
+
+    # -- declarations -------------------------------------------------------------------
+
+    def list(self) -> dict[str, Any]:
+        me, decls = self.handle, self.declarations
+        personas = [
+            {
+                "handle": p.handle,
+                "job_title": p.job_title,
+                "job_description": p.job_description,
+                "direct": dm_id(me, p.handle),
+                "addressable": p.addressable.to_dict(),
+                "runtime": p.runtime.to_dict() if p.runtime else None,
+                "file": str(p.file),
+            }
+            for p in sorted(decls.personas.values(), key=lambda p: p.handle)
+        ]
+        channels = [
+            {
+                "name": c.name,
+                "channel_id": c.id,
+                "kind": c.kind,
+                "members": list(c.members),
+                "expects": list(c.expects),
+                "flow": c.flow,
+                "timeout": c.timeout,
+                "description": c.description,
+            }
+            for c in sorted(decls.channels.values(), key=lambda c: c.name)
+        ]
+        out: dict[str, Any] = {"actor": me, "personas": personas, "channels": channels}
+        rows = self.conn.execute(
+            "SELECT channel_id, name, members, description FROM nxc_channels"
+            " WHERE kind = 'public' ORDER BY channel_id"
+        ).fetchall()
+        public = [
+            {
+                "channel_id": r[0], "name": r[1], "members": json.loads(r[2] or "[]"),
+                "description": r[3], "declared": decls.channel_by_id(r[0]) is not None,
+            }
+            for r in rows
+        ]
+        if public:
+            out["public_channels"] = public
+        out["declarations"] = {"folder": str(decls.folder), "files": decls.files}
+        return out
+
+    # -- writing ------------------------------------------------------------------------
+
+    def _check_addressable(self, persona: Persona, me: str) -> None:
+        rule = persona.addressable
+        if rule.mode == "general":
+            return
+        if rule.mode == "none":
+            raise Forbidden(
+                f"{persona.handle} is not addressable directly (addressable: none in "
+                f"{persona.file}); reach it through a channel it is a member of"
+            )
+        is_persona = me in self.declarations.personas
+        if (is_persona and me in rule.personas) or (not is_persona and rule.humans):
+            return
+        raise Forbidden(
+            f"{me} may not address {persona.handle}: its `addressable` in {persona.file} "
+            f"allows personas {list(rule.personas)} and humans={rule.humans}"
+        )
+
+    def _resolve_target(self, to: str, me: str) -> tuple[str, Any, str, dict[str, Any]]:
+        """→ (target kind, declaration, channel id, channel fields to record)."""
+        decls = self.declarations
+        to = to.strip()
+        if not to:
+            raise ValidationError("--to is empty: name a persona or a declared channel", param="to")
+        if not to.startswith(("decl:", "dm:")):
+            persona = decls.find_persona(to, self.origin)
+            if persona is not None:
+                if persona.handle == me:
+                    raise ValidationError(f"{me} cannot send to itself", param="to")
+                self._check_addressable(persona, me)
+                members = sorted([me, persona.handle])
+                return "persona", persona, dm_id(me, persona.handle), {
+                    "kind": "direct", "members": members,
+                }
+        name = to[5:] if to.startswith("decl:") else to
+        channel = decls.channels.get(name)
+        if channel is not None:
+            fields: dict[str, Any] = {"name": channel.name, "kind": channel.kind,
+                                      "members": list(channel.members)}
+            if channel.description:
+                fields["description"] = channel.description
+            return "channel", channel, channel.id, fields
+        if is_dm(to):
+            raise ValidationError(
+                f"{to} is a direct channel: send to the persona instead (nxc send --to <persona>)",
+                param="to",
+            )
+        known = self.conn.execute(
+            "SELECT channel_id FROM nxc_channels WHERE channel_id IN (?, ?)", (to, "decl:" + name)
+        ).fetchone()
+        if known is not None:
+            raise NotFound(
+                f"channel {known[0]} exists in the log but no declaration names it, so it is "
+                f"not a target; declare it in {self._channels_file()} to send to it "
+                "(its messages stay readable with nxc threads / nxc search)",
+                param="to",
+            )
+        names = sorted([p.handle for p in decls.personas.values()] + list(decls.channels))
+        raise NotFound(
+            f"no persona or channel {to!r} is declared in {decls.folder}"
+            + (f"; declared: {', '.join(names)}" if names else " (the folder has no declarations)"),
+            param="to",
+        )
+
+    def send(
+        self,
+        to: str,
+        body: str,
+        *,
+        expect: list[str] | str | None = None,
+        deadline: str | int | None = None,
+        kind: str = "task",
+        priority: str = "normal",
+        parent: str | None = None,
+        refs: dict[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        """Open a thread to a persona or a declared channel with a first message."""
+        _check_body(body)
+        _check_choice(kind, MESSAGE_KINDS, "kind")
+        _check_choice(priority, PRIORITIES, "priority")
+        me = self.handle
+        target, decl, channel_id, fields = self._resolve_target(to, me)
+        warnings: list[str] = []
+        if expect is not None:
+            expects = parse_handle_list(expect, self.origin) if isinstance(expect, str) else [
+                h for h in parse_handle_list(",".join(expect), self.origin)
+            ]
+            members = set(fields["members"])
+            for handle in expects:
+                if handle not in members and handle not in self.declarations.personas:
+                    warnings.append(
+                        f"{handle} is neither a member of {channel_id} nor a declared persona"
+                    )
+        elif target == "persona":
+            expects = [decl.handle]
+        else:
+            expects = [h for h in decl.expects if h != me]
+        now = self.now_ms()
+        deadline_ms = self._deadline(deadline, now, decl if target == "channel" else None, expects)
+        if parent is None:
+            parent = self.delivery.parent_thread(self)
+        if parent is not None and threads.get_thread(self.conn, parent, now) is None:
+            raise NotFound(f"parent thread {parent} is not in the log", param="parent")
+        thread_id, message_id = "t-" + new_ulid(now), "m-" + new_ulid(now)
+        with self.store.transaction() as txn:
+            stored = dict(txn.conn.execute(
+                "SELECT field, value FROM nxc_channel_fields WHERE channel_id = ?", (channel_id,)
+            ).fetchall())
+            changed = {k: v for k, v in fields.items() if stored.get(k) != _dumps(v)}
+            if changed:
+                txn.append(DOMAIN, "channel", channel_id, me, {"fields": changed})
+            txn.append(DOMAIN, "thread_open", thread_id, me, {
+                "channel": channel_id, "parent": parent, "expects": expects,
+                "deadline": deadline_ms,
+            })
+            txn.append(DOMAIN, "post", message_id, me, {
+                "thread": thread_id, "channel": channel_id, "body": body, "kind": kind,
+                "priority": priority, "disposition": "in_turn", "escalate": False,
+                "refs": refs or {},
+            })
+        ctx = SendContext(
+            engine=self, sender=me, thread_id=thread_id, message_id=message_id,
+            channel_id=channel_id, target=target, body=body, expects=expects,
+            deadline_ms=deadline_ms, parent=parent,
+            persona=decl if target == "persona" else None,
+            channel=decl if target == "channel" else None,
+        )
+        delivered = self.delivery.on_send(ctx)
+        agent_caller = bool(self.env.get("NXC_SESSION"))
+        return {
+            "thread_id": thread_id,
+            "message_id": message_id,
+            "to": decl.handle if target == "persona" else decl.name,
+            "target": target,
+            "channel": channel_id,
+            "parent": parent,
+            "session": delivered.get("session"),
+            "expects": expects,
+            "deadline": iso(deadline_ms),
+            "spawned": bool(delivered.get("spawned")),
+            "warnings": warnings + list(delivered.get("warnings", [])),
+            "await": None if agent_caller else {
+                "command": f"nxc wait --thread {thread_id}",
+                "until": "complete or stale",
+            },
+        }
+
+    def _deadline(
+        self, deadline: str | int | None, now: int, channel: ChannelDecl | None, expects: list[str]
+    ) -> int | None:
+        if isinstance(deadline, int):
+            return deadline
+        if deadline:
+            return parse_deadline(deadline, now_ms=now)
+        if channel is None:
+            return None
+        if channel.timeout_at_ms is not None:
+            return channel.timeout_at_ms
+        if channel.timeout_ms is not None:
+            rounds = len(expects) if channel.flow == "sequential" else 1
+            return now + channel.timeout_ms * max(rounds, 1)
+        return None
+
+    def reply(
+        self,
+        body: str,
+        *,
+        thread: str | None = None,
+        kind: str = "report",
+        priority: str = "normal",
+        escalate: bool = False,
+        refs: dict[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        """Post into an existing thread (the only way to). Without `thread`: the caller's
+        one open conversation (a thread where it still owes a reply)."""
+        _check_body(body)
+        _check_choice(kind, MESSAGE_KINDS, "kind")
+        _check_choice(priority, PRIORITIES, "priority")
+        me, now = self.handle, self.now_ms()
+        if thread is None:
+            owed = threads.open_for(self.conn, me, now)
+            if len(owed) != 1:
+                which = ", ".join(t["thread_id"] for t in owed)
+                raise ValidationError(
+                    f"{me} has {len(owed)} open conversations"
+                    + (f" ({which})" if owed else "")
+                    + "; name one with --thread",
+                    param="thread",
+                )
+            thread = owed[0]["thread_id"]
+        summary = threads.get_thread(self.conn, thread, now)
+        if summary is None:
+            raise NotFound(f"thread {thread} is not in the log", param="thread")
+        if not access.can_read_thread(self.conn, me, thread):
+            raise Forbidden(
+                f"{me} may not post in {thread}: not its opener, not expected in it, and not "
+                f"a member of {summary['channel_id']}"
+            )
+        message_id = "m-" + new_ulid(now)
+        with self.store.transaction() as txn:
+            txn.append(DOMAIN, "post", message_id, me, {
+                "thread": thread, "channel": summary["channel_id"], "body": body, "kind": kind,
+                "priority": priority, "disposition": "in_turn", "escalate": escalate,
+                "refs": refs or {},
+            })
+        after = threads.get_thread(self.conn, thread, self.now_ms()) or summary
+        delivered = self.delivery.on_reply(ReplyContext(
+            engine=self, sender=me, thread_id=thread, message_id=message_id,
+            channel_id=summary["channel_id"], body=body, escalate=escalate, thread=after,
+        ))
+        return {
+            "posted": True,
+            "message_id": message_id,
+            "thread_id": thread,
+            "channel_id": summary["channel_id"],
+            "escalate": escalate,
+            "complete": after["complete"],
+            "resumed": delivered.get("resumed"),
+            "warnings": list(delivered.get("warnings", [])),
+        }
+
+    def expect(
+        self, thread: str, handles: list[str] | str, *, deadline: str | int | None = None
+    ) -> dict[str, Any]:
+        """Re-declare who must reply (opener only); starts a new turn for everyone named."""
+        me, now = self.handle, self.now_ms()
+        summary = threads.get_thread(self.conn, thread, now)
+        if summary is None:
+            raise NotFound(f"thread {thread} is not in the log", param="thread")
+        if summary["opener"] != me:
+            raise Forbidden(
+                f"only the opener of {thread} ({summary['opener']}) may re-declare who must "
+                f"reply; you are {me}"
+            )
+        text = handles if isinstance(handles, str) else ",".join(handles)
+        expects = parse_handle_list(text, self.origin)
+        deadline_ms = None
+        if deadline is not None:
+            deadline_ms = deadline if isinstance(deadline, int) else parse_deadline(deadline, now_ms=now)
+        with self.store.transaction() as txn:
+            txn.append(DOMAIN, "thread_expects", thread, me, {"expects": expects})
+            if deadline_ms is not None:
+                txn.append(DOMAIN, "thread_deadline", thread, me, {"deadline": deadline_ms})
+        return self.thread(thread, with_messages=False)
+
+    def mark_read(self, channel: str, upto: str | None = None) -> dict[str, Any]:
+        """Move my read cursor in `channel` to message `upto` (default: its latest message).
+        Never moves back; member-only."""
+        me = self.handle
+        if not access.is_member(self.conn, me, channel):
+            raise Forbidden(f"{me} is not a member of {channel}: a non-member keeps no read state")
+        if upto is None:
+            pos = cursor.latest_pos(self.conn, channel)
+        else:
+            row = self.conn.execute(
+                "SELECT pos FROM nxc_messages WHERE message_id = ? AND channel_id = ?",
+                (upto, channel),
+            ).fetchone()
+            if row is None:
+                raise NotFound(f"message {upto} is not in channel {channel}", param="upto")
+            pos = row[0]
+        current = cursor.cursor_of(self.conn, me, channel)
+        moved = pos is not None and (current is None or pos > current)
+        if moved:
+            self.store.append(DOMAIN, "read_cursor", channel, me, {"pos": pos})
+        return {"channel_id": channel, "reader": me, "pos": cursor.cursor_of(self.conn, me, channel),
+                "moved": moved}
+
+    # -- reading ------------------------------------------------------------------------
+
+    def thread(self, thread_id: str, *, with_messages: bool = True) -> dict[str, Any]:
+        me = self.handle
+        summary = threads.get_thread(self.conn, thread_id, self.now_ms())
+        if summary is None:
+            raise NotFound(f"thread {thread_id} is not in the log", param="thread")
+        if not access.can_read_thread(self.conn, me, thread_id):
+            raise Forbidden(f"{me} may not read {thread_id} (a member-only channel)")
+        if with_messages:
+            summary["messages"] = threads.messages(self.conn, thread_id)
+        return summary
+
+    def threads(
+        self, *, channel: str | None = None, open_only: bool = False, limit: int | None = 50
+    ) -> list[dict[str, Any]]:
+        found = threads.list_threads(self.conn, self.handle, self.now_ms(), channel=channel,
+                                     limit=None if open_only else limit)
+        if open_only:
+            found = [t for t in found if t["state"] == "open"][:limit]
+        return found
+
+    def prime(self) -> dict[str, Any]:
+        return cursor.prime(self.conn, self.handle)
+
+    def unread(self, channel: str | None = None) -> list[dict[str, Any]]:
+        return cursor.unread(self.conn, self.handle, channel)
+
+    def status(
+        self, *, thread: str | None = None, channel: str | None = None, include_finished: bool = False
+    ) -> dict[str, Any]:
+        from nixx.nxc.status import operations
+
+        if thread is not None and threads.get_thread(self.conn, thread, self.now_ms()) is None:
+            raise NotFound(f"thread {thread} is not in the log", param="thread")
+        ops = operations(
+            self.conn, self.handle, self.now_ms(), personas=self.declarations.personas,
+            thread=thread, channel=channel, include_finished=include_finished,
+        )
+        return {"actor": self.handle, "operations": ops}
+
+    def search(self, query: str, *, limit: int = 20) -> list[dict[str, Any]]:
+        from nixx.nxc.search import search
+
+        return search(self.conn, self.handle, query, limit=limit)
+
+    def wait(self, thread: str, *, timeout: float | None = None) -> tuple[str, dict[str, Any]]:
+        """Block until the thread's quorum is complete or stale, or `timeout` seconds pass.
+        Returns (`complete` | `stale` | `timeout`, the thread summary)."""
+        from nixx.log.watcher import DataVersionWatcher
+
+        summary = self.thread(thread, with_messages=False)
+        if not summary["expects"]:
+            raise ValidationError(f"thread {thread} expects no reply: there is nothing to wait for")
+        give_up = None if timeout is None else time.monotonic() + timeout
+        with DataVersionWatcher(self.workspace.db_path) as watcher:
+            while True:
+                summary = self.thread(thread, with_messages=False)
+                if summary["complete"]:
+                    return "complete", summary
+                if summary["stale"]:
+                    return "stale", summary
+                step = 60.0
+                if give_up is not None:
+                    step = give_up - time.monotonic()
+                    if step <= 0:
+                        return "timeout", summary
+                raw = self.conn.execute(
+                    "SELECT deadline FROM nxc_thread_state WHERE thread_id = ?", (thread,)
+                ).fetchone()
+                if raw and raw[0] is not None:  # wake when it would go stale
+                    step = min(step, max(0.0, (raw[0] - self.now_ms()) / 1000) + 0.01)
+                watcher.wait(step)
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def _check_body(body: str) -> None:
+    if not isinstance(body, str) or not body.strip():
+        raise ValidationError("the message body is empty", param="body")
+
+
+def _check_choice(value: str, choices: tuple[str, ...], name: str) -> None:
+    if value not in choices:
+        raise ValidationError(f"--{name} must be one of {', '.join(choices)}; got {value!r}",
+                              param=name)

@@ -1,0 +1,305 @@
+"""The chat reducer: folds domain ``message`` operations into nxc's views.
+
+Every kind's merge rule is order-independent (see docs/oplog.md). `pos` is the op's
+total order key ``clock.origin.id`` (`nixx.log.op.Op.pos`).
+
+    kind             target      payload                               merge rule
+    channel          channel id  {fields: {name,kind,members,...}}     LWW per field on pos
+    thread_open      thread id   {channel, parent, expects, deadline}  immutable root; same id
+                                                                        twice: least pos wins
+    thread_expects   thread id   {expects: [handles]}                  LWW register, opener only
+    thread_deadline  thread id   {deadline: ms | null}                 LWW register, opener only
+    post             message id  {thread, channel, body, kind, ...}    grow-only (same id
+                                                                        twice: least pos wins)
+    read_cursor      channel id  {pos}                                 max register per
+                                                                        (actor, channel)
+
+"Opener only" is decided at read time of the candidates, not at fold time: every
+register write is kept as a candidate and the winner is the greatest pos among those
+whose actor is the root's opener. So a write that arrives before its thread's root is
+judged correctly once the root arrives.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from typing import Any
+
+from nixx.log.op import Op
+from nixx.log.reducer import Reducer
+
+DOMAIN = "message"
+MESSAGE_KINDS = ("task", "question", "report", "decision", "info")
+PRIORITIES = ("urgent", "normal", "background")
+DISPOSITIONS = ("in_turn", "next_session")
+CHANNEL_FIELDS = {
+    "name": str, "kind": str, "members": list, "expects": list, "description": str,
+    "flow": str, "origin": str,
+}
+
+_TABLES = (
+    "nxc_channel_fields", "nxc_members", "nxc_threads", "nxc_thread_regs", "nxc_thread_state",
+    "nxc_messages", "nxc_cursors",
+)
+
+_CREATE = """
+CREATE TABLE nxc_channel_fields(
+    channel_id TEXT NOT NULL, field TEXT NOT NULL, value TEXT NOT NULL, pos TEXT NOT NULL,
+    PRIMARY KEY(channel_id, field)) WITHOUT ROWID;
+CREATE TABLE nxc_members(
+    channel_id TEXT NOT NULL, handle TEXT NOT NULL,
+    PRIMARY KEY(channel_id, handle)) WITHOUT ROWID;
+CREATE INDEX nxc_members_handle ON nxc_members(handle, channel_id);
+CREATE VIEW nxc_channels AS
+    SELECT channel_id,
+           json_extract(max(CASE field WHEN 'name' THEN value END), '$') AS name,
+           coalesce(json_extract(max(CASE field WHEN 'kind' THEN value END), '$'), 'group') AS kind,
+           max(CASE field WHEN 'members' THEN value END) AS members,
+           json_extract(max(CASE field WHEN 'description' THEN value END), '$') AS description
+    FROM nxc_channel_fields GROUP BY channel_id;
+CREATE TABLE nxc_threads(
+    thread_id TEXT PRIMARY KEY, channel_id TEXT NOT NULL, opener TEXT NOT NULL, parent TEXT,
+    origin TEXT NOT NULL, created INTEGER NOT NULL, pos TEXT NOT NULL) WITHOUT ROWID;
+CREATE INDEX nxc_threads_parent ON nxc_threads(parent);
+CREATE INDEX nxc_threads_channel ON nxc_threads(channel_id, pos);
+CREATE INDEX nxc_threads_opener ON nxc_threads(opener);
+CREATE TABLE nxc_thread_regs(
+    thread_id TEXT NOT NULL, field TEXT NOT NULL, pos TEXT NOT NULL, actor TEXT NOT NULL,
+    value TEXT NOT NULL, PRIMARY KEY(thread_id, field, pos)) WITHOUT ROWID;
+CREATE TABLE nxc_thread_state(
+    thread_id TEXT PRIMARY KEY, expects TEXT NOT NULL, expects_pos TEXT NOT NULL,
+    deadline INTEGER, deadline_pos TEXT) WITHOUT ROWID;
+CREATE TABLE nxc_messages(
+    mrow INTEGER PRIMARY KEY, message_id TEXT NOT NULL UNIQUE, thread_id TEXT NOT NULL,
+    channel_id TEXT NOT NULL, sender TEXT NOT NULL, kind TEXT NOT NULL, priority TEXT NOT NULL,
+    disposition TEXT NOT NULL, escalate INTEGER NOT NULL, body TEXT NOT NULL, refs TEXT NOT NULL,
+    origin TEXT NOT NULL, created INTEGER NOT NULL, pos TEXT NOT NULL);
+CREATE INDEX nxc_messages_thread ON nxc_messages(thread_id, pos);
+CREATE INDEX nxc_messages_channel ON nxc_messages(channel_id, pos);
+CREATE VIRTUAL TABLE nxc_messages_fts USING fts5(
+    body, content='nxc_messages', content_rowid='mrow', tokenize='unicode61 remove_diacritics 2');
+CREATE TRIGGER nxc_messages_ai AFTER INSERT ON nxc_messages BEGIN
+    INSERT INTO nxc_messages_fts(rowid, body) VALUES (new.mrow, new.body);
+END;
+CREATE TRIGGER nxc_messages_ad AFTER DELETE ON nxc_messages BEGIN
+    INSERT INTO nxc_messages_fts(nxc_messages_fts, rowid, body) VALUES ('delete', old.mrow, old.body);
+END;
+CREATE TRIGGER nxc_messages_au AFTER UPDATE ON nxc_messages BEGIN
+    INSERT INTO nxc_messages_fts(nxc_messages_fts, rowid, body) VALUES ('delete', old.mrow, old.body);
+    INSERT INTO nxc_messages_fts(rowid, body) VALUES (new.mrow, new.body);
+END;
+CREATE TABLE nxc_cursors(
+    reader TEXT NOT NULL, channel_id TEXT NOT NULL, pos TEXT NOT NULL,
+    PRIMARY KEY(reader, channel_id)) WITHOUT ROWID;
+"""
+
+
+def _is_handles(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(h, str) and "/" in h for h in value)
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+class ChatReducer(Reducer):
+    domain = DOMAIN
+    version = 1
+
+    def __init__(self) -> None:
+        self._kinds = {
+            "channel": self._channel,
+            "thread_open": self._thread_open,
+            "thread_expects": self._thread_register,
+            "thread_deadline": self._thread_register,
+            "post": self._post,
+            "read_cursor": self._read_cursor,
+        }
+
+    def register_kind(self, kind: str, fold) -> None:
+        """Add a kind (issue 8: sessions, deliveries): `fold(conn, op) -> bool`."""
+        if kind in self._kinds:
+            raise ValueError(f"kind {kind!r} already folded")
+        self._kinds[kind] = fold
+
+    def create_views(self, conn: sqlite3.Connection) -> None:
+        for statement in _split(_CREATE):
+            conn.execute(statement)
+
+    def drop_views(self, conn: sqlite3.Connection) -> None:
+        conn.execute("DROP VIEW IF EXISTS nxc_channels")
+        conn.execute("DROP TABLE IF EXISTS nxc_messages_fts")
+        for table in _TABLES:
+            conn.execute(f"DROP TABLE IF EXISTS {table}")
+
+    def fold(self, conn: sqlite3.Connection, op: Op) -> bool:
+        handler = self._kinds.get(op.kind)
+        if handler is None or not isinstance(op.payload, dict) or not op.target:
+            return False
+        return handler(conn, op)
+
+    # -- kinds ------------------------------------------------------------------------
+
+    def _channel(self, conn: sqlite3.Connection, op: Op) -> bool:
+        fields = op.payload.get("fields")
+        if not isinstance(fields, dict) or not fields:
+            return False
+        for name, value in fields.items():
+            expected = CHANNEL_FIELDS.get(name)
+            if expected is None or not isinstance(value, expected):
+                return False
+            if name == "kind" and value not in ("group", "public", "direct"):
+                return False
+            if name in ("members", "expects") and not _is_handles(value):
+                return False
+        pos = op.pos
+        for name, value in sorted(fields.items()):
+            cur = conn.execute(
+                "INSERT INTO nxc_channel_fields VALUES (?,?,?,?) "
+                "ON CONFLICT(channel_id, field) DO UPDATE SET value = excluded.value, "
+                "pos = excluded.pos WHERE excluded.pos > nxc_channel_fields.pos",
+                (op.target, name, _dumps(value), pos),
+            )
+            if name == "members" and cur.rowcount:
+                conn.execute("DELETE FROM nxc_members WHERE channel_id = ?", (op.target,))
+                conn.executemany(
+                    "INSERT OR IGNORE INTO nxc_members VALUES (?, ?)",
+                    [(op.target, h) for h in value],
+                )
+        return True
+
+    def _thread_open(self, conn: sqlite3.Connection, op: Op) -> bool:
+        p = op.payload
+        channel, parent = p.get("channel"), p.get("parent")
+        expects, deadline = p.get("expects", []), p.get("deadline")
+        if not isinstance(channel, str) or not channel:
+            return False
+        if parent is not None and (not isinstance(parent, str) or parent == op.target):
+            return False
+        if not _is_handles(expects) or (deadline is not None and type(deadline) is not int):
+            return False
+        pos = op.pos
+        conn.execute(
+            "INSERT INTO nxc_threads VALUES (?,?,?,?,?,?,?) "
+            "ON CONFLICT(thread_id) DO UPDATE SET channel_id = excluded.channel_id, "
+            "opener = excluded.opener, parent = excluded.parent, origin = excluded.origin, "
+            "created = excluded.created, pos = excluded.pos WHERE excluded.pos < nxc_threads.pos",
+            (op.target, channel, op.actor, parent, op.origin, op.created, pos),
+        )
+        conn.executemany(
+            "INSERT OR IGNORE INTO nxc_thread_regs VALUES (?,?,?,?,?)",
+            [
+                (op.target, "expects", pos, op.actor, _dumps(expects)),
+                (op.target, "deadline", pos, op.actor, _dumps(deadline)),
+            ],
+        )
+        _recompute_thread(conn, op.target)
+        return True
+
+    def _thread_register(self, conn: sqlite3.Connection, op: Op) -> bool:
+        if op.kind == "thread_expects":
+            field, value = "expects", op.payload.get("expects")
+            if not _is_handles(value):
+                return False
+        else:
+            field, value = "deadline", op.payload.get("deadline", "missing")
+            if value is not None and type(value) is not int:
+                return False
+        conn.execute(
+            "INSERT OR IGNORE INTO nxc_thread_regs VALUES (?,?,?,?,?)",
+            (op.target, field, op.pos, op.actor, _dumps(value)),
+        )
+        _recompute_thread(conn, op.target)
+        return True
+
+    def _post(self, conn: sqlite3.Connection, op: Op) -> bool:
+        p = op.payload
+        thread, channel, body = p.get("thread"), p.get("channel"), p.get("body")
+        kind = p.get("kind", "info")
+        priority = p.get("priority", "normal")
+        disposition = p.get("disposition", "in_turn")
+        escalate = p.get("escalate", False)
+        refs = p.get("refs", {})
+        if not (isinstance(thread, str) and thread and isinstance(channel, str) and channel):
+            return False
+        if not isinstance(body, str) or not isinstance(refs, dict) or type(escalate) is not bool:
+            return False
+        if kind not in MESSAGE_KINDS or priority not in PRIORITIES or disposition not in DISPOSITIONS:
+            return False
+        conn.execute(
+            "INSERT INTO nxc_messages(message_id, thread_id, channel_id, sender, kind, priority,"
+            " disposition, escalate, body, refs, origin, created, pos)"
+            " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)"
+            " ON CONFLICT(message_id) DO UPDATE SET thread_id = excluded.thread_id,"
+            " channel_id = excluded.channel_id, sender = excluded.sender, kind = excluded.kind,"
+            " priority = excluded.priority, disposition = excluded.disposition,"
+            " escalate = excluded.escalate, body = excluded.body, refs = excluded.refs,"
+            " origin = excluded.origin, created = excluded.created, pos = excluded.pos"
+            " WHERE excluded.pos < nxc_messages.pos",
+            (op.target, thread, channel, op.actor, kind, priority, disposition, int(escalate),
+             body, _dumps(refs), op.origin, op.created, op.pos),
+        )
+        return True
+
+    def _read_cursor(self, conn: sqlite3.Connection, op: Op) -> bool:
+        pos = op.payload.get("pos")
+        if not isinstance(pos, str) or not pos:
+            return False
+        conn.execute(
+            "INSERT INTO nxc_cursors VALUES (?,?,?) ON CONFLICT(reader, channel_id) DO UPDATE"
+            " SET pos = excluded.pos WHERE excluded.pos > nxc_cursors.pos",
+            (op.actor, op.target, pos),
+        )
+        return True
+
+
+def _recompute_thread(conn: sqlite3.Connection, thread_id: str) -> None:
+    """Materialise the winning registers of a thread: the greatest-pos candidate written
+    by the root's opener. No root yet: no state (candidates wait for it)."""
+    row = conn.execute("SELECT opener FROM nxc_threads WHERE thread_id = ?", (thread_id,)).fetchone()
+    if row is None:
+        conn.execute("DELETE FROM nxc_thread_state WHERE thread_id = ?", (thread_id,))
+        return
+    opener = row[0]
+    winners = {}
+    for field in ("expects", "deadline"):
+        winners[field] = conn.execute(
+            "SELECT value, pos FROM nxc_thread_regs WHERE thread_id = ? AND field = ?"
+            " AND actor = ? ORDER BY pos DESC LIMIT 1",
+            (thread_id, field, opener),
+        ).fetchone()
+    expects, expects_pos = winners["expects"] or ("[]", "")
+    deadline, deadline_pos = winners["deadline"] or ("null", None)
+    conn.execute(
+        "INSERT OR REPLACE INTO nxc_thread_state VALUES (?,?,?,?,?)",
+        (thread_id, expects, expects_pos, json.loads(deadline), deadline_pos),
+    )
+
+
+def _split(script: str) -> list[str]:
+    """Statements of a script; trigger bodies (BEGIN … END;) stay whole."""
+    out, buf = [], []
+    for line in script.strip().splitlines():
+        buf.append(line)
+        text = "\n".join(buf).strip()
+        in_trigger = text.upper().startswith("CREATE TRIGGER")
+        if (in_trigger and text.upper().endswith("END;")) or (
+            not in_trigger and text.endswith(";")
+        ):
+            out.append(text)
+            buf = []
+    return out
+
+
+def snapshot(conn: sqlite3.Connection) -> dict[str, list[tuple]]:
+    """Every chat view as sorted rows without local row ids: two replicas that have folded
+    the same set of operations give equal snapshots (used by the property tests)."""
+    out = {}
+    for table in _TABLES:
+        cols = [r[1] for r in conn.execute(f"PRAGMA table_info({table})") if r[1] != "mrow"]
+        rows = conn.execute(f"SELECT {', '.join(cols)} FROM {table}").fetchall()
+        out[table] = sorted(rows, key=repr)
+    # raises if the full-text index disagrees with the messages it indexes
+    conn.execute("INSERT INTO nxc_messages_fts(nxc_messages_fts) VALUES ('integrity-check')")
+    return out

@@ -1,0 +1,141 @@
+"""Threads and the derived quorum. Nothing here is stored: every field is computed from
+the root, the winning registers and the messages.
+
+Let E be the thread's current `expects_reply_from` and W the pos of the op that set it.
+replied = handles in E that posted in the thread after W; outstanding = E − replied;
+complete = E non-empty and nothing outstanding (no wall clock); stale = a deadline
+exists, now is past it and something is outstanding. complete and stale are disjoint.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from typing import Any
+
+from nixx.nxc.access import THREAD_READABLE
+from nixx.nxc.durations import iso
+
+_THREAD_COLS = (
+    "t.thread_id, t.channel_id, t.opener, t.parent, t.origin, t.created, t.pos,"
+    " coalesce(s.expects, '[]'), coalesce(s.expects_pos, ''), s.deadline"
+)
+
+
+def _replied(conn: sqlite3.Connection, thread_id: str, expects: list[str], w_pos: str) -> set[str]:
+    if not expects:
+        return set()
+    rows = conn.execute(
+        "SELECT DISTINCT sender FROM nxc_messages WHERE thread_id = ? AND pos > ?",
+        (thread_id, w_pos),
+    ).fetchall()
+    named = set(expects)
+    return {r[0] for r in rows if r[0] in named}
+
+
+def _escalated(conn: sqlite3.Connection, thread_id: str, w_pos: str) -> bool:
+    row = conn.execute(
+        "SELECT 1 FROM nxc_messages WHERE thread_id = ? AND pos > ? AND escalate = 1 LIMIT 1",
+        (thread_id, w_pos),
+    ).fetchone()
+    return row is not None
+
+
+def state_of(q: dict[str, Any]) -> str:
+    """`stale` | `answered` | `open` for a thread summary (no expectation: answered)."""
+    if q["stale"]:
+        return "stale"
+    if q["complete"] or not q["expects"]:
+        return "answered"
+    return "open"
+
+
+def _summary(conn: sqlite3.Connection, row: tuple, now_ms: int) -> dict[str, Any]:
+    tid, channel, opener, parent, origin, created, pos, expects_json, w_pos, deadline = row
+    expects = json.loads(expects_json)
+    replied = _replied(conn, tid, expects, w_pos)
+    outstanding = [h for h in expects if h not in replied]
+    complete = bool(expects) and not outstanding
+    stale = deadline is not None and now_ms > deadline and bool(outstanding)
+    count = conn.execute("SELECT count(*) FROM nxc_messages WHERE thread_id = ?", (tid,)).fetchone()[0]
+    out = {
+        "thread_id": tid,
+        "channel_id": channel,
+        "opener": opener,
+        "parent": parent,
+        "origin": origin,
+        "created": iso(created),
+        "expects": expects,
+        "replied": [h for h in expects if h in replied],
+        "outstanding": outstanding,
+        "complete": complete,
+        "stale": stale,
+        "deadline": iso(deadline),
+        "escalated": _escalated(conn, tid, w_pos),
+        "message_count": count,
+    }
+    out["state"] = state_of(out)
+    return out
+
+
+def get_thread(conn: sqlite3.Connection, thread_id: str, now_ms: int) -> dict[str, Any] | None:
+    row = conn.execute(
+        f"SELECT {_THREAD_COLS} FROM nxc_threads t LEFT JOIN nxc_thread_state s USING (thread_id)"
+        " WHERE t.thread_id = ?",
+        (thread_id,),
+    ).fetchone()
+    return None if row is None else _summary(conn, row, now_ms)
+
+
+def messages(conn: sqlite3.Connection, thread_id: str) -> list[dict[str, Any]]:
+    rows = conn.execute(
+        "SELECT message_id, sender, kind, priority, disposition, escalate, body, refs, created,"
+        " channel_id FROM nxc_messages WHERE thread_id = ? ORDER BY pos",
+        (thread_id,),
+    ).fetchall()
+    return [
+        {
+            "message_id": r[0], "sender": r[1], "kind": r[2], "priority": r[3],
+            "disposition": r[4], "escalate": bool(r[5]), "body": r[6], "refs": json.loads(r[7]),
+            "created": iso(r[8]), "channel_id": r[9],
+        }
+        for r in rows
+    ]
+
+
+def list_threads(
+    conn: sqlite3.Connection, me: str, now_ms: int, *, channel: str | None = None,
+    limit: int | None = 50, where: str = "", params: dict[str, Any] | None = None,
+) -> list[dict[str, Any]]:
+    """Threads `me` may read, newest first."""
+    sql = (
+        f"SELECT {_THREAD_COLS} FROM nxc_threads t LEFT JOIN nxc_thread_state s USING (thread_id)"
+        f" WHERE {THREAD_READABLE}"
+    )
+    args: dict[str, Any] = {"me": me, **(params or {})}
+    if channel is not None:
+        sql += " AND t.channel_id = :channel"
+        args["channel"] = channel
+    if where:
+        sql += f" AND ({where})"
+    sql += " ORDER BY t.pos DESC"
+    if limit is not None:
+        sql += " LIMIT :limit"
+        args["limit"] = limit
+    return [_summary(conn, row, now_ms) for row in conn.execute(sql, args).fetchall()]
+
+
+def open_for(conn: sqlite3.Connection, me: str, now_ms: int) -> list[dict[str, Any]]:
+    """Threads where `me` still owes a reply (and that are not stale)."""
+    rows = conn.execute(
+        f"SELECT {_THREAD_COLS} FROM nxc_threads t JOIN nxc_thread_state s USING (thread_id)"
+        " WHERE EXISTS (SELECT 1 FROM json_each(s.expects) WHERE value = :me)"
+        " ORDER BY t.pos DESC",
+        {"me": me},
+    ).fetchall()
+    out = []
+    for row in rows:
+        summary = _summary(conn, row, now_ms)
+        if me in summary["outstanding"] and not summary["stale"]:
+            out.append(summary)
+    return out
