@@ -96,6 +96,19 @@ class NixxApp(App[None]):
         self._quit_armed = False
         self.turns_completed = 0  # for tests and the exit report
 
+    def notify(  # type: ignore[override]
+        self,
+        message: str,
+        *,
+        title: str = "",
+        severity: Any = "information",
+        timeout: float | None = None,
+        markup: bool = False,
+    ) -> None:
+        """Textual's notify, but plain text by default: messages quote what the user
+        typed and what the server said, which must never be read as markup."""
+        super().notify(message, title=title, severity=severity, timeout=timeout, markup=markup)
+
     # ---- layout --------------------------------------------------------------------
     def compose(self) -> ComposeResult:
         yield Conversation(id="conversation")
@@ -228,15 +241,15 @@ class NixxApp(App[None]):
                     self.status.set(prompt_tokens=_int(event.data.get("prompt_tokens")))
         except asyncio.CancelledError:
             self._history.append(message)
-            if bubble.content:
-                self._history.append({"role": "assistant", "content": bubble.content})
+            if bubble.body_text:
+                self._history.append({"role": "assistant", "content": bubble.body_text})
             await bubble.finish("interrupted")
             self.status.set(busy="")
             raise
         except NixxError as err:
             self.status.set(busy="")
-            if bubble.content:  # part of an answer arrived: keep it, marked
-                self._history += [message, {"role": "assistant", "content": bubble.content}]
+            if bubble.body_text:  # part of an answer arrived: keep it, marked
+                self._history += [message, {"role": "assistant", "content": bubble.body_text}]
                 await bubble.finish("incomplete")
                 await self.show_error(err.message)
             else:  # nothing arrived: undo the turn and give the prompt back
@@ -248,7 +261,7 @@ class NixxApp(App[None]):
                     self.prompt.move_cursor(self.prompt.document.end)
             self.status.set(connected=not err.details.get("server_down", False))
             return
-        self._history += [message, {"role": "assistant", "content": bubble.content}]
+        self._history += [message, {"role": "assistant", "content": bubble.body_text}]
         await bubble.finish()
         self.conversation.scroll_end(animate=False)
         self.status.set(busy="", connected=True)

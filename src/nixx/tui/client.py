@@ -251,8 +251,9 @@ def _chunk_events(chunk: Any) -> list[StreamEvent]:
     if not isinstance(chunk, dict):
         return events
     nixx_ext = chunk.get("nixx")
-    if isinstance(nixx_ext, dict) and nixx_ext.get("tool"):
-        events.append(StreamEvent("tool", text=str(nixx_ext["tool"]), data=nixx_ext))
+    run = nixx_ext.get("tool_run") if isinstance(nixx_ext, dict) else None
+    if isinstance(run, dict) and run.get("name"):  # a server-side tool ran
+        events.append(StreamEvent("tool", text=str(run["name"]), data=run))
     for choice in chunk.get("choices") or []:
         delta = choice.get("delta") or {}
         text = delta.get("content")

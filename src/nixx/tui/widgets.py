@@ -40,7 +40,7 @@ class UserMessage(Static):
 
     def __init__(self, content: str) -> None:
         super().__init__(Text(content), classes="message user")
-        self.content = content
+        self.body_text = content
         self.border_title = "you"
 
 
@@ -49,19 +49,19 @@ class AssistantMessage(Vertical):
 
     def __init__(self, content: str = "", *, streaming: bool = False) -> None:
         super().__init__(classes="message assistant")
-        self.content = content
+        self.body_text = content
         self.streaming = streaming
         self.border_title = "nixx"
 
     def compose(self) -> ComposeResult:
         if self.streaming:
-            yield Static(Text(self.content), classes="stream")
+            yield Static(Text(self.body_text), classes="stream")
         else:
-            yield Markdown(self.content)
+            yield Markdown(self.body_text)
 
     def append(self, delta: str) -> None:
-        self.content += delta
-        self.query_one(".stream", Static).update(Text(self.content))
+        self.body_text += delta
+        self.query_one(".stream", Static).update(Text(self.body_text))
 
     async def finish(self, note: str | None = None) -> None:
         """Re-render as Markdown; `note` (e.g. "interrupted") goes in the border."""
@@ -70,7 +70,7 @@ class AssistantMessage(Vertical):
             self.border_subtitle = note
             self.add_class("incomplete")
         await self.remove_children()
-        await self.mount(Markdown(self.content or "*(no answer)*"))
+        await self.mount(Markdown(self.body_text or "*(no answer)*"))
 
 
 class ToolLine(Static):

@@ -1,0 +1,57 @@
+"""Helpers to drive the chat app with Textual's pilot."""
+
+from __future__ import annotations
+
+from textual.pilot import Pilot
+
+from nixx.tui.app import NixxApp
+from nixx.tui.client import NixxClient
+from nixx.tui.widgets import AssistantMessage, Notice, UserMessage
+
+SIZE = (100, 32)
+
+
+def make(url: str, **kw) -> NixxApp:
+    return NixxApp(NixxClient(url), server_label="nixx-test", **kw)
+
+
+async def settle(pilot: Pilot) -> None:
+    """Wait until every worker (stream, command, status refresh) is done."""
+    await pilot.pause()
+    for _ in range(5):
+        await pilot.app.workers.wait_for_complete()
+        await pilot.pause()
+
+
+async def submit(pilot: Pilot, text: str) -> None:
+    app = pilot.app
+    app.prompt.load_text(text)
+    await pilot.press("enter")
+    await settle(pilot)
+
+
+def assistants(app: NixxApp) -> list[AssistantMessage]:
+    return list(app.query(AssistantMessage))
+
+
+def users(app: NixxApp) -> list[UserMessage]:
+    return list(app.query(UserMessage))
+
+
+def notices(app: NixxApp) -> list[Notice]:
+    return list(app.query(Notice))
+
+
+def notice_text(notice: Notice) -> str:
+    """The plain text a Notice shows (its renderable, printed without styles)."""
+    import io
+
+    from rich.console import Console
+
+    console = Console(width=200, color_system=None, record=True, file=io.StringIO())
+    console.print(notice.content)
+    return console.export_text()
+
+
+def notifications(app: NixxApp) -> list[str]:
+    return [n.message for n in app._notifications]

@@ -1,0 +1,80 @@
+"""A live nixx server for the chat tests: real uvicorn on a loopback port, in a thread,
+backed by the scripted LLM."""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from nixx.config import Settings, load_settings
+from nixx.testing.fake_llm import FakeLLM
+
+
+def llm_settings(tmp_path: Path, chat_url: str, embed_url: str, **extra: Any) -> Settings:
+    workspace = tmp_path / "workspace"
+    workspace.mkdir(exist_ok=True)
+    return load_settings(
+        db_url=f"sqlite:///{tmp_path / 'server.db'}",
+        chat_base_url=chat_url,
+        **_embedder(embed_url),
+        workspace=workspace,
+        **extra,
+    )
+
+
+def _embedder(embed_url: str) -> dict[str, Any]:
+    import importlib.util
+
+    if importlib.util.find_spec("nixx.embed.openai") is None:  # TEMP until it lands
+        return {"embed_provider": "local"}
+    return {"embed_provider": "openai", "embed_base_url": embed_url, "embed_model": "fake-embed"}
+
+
+@dataclass
+class LiveServer:
+    url: str
+    settings: Settings
+    llm: FakeLLM
+
+    def get(self, path: str, **kw: Any) -> Any:
+        resp = httpx.get(self.url + path, timeout=30, **kw)
+        resp.raise_for_status()
+        return resp.json()
+
+    def post(self, path: str, body: Any = None) -> Any:
+        resp = httpx.post(self.url + path, json=body, timeout=30)
+        resp.raise_for_status()
+        return resp.json() if resp.content else None
+
+
+class ThreadedServer:
+    """`nixx.server.app.create_app(settings)` under uvicorn in a daemon thread."""
+
+    def __init__(self, settings: Settings) -> None:
+        import uvicorn
+
+        from nixx.server.app import create_app
+
+        config = uvicorn.Config(
+            create_app(settings), host="127.0.0.1", port=0, log_level="warning", lifespan="on"
+        )
+        self.server = uvicorn.Server(config)
+        self.thread = threading.Thread(target=self.server.run, daemon=True)
+
+    def __enter__(self) -> str:
+        self.thread.start()
+        while not self.server.started:
+            if not self.thread.is_alive():
+                raise RuntimeError("the nixx server thread died during start-up")
+            time.sleep(0.02)
+        port = self.server.servers[0].sockets[0].getsockname()[1]
+        return f"http://127.0.0.1:{port}"
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.should_exit = True
+        self.thread.join(timeout=30)
