@@ -24,12 +24,28 @@ def _serve(args: argparse.Namespace) -> int:
     return 0
 
 
+def _chat(args: argparse.Namespace) -> int:
+    from nixx.config import load_settings
+    from nixx.tui.launch import run_chat
+
+    report = run_chat(load_settings(), url=args.url)
+    if args.json:
+        emit_json(report)
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="nixx", description="A local-first AI workspace with memory."
     )
     parser.add_argument("--json", action="store_true", help="machine-readable output")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    p = sub.add_parser("chat", help="the terminal chat (starts a server if none answers)")
+    p.add_argument(
+        "--url", help="nixx server URL (default http://NIXX_HOST:NIXX_PORT, 127.0.0.1:8420)"
+    )
+    p.set_defaults(func=_chat)
 
     p = sub.add_parser("serve", help="run the OpenAI-compatible memory server")
     p.add_argument("--host", help="bind address (default NIXX_HOST, 127.0.0.1)")
