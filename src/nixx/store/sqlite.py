@@ -31,7 +31,6 @@ from nixx.store.base import EmbedFn, MemoryStore
 from nixx.store.fts_query import fts5_match
 from nixx.store.portable import (
     as_vector,
-    check_header,
     header_record,
     utc_now,
     vector_to_list,
@@ -60,7 +59,6 @@ from nixx.store.vector_index import (
 
 BUSY_TIMEOUT_MS = 60_000
 _LOAD_CHUNK = 20_000
-_ANN_MAX_CANDIDATES = 4_096
 _VECTOR_TABLES = ("summaries", "memories")
 
 _BUFFER_COLS = "id, role, content, origin, created_at, meta"
@@ -76,6 +74,8 @@ class SQLiteStore(MemoryStore):
     """The embedded memory store in one SQLite file (see module docstring)."""
 
     backend = "sqlite"
+    #: Widest HNSW candidate set tried before a filtered search falls back to an exact scan.
+    ann_max_candidates = 4_096
 
     def __init__(
         self,
@@ -720,7 +720,7 @@ class SQLiteStore(MemoryStore):
             if len(kept) >= limit or exhausted or (threshold is not None and lowest < threshold):
                 kept.sort(key=lambda p: (-p[1], p[0][0]))
                 return kept[:limit]
-            if fetch >= _ANN_MAX_CANDIDATES:
+            if fetch >= self.ann_max_candidates:
                 return self._exact_scan(conn, table, cols, q, limit, threshold, before_buffer_id)
             fetch *= 4
 
@@ -936,32 +936,23 @@ class SQLiteStore(MemoryStore):
             conn.close()
 
     def import_records(self, records: Iterable[dict[str, Any]]) -> dict[str, int]:
-        counts = {"embedder": 0, "state": 0, "buffer": 0, "summary": 0, "source": 0, "memory": 0}
-        it = iter(records)
-        first = next(it, None)
-        if first is None:
-            raise ValidationError("the export is empty: it has no nixx-export header")
-        check_header(first)
+        from nixx.store.export_file import RecordReader
+
+        reader = RecordReader(records)  # validates order, fields and values as it goes
         with self._write() as conn:
             for table in ("buffer", "summaries", "sources", "memories", "state", "embedder"):
                 if conn.execute(f"SELECT EXISTS (SELECT 1 FROM {table})").fetchone()[0]:
                     raise Conflict(
                         f"cannot import into {self.path}: the store is not empty "
-                        f"(it has {table} rows); import into a new database"
+                        f"(it has {table} rows); import into a new, empty database"
                     )
             conn.execute("PRAGMA defer_foreign_keys = ON")
             dim: int | None = None
-            for number, rec in enumerate(it, start=2):
-                kind = rec.get("type") if isinstance(rec, dict) else None
-                try:
+            for kind, batch in reader.batches():
+                for rec in batch:
                     dim = self._import_one(conn, kind, rec, dim)
-                except (KeyError, TypeError) as exc:
-                    raise ValidationError(
-                        f"export record {number} ({kind}) is malformed: missing or bad {exc}"
-                    ) from None
-                counts[str(kind)] += 1
             conn.execute("UPDATE vector_state SET epoch = abs(random())")
-        return counts
+        return dict(reader.counts)
 
     def _import_one(
         self, conn: apsw.Connection, kind: Any, rec: dict[str, Any], dim: int | None

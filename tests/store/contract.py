@@ -1,0 +1,656 @@
+"""The memory-store contract: one suite every backend passes against its real engine.
+
+A backend's test module subclasses `StoreContract` and provides two fixtures:
+
+    store         a fresh, migrated, empty store
+    second_store  another fresh, migrated, empty store (the target of import tests)
+
+Vectors are small deterministic unit vectors; no embedding model is needed.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import numpy as np
+import pytest
+
+from nixx.errors import Conflict, EmbedderMismatch, NotFound, ValidationError
+from nixx.store.base import MemoryStore
+from nixx.store.records import NewChunk
+
+DIM = 16
+MODEL = "test-model"
+TIMESTAMP = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$")
+
+
+def unit(*weights: float, dim: int = DIM) -> np.ndarray:
+    """A unit vector with the given leading components (the rest zero)."""
+    v = np.zeros(dim, dtype=np.float32)
+    v[: len(weights)] = weights
+    return (v / np.linalg.norm(v)).astype(np.float32)
+
+
+def random_units(n: int, seed: int, dim: int = DIM) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    m = rng.standard_normal((n, dim)).astype(np.float32)
+    return m / np.linalg.norm(m, axis=1, keepdims=True)
+
+
+def cosine(a: np.ndarray, b: np.ndarray) -> float:
+    return float(np.dot(a, b) / (np.linalg.norm(a) * np.linalg.norm(b)))
+
+
+def chunks(vectors: np.ndarray, prefix: str = "chunk") -> list[NewChunk]:
+    n = len(vectors)
+    return [
+        NewChunk(f"{prefix} {i}", vectors[i], {"chunk": i, "total_chunks": n}) for i in range(n)
+    ]
+
+
+def fill_buffer(store: MemoryStore, n: int) -> list[int]:
+    return [store.append_buffer("user", f"message number {i}", "tui").id for i in range(n)]
+
+
+class StoreContract:
+    """Tests every `MemoryStore` backend must pass."""
+
+    # ---- schema ------------------------------------------------------------------------
+    def test_migrated_store_is_at_head_and_migrate_is_idempotent(self, store: MemoryStore):
+        version = store.schema_version()
+        assert version >= 1
+        assert store.migrate() == []
+        assert store.schema_version() == version
+
+    # ---- buffer ------------------------------------------------------------------------
+    def test_append_and_read_buffer_rows(self, store: MemoryStore):
+        a = store.append_buffer("user", "hello there", "tui")
+        b = store.append_buffer("assistant", "general kenobi", "vscode", meta={"model": "m"})
+        c = store.append_buffer("user", "third", "api")
+        assert b.id > a.id and c.id > b.id
+        assert TIMESTAMP.match(a.created_at), a.created_at
+        rows = store.get_buffer(a.id)
+        assert [r.content for r in rows] == ["hello there", "general kenobi", "third"]
+        assert rows[1].role == "assistant" and rows[1].origin == "vscode"
+        assert rows[1].meta == {"model": "m"}
+        assert rows[0] == a
+        assert [r.id for r in store.get_buffer(a.id, b.id)] == [a.id, b.id]
+        assert store.buffer_stats() == {"rows": 3, "max_id": c.id}
+
+    def test_unicode_content_round_trips(self, store: MemoryStore):
+        text = "naïve café — 日本語 🎉 'quotes' \"double\" \\ back\nnewline"
+        row = store.append_buffer("user", text, "api", meta={"k": "välue ✓"})
+        [back] = store.get_buffer(row.id, row.id)
+        assert back.content == text and back.meta == {"k": "välue ✓"}
+
+    @pytest.mark.parametrize(
+        ("role", "origin", "param"),
+        [("system", "tui", "role"), ("tool", "api", "role"), ("user", "web", "origin")],
+    )
+    def test_unknown_role_or_origin_is_refused(self, store: MemoryStore, role, origin, param):
+        with pytest.raises(ValidationError) as err:
+            store.append_buffer(role, "x", origin)
+        assert err.value.param == param
+        assert store.buffer_stats()["rows"] == 0
+
+    def test_update_buffer_meta_merges(self, store: MemoryStore):
+        row = store.append_buffer("assistant", "partial", "api", meta={"model": "m"})
+        store.update_buffer_meta(row.id, {"incomplete": True})
+        [back] = store.get_buffer(row.id, row.id)
+        assert back.meta == {"model": "m", "incomplete": True}
+        with pytest.raises(NotFound):
+            store.update_buffer_meta(row.id + 100, {"x": 1})
+
+    def test_session_starts_after_the_last_marker(self, store: MemoryStore):
+        assert store.last_marker_id() == 0
+        store.append_buffer("user", "old one", "tui")
+        store.append_buffer("assistant", "old two", "tui")
+        marker = store.append_buffer("marker", "", "tui")
+        assert store.last_marker_id() == marker.id
+        new = store.append_buffer("user", "new one", "tui")
+        session = store.last_buffer_rows(50, after_id=store.last_marker_id())
+        assert [r.id for r in session] == [new.id]
+        # the newest n non-marker rows, oldest first, markers skipped
+        last_two = store.last_buffer_rows(2)
+        assert [r.content for r in last_two] == ["old two", "new one"]
+        assert store.last_buffer_rows(0) == []
+
+    # ---- full-text search --------------------------------------------------------------
+    def test_natural_question_finds_rows_sharing_only_some_words(self, store: MemoryStore):
+        store.append_buffer("user", "Let's keep the schema in a migrations folder.", "tui")
+        store.append_buffer("assistant", "The cat sat on the mat.", "tui")
+        store.append_buffer("assistant", "Lunch is at noon.", "tui")
+        hits = store.search_buffer("what did we decide about the schema?")
+        assert [h.row.content for h in hits] == ["Let's keep the schema in a migrations folder."]
+        assert hits[0].score > 0
+
+    def test_rows_matching_more_terms_rank_first(self, store: MemoryStore):
+        filler = ["we talked about the weather today", "the build is green again"]
+        for text in filler * 3:
+            store.append_buffer("user", text, "api")
+        one = store.append_buffer("user", "the deploy script needs a fix", "api")
+        both = store.append_buffer("assistant", "the deploy script fails on postgres", "api")
+        common = store.append_buffer("user", "the build failed on the weather widget", "api")
+        hits = store.search_buffer("why does the deploy fail on postgres")
+        ids = [h.row.id for h in hits]
+        assert ids[0] == both.id
+        assert one.id in ids
+        assert common.id in ids  # "failed" matches "fail": stemming
+        scores = [h.score for h in hits]
+        assert scores == sorted(scores, reverse=True)
+        assert scores[0] > scores[-1]
+
+    @pytest.mark.parametrize(
+        "query",
+        [
+            'schema"',
+            '"unbalanced',
+            "schema*",
+            "* AND schema",
+            "AND OR NOT",
+            "(schema",
+            "schema)",
+            "content: schema",
+            "col:schema",
+            "NEAR(schema design)",
+            "schema -design",
+            "^schema",
+            "schema & | ! :* <->",
+            "'; DROP TABLE buffer; --",
+            "{schema}",
+            "schema + design",
+        ],
+    )
+    def test_query_syntax_characters_are_harmless(self, store: MemoryStore, query: str):
+        row = store.append_buffer("user", "the schema design review", "api")
+        hits = store.search_buffer(query)
+        assert all(h.row.id == row.id for h in hits)
+        if "schema" in query.lower():
+            assert [h.row.id for h in hits] == [row.id]
+        assert store.buffer_stats()["rows"] == 1
+
+    def test_empty_and_stop_word_queries_return_nothing(self, store: MemoryStore):
+        store.append_buffer("user", "what is this and why", "api")
+        assert store.search_buffer("") == []
+        assert store.search_buffer("   ") == []
+        assert store.search_buffer("what is the") == []
+        assert store.search_buffer("?!.,") == []
+
+    def test_markers_are_not_searchable_and_limit_applies(self, store: MemoryStore):
+        store.append_buffer("marker", "session boundary kiwi", "tui")
+        for i in range(5):
+            store.append_buffer("user", f"kiwi fruit number {i}", "tui")
+        hits = store.search_buffer("kiwi", limit=3)
+        assert len(hits) == 3
+        assert all(h.row.role != "marker" for h in hits)
+
+    def test_search_matches_word_forms_and_case(self, store: MemoryStore):
+        row = store.append_buffer("user", "The Migrations are RUNNING now", "api")
+        assert [h.row.id for h in store.search_buffer("migrations running")] == [row.id]
+        assert [h.row.id for h in store.search_buffer("MIGRATIONS")] == [row.id]
+
+    # ---- summaries ---------------------------------------------------------------------
+    def test_summary_keeps_its_buffer_range(self, store: MemoryStore):
+        store.bind_embedder(MODEL, DIM)
+        ids = fill_buffer(store, 4)
+        s = store.add_summary(
+            "we discussed numbers",
+            unit(1),
+            tags=["numbers"],
+            entities={"concepts": ["counting"], "tools": []},
+            start_buffer_id=ids[0],
+            end_buffer_id=ids[2],
+        )
+        assert TIMESTAMP.match(s.created_at)
+        assert store.last_summarised_id() == ids[2]
+        assert [r.id for r in store.unsummarised()] == [ids[3]]
+        [listed] = store.list_summaries()
+        assert listed.id == s.id and listed.embedding is None
+        assert listed.tags == ["numbers"]
+        assert listed.entities == {"concepts": ["counting"], "tools": []}
+        assert (listed.start_buffer_id, listed.end_buffer_id) == (ids[0], ids[2])
+        covered = store.get_buffer(listed.start_buffer_id, listed.end_buffer_id)
+        assert [r.id for r in covered] == ids[:3]
+        assert store.count_summaries() == 1
+
+    def test_summary_range_must_name_existing_rows(self, store: MemoryStore):
+        store.bind_embedder(MODEL, DIM)
+        ids = fill_buffer(store, 2)
+        for start, end in [(ids[0], ids[1] + 10), (ids[1] + 5, ids[1] + 6), (ids[1], ids[0])]:
+            with pytest.raises(ValidationError):
+                store.add_summary(
+                    "x", unit(1), tags=[], entities={}, start_buffer_id=start, end_buffer_id=end
+                )
+        assert store.count_summaries() == 0
+
+    def test_summary_with_wrong_dimension_is_refused(self, store: MemoryStore):
+        store.bind_embedder(MODEL, DIM)
+        ids = fill_buffer(store, 1)
+        with pytest.raises(EmbedderMismatch) as err:
+            store.add_summary(
+                "x",
+                np.ones(DIM + 1, np.float32),
+                tags=[],
+                entities={},
+                start_buffer_id=ids[0],
+                end_buffer_id=ids[0],
+            )
+        assert "nixx reindex" in str(err.value)
+        assert store.count_summaries() == 0
+
+    def test_list_summaries_newest_first_with_paging(self, store: MemoryStore):
+        store.bind_embedder(MODEL, DIM)
+        ids = fill_buffer(store, 5)
+        made = [
+            store.add_summary(
+                f"s{i}",
+                unit(1, i),
+                tags=[],
+                entities={},
+                start_buffer_id=ids[i],
+                end_buffer_id=ids[i],
+            )
+            for i in range(5)
+        ]
+        assert [s.id for s in store.list_summaries()] == [s.id for s in reversed(made)]
+        assert [s.content for s in store.list_summaries(limit=2, offset=1)] == ["s3", "s2"]
+
+    def _summaries_for_search(self, store: MemoryStore) -> tuple[list[int], list[Any]]:
+        store.bind_embedder(MODEL, DIM)
+        ids = fill_buffer(store, 6)
+        vectors = [unit(1, 0), unit(1, 0.2), unit(1, 1), unit(0, 1), unit(-1, 0.1)]
+        made = [
+            store.add_summary(
+                f"summary {i}",
+                v,
+                tags=[f"t{i}"],
+                entities={},
+                start_buffer_id=ids[i],
+                end_buffer_id=ids[i + 1],
+            )
+            for i, v in enumerate(vectors)
+        ]
+        return ids, made
+
+    def test_summary_search_orders_by_cosine(self, store: MemoryStore):
+        _, made = self._summaries_for_search(store)
+        query = unit(1, 0)
+        hits = store.search_summaries(query, limit=10)
+        assert [h.summary.id for h in hits] == [made[i].id for i in (0, 1, 2, 3, 4)]
+        assert hits[0].score == pytest.approx(1.0, abs=1e-5)
+        assert hits[1].score == pytest.approx(cosine(query, unit(1, 0.2)), abs=1e-5)
+        assert hits[4].score < 0
+        assert hits[0].summary.content == "summary 0" and hits[0].summary.tags == ["t0"]
+
+    def test_summary_search_threshold_and_limit(self, store: MemoryStore):
+        _, made = self._summaries_for_search(store)
+        hits = store.search_summaries(unit(1, 0), limit=10, threshold=0.5)
+        assert [h.summary.id for h in hits] == [made[0].id, made[1].id, made[2].id]
+        assert all(h.score >= 0.5 for h in hits)
+        assert len(store.search_summaries(unit(1, 0), limit=2)) == 2
+        assert store.search_summaries(unit(1, 0), limit=10, threshold=0.9999) == [
+            store.search_summaries(unit(1, 0), limit=1)[0]
+        ]
+        assert store.search_summaries(unit(0, 0, 1), limit=5, threshold=0.1) == []
+
+    def test_summary_search_before_buffer_id(self, store: MemoryStore):
+        ids, made = self._summaries_for_search(store)
+        # summaries end at ids[1..5]; keep those ending before ids[3]
+        hits = store.search_summaries(unit(1, 0), limit=10, before_buffer_id=ids[3])
+        assert sorted(h.summary.id for h in hits) == [made[0].id, made[1].id]
+        assert all(h.summary.end_buffer_id < ids[3] for h in hits)
+        combined = store.search_summaries(
+            unit(0, 1), limit=10, before_buffer_id=ids[4], threshold=0.5
+        )
+        assert [h.summary.id for h in combined] == [made[2].id]
+
+    def test_vector_search_on_empty_store(self, store: MemoryStore):
+        assert store.search_summaries(unit(1), limit=3) == []
+        assert store.search_memories(unit(1), limit=3) == []
+
+    def test_search_sees_new_rows_after_a_search(self, store: MemoryStore):
+        self._summaries_for_search(store)
+        before = store.search_summaries(unit(0, 0, 1), limit=1)  # builds any index
+        assert before[0].score == pytest.approx(0.0, abs=1e-6)
+        ids = fill_buffer(store, 1)
+        new = store.add_summary(
+            "new",
+            unit(0, 0, 1),
+            tags=[],
+            entities={},
+            start_buffer_id=ids[0],
+            end_buffer_id=ids[0],
+        )
+        assert store.search_summaries(unit(0, 0, 1), limit=1)[0].summary.id == new.id
+
+    # ---- sources & memories ------------------------------------------------------------
+    def test_add_source_stores_chunks_with_provenance(self, store: MemoryStore):
+        store.bind_embedder(MODEL, DIM)
+        vectors = random_units(3, seed=1)
+        src = store.add_source(
+            "notes.md",
+            "document",
+            chunks(vectors),
+            summary="my notes",
+            meta={"path": "/x/notes.md", "content_hash": "abc"},
+        )
+        assert src.chunk_count == 3 and src.type == "document" and src.summary == "my notes"
+        assert TIMESTAMP.match(src.created_at)
+        got = store.get_source(src.id)
+        assert got.meta == {"path": "/x/notes.md", "content_hash": "abc"}
+        assert got.chunk_count == 3 and got.name == "notes.md"
+        mems = store.source_chunks(src.id)
+        assert [m.content for m in mems] == ["chunk 0", "chunk 1", "chunk 2"]
+        assert [m.metadata for m in mems] == [{"chunk": i, "total_chunks": 3} for i in range(3)]
+        assert all(m.source_id == src.id for m in mems)
+        assert store.count_memories() == 3
+
+    def test_buffer_source_keeps_its_range(self, store: MemoryStore):
+        store.bind_embedder(MODEL, DIM)
+        ids = fill_buffer(store, 3)
+        src = store.add_source(
+            "chat bit", "buffer", chunks(random_units(1, 2)), start_id=ids[0], end_id=ids[1]
+        )
+        got = store.get_source(src.id)
+        assert (got.start_id, got.end_id) == (ids[0], ids[1])
+        with pytest.raises(ValidationError):
+            store.add_source("bad", "buffer", [], start_id=ids[0], end_id=ids[2] + 50)
+
+    def test_source_type_and_name_are_validated(self, store: MemoryStore):
+        with pytest.raises(ValidationError):
+            store.add_source("x", "email", [])
+        with pytest.raises(ValidationError):
+            store.add_source("", "document", [])
+        assert store.list_sources() == []
+
+    def test_add_source_is_atomic(self, store: MemoryStore):
+        store.bind_embedder(MODEL, DIM)
+        good = random_units(3, seed=3)
+        bad = [*chunks(good), NewChunk("wrong", np.ones(DIM - 1, np.float32), {})]
+        with pytest.raises(EmbedderMismatch):
+            store.add_source("half", "document", bad)
+        assert store.list_sources() == []
+        assert store.count_memories() == 0
+        assert store.search_memories(good[0], limit=5) == []
+
+    def test_memory_search_threshold_limit_and_source_name(self, store: MemoryStore):
+        store.bind_embedder(MODEL, DIM)
+        a = store.add_source("alpha", "document", chunks(np.stack([unit(1, 0), unit(1, 1)])))
+        b = store.add_source("beta", "web", chunks(np.stack([unit(0, 1), unit(-1, 0)])))
+        hits = store.search_memories(unit(1, 0.1), limit=10)
+        assert [h.source_name for h in hits] == ["alpha", "alpha", "beta", "beta"]
+        assert hits[0].memory.source_id == a.id and hits[0].memory.content == "chunk 0"
+        assert hits[0].memory.metadata == {"chunk": 0, "total_chunks": 2}
+        scores = [h.score for h in hits]
+        assert scores == sorted(scores, reverse=True)
+        assert scores[0] == pytest.approx(cosine(unit(1, 0.1), unit(1, 0)), abs=1e-5)
+        top = store.search_memories(unit(0, 1), limit=1)
+        assert len(top) == 1 and top[0].source_name == "beta" and top[0].memory.source_id == b.id
+        assert len(store.search_memories(unit(1, 0.1), limit=10, threshold=0.5)) == 2
+
+    def test_replace_source_swaps_chunks(self, store: MemoryStore):
+        store.bind_embedder(MODEL, DIM)
+        src = store.add_source("doc", "document", chunks(np.stack([unit(1, 0)]), "old"))
+        new = store.replace_source(
+            src.id,
+            chunks(np.stack([unit(0, 1), unit(0, 1, 1)]), "new"),
+            summary="v2",
+            meta={"content_hash": "v2"},
+        )
+        assert new.id == src.id and new.chunk_count == 2
+        assert new.summary == "v2" and new.meta == {"content_hash": "v2"}
+        assert [m.content for m in store.source_chunks(src.id)] == ["new 0", "new 1"]
+        assert store.count_memories() == 2
+        hits = store.search_memories(unit(1, 0), limit=5)
+        assert all(h.memory.content.startswith("new") for h in hits)
+        # summary/meta left alone when not given
+        again = store.replace_source(src.id, chunks(np.stack([unit(1, 1)]), "third"))
+        assert again.summary == "v2" and again.meta == {"content_hash": "v2"}
+        # atomic: a bad chunk leaves the current chunks in place
+        with pytest.raises(EmbedderMismatch):
+            store.replace_source(src.id, [NewChunk("bad", np.ones(3, np.float32), {})])
+        assert [m.content for m in store.source_chunks(src.id)] == ["third 0"]
+        with pytest.raises(NotFound):
+            store.replace_source(src.id + 99, [])
+
+    def test_delete_source_cascades_to_memories(self, store: MemoryStore):
+        store.bind_embedder(MODEL, DIM)
+        keep = store.add_source("keep", "document", chunks(np.stack([unit(1, 0)]), "keep"))
+        gone = store.add_source("gone", "document", chunks(np.stack([unit(1, 0.1)]), "gone"))
+        assert len(store.search_memories(unit(1, 0), limit=5)) == 2  # warm any index
+        store.delete_source(gone.id)
+        assert store.count_memories() == 1
+        hits = store.search_memories(unit(1, 0), limit=5)
+        assert [h.memory.source_id for h in hits] == [keep.id]
+        with pytest.raises(NotFound):
+            store.get_source(gone.id)
+        with pytest.raises(NotFound):
+            store.source_chunks(gone.id)
+        with pytest.raises(NotFound):
+            store.delete_source(gone.id)
+
+    def test_list_find_and_summarise_sources(self, store: MemoryStore):
+        store.bind_embedder(MODEL, DIM)
+        a = store.add_source("a", "document", chunks(random_units(2, 4)), meta={"path": "/a"})
+        b = store.add_source("b", "web", [], meta={"url": "https://x", "path": "/b"})
+        c = store.add_source("c", "repo", [], meta={"path": "/a", "tags": ["x"]})
+        assert [s.id for s in store.list_sources()] == [c.id, b.id, a.id]
+        assert [s.chunk_count for s in store.list_sources()] == [0, 0, 2]
+        assert sorted(s.id for s in store.find_sources(path="/a")) == [a.id, c.id]
+        assert [s.id for s in store.find_sources(path="/a", tags=["x"])] == [c.id]
+        assert store.find_sources(path="/nope") == []
+        assert store.find_sources(missing=None) == []
+        store.set_source_summary(a.id, "about a")
+        assert store.get_source(a.id).summary == "about a"
+        with pytest.raises(NotFound):
+            store.set_source_summary(999_999, "x")
+        with pytest.raises(NotFound):
+            store.get_source(999_999)
+
+    # ---- state -------------------------------------------------------------------------
+    def test_state_get_set_delete(self, store: MemoryStore):
+        assert store.get_state("intent") is None
+        assert store.get_state("intent", "none") == "none"
+        store.set_state("intent", "build the store")
+        store.set_state("switches", {"recall": False, "interval": 500, "list": [1, "a", None]})
+        assert store.get_state("intent") == "build the store"
+        assert store.get_state("switches") == {
+            "recall": False,
+            "interval": 500,
+            "list": [1, "a", None],
+        }
+        store.set_state("intent", "ship it")
+        assert store.get_state("intent") == "ship it"
+        store.delete_state("intent")
+        assert store.get_state("intent") is None
+        store.delete_state("intent")  # deleting a missing key is fine
+        store.set_state("zero", 0)
+        assert store.get_state("zero", 5) == 0
+
+    # ---- embedder identity -------------------------------------------------------------
+    def test_embedder_is_recorded_and_a_different_one_refused(self, store: MemoryStore):
+        assert store.embedding_info() is None
+        store.bind_embedder(MODEL, DIM)
+        store.bind_embedder(MODEL, DIM)  # same again: fine
+        info = store.embedding_info()
+        assert info is not None and (info.model, info.dim) == (MODEL, DIM)
+        store.add_source("s", "document", chunks(random_units(1, 5)))
+        for model, dim in [("other-model", DIM), (MODEL, DIM * 2)]:
+            with pytest.raises(EmbedderMismatch) as err:
+                store.bind_embedder(model, dim)
+            assert "nixx reindex" in str(err.value)
+        info = store.embedding_info()
+        assert info is not None and (info.model, info.dim) == (MODEL, DIM)
+
+    def test_rebinding_an_empty_store_is_allowed(self, store: MemoryStore):
+        store.bind_embedder(MODEL, DIM)
+        store.bind_embedder("bigger-model", 32)
+        info = store.embedding_info()
+        assert info is not None and (info.model, info.dim) == ("bigger-model", 32)
+
+    def test_reindex_re_embeds_everything_and_records_the_model(self, store: MemoryStore):
+        store.bind_embedder(MODEL, DIM)
+        ids = fill_buffer(store, 2)
+        store.add_summary(
+            "apples",
+            unit(1, 0),
+            tags=[],
+            entities={},
+            start_buffer_id=ids[0],
+            end_buffer_id=ids[1],
+        )
+        src = store.add_source("doc", "document", chunks(random_units(3, 6)))
+        assert store.search_memories(unit(1, 0), limit=5)  # warm any index
+
+        def embed(texts):  # 8-d: "apples" → e0, chunk i → e(i+1)
+            out = np.zeros((len(texts), 8), np.float32)
+            for row, text in enumerate(texts):
+                out[row, 0 if text == "apples" else int(text.split()[-1]) + 1] = 1.0
+            return out
+
+        seen: list[tuple[int, int]] = []
+        written = store.reindex(
+            embed, "new-model", 8, batch_size=2, progress=lambda d, t: seen.append((d, t))
+        )
+        assert written == 4
+        assert seen[0] == (0, 4) and seen[-1] == (4, 4)
+        info = store.embedding_info()
+        assert info is not None and (info.model, info.dim) == ("new-model", 8)
+        e = np.eye(8, dtype=np.float32)
+        [hit] = store.search_summaries(e[0], limit=1)
+        assert hit.summary.content == "apples" and hit.score == pytest.approx(1.0, abs=1e-5)
+        for i in range(3):
+            top = store.search_memories(e[i + 1], limit=1)[0]
+            assert top.memory.content == f"chunk {i}" and top.score == pytest.approx(1.0)
+        assert [m.embedding.tolist() for m in store.source_chunks(src.id)] == [
+            e[i + 1].tolist() for i in range(3)
+        ]
+        with pytest.raises(EmbedderMismatch):
+            store.search_memories(np.ones(DIM, np.float32), limit=1)
+
+    def test_reindex_is_all_or_nothing(self, store: MemoryStore):
+        store.bind_embedder(MODEL, DIM)
+        vectors = random_units(5, seed=7)
+        src = store.add_source("doc", "document", chunks(vectors))
+        calls = 0
+
+        def failing(texts):
+            nonlocal calls
+            calls += 1
+            if calls == 2:
+                raise RuntimeError("embedding backend died")
+            return np.ones((len(texts), 4), np.float32) / 2
+
+        with pytest.raises(RuntimeError):
+            store.reindex(failing, "new-model", 4, batch_size=2)
+        info = store.embedding_info()
+        assert info is not None and (info.model, info.dim) == (MODEL, DIM)
+        stored = np.stack([m.embedding for m in store.source_chunks(src.id)])
+        np.testing.assert_array_equal(stored, vectors)
+        assert store.search_memories(vectors[3], limit=1)[0].memory.content == "chunk 3"
+
+    def test_reindex_refuses_vectors_of_the_wrong_shape(self, store: MemoryStore):
+        store.bind_embedder(MODEL, DIM)
+        store.add_source("doc", "document", chunks(random_units(2, 8)))
+        with pytest.raises(EmbedderMismatch):
+            store.reindex(lambda texts: np.ones((len(texts), 5), np.float32), "m", 4)
+        info = store.embedding_info()
+        assert info is not None and info.model == MODEL
+
+    # ---- export / import ---------------------------------------------------------------
+    def _populate(self, store: MemoryStore) -> None:
+        store.bind_embedder(MODEL, DIM)
+        ids = fill_buffer(store, 3)
+        store.append_buffer("marker", "", "tui")
+        store.append_buffer("assistant", 'naïve ✓ "quoted"', "vscode", meta={"incomplete": True})
+        store.add_summary(
+            "sum",
+            random_units(1, 9)[0],
+            tags=["a", "b"],
+            entities={"people": ["ann"]},
+            start_buffer_id=ids[0],
+            end_buffer_id=ids[2],
+        )
+        gone = store.add_source("gone", "document", chunks(random_units(1, 10)))
+        store.add_source(
+            "chat",
+            "buffer",
+            chunks(random_units(2, 11)),
+            summary="s",
+            start_id=ids[0],
+            end_id=ids[1],
+            meta={"tags": ["x"], "n": 1.5},
+        )
+        store.delete_source(gone.id)  # ids keep their gaps
+        store.set_state("intent", "export things")
+        store.set_state("switches", {"recall": True})
+
+    def test_export_import_round_trip_is_identical(
+        self, store: MemoryStore, second_store: MemoryStore
+    ):
+        self._populate(store)
+        records = list(store.export_records())
+        assert records[0] == {"type": "header", "format": "nixx-export", "version": 1}
+        order = ["header", "embedder", "state", "buffer", "summary", "source", "memory"]
+        kinds = [r["type"] for r in records]
+        assert kinds == sorted(kinds, key=order.index)
+        for kind in ("buffer", "summary", "source", "memory"):
+            ids = [r["id"] for r in records if r["type"] == kind]
+            assert ids == sorted(ids)
+        summary = next(r for r in records if r["type"] == "summary")
+        assert TIMESTAMP.match(summary["created_at"])
+        assert np.array_equal(np.asarray(summary["embedding"], np.float32), random_units(1, 9)[0])
+        counts = second_store.import_records(iter(records))
+        assert counts["buffer"] == 5 and counts["summary"] == 1
+        assert counts["source"] == 1 and counts["memory"] == 2 and counts["state"] == 2
+        assert list(second_store.export_records()) == records
+        # the imported store works: search, sessions, new ids continue after the old ones
+        info = second_store.embedding_info()
+        assert info is not None and (info.model, info.dim) == (MODEL, DIM)
+        assert second_store.search_memories(random_units(2, 11)[1], limit=1)[0].memory.content == (
+            "chunk 1"
+        )
+        assert second_store.search_buffer("naïve quoted")[0].row.meta == {"incomplete": True}
+        new = second_store.append_buffer("user", "after import", "api")
+        assert new.id > max(r["id"] for r in records if r["type"] == "buffer")
+        new_src = second_store.add_source("later", "document", [])
+        assert new_src.id > max(r["id"] for r in records if r["type"] == "source")
+
+    def test_import_into_a_non_empty_store_is_refused(
+        self, store: MemoryStore, second_store: MemoryStore
+    ):
+        self._populate(store)
+        records = list(store.export_records())
+        second_store.append_buffer("user", "already here", "api")
+        with pytest.raises(Conflict):
+            second_store.import_records(records)
+        assert second_store.buffer_stats()["rows"] == 1
+
+    def test_import_refuses_a_foreign_file_and_stores_nothing(self, second_store: MemoryStore):
+        with pytest.raises(ValidationError):
+            second_store.import_records([{"type": "header", "format": "other", "version": 1}])
+        records = [
+            {"type": "header", "format": "nixx-export", "version": 1},
+            {
+                "type": "buffer",
+                "id": 1,
+                "role": "user",
+                "content": "ok",
+                "origin": "api",
+                "created_at": "2026-01-01T00:00:00.000000Z",
+                "meta": {},
+            },
+            {
+                "type": "buffer",
+                "id": 2,
+                "role": "wizard",
+                "content": "bad",
+                "origin": "api",
+                "created_at": "2026-01-01T00:00:00.000000Z",
+                "meta": {},
+            },
+        ]
+        with pytest.raises(ValidationError):
+            second_store.import_records(records)
+        assert second_store.buffer_stats()["rows"] == 0
