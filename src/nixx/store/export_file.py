@@ -149,6 +149,8 @@ def read_export(
 ) -> dict[str, int]:
     """Import an export file into `store` (which must be empty: else `Conflict`).
     All or nothing: one transaction. Returns counts per record type."""
+    if not hasattr(source, "read") and str(source) != "-" and not Path(source).is_file():
+        raise ValidationError(f"no export file at {source}")  # before touching the store
     records: Iterable[dict[str, Any]] = iter_export(source)
     if progress:
         records = _counting(records, progress)

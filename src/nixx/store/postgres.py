@@ -121,6 +121,43 @@ def redact_url(url: str) -> str:
     return re.sub(r"(password=)[^&\s]*", r"\1***", url)
 
 
+# ---- the search queries (module level so tests can EXPLAIN exactly these) -------------
+#: Full-text search: OR-ed lexemes through the GIN index on `tsv`, ranked by ts_rank_cd.
+#: Parameters: (tsquery text from `fts_query.tsquery_text`, limit).
+SEARCH_BUFFER_SQL = (
+    f"SELECT {_BUFFER_COLS}, ts_rank_cd(tsv, q) AS score "
+    "FROM buffer, to_tsquery('english', %s) AS q "
+    "WHERE tsv @@ q AND role <> 'marker' ORDER BY score DESC, id DESC LIMIT %s"
+)
+
+
+def _nearest_sql(select: str, threshold: bool) -> str:
+    """`select` (yielding a `dist` column) ordered by cosine distance through the HNSW
+    index, wrapped so pgvector's relaxed iterative scan is re-sorted exactly. The
+    threshold is applied after the LIMIT: exact, because rows come in distance order,
+    and it keeps the index scan short. Parameters: q, limit, max_dist (+ the select's)."""
+    return (
+        f"WITH nearest AS MATERIALIZED ({select} ORDER BY dist LIMIT %(limit)s) "
+        "SELECT * FROM nearest "
+        + ("WHERE dist <= %(max_dist)s " if threshold else "")
+        + "ORDER BY dist, id"
+    )
+
+
+def search_summaries_sql(*, before: bool, threshold: bool) -> str:
+    where = "WHERE end_buffer_id < %(before)s" if before else ""
+    return _nearest_sql(
+        f"SELECT {_SUMMARY_COLS}, embedding <=> %(q)s::vector AS dist FROM summaries {where}",
+        threshold,
+    )
+
+
+def search_memories_sql(*, threshold: bool) -> str:
+    return _nearest_sql(
+        f"SELECT {_MEMORY_COLS}, embedding <=> %(q)s::vector AS dist FROM memories", threshold
+    )
+
+
 # ---- row -> record -----------------------------------------------------------------------
 def _buffer_row(r: Sequence[Any]) -> BufferRow:
     return BufferRow(
@@ -496,12 +533,7 @@ class PostgresStore(MemoryStore):
         if limit <= 0 or terms is None:
             return []
         with self._conn() as conn:
-            rows = conn.execute(
-                f"SELECT {_BUFFER_COLS}, ts_rank_cd(tsv, q) AS score "
-                "FROM buffer, to_tsquery('english', %s) AS q "
-                "WHERE tsv @@ q AND role <> 'marker' ORDER BY score DESC, id DESC LIMIT %s",
-                (terms, limit),
-            ).fetchall()
+            rows = conn.execute(SEARCH_BUFFER_SQL, (terms, limit)).fetchall()
         return [BufferHit(row=_buffer_row(r), score=float(r[6])) for r in rows]
 
     def buffer_stats(self) -> dict[str, int]:
@@ -593,9 +625,10 @@ class PostgresStore(MemoryStore):
     ) -> list[SummaryHit]:
         if limit <= 0:
             return []
-        where = "WHERE end_buffer_id < %(before)s" if before_buffer_id is not None else ""
         rows = self._nearest(
-            f"SELECT {_SUMMARY_COLS}, embedding <=> %(q)s::vector AS dist FROM summaries {where}",
+            search_summaries_sql(
+                before=before_buffer_id is not None, threshold=threshold is not None
+            ),
             embedding,
             limit,
             threshold,
@@ -605,21 +638,12 @@ class PostgresStore(MemoryStore):
 
     def _nearest(
         self,
-        select: str,
+        sql: str,
         embedding: np.ndarray,
         limit: int,
         threshold: float | None,
         params: dict[str, Any],
     ) -> list[Any]:
-        """Run `select` (which yields a `dist` column) ordered by distance through the
-        HNSW index. The threshold is applied after the LIMIT, which is exact because rows
-        come in distance order, and keeps the index scan short."""
-        sql = (
-            f"WITH nearest AS MATERIALIZED ({select} ORDER BY dist LIMIT %(limit)s) "
-            "SELECT * FROM nearest "
-            + ("WHERE dist <= %(max_dist)s " if threshold is not None else "")
-            + "ORDER BY dist, id"
-        )
         with self._conn() as conn:
             info = self._embedder(conn)
             if info is None:  # nothing stored yet
@@ -791,7 +815,7 @@ class PostgresStore(MemoryStore):
         if limit <= 0:
             return []
         rows = self._nearest(
-            f"SELECT {_MEMORY_COLS}, embedding <=> %(q)s::vector AS dist FROM memories",
+            search_memories_sql(threshold=threshold is not None),
             embedding,
             limit,
             threshold,

@@ -2,7 +2,7 @@
 
 Import them into a conftest.py or a test module::
 
-    from nixx.testing.pg_fixtures import pg_server, pg_url  # noqa: F401
+    from nixx.testing.pg_fixtures import *  # noqa: F403  (pg_server, pg_url)
 
 `pg_server` starts one server per test session (first use only; ~5 s) and stops it at
 the end; `pg_url` gives each test a fresh, empty database with the `vector` extension
@@ -16,6 +16,8 @@ from collections.abc import Iterator
 import pytest
 
 from nixx.testing.postgres import EmbeddedPostgres
+
+__all__ = ["pg_server", "pg_url"]
 
 
 @pytest.fixture(scope="session")
