@@ -1,0 +1,100 @@
+"""Fixtures for the server tests: a FakeLLM backend (chat and embeddings), settings that
+point nixx at it, the app in process (`TestClient`) and under a real uvicorn."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+
+from nixx.config import Settings, load_settings
+from nixx.server.app import create_app
+from nixx.testing.fake_llm import FakeLLM
+from nixx.testing.live_server import LiveServer
+
+SettingsFactory = Callable[..., Settings]
+
+
+@pytest.fixture
+def llm() -> Iterator[FakeLLM]:
+    with FakeLLM() as fake:
+        yield fake
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    root = tmp_path / "workspace"
+    root.mkdir()
+    return root
+
+
+@pytest.fixture
+def make_settings(llm: FakeLLM, workspace: Path) -> SettingsFactory:
+    def make(**overrides: Any) -> Settings:
+        values: dict[str, Any] = {
+            "chat_base_url": llm.base_url,
+            "embed_provider": "openai",
+            "embed_base_url": llm.base_url,
+            "embed_model": "fake-embed",
+            "workspace": workspace,
+            "recall_threshold": 0.3,
+        }
+        values.update(overrides)
+        return load_settings(**values)
+
+    return make
+
+
+@pytest.fixture
+def settings(make_settings: SettingsFactory) -> Settings:
+    return make_settings()
+
+
+class Nixx:
+    """The app in process, with helpers to reach its service."""
+
+    def __init__(self, client: TestClient) -> None:
+        self.client = client
+
+    @property
+    def service(self) -> Any:
+        return self.client.app.state.service  # type: ignore[attr-defined]
+
+    def idle(self) -> None:
+        """Wait for background summaries and intent derivations to finish."""
+        self.client.portal.call(self.service.jobs.wait_idle)  # type: ignore[union-attr]
+
+    def chat(self, content: Any, *, history: list[dict[str, Any]] | None = None, **kw: Any) -> Any:
+        messages = [*(history or []), {"role": "user", "content": content}]
+        headers = kw.pop("headers", None)
+        return self.client.post(
+            "/v1/chat/completions",
+            json={"model": "fake-model", "messages": messages, **kw},
+            headers=headers,
+        )
+
+    def rows(self) -> list[dict[str, Any]]:
+        body = self.client.get("/v1/episodic/transcript", params={"start": 1, "limit": 1000}).json()
+        return body["rows"]
+
+
+@pytest.fixture
+def nixx(settings: Settings) -> Iterator[Nixx]:
+    with TestClient(create_app(settings)) as client:
+        yield Nixx(client)
+
+
+@pytest.fixture
+def live(settings: Settings) -> Iterator[LiveServer]:
+    with LiveServer(create_app(settings)) as server:
+        yield server
+
+
+@pytest.fixture
+def oai(live: LiveServer) -> Any:
+    import openai
+
+    return openai.OpenAI(base_url=live.base_url + "/v1", api_key="unused", max_retries=0)
