@@ -9,6 +9,7 @@ in workers so the input never freezes: the answer stream in the exclusive `chat`
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 from typing import Any
 
 from rich.text import Text
@@ -421,6 +422,10 @@ class NixxApp(App[None]):
         await self.show(Notice(render.source_view(body), title="source"))
 
     async def _cmd_ingest(self, target: str) -> None:
+        if not target.startswith(("http://", "https://")):
+            local = Path(target).expanduser()
+            if local.exists():  # a path the user typed is relative to where they are
+                target = str(local.resolve())
         body = await self.client.ingest(target)
         await self.show(Notice(render.ingest_view(target, body), title="ingest"))
 

@@ -96,11 +96,19 @@ def transcript_rows(rows: list[dict[str, Any]]) -> RenderableType:
 
 
 def context_view(body: dict[str, Any]) -> RenderableType:
-    """`GET /v1/debug/context`: the system prompt, the intent and the recalled summaries."""
+    """`GET /v1/debug/context`: the intent, recall settings, the recalled summaries and
+    the system prompt the next turn would send."""
     parts: list[RenderableType] = []
     intent = body.get("intent")
     parts.append(Text.assemble(("intent: ", "bold"), (str(intent) if intent else "(none)")))
-    recalled = body.get("recalled") or body.get("summaries") or []
+    if "recall_enabled" in body:
+        line = Text.assemble(("recall: ", "bold"), "on" if body.get("recall_enabled") else "off")
+        if isinstance(body.get("threshold"), int | float):
+            line.append(f" (threshold {body['threshold']:.2f})", style="dim")
+        parts.append(line)
+    if body.get("query"):
+        parts.append(Text.assemble(("recalled for: ", "bold"), clip(str(body["query"]), 200)))
+    recalled = body.get("recalled") or []
     if isinstance(recalled, list):
         parts.append(Text(f"recalled summaries: {len(recalled)}", style="bold"))
         for hit in recalled:
@@ -113,14 +121,9 @@ def context_view(body: dict[str, Any]) -> RenderableType:
                         clip(summ.get("content", "")),
                     )
                 )
-    prompt = body.get("system_prompt") or body.get("prompt")
+    prompt = body.get("system_prompt")
     if isinstance(prompt, str):
         parts += [Text("system prompt:", style="bold"), Text(prompt)]
-    known = {"intent", "recalled", "summaries", "system_prompt", "prompt"}
-    for key, value in body.items():
-        if key not in known:
-            shown = value if isinstance(value, str) else json.dumps(value, default=str)
-            parts.append(Text.assemble((f"{key}: ", "bold"), clip(shown, 500)))
     return Group(*parts)
 
 
@@ -157,11 +160,22 @@ def source_view(body: dict[str, Any]) -> RenderableType:
 def ingest_view(target: str, body: Any) -> RenderableType:
     sources: list[Any] = []
     if isinstance(body, dict):
-        sources = body.get("sources") or body.get("data") or ([body] if "name" in body else [])
+        sources = body.get("sources") or ([body["source"]] if "source" in body else [])
     elif isinstance(body, list):
         sources = body
-    parts: list[RenderableType] = [
-        Text.assemble(("ingested ", "bold"), (target, "italic"), f" — {len(sources)} sources")
-    ]
+    head = Text.assemble(("ingested ", "bold"), (target, "italic"))
+    if isinstance(body, dict):
+        counts = [
+            f"{body[k]} {k}"
+            for k in ("files", "chunks", "embedded", "reused", "skipped")
+            if isinstance(body.get(k), int) and body[k]
+        ]
+        status = body.get("status")
+        head.append(f" — {status}" if status else "")
+        if counts:
+            head.append(" (" + ", ".join(counts) + ")", style="dim")
+    parts: list[RenderableType] = [head]
     parts += [source_view(s) for s in sources if isinstance(s, dict)]
+    if isinstance(body, dict) and body.get("summary_error"):
+        parts.append(Text(f"no summary: {body['summary_error']}", style="yellow"))
     return Group(*parts)
