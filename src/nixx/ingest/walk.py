@@ -13,6 +13,24 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 SKIP_DIRS = frozenset({".git", ".hg", ".svn"})
+# Version-control plumbing and lock files: noise in semantic memory (counted as ignored).
+SKIP_FILES = frozenset(
+    {
+        ".gitignore",
+        ".gitattributes",
+        ".gitmodules",
+        ".DS_Store",
+        "package-lock.json",
+        "yarn.lock",
+        "pnpm-lock.yaml",
+        "poetry.lock",
+        "Cargo.lock",
+        "uv.lock",
+        "Pipfile.lock",
+        "composer.lock",
+        "go.sum",
+    }
+)
 
 
 @dataclass(frozen=True)
@@ -101,7 +119,7 @@ def _walk_dir(
                 continue
             _walk_dir(root, Path(entry.path), rel, ignores, max_file_bytes, result)
             continue
-        if ignores.ignored(rel, False):
+        if entry.name in SKIP_FILES or ignores.ignored(rel, False):
             result.ignored += 1
             continue
         path = Path(entry.path)
