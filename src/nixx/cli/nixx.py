@@ -52,11 +52,151 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--port", type=int, help="port (default NIXX_PORT, 8420)")
     p.set_defaults(func=_serve)
 
+    p = sub.add_parser("export", help="write the whole memory store to a JSONL file")
+    p.add_argument("file", help="output file (`-` for stdout); see docs/export-format.md")
+    p.add_argument("--db-url", help="store to export (default NIXX_DB_URL)")
+    p.set_defaults(func=_export)
+
+    p = sub.add_parser("import", help="load a JSONL export into an empty memory store")
+    p.add_argument("file", help="export file (`-` for stdin)")
+    p.add_argument("--db-url", help="store to import into (default NIXX_DB_URL); must be empty")
+    p.set_defaults(func=_import)
+
     add_ingest_parser(sub)
+
+    p = sub.add_parser(
+        "reindex", help="re-embed every summary and memory with the configured embedder"
+    )
+    p.add_argument("--db-url", help="store to re-embed (default NIXX_DB_URL)")
+    p.set_defaults(func=_reindex)
+
+    p = sub.add_parser("db", help="create, migrate or inspect the memory store")
+    p.add_argument("action", choices=["init", "migrate", "status"], help="what to do")
+    p.add_argument("--db-url", help="store to work on (default NIXX_DB_URL)")
+    p.set_defaults(func=_db)
 
     p = sub.add_parser("version", help="print the version")
     p.set_defaults(func=_version)
     return parser
+
+
+def _transfer_store(args: argparse.Namespace):  # type: ignore[no-untyped-def]
+    from nixx.config import load_settings
+    from nixx.store import open_store
+
+    url = args.db_url or load_settings().database_url
+    shown = url
+    if url.startswith(("postgresql://", "postgres://")):
+        from nixx.store.postgres import redact_url
+
+        shown = redact_url(url)
+    return open_store(url), shown
+
+
+def _progress_printer(verb: str):  # type: ignore[no-untyped-def]
+    tty = sys.stderr.isatty()
+
+    def progress(kind: str, n: int) -> None:
+        if n == 1 or n % 10_000 == 0:
+            end = "\r" if tty else "\n"
+            sys.stderr.write(f"{verb} {kind}: {n}{' ' * 8}{end}")
+
+    return progress
+
+
+def _transfer(args: argparse.Namespace, verb: str) -> int:
+    import json
+
+    from nixx.store.export_file import read_export, write_export
+
+    store, shown = _transfer_store(args)
+    quiet = args.json or args.file == "-"
+    progress = None if quiet else _progress_printer(verb)
+    try:
+        if verb == "exported":
+            counts = write_export(store, args.file, progress=progress)
+        else:
+            counts = read_export(store, args.file, progress=progress)
+    finally:
+        store.close()
+    to_stdout = args.file == "-" and verb == "exported"  # the summary must not mix in
+    if args.json:
+        summary = {"file": args.file, "db_url": shown, "counts": counts}
+        if to_stdout:
+            sys.stderr.write(json.dumps(summary) + "\n")
+        else:
+            emit_json(summary)
+    elif not to_stdout:
+        if sys.stderr.isatty():
+            sys.stderr.write("\n")
+        parts = ", ".join(f"{n} {kind}" for kind, n in counts.items() if n)
+        where = f"{shown} to {args.file}" if verb == "exported" else f"{args.file} into {shown}"
+        print(f"{verb} {where}: {parts or 'nothing (empty store)'}")
+    return 0
+
+
+def _export(args: argparse.Namespace) -> int:
+    return _transfer(args, "exported")
+
+
+def _import(args: argparse.Namespace) -> int:
+    return _transfer(args, "imported")
+
+
+def _reindex(args: argparse.Namespace) -> int:
+    from nixx.config import load_settings
+    from nixx.store.maintenance import reindex_with_settings
+
+    tty = sys.stderr.isatty()
+
+    def progress(done: int, total: int) -> None:
+        if args.json:
+            return
+        if tty or done in (0, total) or done % 1000 < 64:
+            end = "\r" if tty else "\n"
+            sys.stderr.write(f"re-embedding {done}/{total}{end}")
+
+    result = reindex_with_settings(load_settings(), url=args.db_url, progress=progress)
+    if args.json:
+        emit_json(result)
+        return 0
+    if tty:
+        sys.stderr.write("\n")
+    print(
+        f"re-embedded {result['vectors']} vectors in {result['db_url']} with "
+        f"{result['to']['model']} ({result['to']['dim']} dimensions)"
+    )
+    return 0
+
+
+def _db(args: argparse.Namespace) -> int:
+    from nixx.config import load_settings
+    from nixx.store import maintenance
+
+    url = args.db_url or load_settings().database_url
+    action = {
+        "init": maintenance.db_init,
+        "migrate": maintenance.db_migrate,
+        "status": maintenance.db_status,
+    }[args.action]
+    result = action(url)
+    if args.json:
+        emit_json(result)
+    elif args.action == "status":
+        print(f"store:    {result['db_url']} ({result['backend']})")
+        pending = f", pending {result['pending']}" if result["pending"] else ""
+        print(
+            f"schema:   version {result['schema_version']} of {result['latest_version']}{pending}"
+        )
+        emb = result["embedder"]
+        model = f"{emb['model'] or '(unnamed)'} ({emb['dim']} dimensions)" if emb else "none yet"
+        print(f"embedder: {model}")
+        for kind, n in (result["counts"] or {}).items():
+            print(f"{kind + ':':<10}{n}")
+    else:
+        applied = ", ".join(str(v) for v in result["applied"]) or "none (already current)"
+        print(f"{result['db_url']}: schema version {result['schema_version']}; applied {applied}")
+    return 0
 
 
 def _version(args: argparse.Namespace) -> int:

@@ -84,9 +84,9 @@ class SQLiteStore(MemoryStore):
         ann_threshold: int = DEFAULT_ANN_THRESHOLD,
         busy_timeout_ms: int = BUSY_TIMEOUT_MS,
     ) -> None:
-        self.path = Path(path).expanduser()
         if str(path) in ("", ":memory:"):
             raise ValidationError("the SQLite store needs a file path (sqlite:///PATH)")
+        self.path = sqlite_path(str(path))
         self.ann_threshold = ann_threshold
         self.busy_timeout_ms = busy_timeout_ms
         try:
@@ -1031,6 +1031,15 @@ class SQLiteStore(MemoryStore):
         else:
             raise ValidationError(f"unknown export record type {kind!r}")
         return dim
+
+
+def sqlite_path(url_or_path: str) -> Path:
+    """The file of ``sqlite:///PATH`` (or a plain path); ``sqlite:////abs`` and
+    ``sqlite:///abs`` both name ``/abs``."""
+    text = url_or_path.removeprefix("sqlite://")
+    while text.startswith("//"):
+        text = text[1:]
+    return Path(text).expanduser()
 
 
 # ---- row conversion & validation ----------------------------------------------------
