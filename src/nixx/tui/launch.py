@@ -2,13 +2,26 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from nixx.config import Settings
 
+if TYPE_CHECKING:
+    from nixx.tui.app import NixxApp
 
-def run_chat(settings: Settings, *, url: str | None = None) -> dict[str, Any]:
-    """Run the chat until the user quits. Returns what happened (for `--json`)."""
+
+def run_chat(
+    settings: Settings,
+    *,
+    url: str | None = None,
+    runner: Callable[[NixxApp], object] | None = None,
+) -> dict[str, Any]:
+    """Run the chat until the user quits. Returns what happened (for `--json`).
+
+    `runner` runs the app (default `app.run()` in the terminal); tests pass one that
+    runs it headless with a pilot script.
+    """
     from nixx.tui.app import default_url, make_app
     from nixx.tui.autostart import ensure_server
 
@@ -16,7 +29,10 @@ def run_chat(settings: Settings, *, url: str | None = None) -> dict[str, Any]:
     server = ensure_server(base, settings)
     try:
         app = make_app(settings, url=base)
-        app.run()
+        if runner is None:
+            app.run()
+        else:
+            runner(app)
     finally:
         code = server.stop() if server is not None else None
     return {
