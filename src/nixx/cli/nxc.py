@@ -9,6 +9,7 @@ one-shot CLI starts fast.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 
@@ -201,8 +202,20 @@ def _wait(args: argparse.Namespace) -> int:
     return {"complete": 0, "stale": EXIT_STALE, "timeout": EXIT_TIMEOUT}[outcome]
 
 
+class _Formatter(argparse.HelpFormatter):
+    """argparse's formatter imports shutil (and with it bz2, lzma...) for the terminal
+    width on every add_argument; ask os directly instead."""
+
+    def __init__(self, prog: str) -> None:
+        try:
+            width = os.get_terminal_size(sys.stdout.fileno()).columns
+        except (OSError, ValueError):
+            width = 100
+        super().__init__(prog, width=max(width - 2, 40))
+
+
 def _common() -> argparse.ArgumentParser:
-    common = argparse.ArgumentParser(add_help=False)
+    common = argparse.ArgumentParser(add_help=False, formatter_class=_Formatter)
     common.add_argument("--json", action="store_true", default=argparse.SUPPRESS,
                         help="one JSON document on stdout (errors too)")
     common.add_argument("--db", default=argparse.SUPPRESS, metavar="PATH",
@@ -216,19 +229,21 @@ def _body_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--priority", default="normal", help="urgent | normal | background")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    common = _common()
-    parser = argparse.ArgumentParser(prog="nxc", parents=[common],
-                                     description="Agent chat over the workspace log.")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-
-    p = sub.add_parser("list", parents=[common], help="declared personas and channels")
+def _add_list(sub, common) -> None:
+    p = sub.add_parser("list", parents=[common], formatter_class=_Formatter,
+                       help="declared personas and channels")
     p.set_defaults(func=_list)
 
-    p = sub.add_parser("whoami", parents=[common], help="the handle this process acts as")
+
+def _add_whoami(sub, common) -> None:
+    p = sub.add_parser("whoami", parents=[common], formatter_class=_Formatter,
+                       help="the handle this process acts as")
     p.set_defaults(func=_whoami)
 
-    p = sub.add_parser("send", parents=[common], help="open a thread to a persona or channel")
+
+def _add_send(sub, common) -> None:
+    p = sub.add_parser("send", parents=[common], formatter_class=_Formatter,
+                       help="open a thread to a persona or channel")
     p.add_argument("--to", required=True, help="a declared persona handle or channel name")
     p.add_argument("--expect", metavar="H1,H2", help="who must reply (default: the persona, or "
                    "the channel's `expects` minus you)")
@@ -237,55 +252,109 @@ def build_parser() -> argparse.ArgumentParser:
     _body_args(p)
     p.set_defaults(func=_send)
 
-    p = sub.add_parser("reply", parents=[common], help="post into a thread")
+
+def _add_reply(sub, common) -> None:
+    p = sub.add_parser("reply", parents=[common], formatter_class=_Formatter,
+                       help="post into a thread")
     p.add_argument("--thread", help="the thread (default: your one open conversation)")
     p.add_argument("--kind", default="report", help="task | question | report | decision | info")
     p.add_argument("--escalate", action="store_true", help="ask the opener for a decision or help")
     _body_args(p)
     p.set_defaults(func=_reply)
 
-    p = sub.add_parser("expect", parents=[common], help="re-declare who must reply (opener only)")
+
+def _add_expect(sub, common) -> None:
+    p = sub.add_parser("expect", parents=[common], formatter_class=_Formatter,
+                       help="re-declare who must reply (opener only)")
     p.add_argument("--thread", required=True)
     p.add_argument("handles", metavar="H1,H2", help="comma-separated handles")
     p.add_argument("--deadline", help="a new deadline (duration or RFC3339)")
     p.set_defaults(func=_expect)
 
-    p = sub.add_parser("threads", parents=[common], help="list or show threads")
+
+def _add_threads(sub, common) -> None:
+    p = sub.add_parser("threads", parents=[common], formatter_class=_Formatter,
+                       help="list or show threads")
     tsub = p.add_subparsers(dest="threads_command", metavar="list|show")
-    q = tsub.add_parser("list", parents=[common], help="threads you may read, newest first")
+    q = tsub.add_parser("list", parents=[common], formatter_class=_Formatter,
+                        help="threads you may read, newest first")
     q.add_argument("--channel", help="only this channel id")
     q.add_argument("--open", action="store_true", help="only threads somebody still owes")
     q.add_argument("--limit", type=int, default=50)
     q.set_defaults(func=_threads_list)
-    q = tsub.add_parser("show", parents=[common], help="one thread, its quorum and messages")
+    q = tsub.add_parser("show", parents=[common], formatter_class=_Formatter,
+                        help="one thread, its quorum and messages")
     q.add_argument("thread_id")
     q.set_defaults(func=_threads_show)
 
-    p = sub.add_parser("prime", parents=[common], help="what is unread for you (no bodies)")
+
+def _add_prime(sub, common) -> None:
+    p = sub.add_parser("prime", parents=[common], formatter_class=_Formatter,
+                       help="what is unread for you (no bodies)")
     p.set_defaults(func=_prime)
 
-    p = sub.add_parser("status", parents=[common], help="operations: trees of threads")
+
+def _add_status(sub, common) -> None:
+    p = sub.add_parser("status", parents=[common], formatter_class=_Formatter,
+                       help="operations: trees of threads")
     g = p.add_mutually_exclusive_group()
     g.add_argument("--thread", help="the operation containing this thread")
     g.add_argument("--channel", help="operations rooted in this channel id")
     p.add_argument("--all", action="store_true", help="include finished operations")
     p.set_defaults(func=_status)
 
-    p = sub.add_parser("search", parents=[common], help="full-text search over messages")
+
+def _add_search(sub, common) -> None:
+    p = sub.add_parser("search", parents=[common], formatter_class=_Formatter,
+                       help="full-text search over messages")
     p.add_argument("query")
     p.add_argument("--limit", type=int, default=20)
     p.set_defaults(func=_search)
 
-    p = sub.add_parser("wait", parents=[common],
+
+def _add_wait(sub, common) -> None:
+    p = sub.add_parser("wait", parents=[common], formatter_class=_Formatter,
                        help="block until a thread is complete (0), stale (3) or timed out (4)")
     p.add_argument("--thread", required=True)
     p.add_argument("--timeout", type=float, metavar="SECONDS", help="give up after SECONDS")
     p.set_defaults(func=_wait)
+
+
+VERBS = {
+    "list": _add_list, "whoami": _add_whoami, "send": _add_send, "reply": _add_reply,
+    "expect": _add_expect, "threads": _add_threads, "prime": _add_prime,
+    "status": _add_status, "search": _add_search, "wait": _add_wait,
+}
+
+
+def _verb_of(argv: Sequence[str]) -> str | None:
+    """The verb in `argv` (skipping global options), so only its sub-parser is built."""
+    skip = False
+    for arg in argv:
+        if skip:
+            skip = False
+        elif arg == "--db":
+            skip = True
+        elif not arg.startswith("-"):
+            return arg if arg in VERBS else None
+    return None
+
+
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The argument parser; with `only`, just that verb's sub-parser (a faster start)."""
+    common = _common()
+    parser = argparse.ArgumentParser(prog="nxc", parents=[common], formatter_class=_Formatter,
+                                     description="Agent chat over the workspace log.")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name, add in VERBS.items():
+        if only is None or name == only:
+            add(sub, common)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    parser = build_parser(_verb_of(argv))
     args = parser.parse_args(argv)
     args.json = getattr(args, "json", False)
     args.db = getattr(args, "db", None)

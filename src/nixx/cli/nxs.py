@@ -11,6 +11,7 @@ error, 2 usage, 130 interrupted.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 
@@ -85,8 +86,20 @@ def _refold(args: argparse.Namespace) -> int:
     return 0
 
 
+class _Formatter(argparse.HelpFormatter):
+    """argparse's formatter imports shutil (and with it bz2, lzma...) for the terminal
+    width on every add_argument; ask os directly instead."""
+
+    def __init__(self, prog: str) -> None:
+        try:
+            width = os.get_terminal_size(sys.stdout.fileno()).columns
+        except (OSError, ValueError):
+            width = 100
+        super().__init__(prog, width=max(width - 2, 40))
+
+
 def _common() -> argparse.ArgumentParser:
-    common = argparse.ArgumentParser(add_help=False)
+    common = argparse.ArgumentParser(add_help=False, formatter_class=_Formatter)
     common.add_argument("--json", action="store_true", default=argparse.SUPPRESS,
                         help="one JSON document on stdout (errors too)")
     common.add_argument("--db", default=argparse.SUPPRESS, metavar="PATH",
@@ -96,23 +109,23 @@ def _common() -> argparse.ArgumentParser:
 
 def build_parser() -> argparse.ArgumentParser:
     common = _common()
-    parser = argparse.ArgumentParser(prog="nxs", parents=[common],
+    parser = argparse.ArgumentParser(prog="nxs", parents=[common], formatter_class=_Formatter,
                                      description="The workspace operation log.")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
-    p = sub.add_parser("init", parents=[common],
+    p = sub.add_parser("init", parents=[common], formatter_class=_Formatter,
                        help="create .nxs/db.sqlite at the git top level (else here)")
     p.add_argument("--replica", help="replica prefix to mint (default: 4 random characters)")
     p.set_defaults(func=_init)
 
-    p = sub.add_parser("log", parents=[common], help="show the operations in the log")
+    p = sub.add_parser("log", parents=[common], formatter_class=_Formatter, help="show the operations in the log")
     p.add_argument("--domain", help="only this domain (e.g. message)")
     p.add_argument("--after", type=int, default=0, metavar="SEQ", help="only ops past this seq")
     p.add_argument("--limit", type=int, metavar="N", help="at most N ops (the newest, or the "
                    "first N past --after)")
     p.set_defaults(func=_log)
 
-    p = sub.add_parser("refold", parents=[common], help="rebuild the views from the whole log")
+    p = sub.add_parser("refold", parents=[common], formatter_class=_Formatter, help="rebuild the views from the whole log")
     p.add_argument("--domain", help="only this domain")
     p.set_defaults(func=_refold)
     return parser

@@ -21,10 +21,13 @@ keeps the greatest pos, first-writer-wins the least.
 
 from __future__ import annotations
 
-import hashlib
 import json
-from dataclasses import dataclass, field
 from typing import Any
+
+try:  # the builtin module: importing hashlib loads OpenSSL, which costs a CLI start-up
+    from _sha256 import sha256
+except ImportError:  # pragma: no cover - other Python builds
+    from hashlib import sha256
 
 _WIRE_FIELDS = ("id", "domain", "kind", "target", "origin", "clock", "actor", "payload", "created")
 
@@ -55,22 +58,38 @@ def compute_id(
             "target": target,
         }
     )
-    return "o" + hashlib.sha256(body.encode("utf-8")).hexdigest()[:32]
+    return "o" + sha256(body.encode("utf-8")).hexdigest()[:32]
 
 
-@dataclass(slots=True)
 class Op:
-    id: str
-    domain: str
-    kind: str
-    target: str
-    origin: str
-    clock: str
-    actor: str
-    payload: dict[str, Any]
-    created: int
-    seq: int | None = field(default=None, compare=False)
-    local: bool = field(default=False, compare=False)
+    __slots__ = ("id", "domain", "kind", "target", "origin", "clock", "actor", "payload",
+                 "created", "seq", "local")
+
+    def __init__(
+        self, id: str, domain: str, kind: str, target: str, origin: str, clock: str, actor: str,
+        payload: dict[str, Any], created: int, seq: int | None = None, local: bool = False,
+    ) -> None:
+        self.id = id
+        self.domain = domain
+        self.kind = kind
+        self.target = target
+        self.origin = origin
+        self.clock = clock
+        self.actor = actor
+        self.payload = payload
+        self.created = created
+        self.seq = seq
+        self.local = local
+
+    def __eq__(self, other: object) -> bool:  # identity fields only (not seq, local)
+        return isinstance(other, Op) and self.to_wire() == other.to_wire()
+
+    def __hash__(self) -> int:
+        return hash(self.id)
+
+    def __repr__(self) -> str:
+        return (f"Op({self.id}, {self.domain}/{self.kind}, target={self.target}, "
+                f"origin={self.origin}, clock={self.clock}, actor={self.actor}, seq={self.seq})")
 
     @classmethod
     def make(

@@ -16,10 +16,10 @@ same transaction.
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from pathlib import Path
 from typing import Any
 
 from nixx.errors import SchemaError, StoreError, WorkspaceError
@@ -58,10 +58,10 @@ def _row_to_op(row: tuple) -> Op:
               seq, bool(local))
 
 
-def _connect(path: Path) -> sqlite3.Connection:
+def _connect(path: str) -> sqlite3.Connection:
     try:
         conn = sqlite3.connect(
-            str(path), timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False
+            path, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False
         )
     except sqlite3.Error as exc:
         raise StoreError(f"cannot open the workspace log {path}: {exc}") from exc
@@ -70,9 +70,10 @@ def _connect(path: Path) -> sqlite3.Connection:
     return conn
 
 
-def create_store(path: Path, replica: str) -> None:
+def create_store(path: str | os.PathLike[str], replica: str) -> None:
     """Create a new log file at `path` with replica prefix `replica` (idempotent)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+    path = os.fspath(path)
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     conn = _connect(path)
     try:
         conn.execute("PRAGMA journal_mode=WAL")
@@ -172,7 +173,7 @@ class Txn:
 class LogStore:
     """An open workspace log. Build with `LogStore.open(path, reducers)`."""
 
-    def __init__(self, path: Path, conn: sqlite3.Connection, registry: ReducerRegistry) -> None:
+    def __init__(self, path: str, conn: sqlite3.Connection, registry: ReducerRegistry) -> None:
         self.path = path
         self.conn = conn
         self.registry = registry
@@ -186,9 +187,9 @@ class LogStore:
         self._meta = meta
 
     @classmethod
-    def open(cls, path: Path | str, reducers: Iterable[Reducer] = ()) -> LogStore:
-        path = Path(path)
-        if not path.is_file():
+    def open(cls, path: str | os.PathLike[str], reducers: Iterable[Reducer] = ()) -> LogStore:
+        path = os.fspath(path)
+        if not os.path.isfile(path):
             raise WorkspaceError(f"no workspace log at {path}; run `nxs init` to create one")
         conn = _connect(path)
         try:

@@ -8,16 +8,16 @@ the log changed without anyone holding a socket or a daemon.
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import time
-from pathlib import Path
 
 
 class DataVersionWatcher:
-    def __init__(self, path: Path | str, *, poll_interval: float = 0.05) -> None:
-        self.path = Path(path)
+    def __init__(self, path: str | os.PathLike[str], *, poll_interval: float = 0.05) -> None:
+        self.path = os.fspath(path)
         self.poll_interval = poll_interval
-        self._conn = sqlite3.connect(str(self.path), isolation_level=None, check_same_thread=False)
+        self._conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
         self._last = self._version()
 
     def _version(self) -> int:

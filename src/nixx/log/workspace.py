@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
-from pathlib import Path
 
 from nixx.errors import NoWorkspace, WorkspaceError
 
@@ -22,26 +20,47 @@ DB_NAME = "db.sqlite"
 PERSONAS_DIR = ".nxs-personas"
 
 
-@dataclass(frozen=True)
 class Workspace:
-    root: Path
-    db_path: Path
+    """Paths of one workspace, as plain strings (kept off the CLI start-up: no pathlib)."""
+
+    __slots__ = ("root", "db_path")
+
+    def __init__(self, root: str, db_path: str) -> None:
+        self.root = root
+        self.db_path = db_path
+
+    def __repr__(self) -> str:
+        return f"Workspace(root={self.root!r}, db_path={self.db_path!r})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Workspace) and (self.root, self.db_path) == (
+            other.root, other.db_path)
 
     @property
-    def personas_dir(self) -> Path:
-        return self.root / PERSONAS_DIR
+    def personas_dir(self) -> str:
+        return os.path.join(self.root, PERSONAS_DIR)
 
     @property
-    def state_dir(self) -> Path:
+    def state_dir(self) -> str:
         """Device-local files beside the log (e.g. the declarations cache)."""
-        return self.db_path.parent
+        return os.path.dirname(self.db_path)
 
     @classmethod
-    def for_db(cls, db_path: Path) -> Workspace:
-        db_path = db_path.absolute()
-        parent = db_path.parent
-        root = parent.parent if parent.name == NXS_DIR else parent
+    def for_db(cls, db_path: str | os.PathLike[str]) -> Workspace:
+        db_path = os.path.abspath(os.fspath(db_path))
+        parent = os.path.dirname(db_path)
+        root = os.path.dirname(parent) if os.path.basename(parent) == NXS_DIR else parent
         return cls(root=root, db_path=db_path)
+
+
+def _parents(folder: str) -> list[str]:
+    out = [folder]
+    while True:
+        up = os.path.dirname(folder)
+        if up == folder:
+            return out
+        out.append(up)
+        folder = up
 
 
 def _env(env: Mapping[str, str], name: str) -> str | None:
@@ -50,63 +69,64 @@ def _env(env: Mapping[str, str], name: str) -> str | None:
 
 
 def find_workspace(
-    cwd: Path | None = None, *, db: str | Path | None = None, env: Mapping[str, str] | None = None
+    cwd: str | os.PathLike[str] | None = None, *, db: str | os.PathLike[str] | None = None,
+    env: Mapping[str, str] | None = None,
 ) -> Workspace:
     """The workspace for a verb: `db`, else `NXC_DB`, else the nearest `.nxs/db.sqlite`."""
     env = os.environ if env is None else env
-    here = Path.cwd() if cwd is None else Path(cwd)
-    if db is not None and str(db):
-        path = Path(db)
-        path = path if path.is_absolute() else here / path
+    here = os.path.abspath(os.getcwd() if cwd is None else os.fspath(cwd))
+    if db is not None and os.fspath(db):
+        path = os.path.join(here, os.fspath(db))
         source = "--db"
     elif (value := _env(env, "NXC_DB")) is not None:
-        path = Path(value)
-        if not path.is_absolute():
+        path = value
+        if not os.path.isabs(path):
             raise WorkspaceError(f"NXC_DB must be an absolute path, got {value!r}")
         source = "NXC_DB"
     else:
-        for folder in (here, *here.parents):
-            candidate = folder / NXS_DIR / DB_NAME
-            if candidate.is_file():
+        for folder in _parents(here):
+            candidate = os.path.join(folder, NXS_DIR, DB_NAME)
+            if os.path.isfile(candidate):
                 return Workspace.for_db(candidate)
         raise NoWorkspace(
             f"no workspace here: no {NXS_DIR}/{DB_NAME} in {here} or any folder above it; "
             "run `nxs init` at the top of your project (or set NXC_DB)"
         )
-    if not path.is_file():
+    if not os.path.isfile(path):
         raise NoWorkspace(f"no workspace log at {path} (from {source}); run `nxs init` to create one")
     return Workspace.for_db(path)
 
 
-def init_root(cwd: Path | None = None) -> Path:
+def init_root(cwd: str | os.PathLike[str] | None = None) -> str:
     """Where `nxs init` puts the workspace: the git top level, else `cwd`."""
-    here = (Path.cwd() if cwd is None else Path(cwd)).absolute()
-    for folder in (here, *here.parents):
-        if (folder / ".git").exists():
+    here = os.path.abspath(os.getcwd() if cwd is None else os.fspath(cwd))
+    for folder in _parents(here):
+        if os.path.exists(os.path.join(folder, ".git")):
             return folder
     return here
 
 
 def init_workspace(
-    cwd: Path | None = None, *, db: str | Path | None = None, replica: str | None = None
+    cwd: str | os.PathLike[str] | None = None, *, db: str | os.PathLike[str] | None = None,
+    replica: str | None = None,
 ) -> tuple[Workspace, bool]:
     """Create the workspace log (idempotent). Returns it and whether it was created now."""
     from nixx.log.ids import is_replica_prefix, new_replica_prefix
     from nixx.log.store import create_store
 
-    here = Path.cwd() if cwd is None else Path(cwd)
-    if db is not None and str(db):
-        path = Path(db)
-        path = path if path.is_absolute() else here / path
+    here = os.path.abspath(os.getcwd() if cwd is None else os.fspath(cwd))
+    if db is not None and os.fspath(db):
+        path = os.path.join(here, os.fspath(db))
     else:
-        path = init_root(here) / NXS_DIR / DB_NAME
+        path = os.path.join(init_root(here), NXS_DIR, DB_NAME)
     if replica is not None and not is_replica_prefix(replica):
         raise WorkspaceError(
             f"replica prefix {replica!r} must be 1-16 characters of 0-9 a-z (no i, l, o, u)"
         )
-    existed = path.is_file()
+    existed = os.path.isfile(path)
     create_store(path, replica or new_replica_prefix())
-    ignore = path.parent / ".gitignore"
-    if path.parent.name == NXS_DIR and not ignore.exists():
-        ignore.write_text("# the workspace log is device state: never commit it\n*\n")
+    ignore = os.path.join(os.path.dirname(path), ".gitignore")
+    if os.path.basename(os.path.dirname(path)) == NXS_DIR and not os.path.exists(ignore):
+        with open(ignore, "w", encoding="utf-8") as fh:
+            fh.write("# the workspace log is device state: never commit it\n*\n")
     return Workspace.for_db(path), not existed

@@ -7,14 +7,17 @@
 
 from __future__ import annotations
 
-import hashlib
+try:
+    from _sha256 import sha256
+except ImportError:  # pragma: no cover
+    from hashlib import sha256
 
 KINDS = ("group", "public", "direct")
 
 
 def dm_id(a: str, b: str) -> str:
     first, second = sorted((a, b))
-    digest = hashlib.sha256(f"{first}\x00{second}".encode()).hexdigest()
+    digest = sha256(f"{first}\x00{second}".encode()).hexdigest()
     return "dm:" + digest[:24]
 
 

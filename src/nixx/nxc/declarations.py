@@ -14,8 +14,6 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from nixx.errors import ValidationError
@@ -41,13 +39,43 @@ _CHANNEL_KEYS = {
 }
 
 
-@dataclass(frozen=True)
-class Runtime:
+class _Record:
+    """A small keyword-built record (dataclasses cost a CLI start-up its import)."""
+
+    __slots__: tuple[str, ...] = ()
+    _defaults: dict[str, Any] = {}
+
+    def __init__(self, **values: Any) -> None:
+        for name in self.__slots__:
+            if name in values:
+                value = values.pop(name)
+            elif name in self._defaults:
+                value = self._defaults[name]
+                value = value() if callable(value) else value
+            else:
+                raise TypeError(f"{type(self).__name__} needs {name}")
+            object.__setattr__(self, name, value)
+        if values:
+            raise TypeError(f"{type(self).__name__} has no field {sorted(values)[0]}")
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is type(self) and all(
+            getattr(self, n) == getattr(other, n) for n in self.__slots__
+        )
+
+    def __repr__(self) -> str:
+        fields = ", ".join(f"{n}={getattr(self, n)!r}" for n in self.__slots__)
+        return f"{type(self).__name__}({fields})"
+
+
+class Runtime(_Record):
     """How a persona's sessions start and resume: a built-in name or argv templates."""
 
-    builtin: str | None = None
-    start: tuple[str, ...] = ()
-    resume: tuple[str, ...] = ()
+    __slots__ = ("builtin", "start", "resume")
+    _defaults = {"builtin": None, "start": (), "resume": ()}
+    builtin: str | None
+    start: tuple[str, ...]
+    resume: tuple[str, ...]
 
     def to_dict(self) -> dict[str, Any]:
         if self.builtin:
@@ -55,14 +83,15 @@ class Runtime:
         return {"start": list(self.start), "resume": list(self.resume)}
 
 
-@dataclass(frozen=True)
-class Addressable:
+class Addressable(_Record):
     """Who may address a persona directly: `general` (anyone), `none` (only through a
     channel) or `list` (the `personas` named, plus humans when `humans`)."""
 
-    mode: str = "general"
-    personas: tuple[str, ...] = ()
-    humans: bool = True
+    __slots__ = ("mode", "personas", "humans")
+    _defaults = {"mode": "general", "personas": (), "humans": True}
+    mode: str
+    personas: tuple[str, ...]
+    humans: bool
 
     def to_dict(self) -> Any:
         if self.mode == "list":
@@ -70,55 +99,74 @@ class Addressable:
         return self.mode
 
 
-@dataclass(frozen=True)
-class Persona:
+class Persona(_Record):
+    """One `.nxs-personas/<handle>.yaml`. `tools`: None = the runtime's default set,
+    () = none, else exactly those."""
+
+    __slots__ = ("handle", "file", "system_prompt", "job_title", "job_description",
+                 "expected_output", "model", "stage", "tools", "permissions", "prime",
+                 "addressable", "working_tree", "runtime")
+    _defaults = {"job_title": None, "job_description": None, "expected_output": None,
+                 "model": None, "stage": None, "tools": None, "permissions": None,
+                 "prime": True, "addressable": Addressable, "working_tree": "shared",
+                 "runtime": None}
     handle: str  # qualified
-    file: Path
+    file: str
     system_prompt: str
-    job_title: str | None = None
-    job_description: str | None = None
-    expected_output: str | None = None
-    model: str | None = None
-    stage: str | None = None
-    tools: tuple[str, ...] | None = None  # None: runtime default; (): none
-    permissions: Any = None
-    prime: Any = True
-    addressable: Addressable = field(default_factory=Addressable)
-    working_tree: str = "shared"
-    runtime: Runtime | None = None
+    job_title: str | None
+    job_description: str | None
+    expected_output: str | None
+    model: str | None
+    stage: str | None
+    tools: tuple[str, ...] | None
+    permissions: Any
+    prime: Any
+    addressable: Addressable
+    working_tree: str
+    runtime: Runtime | None
 
     @property
     def agent(self) -> str:
         return self.handle.split("/", 1)[1]
 
 
-@dataclass(frozen=True)
-class ChannelDecl:
+class ChannelDecl(_Record):
+    """One entry of channels.yaml; `members` and `expects` are qualified handles in
+    declaration order (`expects: all` resolved to the members)."""
+
+    __slots__ = ("name", "file", "members", "expects", "description", "kind", "on_complete",
+                 "summary_prompt", "visibility", "flow", "timeout", "timeout_ms",
+                 "timeout_at_ms")
+    _defaults = {"description": None, "kind": "group", "on_complete": "pass_through",
+                 "summary_prompt": None, "visibility": "requester_only", "flow": "parallel",
+                 "timeout": None, "timeout_ms": None, "timeout_at_ms": None}
     name: str
-    file: Path
-    members: tuple[str, ...]  # qualified, declaration order
-    expects: tuple[str, ...]  # qualified; `all` resolved to members
-    description: str | None = None
-    kind: str = "group"
-    on_complete: str = "pass_through"
-    summary_prompt: str | None = None
-    visibility: str = "requester_only"
-    flow: str = "parallel"
-    timeout: str | None = None  # as written
-    timeout_ms: int | None = None  # a duration
-    timeout_at_ms: int | None = None  # an instant
+    file: str
+    members: tuple[str, ...]
+    expects: tuple[str, ...]
+    description: str | None
+    kind: str
+    on_complete: str
+    summary_prompt: str | None
+    visibility: str
+    flow: str
+    timeout: str | None  # as written
+    timeout_ms: int | None  # a duration
+    timeout_at_ms: int | None  # an instant
 
     @property
     def id(self) -> str:
         return "decl:" + self.name
 
 
-@dataclass
 class Declarations:
-    folder: Path
-    files: int = 0
-    personas: dict[str, Persona] = field(default_factory=dict)  # by qualified handle
-    channels: dict[str, ChannelDecl] = field(default_factory=dict)  # by name
+    """Everything the folder declares: personas by qualified handle, channels by name."""
+
+    def __init__(self, folder: str) -> None:
+        self.folder = folder
+        self.files = 0
+        self.personas: dict[str, Persona] = {}
+        self.channels: dict[str, ChannelDecl] = {}
 
     def find_persona(self, name: str, origin: str) -> Persona | None:
         if "/" in name:
@@ -145,16 +193,19 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def _parse_yaml(path: Path) -> dict[str, Any]:
+def _parse_yaml(path: str) -> dict[str, Any]:
     """{'data': ...} or {'error': message} for one file."""
     import yaml
 
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     try:
-        text = path.read_text(encoding="utf-8")
+        with open(path, encoding="utf-8") as fh:
+            text = fh.read()
         return {"data": _plain(yaml.load(text, Loader=loader))}
     except UnicodeDecodeError as exc:
         return {"error": f"not UTF-8 text: {exc}"}
+    except OSError as exc:
+        return {"error": f"cannot read: {exc}"}
     except yaml.YAMLError as exc:
         return {"error": "not valid YAML: " + " ".join(str(exc).split())}
 
@@ -163,7 +214,7 @@ def _stat_key(st: os.stat_result) -> list[int]:
     return [st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino]
 
 
-def _read_raw(folder: Path, cache_dir: Path | None) -> dict[str, dict[str, Any]]:
+def _read_raw(folder: str, cache_dir: str | None) -> dict[str, dict[str, Any]]:
     """file name → {'data'|'error'} for every `*.yaml`/`*.yml` in `folder`."""
     stats = {}
     with os.scandir(folder) as entries:
@@ -172,14 +223,17 @@ def _read_raw(folder: Path, cache_dir: Path | None) -> dict[str, dict[str, Any]]
                 continue
             if entry.is_file():
                 stats[entry.name] = _stat_key(entry.stat())
-    cache_path = cache_dir / CACHE_FILE if cache_dir is not None else None
+    cache_path = os.path.join(cache_dir, CACHE_FILE) if cache_dir is not None else None
     cached: dict[str, Any] = {}
     if cache_path is not None:
         try:
-            cached = json.loads(cache_path.read_text(encoding="utf-8"))
+            with open(cache_path, encoding="utf-8") as fh:
+                cached = json.load(fh)
         except (OSError, ValueError):
             cached = {}
-        if cached.get("version") != _CACHE_VERSION or cached.get("folder") != str(folder):
+        if not isinstance(cached, dict) or cached.get("version") != _CACHE_VERSION or cached.get(
+            "folder"
+        ) != folder:
             cached = {}
     old_files = cached.get("files", {})
     old_data = cached.get("data", {})
@@ -189,28 +243,34 @@ def _read_raw(folder: Path, cache_dir: Path | None) -> dict[str, dict[str, Any]]
         if old_files.get(name) == key and name in old_data:
             raw[name] = old_data[name]
         else:
-            raw[name] = _parse_yaml(folder / name)
+            raw[name] = _parse_yaml(os.path.join(folder, name))
             dirty = True
     if dirty and cache_path is not None:
-        body = {"version": _CACHE_VERSION, "folder": str(folder), "files": stats, "data": raw}
-        tmp = cache_path.with_name(f".{CACHE_FILE}.{os.getpid()}.tmp")
+        body = {"version": _CACHE_VERSION, "folder": folder, "files": stats, "data": raw}
+        tmp = os.path.join(cache_dir, f".{CACHE_FILE}.{os.getpid()}.tmp")
         try:
-            tmp.write_text(json.dumps(body), encoding="utf-8")
+            with open(tmp, "w", encoding="utf-8") as fh:
+                json.dump(body, fh)
             os.replace(tmp, cache_path)
         except OSError:
-            tmp.unlink(missing_ok=True)
+            if os.path.exists(tmp):
+                os.unlink(tmp)
     return raw
 
 
-def load_declarations(folder: Path, origin: str, *, cache_dir: Path | None = None) -> Declarations:
+def load_declarations(
+    folder: str | os.PathLike[str], origin: str, *, cache_dir: str | os.PathLike[str] | None = None
+) -> Declarations:
     """Read and validate every declaration in `folder`; bare handles get `origin`."""
-    decls = Declarations(folder=folder)
-    if not folder.is_dir():
+    folder = os.path.abspath(os.fspath(folder))
+    cache_dir = None if cache_dir is None else os.fspath(cache_dir)
+    decls = Declarations(folder)
+    if not os.path.isdir(folder):
         return decls
     raw = _read_raw(folder, cache_dir)
     decls.files = len(raw)
     for name in sorted(raw):
-        path = folder / name
+        path = os.path.join(folder, name)
         entry = raw[name]
         if "error" in entry:
             raise ValidationError(f"{path}: {entry['error']}", file=str(path))
@@ -231,11 +291,11 @@ def load_declarations(folder: Path, origin: str, *, cache_dir: Path | None = Non
 # -- validation ----------------------------------------------------------------------
 
 
-def _err(path: Path, fld: str, msg: str) -> ValidationError:
+def _err(path: str, fld: str, msg: str) -> ValidationError:
     return ValidationError(f"{path}: field `{fld}` {msg}", param=fld, file=str(path))
 
 
-def _opt_str(path: Path, data: dict, key: str, fld: str | None = None) -> str | None:
+def _opt_str(path: str, data: dict, key: str, fld: str | None = None) -> str | None:
     value = data.get(key)
     if value is None:
         return None
@@ -244,14 +304,14 @@ def _opt_str(path: Path, data: dict, key: str, fld: str | None = None) -> str | 
     return value
 
 
-def _choice(path: Path, data: dict, key: str, choices: tuple[str, ...], fld: str) -> str:
+def _choice(path: str, data: dict, key: str, choices: tuple[str, ...], fld: str) -> str:
     value = data.get(key, choices[0])
     if value not in choices:
         raise _err(path, fld, f"must be one of {', '.join(choices)}; got {value!r}")
     return value
 
 
-def _handle(path: Path, value: Any, origin: str, fld: str) -> str:
+def _handle(path: str, value: Any, origin: str, fld: str) -> str:
     if not isinstance(value, str) or not value.strip():
         raise _err(path, fld, f"must be a handle (`agent` or `origin/agent`), got {value!r}")
     try:
@@ -260,7 +320,7 @@ def _handle(path: Path, value: Any, origin: str, fld: str) -> str:
         raise _err(path, fld, exc.message) from exc
 
 
-def _handles(path: Path, value: Any, origin: str, fld: str, *, empty_ok: bool) -> tuple[str, ...]:
+def _handles(path: str, value: Any, origin: str, fld: str, *, empty_ok: bool) -> tuple[str, ...]:
     if not isinstance(value, list) or (not value and not empty_ok):
         raise _err(path, fld, "must be a non-empty list of handles")
     out: list[str] = []
@@ -272,7 +332,7 @@ def _handles(path: Path, value: Any, origin: str, fld: str, *, empty_ok: bool) -
     return tuple(out)
 
 
-def _argv(path: Path, value: Any, fld: str) -> tuple[str, ...]:
+def _argv(path: str, value: Any, fld: str) -> tuple[str, ...]:
     if not isinstance(value, list) or not value or not all(isinstance(a, str) for a in value):
         raise _err(path, fld, "must be a non-empty list of strings (an argv template)")
     import string
@@ -292,7 +352,7 @@ def _argv(path: Path, value: Any, fld: str) -> tuple[str, ...]:
     return tuple(value)
 
 
-def _runtime(path: Path, value: Any) -> Runtime | None:
+def _runtime(path: str, value: Any) -> Runtime | None:
     if value is None:
         return None
     if isinstance(value, str):
@@ -315,7 +375,7 @@ def _runtime(path: Path, value: Any) -> Runtime | None:
     return Runtime(start=start, resume=resume)
 
 
-def _addressable(path: Path, value: Any, origin: str) -> Addressable:
+def _addressable(path: str, value: Any, origin: str) -> Addressable:
     if value is None or value == "general":
         return Addressable()
     if value == "none":
@@ -333,7 +393,7 @@ def _addressable(path: Path, value: Any, origin: str) -> Addressable:
     raise _err(path, "addressable", "must be `general`, `none` or {personas: [...], humans: bool}")
 
 
-def _persona(path: Path, data: Any, origin: str) -> Persona:
+def _persona(path: str, data: Any, origin: str) -> Persona:
     if not isinstance(data, dict):
         raise ValidationError(f"{path}: a persona file must be a YAML map", file=str(path))
     unknown = sorted(set(data) - _PERSONA_KEYS)
@@ -382,7 +442,7 @@ def _persona(path: Path, data: Any, origin: str) -> Persona:
     )
 
 
-def _channels(path: Path, data: Any, origin: str) -> list[ChannelDecl]:
+def _channels(path: str, data: Any, origin: str) -> list[ChannelDecl]:
     if data is None:
         return []
     if not isinstance(data, list):

@@ -17,7 +17,6 @@ spawned: false``. A delivery that records outcomes appends ops through
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -25,32 +24,44 @@ if TYPE_CHECKING:
     from nixx.nxc.engine import Engine
 
 
-@dataclass
 class SendContext:
-    engine: Engine
-    sender: str
-    thread_id: str
-    message_id: str
-    channel_id: str
-    target: str  # "persona" | "channel"
-    body: str
-    expects: list[str]
-    deadline_ms: int | None
-    parent: str | None
-    persona: Persona | None = None
-    channel: ChannelDecl | None = None
+    """What `send` just wrote. `target` is "persona" or "channel"; `persona` / `channel`
+    is the declaration addressed."""
+
+    def __init__(
+        self, *, engine: Engine, sender: str, thread_id: str, message_id: str, channel_id: str,
+        target: str, body: str, expects: list[str], deadline_ms: int | None,
+        parent: str | None, persona: Persona | None = None, channel: ChannelDecl | None = None,
+    ) -> None:
+        self.engine = engine
+        self.sender = sender
+        self.thread_id = thread_id
+        self.message_id = message_id
+        self.channel_id = channel_id
+        self.target = target
+        self.body = body
+        self.expects = expects
+        self.deadline_ms = deadline_ms
+        self.parent = parent
+        self.persona = persona
+        self.channel = channel
 
 
-@dataclass
 class ReplyContext:
-    engine: Engine
-    sender: str
-    thread_id: str
-    message_id: str
-    channel_id: str
-    body: str
-    escalate: bool
-    thread: dict[str, Any] = field(default_factory=dict)  # the thread summary after posting
+    """What `reply` just wrote; `thread` is the thread summary after posting."""
+
+    def __init__(
+        self, *, engine: Engine, sender: str, thread_id: str, message_id: str, channel_id: str,
+        body: str, escalate: bool, thread: dict[str, Any],
+    ) -> None:
+        self.engine = engine
+        self.sender = sender
+        self.thread_id = thread_id
+        self.message_id = message_id
+        self.channel_id = channel_id
+        self.body = body
+        self.escalate = escalate
+        self.thread = thread
 
 
 class Delivery:

@@ -15,8 +15,7 @@ import json
 import os
 import time
 from collections.abc import Callable, Mapping
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from nixx.errors import Forbidden, NotFound, ValidationError
 from nixx.log.ids import new_ulid
@@ -31,10 +30,12 @@ from nixx.nxc.declarations import (
     Persona,
     load_declarations,
 )
-from nixx.nxc.delivery import Delivery, ReplyContext, SendContext
 from nixx.nxc.durations import iso, parse_deadline
 from nixx.nxc.handles import parse_handle_list, resolve_handle, resolve_origin
 from nixx.nxc.reducer import DOMAIN, MESSAGE_KINDS, PRIORITIES, ChatReducer
+
+if TYPE_CHECKING:
+    from nixx.nxc.delivery import Delivery
 
 
 def _now_ms() -> int:
@@ -53,7 +54,11 @@ class Engine:
     ) -> None:
         self.workspace = workspace
         self.env = dict(os.environ if env is None else env)
-        self.delivery = delivery or Delivery()
+        if delivery is None:
+            from nixx.nxc.delivery import Delivery
+
+            delivery = Delivery()
+        self.delivery = delivery
         self.reducer = reducer or ChatReducer()
         self.now_ms = now_ms
         self._store: LogStore | None = None
@@ -61,7 +66,7 @@ class Engine:
 
     @classmethod
     def open(
-        cls, *, db: str | Path | None = None, cwd: Path | None = None,
+        cls, *, db: str | os.PathLike[str] | None = None, cwd: str | os.PathLike[str] | None = None,
         env: Mapping[str, str] | None = None, **kwargs: Any,
     ) -> Engine:
         return cls(find_workspace(cwd, db=db, env=env), env=env, **kwargs)
@@ -105,8 +110,8 @@ class Engine:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def _channels_file(self) -> Path:
-        return self.workspace.personas_dir / CHANNELS_FILE
+    def _channels_file(self) -> str:
+        return os.path.join(self.workspace.personas_dir, CHANNELS_FILE)
 
     # -- declarations -------------------------------------------------------------------
 
@@ -275,6 +280,8 @@ class Engine:
                 "priority": priority, "disposition": "in_turn", "escalate": False,
                 "refs": refs or {},
             })
+        from nixx.nxc.delivery import SendContext
+
         ctx = SendContext(
             engine=self, sender=me, thread_id=thread_id, message_id=message_id,
             channel_id=channel_id, target=target, body=body, expects=expects,
@@ -361,6 +368,8 @@ class Engine:
                 "refs": refs or {},
             })
         after = threads.get_thread(self.conn, thread, self.now_ms()) or summary
+        from nixx.nxc.delivery import ReplyContext
+
         delivered = self.delivery.on_reply(ReplyContext(
             engine=self, sender=me, thread_id=thread, message_id=message_id,
             channel_id=summary["channel_id"], body=body, escalate=escalate, thread=after,
