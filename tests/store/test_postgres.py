@@ -520,3 +520,32 @@ def test_cli_moves_a_store_from_sqlite_to_postgres_and_back(pg_url: str, tmp_pat
     assert out.stdout.encode() == (tmp_path / "a.jsonl").read_bytes()
     out = nixx("--json", "import", str(tmp_path / "missing.jsonl"), "--db-url", pg_url)
     assert out.returncode == 1 and json.loads(out.stdout)["error"]["kind"] == "validation"
+
+
+def test_cli_db_init_migrate_status_on_postgres(pg_url: str, tmp_path: Path) -> None:
+    env = {**os.environ, "NIXX_HOME": str(tmp_path), "NIXX_DB_URL": pg_url}
+
+    def db(action: str) -> dict:
+        out = subprocess.run(
+            [sys.executable, "-m", "nixx.cli.nixx", "--json", "db", action],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert out.returncode == 0, out.stderr + out.stdout
+        return json.loads(out.stdout)
+
+    before = db("status")
+    assert before["backend"] == "postgres"
+    assert before["schema_version"] == 0 and before["pending"] == [1]
+    assert db("init")["applied"] == [1]
+    assert db("migrate")["applied"] == []
+    s = open_store(pg_url)
+    s.bind_embedder("m", DIM)
+    s.append_buffer("user", "one row")
+    s.close()
+    after = db("status")
+    assert after["schema_version"] == after["latest_version"] == 1
+    assert after["embedder"] == {"model": "m", "dim": DIM}
+    assert after["counts"] == {"buffer": 1, "summaries": 0, "sources": 0, "memories": 0}
