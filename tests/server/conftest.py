@@ -41,6 +41,8 @@ def make_settings(llm: FakeLLM, workspace: Path) -> SettingsFactory:
             "embed_model": "fake-embed",
             "workspace": workspace,
             "recall_threshold": 0.3,
+            # background jobs take replies from the shared queue: off unless a test wants them
+            "intent_interval": 10_000,
         }
         values.update(overrides)
         return load_settings(**values)

@@ -1,0 +1,112 @@
+"""The API surface: every endpoint of the issue in /openapi.json, /health, /v1/models,
+/v1/embeddings, /v1/debug/context."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from nixx import __version__
+from nixx.memory.prompts import SYSTEM_PROMPT
+from nixx.testing.fake_llm import FakeLLM, Reply
+
+from .conftest import Nixx
+from .test_chat import add_summary
+
+ENDPOINTS = {
+    ("get", "/health"),
+    ("get", "/v1/models"),
+    ("post", "/v1/chat/completions"),
+    ("post", "/v1/embeddings"),
+    ("get", "/v1/buffer/session"),
+    ("post", "/v1/buffer/clear"),
+    ("get", "/v1/episodic/status"),
+    ("post", "/v1/episodic/config"),
+    ("post", "/v1/episodic/summary"),
+    ("post", "/v1/episodic/search"),
+    ("get", "/v1/episodic/transcript"),
+    ("get", "/v1/episodic/summaries"),
+    ("get", "/v1/intent"),
+    ("post", "/v1/intent"),
+    ("delete", "/v1/intent"),
+    ("post", "/v1/intent/derive"),
+    ("post", "/v1/sources"),
+    ("get", "/v1/sources"),
+    ("get", "/v1/sources/{source_id}"),
+    ("get", "/v1/sources/{source_id}/chunks"),
+    ("post", "/v1/sources/search"),
+    ("get", "/v1/debug/context"),
+}
+
+
+def test_openapi_lists_every_endpoint(nixx: Nixx) -> None:
+    doc = nixx.client.get("/openapi.json").json()
+    present = {(method, path) for path, item in doc["paths"].items() for method in item}
+    assert present >= ENDPOINTS
+    # request bodies are documented, not opaque
+    chat = doc["paths"]["/v1/chat/completions"]["post"]
+    assert "requestBody" in chat
+    assert any(p["name"].lower() == "x-nixx-origin" for p in chat["parameters"])
+
+
+def test_api_docs_cover_every_endpoint() -> None:
+    from pathlib import Path
+
+    text = (Path(__file__).parents[2] / "docs" / "api.md").read_text()
+    for method, path in ENDPOINTS:
+        assert f"{method.upper()} {path.replace('{source_id}', '{id}')}" in text, (method, path)
+
+
+def test_health(nixx: Nixx) -> None:
+    assert nixx.client.get("/health").json() == {"status": "ok", "version": __version__}
+
+
+def test_models_pass_through(nixx: Nixx, llm: FakeLLM) -> None:
+    llm.models = ["a", "b"]
+    body = nixx.client.get("/v1/models").json()
+    assert body["object"] == "list" and [m["id"] for m in body["data"]] == ["a", "b"]
+
+
+def test_model_defaults_to_the_backends_first(nixx: Nixx, llm: FakeLLM) -> None:
+    llm.models = ["first-model", "second"]
+    r = nixx.client.post(
+        "/v1/chat/completions", json={"messages": [{"role": "user", "content": "hi"}]}
+    )
+    assert r.status_code == 200
+    assert llm.chat_requests[-1]["model"] == "first-model"
+    assert r.json()["model"] == "first-model"
+
+
+def test_configured_model_wins(make_settings: Any, llm: FakeLLM) -> None:
+    from fastapi.testclient import TestClient
+
+    from nixx.server.app import create_app
+
+    with TestClient(create_app(make_settings(chat_model="pinned"))) as client:
+        Nixx(client).chat("hi")
+        assert llm.chat_requests[-1]["model"] == "pinned"
+
+
+def test_embeddings_dimension_mismatch_is_400(nixx: Nixx) -> None:
+    r = nixx.client.post("/v1/embeddings", json={"input": "x", "dimensions": 7})
+    assert r.status_code == 400 and r.json()["error"]["param"] == "dimensions"
+    r = nixx.client.post("/v1/embeddings", json={"input": "x", "dimensions": 384})
+    assert len(r.json()["data"][0]["embedding"]) == 384
+
+
+def test_debug_context_is_what_the_next_turn_sends(nixx: Nixx, llm: FakeLLM) -> None:
+    nixx.service.store.append_buffer("user", "old")
+    nixx.client.post("/v1/buffer/clear")
+    add_summary(nixx, "Deployed nixx behind caddy with TLS.", ["deploy"], 1, 1)
+    nixx.client.post("/v1/intent", json={"intent": "Ship the release."})
+    llm.queue(Reply(content="ok"))
+    nixx.chat("how did we deploy nixx behind caddy")
+    sent = llm.chat_requests[-1]["messages"][0]["content"]
+    ctx = nixx.client.get("/v1/debug/context").json()
+    assert ctx["system_prompt"] == sent
+    assert ctx["base_prompt"] == SYSTEM_PROMPT
+    assert ctx["intent"] == "Ship the release."
+    assert ctx["query"] == "how did we deploy nixx behind caddy"
+    assert [h["content"] for h in ctx["recalled"]] == ["Deployed nixx behind caddy with TLS."]
+    assert ctx["recalled"][0]["score"] >= ctx["threshold"]
+    other = nixx.client.get("/v1/debug/context", params={"query": "bread"}).json()
+    assert other["recalled"] == [] and "## Recalled Memories" not in other["system_prompt"]
