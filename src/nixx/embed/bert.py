@@ -11,17 +11,15 @@ Layout choices that decide the speed (measured, see docs/performance.md "Embedde
 - float32 throughout: every constant is a Python float or a float32 array, never a
   ``np.float64`` scalar (which would promote whole arrays to float64).
 - Exact (erf) GELU, with erf evaluated by a rational approximation accurate to float32
-  rounding, and element-wise work done in place, in cache-sized blocks spread over a small
-  thread pool (numpy releases the GIL inside ufuncs, BLAS already uses every core for GEMMs).
+  rounding, done in place in cache-sized blocks; softmax in place, attention in groups of
+  sequences whose score tensors stay in cache.
 """
 
 from __future__ import annotations
 
 import json
 import math
-import os
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -29,9 +27,11 @@ import numpy as np
 
 _F32 = np.float32
 
-# Element-wise work is split in blocks of this many rows (of 1536 floats: ~1.5 MB) and shared
-# over this many threads.
-_BLOCK_ROWS = 256
+# GELU runs over blocks of this many elements (5 float32 work arrays of it stay in L2).
+_GELU_BLOCK_ELEMENTS = 48 * 1536
+# Attention runs over groups of sequences whose scores (n, heads, L, L) hold about this
+# many floats (2 MB), so the softmax passes stay in cache.
+_SCORES_BUDGET = 512 * 1024
 
 
 @dataclass(frozen=True)
@@ -57,6 +57,18 @@ class BertConfig:
 
 
 @dataclass
+class _Group:
+    """Consecutive packed sequences whose attention runs as one padded block."""
+
+    start: int  # first packed token row
+    stop: int
+    count: int  # sequences
+    length: int  # padded length (the longest in the group)
+    index: np.ndarray | None  # real-token rows inside the padded (count*length) grid
+    bias: np.ndarray | None  # (count, 1, 1, length): 0 for real tokens, -1e30 for padding
+
+
+@dataclass
 class _Layer:
     w_qkv: np.ndarray  # (hidden, 3*hidden), query part pre-scaled by 1/sqrt(head_dim)
     b_qkv: np.ndarray
@@ -76,8 +88,8 @@ def _c32(a: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(a, dtype=_F32)
 
 
-# erf(x) = x * P(x^2) / Q(x^2) on [-4, 4] (clamped outside, where erf is +-1 in float32).
-# The coefficients are Eigen's / XLA's float erf (max error a few ulp in float32).
+# erf(z) = z * P(z^2) / Q(z^2) on [-4, 4], clamped outside (where erf is +-1 in float32):
+# the float erf of Eigen / XLA, accurate to a few float32 ulp.
 _ERF_ALPHA = (
     -2.72614225801306e-10,
     2.77068142495902e-08,
@@ -94,46 +106,43 @@ _ERF_BETA = (
     -7.37332916720468e-03,
     -1.42647390514189e-02,
 )
+# GELU(x) = x * (0.5 + 0.5 * erf(x / sqrt(2))). With u = x^2 (x clamped to +-4*sqrt(2)) the
+# 1/sqrt(2) and the 0.5 are folded into the coefficients: GELU(x) = x * (0.5 + x * P'(u) / Q'(u)).
+_GELU_CLAMP = 4.0 * math.sqrt(2.0)
+_GELU_P = tuple(
+    a * (0.5 / math.sqrt(2.0)) / 2.0 ** (len(_ERF_ALPHA) - 1 - i) for i, a in enumerate(_ERF_ALPHA)
+)
+_GELU_Q = tuple(b / 2.0 ** (len(_ERF_BETA) - 1 - i) for i, b in enumerate(_ERF_BETA))
 
 
-def _gelu_block(x: np.ndarray, tmp: np.ndarray, tmp2: np.ndarray) -> None:
-    """In place: x <- x * 0.5 * (1 + erf(x / sqrt(2))). `tmp`/`tmp2` are scratch, x's shape."""
-    # z = clamp(x / sqrt(2), -4, 4); s = z*z
-    np.multiply(x, 0.7071067811865476, out=tmp)
-    np.clip(tmp, -4.0, 4.0, out=tmp)
-    s = tmp2
-    np.multiply(tmp, tmp, out=s)
-    # p = z * P(s), q = Q(s)  (Horner, in place)
-    p = np.full_like(s, _ERF_ALPHA[0])
-    for c in _ERF_ALPHA[1:]:
-        p *= s
-        p += c
-    p *= tmp
-    q = np.full_like(s, _ERF_BETA[0])
-    for c in _ERF_BETA[1:]:
-        q *= s
-        q += c
-    # erf = p / q ; gelu = 0.5 * x * (1 + erf)
+def _horner(u: np.ndarray, coeffs: tuple[float, ...], out: np.ndarray) -> np.ndarray:
+    np.multiply(u, coeffs[0], out=out)
+    for c in coeffs[1:-1]:
+        out += c
+        out *= u
+    out += coeffs[-1]
+    return out
+
+
+def gelu_(x: np.ndarray, xc: np.ndarray, u: np.ndarray, p: np.ndarray, q: np.ndarray) -> None:
+    """Exact (erf) GELU of float32 `x`, in place; xc, u, p, q are scratch of x's shape."""
+    np.clip(x, -_GELU_CLAMP, _GELU_CLAMP, out=xc)
+    np.multiply(xc, xc, out=u)
+    _horner(u, _GELU_P, p)
+    p *= xc
+    _horner(u, _GELU_Q, q)
     p /= q
-    p += 1.0
-    p *= 0.5
+    p += 0.5
     x *= p
 
 
 def erf(x: np.ndarray) -> np.ndarray:
-    """float32 erf (for tests and GELU): x * P(x^2) / Q(x^2), clamped to [-4, 4]."""
+    """float32 erf, the approximation GELU uses (exposed for tests)."""
     z = np.clip(np.asarray(x, dtype=_F32), -4.0, 4.0)
     s = z * z
-    p = np.full_like(s, _ERF_ALPHA[0])
-    for c in _ERF_ALPHA[1:]:
-        p *= s
-        p += c
+    p = _horner(s, _ERF_ALPHA, np.empty_like(s))
     p *= z
-    q = np.full_like(s, _ERF_BETA[0])
-    for c in _ERF_BETA[1:]:
-        q *= s
-        q += c
-    return p / q
+    return p / _horner(s, _ERF_BETA, np.empty_like(s))
 
 
 class BertEncoder:
@@ -183,9 +192,6 @@ class BertEncoder:
                     ln2_b=_c32(w[p + "output.LayerNorm.bias"]),
                 )
             )
-        workers = int(os.environ.get("NIXX_BERT_WORKERS", "1"))
-        self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="nixx-bert")
-        self._workers = workers
 
     @classmethod
     def from_dir(cls, model_dir: Path) -> BertEncoder:
@@ -195,25 +201,17 @@ class BertEncoder:
         return cls(load_file(str(model_dir / "model.safetensors")), config)
 
     # ---- element-wise helpers ------------------------------------------------------------
-    def _blocks(self, n: int) -> list[slice]:
-        if n <= _BLOCK_ROWS:
-            return [slice(0, n)]
-        return [slice(i, min(n, i + _BLOCK_ROWS)) for i in range(0, n, _BLOCK_ROWS)]
-
-    def _parallel(self, fn, n: int) -> None:  # type: ignore[no-untyped-def]
-        blocks = self._blocks(n)
-        if len(blocks) == 1 or self._workers == 1:
-            for b in blocks:
-                fn(b)
-            return
-        list(self._pool.map(fn, blocks))
-
-    def _gelu(self, x: np.ndarray) -> None:
-        def run(b: slice) -> None:
-            xb = x[b]
-            _gelu_block(xb, np.empty_like(xb), np.empty_like(xb))
-
-        self._parallel(run, x.shape[0])
+    @staticmethod
+    def _gelu(x: np.ndarray) -> None:
+        """In place, in blocks of rows that keep the five work arrays in cache. (Spreading
+        this over threads was measured slower: OpenBLAS's worker threads spin between GEMMs.)"""
+        rows = x.shape[0]
+        step = max(1, _GELU_BLOCK_ELEMENTS // x.shape[1])
+        scratch = np.empty((4, min(rows, step), x.shape[1]), dtype=_F32)
+        for i in range(0, rows, step):
+            xb = x[i : i + step]
+            m = xb.shape[0]
+            gelu_(xb, scratch[0, :m], scratch[1, :m], scratch[2, :m], scratch[3, :m])
 
     def _layer_norm(self, x: np.ndarray, g: np.ndarray, b: np.ndarray) -> None:
         """In place, row-wise LayerNorm of the 2-D float32 array x."""
@@ -230,6 +228,59 @@ class BertEncoder:
         x += b
 
     # ---- forward ------------------------------------------------------------------------
+    def _attention_groups(self, lengths: np.ndarray) -> list[_Group]:
+        """Split the sequences into consecutive groups whose score tensors
+        (n, heads, L, L) stay around `_SCORES_BUDGET` floats, padded to the group's longest."""
+        groups: list[_Group] = []
+        heads = self.config.num_heads
+        n = len(lengths)
+        starts = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum(lengths, out=starts[1:])
+        first = 0
+        longest = 0
+        for i in range(n + 1):
+            if i < n:
+                cand = max(longest, int(lengths[i]))
+                if i == first or (i - first + 1) * heads * cand * cand <= _SCORES_BUDGET:
+                    longest = cand
+                    continue
+            lens = lengths[first:i]
+            g = _Group(int(starts[first]), int(starts[i]), i - first, longest, None, None)
+            if (lens != longest).any():
+                mask = np.arange(longest)[None, :] < lens[:, None]
+                g.index = np.flatnonzero(mask.reshape(-1))
+                g.bias = np.where(mask, _F32(0.0), _F32(-1e30)).astype(_F32)[:, None, None, :]
+            groups.append(g)
+            if i < n:
+                first, longest = i, int(lengths[i])
+        return groups
+
+    def _attention(self, qkv: np.ndarray, groups: list[_Group], out: np.ndarray) -> None:
+        """Self-attention of packed (tokens, 3*hidden) rows into packed `out` (tokens, hidden)."""
+        heads, dh, hid = self.config.num_heads, self.head_dim, self.config.hidden_size
+        for g in groups:
+            rows = qkv[g.start : g.stop]
+            if g.index is not None:
+                grid = np.zeros((g.count * g.length, 3 * hid), dtype=_F32)
+                grid[g.index] = rows
+                rows = grid
+            # (3, n, H, L, dh), contiguous: numpy's matmul only reaches BLAS for stacks of
+            # matrices with unit inner strides (a strided view falls back to a slow loop)
+            q, k, v = np.ascontiguousarray(
+                rows.reshape(g.count, g.length, 3, heads, dh).transpose(2, 0, 3, 1, 4)
+            )
+            scores = np.matmul(q, k.transpose(0, 1, 3, 2))  # (n, H, L, L)
+            if g.bias is not None:
+                scores += g.bias
+            scores -= scores.max(axis=-1, keepdims=True)
+            np.exp(scores, out=scores)
+            scores /= scores.sum(axis=-1, keepdims=True)
+            ctx = np.matmul(scores, v).transpose(0, 2, 1, 3)  # (n, L, H, dh)
+            if g.index is None:
+                out[g.start : g.stop].reshape(g.count, g.length, heads, dh)[...] = ctx
+            else:
+                out[g.start : g.stop] = ctx.reshape(g.count * g.length, hid)[g.index]
+
     def encode(self, sequences: Sequence[np.ndarray]) -> np.ndarray:
         """Mean-pooled last hidden states of token-id sequences (one forward pass)."""
         n = len(sequences)
@@ -241,47 +292,18 @@ class BertEncoder:
             raise ValueError("every sequence needs at least one token")
         if lengths.max() > self.config.max_position_embeddings:
             raise ValueError("sequence longer than the model's position table")
-        max_len = int(lengths.max())
         ids = np.concatenate([np.asarray(s, dtype=np.int64) for s in sequences])
         positions = np.concatenate([np.arange(k) for k in lengths])
-        # packed row index of every real token inside the padded (n, max_len) grid
-        ragged = bool((lengths != max_len).any())
-        flat_index = None
-        if ragged:
-            mask = np.arange(max_len)[None, :] < lengths[:, None]  # (n, max_len)
-            flat_index = np.flatnonzero(mask.reshape(-1))
-            bias = np.where(mask, _F32(0.0), _F32(-1e30)).astype(_F32)[:, None, None, :]
-        else:
-            bias = None
+        groups = self._attention_groups(lengths)
 
         x = self.word[ids]
         x += self.pos[positions]
         self._layer_norm(x, self.emb_ln_g, self.emb_ln_b)
-
-        heads, dh = self.config.num_heads, self.head_dim
+        ctx = np.empty_like(x)
         for layer in self.layers:
             qkv = x @ layer.w_qkv
             qkv += layer.b_qkv
-            if ragged:
-                grid = np.zeros((n * max_len, 3 * hid), dtype=_F32)
-                grid[flat_index] = qkv
-            else:
-                grid = qkv
-            # (3, n, H, L, dh), contiguous: numpy's matmul only reaches BLAS for stacks of
-            # matrices with unit inner strides (a strided view falls back to a slow loop)
-            q, k, v = np.ascontiguousarray(
-                grid.reshape(n, max_len, 3, heads, dh).transpose(2, 0, 3, 1, 4)
-            )
-            scores = np.matmul(q, k.transpose(0, 1, 3, 2))  # (n, H, L, L)
-            if bias is not None:
-                scores += bias
-            scores -= scores.max(axis=-1, keepdims=True)
-            np.exp(scores, out=scores)
-            scores /= scores.sum(axis=-1, keepdims=True)
-            ctx = np.matmul(scores, v)  # (n, H, L, dh)
-            ctx = ctx.transpose(0, 2, 1, 3).reshape(n * max_len, hid)
-            if ragged:
-                ctx = ctx[flat_index]
+            self._attention(qkv, groups, ctx)
             attn = ctx @ layer.w_o
             attn += layer.b_o
             attn += x

