@@ -80,6 +80,9 @@ class FakeLLM:
         self.requests: list[Recorded] = []
         self.fail_embeddings = False
         self.fail_next_embeddings = 0  # answer this many /v1/embeddings calls with 500 first
+        # scripted /v1/embeddings answer: a Reply (its status+error, or raw_body verbatim),
+        # or None for the default vectors
+        self.embed_responder: Callable[[dict[str, Any]], Reply | None] | None = None
         self._queue: list[Reply] = []
         self._lock = threading.Lock()
         self._server = ThreadingHTTPServer(("127.0.0.1", port), self._handler_class())
@@ -219,6 +222,13 @@ class FakeLLM:
                         failing = False
                 if failing:
                     self._error(500, "embeddings failing (scripted)")
+                    return
+                scripted = fake.embed_responder(body) if fake.embed_responder else None
+                if scripted is not None:
+                    if scripted.status != 200:
+                        self._error(scripted.status, scripted.error)
+                    else:
+                        self._json(200, None, raw=scripted.raw_body or "")
                     return
                 inputs = body.get("input", [])
                 if isinstance(inputs, str):
