@@ -151,3 +151,27 @@ def test_folder_with_nothing_readable_stores_nothing(
     with pytest.raises(ValidationError, match="nothing readable"):
         ingestor.ingest_path(empty)
     assert store.list_sources() == [] and store.count_memories() == 0
+
+
+def test_concurrent_ingests_of_one_folder_make_one_source(
+    ingestor: Ingestor, store: MemoryStore, repo: Path
+) -> None:
+    import threading
+
+    results, errors = [], []
+
+    def run() -> None:
+        try:
+            results.append(ingestor.ingest_path(repo))
+        except Exception as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=run) for _ in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    assert len(store.list_sources()) == 1
+    assert store.count_memories() == results[0].chunks
+    assert {r.source.id for r in results} == {store.list_sources()[0].id}

@@ -102,7 +102,15 @@ def test_paths_outside_the_workspace_are_refused(
     secret.write_text("private key material")
     os.symlink(secret, workspace / "escape.txt")
     os.symlink(tmp_path, workspace / "escape-dir")
-    for path in ("../secret.txt", str(secret), "escape.txt", "escape-dir", "/etc/hostname"):
+    for path in (
+        "../secret.txt",
+        str(secret),
+        "escape.txt",
+        "escape-dir",
+        "/etc/hostname",
+        "../no-such-file.txt",  # outside and missing: still 403, existence is not revealed
+        "/nonexistent/dir",
+    ):
         r = client.post("/v1/ingest", json={"path": path})
         assert r.status_code == 403, (path, r.text)
         error = r.json()["error"]

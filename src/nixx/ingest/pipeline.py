@@ -26,6 +26,7 @@ paths that resolve inside it are read; the CLI reads the paths its user names.
 from __future__ import annotations
 
 import hashlib
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -50,6 +51,10 @@ PIPELINE_VERSION = "nixx-ingest/1"
 CHUNK_CHARS = 800
 CHUNK_OVERLAP = 100
 SUMMARY_INPUT_CHARS = 6000
+
+# Serialises the final look-up-then-write of every ingest in this process, so two ingests
+# of the same input cannot both create a source (the slow work runs outside it).
+_write_lock = threading.Lock()
 
 
 @dataclass(frozen=True)
@@ -222,6 +227,12 @@ class Ingestor:
             raise ValidationError("text needs a non-empty name", param="name")
         if not isinstance(text, str) or not text.strip():
             raise ValidationError("text is empty: nothing to ingest", param="text")
+        if len(text.encode("utf-8")) > self.settings.ingest_max_file_bytes:
+            raise ValidationError(
+                f"text is over the {self.settings.ingest_max_file_bytes}-byte limit "
+                "(NIXX_INGEST_MAX_FILE_BYTES)",
+                param="text",
+            )
         kind = "markdown" if _looks_like_markdown(text) else "text"
         from nixx.ingest.document import Section
 
@@ -244,9 +255,20 @@ class Ingestor:
         if "\0" in str(path):
             raise ValidationError("path contains a NUL byte", param="path")
         raw = Path(str(path)).expanduser()
+        outside = Forbidden(
+            f"{path} is outside the workspace {root} (NIXX_WORKSPACE); ingest reads only under it",
+            param="path",
+        )
         if root is not None:
             base = root.resolve()
             raw = raw if raw.is_absolute() else base / raw
+            # Refuse what lies outside before asking whether it exists: the answer must not
+            # tell a client which files exist elsewhere on the machine.
+            try:
+                if not raw.resolve(strict=False).is_relative_to(base):
+                    raise outside
+            except (OSError, RuntimeError):
+                raise outside from None
         try:
             target = raw.resolve(strict=True)
         except FileNotFoundError:
@@ -254,11 +276,7 @@ class Ingestor:
         except (OSError, RuntimeError) as exc:
             raise ValidationError(f"cannot resolve {path}: {exc}", param="path") from None
         if root is not None and not target.is_relative_to(root.resolve()):
-            raise Forbidden(
-                f"{path} is outside the workspace {root} (NIXX_WORKSPACE); ingest reads "
-                "only under it",
-                param="path",
-            )
+            raise outside
         return target
 
     def _plan_file(self, path: Path, name: str | None) -> _Plan:
@@ -270,7 +288,7 @@ class Ingestor:
                 "limit (NIXX_INGEST_MAX_FILE_BYTES)",
                 param="path",
             )
-        data = _read_bytes(path)
+        data = _read_bytes(path, self.settings.ingest_max_file_bytes)
         document = _read_document(data, path)
         self._emit(Progress("read", str(path), 1, 1, path=str(path)))
         return _Plan(
@@ -298,7 +316,7 @@ class Ingestor:
         for i, path in enumerate(walked.files, start=1):
             rel = path.relative_to(folder).as_posix()
             try:
-                data = _read_bytes(path)
+                data = _read_bytes(path, self.settings.ingest_max_file_bytes)
                 document = _read_document(data, path, display=rel)
             except NixxError as exc:
                 skipped.append(Skipped(rel, exc.message))
@@ -369,6 +387,24 @@ class Ingestor:
             for i, p in enumerate(pieces)
         ]
         self._emit(Progress("store", plan.name, plan.files, plan.files, len(pieces), len(pieces)))
+        with _write_lock:
+            # Another ingest of the same input may have finished while this one embedded.
+            current = self.store.find_sources(**plan.identity)
+            old = current[0] if current else None
+            source, status = self._write(plan, chunks, old)
+        self._emit(Progress("done", plan.name, plan.files, plan.files, len(pieces), len(pieces)))
+        return IngestResult(
+            source if source.chunk_count else replace(source, chunk_count=len(pieces)),
+            status,
+            files=plan.files,
+            chunks=len(pieces),
+            embedded=computed,
+            reused=len(pieces) - computed,
+            skipped=plan.skipped,
+            summary_input=_summary_input(plan),
+        )
+
+    def _write(self, plan: _Plan, chunks: list[NewChunk], old: Source | None) -> tuple[Source, str]:
         if old is None:
             source = self.store.add_source(plan.name, plan.type, chunks, meta=plan.meta)
             status = "created"
@@ -381,17 +417,7 @@ class Ingestor:
             source = self.store.add_source(plan.name, plan.type, chunks, meta=plan.meta)
             self.store.delete_source(old.id)
             status = "replaced"
-        self._emit(Progress("done", plan.name, plan.files, plan.files, len(pieces), len(pieces)))
-        return IngestResult(
-            source if source.chunk_count else replace(source, chunk_count=len(pieces)),
-            status,
-            files=plan.files,
-            chunks=len(pieces),
-            embedded=computed,
-            reused=len(pieces) - computed,
-            skipped=plan.skipped,
-            summary_input=_summary_input(plan),
-        )
+        return source, status
 
     def _chunk(self, plan: _Plan) -> list[_Piece]:
         pieces: list[_Piece] = []
@@ -466,9 +492,17 @@ class Ingestor:
 # ---- helpers -----------------------------------------------------------------------
 
 
-def _read_bytes(path: Path) -> bytes:
+def _read_bytes(path: Path, limit: int) -> bytes:
+    """The file's bytes; `ValidationError` if it grew past `limit` since it was listed."""
     try:
-        return path.read_bytes()
+        with path.open("rb") as f:
+            data = f.read(limit + 1)
+        if len(data) > limit:
+            raise ValidationError(
+                f"{path.name} is over the {limit}-byte limit (NIXX_INGEST_MAX_FILE_BYTES)",
+                param="path",
+            )
+        return data
     except PermissionError:
         raise Forbidden(f"permission denied reading {path}", param="path") from None
     except OSError as exc:
