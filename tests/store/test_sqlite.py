@@ -3,6 +3,7 @@ file, WAL, the in-memory vector index and its HNSW sidecar)."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -290,11 +291,27 @@ def test_hnsw_sidecar_is_reused_and_kept_current(tmp_path: Path):
     finally:
         second.close()
 
+    # reindex moves the epoch: the old sidecar no longer matches; building writes a new one
+    fourth = SQLiteStore(path, ann_threshold=100)
+    try:
+        fourth.reindex(lambda t: _clustered(len(t), 16, seed=len(t)), "m16", 16)
+        assert fourth.build_vector_indexes() == {"summaries": 0, "memories": 400}
+        meta = json.loads(sidecar.with_name(sidecar.name + ".json").read_text())
+        epoch = (
+            fourth._conn()
+            .execute("SELECT epoch FROM vector_state WHERE name = 'memories'")
+            .fetchone()[0]
+        )
+        assert meta["epoch"] == epoch and meta["dim"] == 16 and meta["watermark"] == 400
+    finally:
+        fourth.close()
+
     # a stale or corrupt sidecar is ignored, never trusted
     sidecar.write_bytes(b"garbage")
     third = SQLiteStore(path, ann_threshold=100)
     try:
-        assert third.search_memories(vectors[10], limit=1)[0].memory.content == "chunk 10"
+        stored = third.source_chunks(1)[10].embedding
+        assert third.search_memories(stored, limit=1)[0].memory.content == "chunk 10"
     finally:
         third.close()
 

@@ -137,6 +137,10 @@ def reindex_store(
         written = store.reindex(
             embedder.embed, embedder.model, embedder.dim, batch_size=batch_size, progress=progress
         )
+        from nixx.store.sqlite import SQLiteStore
+
+        if isinstance(store, SQLiteStore):  # build the search index now, not on first search
+            store.build_vector_indexes()
         return {
             "db_url": display_url(url),
             "vectors": written,

@@ -836,6 +836,20 @@ class SQLiteStore(MemoryStore):
     def _count_rows(conn: apsw.Connection, table: str) -> int:
         return int(conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0])
 
+    def build_vector_indexes(self) -> dict[str, int]:
+        """Bring every table's vector index up to date now rather than on the first
+        search, writing the HNSW sidecars (so a server started later, or already
+        running, loads them instead of building). Returns vectors indexed per table."""
+        built: dict[str, int] = {}
+        for table in _VECTOR_TABLES:
+            with self._index_locks[table], self._read() as conn:
+                dim = self._bound_dim(conn)
+                if dim is None:
+                    continue
+                built[table] = len(self._sync_index(conn, table, dim))
+        self.save_vector_indexes()
+        return built
+
     def save_vector_indexes(self) -> list[str]:
         """Write the HNSW sidecar files of the indexes that have one (the bench and
         `nixx reindex` call this; `close()` does it when enough changed)."""
