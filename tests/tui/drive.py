@@ -17,6 +17,7 @@ def make(url: str, **kw) -> NixxApp:
 
 async def settle(pilot: Pilot) -> None:
     """Wait until every worker (stream, command, status refresh) is done."""
+    pilot.app.prompt.cursor_blink = False  # a blinking cursor makes screenshots differ
     await pilot.pause()
     for _ in range(5):
         await pilot.app.workers.wait_for_complete()
@@ -55,3 +56,28 @@ def notice_text(notice: Notice) -> str:
 
 def notifications(app: NixxApp) -> list[str]:
     return [n.message for n in app._notifications]
+
+
+def screen_text(app: NixxApp) -> str:
+    """The screen as plain text (what a terminal shows, without colours)."""
+    import io
+
+    from rich.console import Console
+
+    width, height = app.size
+    console = Console(
+        width=width,
+        height=height,
+        file=io.StringIO(),
+        force_terminal=True,
+        color_system="truecolor",
+        record=True,
+        legacy_windows=False,
+        safe_box=False,
+    )
+    console.print(
+        app.screen._compositor.render_update(
+            full=True, screen_stack=app._background_screens, simplify=True
+        )
+    )
+    return console.export_text(styles=False)

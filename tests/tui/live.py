@@ -21,18 +21,13 @@ def llm_settings(tmp_path: Path, chat_url: str, embed_url: str, **extra: Any) ->
     return load_settings(
         db_url=f"sqlite:///{tmp_path / 'server.db'}",
         chat_base_url=chat_url,
-        **_embedder(embed_url),
+        # The bundled local embedder (the embedded default): real and deterministic, so
+        # summary scores in snapshots do not move. `embed_url` is kept for callers that
+        # want the scripted embeddings instead.
+        embed_provider="local",
         workspace=workspace,
         **extra,
     )
-
-
-def _embedder(embed_url: str) -> dict[str, Any]:
-    import importlib.util
-
-    if importlib.util.find_spec("nixx.embed.openai") is None:  # TEMP until it lands
-        return {"embed_provider": "local"}
-    return {"embed_provider": "openai", "embed_base_url": embed_url, "embed_model": "fake-embed"}
 
 
 @dataclass

@@ -25,15 +25,9 @@ def _free_port() -> int:
 @pytest.fixture
 def server_env(monkeypatch, fake_llm, tmp_path):
     """The environment the autostarted server inherits: the scripted LLM as backend."""
-    import importlib.util
-
     monkeypatch.setenv("NIXX_CHAT_BASE_URL", fake_llm.base_url)
     monkeypatch.setenv("NIXX_WORKSPACE", str(tmp_path))
     monkeypatch.setenv("NIXX_LOG_LEVEL", "warning")
-    if importlib.util.find_spec("nixx.embed.openai") is not None:
-        monkeypatch.setenv("NIXX_EMBED_PROVIDER", "openai")
-        monkeypatch.setenv("NIXX_EMBED_BASE_URL", fake_llm.base_url)
-        monkeypatch.setenv("NIXX_EMBED_MODEL", "fake-embed")
     return fake_llm
 
 

@@ -30,7 +30,13 @@ def _row(hit: dict[str, Any]) -> dict[str, Any]:
 
 def _score(hit: dict[str, Any]) -> str:
     score = hit.get("score")
-    return f"{score:.2f}" if isinstance(score, int | float) else ""
+    if not isinstance(score, int | float):
+        return ""
+    return f"{score:.2f}" if abs(score) >= 0.01 or score == 0 else f"{score:.1e}"
+
+
+def _count(n: int, one: str, many: str | None = None) -> str:
+    return f"{n} {one if n == 1 else (many or one + 's')}"
 
 
 def search_results(query: str, body: dict[str, Any]) -> RenderableType:
@@ -40,24 +46,23 @@ def search_results(query: str, body: dict[str, Any]) -> RenderableType:
         Text.assemble(
             ("search ", "bold"),
             (query, "italic"),
-            f" — {len(buffer_hits)} transcript rows, {len(summary_hits)} summaries",
+            f" — {_count(len(buffer_hits), 'transcript row')}, "
+            f"{_count(len(summary_hits), 'summary', 'summaries')}",
         )
     ]
     if buffer_hits:
         table = Table(box=None, show_header=True, header_style="dim", padding=(0, 1, 0, 0))
         table.add_column("id", justify="right", no_wrap=True)
         table.add_column("role", no_wrap=True)
-        table.add_column("score", justify="right", no_wrap=True)
         table.add_column("text", ratio=1)
         for hit in buffer_hits:
             row = _row(hit)
             table.add_row(
                 Text(str(row.get("id", "?"))),
                 Text(str(row.get("role", ""))),
-                Text(_score(hit)),
                 Text(clip(row.get("content", ""))),
             )
-        parts += [Text("Transcript (words)", style="bold underline"), table]
+        parts += [Text("Transcript (words, best first)", style="bold underline"), table]
     if summary_hits:
         table = Table(box=None, show_header=True, header_style="dim", padding=(0, 1, 0, 0))
         table.add_column("rows", no_wrap=True)
@@ -72,7 +77,7 @@ def search_results(query: str, body: dict[str, Any]) -> RenderableType:
             if tags:
                 text.append("  " + " ".join(f"#{t}" for t in tags), style="cyan")
             table.add_row(Text(f"{start}-{end}"), Text(_score(hit)), text)
-        parts += [Text("Summaries (meaning)", style="bold underline"), table]
+        parts += [Text("Summaries (meaning, cosine)", style="bold underline"), table]
     if not buffer_hits and not summary_hits:
         parts.append(Text("nothing found", style="dim"))
     return Group(*parts)

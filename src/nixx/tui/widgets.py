@@ -199,12 +199,12 @@ def help_renderable() -> Group:
     commands.add_column(style="bold cyan", no_wrap=True)
     commands.add_column()
     for spec in COMMANDS:
-        commands.add_row(spec.usage, spec.help)
+        commands.add_row(Text(spec.usage), Text(spec.help))  # `[tag ...]` is not markup
     keys = Table(box=None, show_header=False, padding=(0, 2, 0, 0))
     keys.add_column(style="bold magenta", no_wrap=True)
     keys.add_column()
     for key, what in KEYS:
-        keys.add_row(key, what)
+        keys.add_row(Text(key), Text(what))
     return Group(
         Text("Commands", style="bold underline"),
         commands,
