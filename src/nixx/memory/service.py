@@ -171,11 +171,14 @@ class NixxService:
         """The system prompt a turn sends. With no `query`, the newest user message of the
         current session is used (what the next turn would recall against)."""
         if query is None:
-            rows = await self.run(self.episodic.session_rows)
+            # the newest user message of the session; a client continuing the session
+            # sends all of it, so summaries from the session start on are left out
+            start = await self.run(self.episodic.session_start)
+            rows = await self.run(lambda: self.store.last_buffer_rows(20, after_id=start - 1))
             users = [r for r in rows if r.role == "user"]
             query = users[-1].content if users else None
-            if history_messages is None:
-                history_messages = len(rows)
+            if before_id is None and history_messages is None:
+                before_id = start
         if before_id is None:
             before_id = await self.run(self.episodic.oldest_in_history, history_messages or 0)
         if query_vec is None and await self.run(self.episodic.recall_enabled):

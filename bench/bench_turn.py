@@ -1,0 +1,267 @@
+"""Time nixx adds to a chat turn.
+
+Seeds a SQLite store with 100k buffer rows and 10k summaries (with vectors), starts the
+scripted backend (FakeLLM) in this process and `nixx serve` as a real subprocess pointed
+at it, then times the same requests sent to the backend directly and through nixx,
+interleaved, in the same run:
+
+- a non-streaming turn (request → whole answer): p50/p95 of direct, through nixx, added;
+- a streaming turn: time to the first content token, direct vs through nixx.
+
+Through nixx a turn also embeds the query (over HTTP to the backend's /v1/embeddings with
+`--embed openai`, the default; in-process with `--embed local`), recalls summaries, writes
+the user and assistant rows, and builds the prompt.
+
+    .venv/bin/python bench/bench_turn.py [--turns 200] [--rows 100000] [--summaries 10000] [--embed openai|local]
+
+The machine is shared: absolute figures are noisy, the added time (same run, interleaved)
+is the figure to read.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+import numpy as np
+
+from nixx.store import open_store
+from nixx.store.portable import header_record, utc_now
+from nixx.testing.fake_llm import FakeLLM
+
+WORDS = [
+    "postgres",
+    "sqlite",
+    "vector",
+    "index",
+    "recall",
+    "summary",
+    "intent",
+    "buffer",
+    "stream",
+    "token",
+    "chunk",
+    "embed",
+    "server",
+    "client",
+    "model",
+    "prompt",
+    "memory",
+    "search",
+    "query",
+    "schema",
+    "migration",
+    "test",
+    "deploy",
+    "docker",
+    "python",
+    "rust",
+    "typescript",
+    "fastapi",
+    "textual",
+    "uvicorn",
+    "latency",
+    "cache",
+    "budget",
+    "context",
+    "session",
+]
+
+
+def sentence(rng: random.Random, n: int) -> str:
+    return " ".join(rng.choice(WORDS) for _ in range(n))
+
+
+def seed(db: Path, rows: int, summaries: int, dim: int, model: str) -> None:
+    rng = random.Random(7)
+    now = utc_now()
+
+    def records() -> Any:
+        yield header_record()
+        yield {"type": "embedder", "model": model, "dim": dim}
+        yield {"type": "state", "key": "episodic.interval", "value": 10**9}
+        for i in range(1, rows + 1):
+            yield {
+                "type": "buffer",
+                "id": i,
+                "role": "user" if i % 2 else "assistant",
+                "content": sentence(rng, 25),
+                "origin": "api",
+                "created_at": now,
+                "meta": {},
+            }
+        span = max(1, rows // max(1, summaries))
+        for j in range(summaries):
+            text = sentence(rng, 30)
+            yield {
+                "type": "summary",
+                "id": j + 1,
+                "content": text,
+                "embedding": [float(x) for x in FakeLLM.embedding_of(text, dim)],
+                "tags": ["bench"],
+                "entities": {},
+                "start_buffer_id": j * span + 1,
+                "end_buffer_id": min(rows, (j + 1) * span),
+                "created_at": now,
+            }
+
+    store = open_store(f"sqlite:///{db}")
+    try:
+        store.import_records(records())
+    finally:
+        store.close()
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def pct(values: list[float], p: float) -> float:
+    return float(np.percentile(np.array(values), p))
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--turns", type=int, default=200)
+    ap.add_argument("--rows", type=int, default=100_000)
+    ap.add_argument("--summaries", type=int, default=10_000)
+    ap.add_argument("--embed", choices=("openai", "local"), default="openai")
+    args = ap.parse_args()
+
+    tmp = Path(tempfile.mkdtemp(prefix="nixx-bench-"))
+    db = tmp / "nixx.db"
+    model = "fake-embed" if args.embed == "openai" else "all-MiniLM-L6-v2"
+    t0 = time.perf_counter()
+    seed(db, args.rows, args.summaries, 384, model)
+    print(
+        f"seeded {args.rows} buffer rows + {args.summaries} summaries in "
+        f"{time.perf_counter() - t0:.1f}s ({db.stat().st_size / 1e6:.0f} MB)"
+    )
+
+    llm = FakeLLM()
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("NIXX_", "NXC_"))}
+    env.update(
+        NIXX_HOME=str(tmp),
+        NIXX_DB_URL=f"sqlite:///{db}",
+        NIXX_CHAT_BASE_URL=llm.base_url,
+        NIXX_EMBED_PROVIDER=args.embed,
+        NIXX_EMBED_BASE_URL=llm.base_url,
+        NIXX_EMBED_MODEL=model if args.embed == "openai" else "",
+        NIXX_RECALL_THRESHOLD="0.2",
+        NIXX_INTENT_INTERVAL="1000000",
+        NIXX_WORKSPACE=str(tmp),
+        NIXX_LOG_LEVEL="warning",
+    )
+    nixx_bin = str(Path(sys.executable).with_name("nixx"))
+    server = subprocess.Popen([nixx_bin, "serve", "--port", str(port)], env=env)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        client = httpx.Client(timeout=60)
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                if client.get(base + "/health").status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            if time.monotonic() > deadline or server.poll() is not None:
+                raise SystemExit("nixx serve did not start")
+            time.sleep(0.1)
+
+        rng = random.Random(11)
+        history = [
+            {"role": "user", "content": sentence(rng, 20)},
+            {"role": "assistant", "content": sentence(rng, 40)},
+        ]
+
+        def body(stream: bool) -> dict[str, Any]:
+            return {
+                "model": "fake-model",
+                "stream": stream,
+                "messages": [*history, {"role": "user", "content": sentence(rng, 15)}],
+            }
+
+        def turn(url: str, stream: bool) -> float:
+            start = time.perf_counter()
+            if not stream:
+                r = client.post(url + "/chat/completions", json=body(False))
+                r.raise_for_status()
+                return time.perf_counter() - start
+            with client.stream("POST", url + "/chat/completions", json=body(True)) as r:
+                r.raise_for_status()
+                lines = r.iter_lines()
+                for line in lines:
+                    if (
+                        line.startswith("data: ")
+                        and '"content": "' in line
+                        and '"content": ""' not in line
+                    ):
+                        elapsed = time.perf_counter() - start
+                        break
+                else:
+                    raise SystemExit("no content token in the stream")
+                for _ in lines:
+                    pass
+            return elapsed
+
+        for _ in range(10):  # warm up both paths (connections, caches, the vector index)
+            turn(llm.base_url, False)
+            turn(base + "/v1", False)
+            turn(base + "/v1", True)
+
+        results: dict[str, list[float]] = {
+            k: [] for k in ("direct", "nixx", "direct_ttft", "nixx_ttft")
+        }
+        for _ in range(args.turns):
+            results["direct"].append(turn(llm.base_url, False))
+            results["nixx"].append(turn(base + "/v1", False))
+            results["direct_ttft"].append(turn(llm.base_url, True))
+            results["nixx_ttft"].append(turn(base + "/v1", True))
+
+        added = [n - d for n, d in zip(results["nixx"], results["direct"], strict=True)]
+        added_ttft = [
+            n - d for n, d in zip(results["nixx_ttft"], results["direct_ttft"], strict=True)
+        ]
+        ms = 1000.0
+        print(
+            f"\n{args.turns} turns each, interleaved; store: {args.rows} rows, "
+            f"{args.summaries} summaries; embedder: {args.embed}"
+        )
+        print(f"{'':28}{'p50 ms':>10}{'p95 ms':>10}")
+        for name, values in (
+            ("turn, direct to backend", results["direct"]),
+            ("turn, through nixx", results["nixx"]),
+            ("added by nixx", added),
+            ("first token, direct", results["direct_ttft"]),
+            ("first token, through nixx", results["nixx_ttft"]),
+            ("first token added by nixx", added_ttft),
+        ):
+            print(f"{name:28}{pct(values, 50) * ms:10.2f}{pct(values, 95) * ms:10.2f}")
+        print(
+            f"\nadded at p50: {statistics.median(added) * ms:.2f} ms (goal <= 25 ms); "
+            f"first token added at p50: {statistics.median(added_ttft) * ms:.2f} ms (goal <= 10 ms)"
+        )
+        rows = client.get(base + "/v1/episodic/status").json()["buffer_rows"]
+        print(f"buffer rows after the run: {rows}")
+    finally:
+        server.terminate()
+        server.wait(30)
+        llm.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
