@@ -143,3 +143,63 @@ async def test_typed_keys_reach_the_prompt(live_server):
         await pilot.press("shift+enter")
         await pilot.press(*"there")
         assert app.prompt.text == "hi [x]\nthere"
+
+
+async def test_server_tools_show_as_dim_lines(live_server):
+    from nixx.testing.fake_llm import ToolCall
+
+    (live_server.settings.workspace / "plan.md").write_text("the plan")
+    live_server.llm.queue(
+        Reply(tool_calls=[ToolCall("read_file", {"path": "plan.md"})]),
+        Reply(content="The plan says: the plan"),
+    )
+    app = make(live_server.url)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await submit(pilot, "what is the plan?")
+        from nixx.tui.widgets import ToolLine
+
+        [line] = app.query(ToolLine)
+        assert str(line.content.plain) == "▸ read_file"
+        assert assistants(app)[0].body_text == "The plan says: the plan"
+    tool_msg = live_server.llm.chat_requests[-1]["messages"][-1]
+    assert tool_msg["role"] == "tool" and tool_msg["content"] == "the plan"
+
+
+async def test_long_operation_shows_progress_and_input_stays_usable(live_server):
+    import json
+
+    from nixx.tui.widgets import Progress
+
+    live_server.llm.queue(Reply(content="hello"))
+    live_server.post("/v1/chat/completions", {"messages": [{"role": "user", "content": "hi"}]})
+    live_server.llm.queue(Reply(content=json.dumps({"summary": "Greetings."}), delay=1.0))
+    app = make(live_server.url)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        app.prompt.load_text("/summary greeting")
+        await pilot.press("enter")
+        while not app.query(Progress):
+            await pilot.pause(0.02)
+        assert "summarising" in app.status.info.busy
+        await pilot.press(*"still typing")
+        assert app.prompt.text == "still typing"
+        await settle(pilot)
+        assert not app.query(Progress) and app.status.info.busy == ""
+        assert "Greetings." in notice_text(notices(app)[-1])
+
+
+async def test_no_server_at_start_is_shown_and_the_prompt_kept():
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        url = f"http://127.0.0.1:{s.getsockname()[1]}"  # bound, not listening: refused
+        app = make(url)
+        async with app.run_test(size=SIZE) as pilot:
+            await settle(pilot)
+            assert app.status.info.connected is False
+            assert "no nixx server answers" in notice_text(notices(app)[0])
+            await submit(pilot, "anyone there?")
+            assert app.prompt.text == "anyone there?"
+            assert "nixx serve" in notice_text(notices(app)[-1])
