@@ -365,7 +365,10 @@ class _BoundEmbedder(Embedder):
     def __init__(self, service: NixxService) -> None:
         self._service = service
         self.model = service.embedder.model
-        self.dim = int(getattr(service.embedder, "dim", 0) or 0)
+
+    @property  # type: ignore[override]
+    def dim(self) -> int:
+        return int(self._service.embedder.dim)
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         return self._service._embed_sync(texts)
