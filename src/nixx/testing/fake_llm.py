@@ -160,6 +160,7 @@ class FakeLLM:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            disable_nagle_algorithm = True  # no 40 ms Nagle/delayed-ACK stalls between writes
 
             def log_message(self, format: str, *args: Any) -> None:  # quiet
                 pass
