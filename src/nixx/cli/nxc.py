@@ -20,9 +20,10 @@ EXIT_TIMEOUT = 4
 
 
 def _engine(args: argparse.Namespace):
+    from nixx.nxc.delivery_live import LiveDelivery
     from nixx.nxc.engine import Engine
 
-    return Engine.open(db=args.db)
+    return Engine.open(db=args.db, delivery=LiveDelivery())
 
 
 def _body(args: argparse.Namespace) -> str:
@@ -78,6 +79,10 @@ def _send(args: argparse.Namespace) -> int:
     with _engine(args) as engine:
         out = engine.send(args.to, body, expect=args.expect, deadline=args.deadline,
                           kind=args.kind, priority=args.priority)
+        if getattr(args, "wait", False):
+            from nixx.cli.nxc_delivery import wait_after_send
+
+            return wait_after_send(engine, out, args)
     if args.json:
         emit_json(out)
         return 0
@@ -179,6 +184,10 @@ def _status(args: argparse.Namespace) -> int:
 
 
 def _search(args: argparse.Namespace) -> int:
+    if getattr(args, "transcripts", False):
+        from nixx.cli.nxc_delivery import search_transcripts
+
+        return search_transcripts(args)
     with _engine(args) as engine:
         out = engine.search(args.query, limit=args.limit)
     if args.json:
@@ -249,6 +258,10 @@ def _add_send(sub, common) -> None:
                    "the channel's `expects` minus you)")
     p.add_argument("--deadline", help="a duration (30s, 10m, 2h, 1d, 1w) or an RFC3339 instant")
     p.add_argument("--kind", default="task", help="task | question | report | decision | info")
+    p.add_argument("--wait", action="store_true",
+                   help="after sending, block until the thread is complete (0), stale (3) or "
+                   "--timeout passes (4)")
+    p.add_argument("--timeout", type=float, metavar="SECONDS", help="with --wait: give up after")
     _body_args(p)
     p.set_defaults(func=_send)
 
@@ -309,6 +322,8 @@ def _add_search(sub, common) -> None:
                        help="full-text search over messages")
     p.add_argument("query")
     p.add_argument("--limit", type=int, default=20)
+    p.add_argument("--transcripts", action="store_true",
+                   help="search this machine's session transcripts instead of messages")
     p.set_defaults(func=_search)
 
 
@@ -324,7 +339,15 @@ VERBS = {
     "list": _add_list, "whoami": _add_whoami, "send": _add_send, "reply": _add_reply,
     "expect": _add_expect, "threads": _add_threads, "prime": _add_prime,
     "status": _add_status, "search": _add_search, "wait": _add_wait,
+    "session": lambda sub, common: _delivery_verb("add_session", sub, common),
+    "transcript": lambda sub, common: _delivery_verb("add_transcript", sub, common),
 }
+
+
+def _delivery_verb(name: str, sub, common) -> None:
+    from nixx.cli import nxc_delivery
+
+    getattr(nxc_delivery, name)(sub, common, _Formatter)
 
 
 def _verb_of(argv: Sequence[str]) -> str | None:

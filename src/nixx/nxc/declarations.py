@@ -71,16 +71,18 @@ class _Record:
 class Runtime(_Record):
     """How a persona's sessions start and resume: a built-in name or argv templates."""
 
-    __slots__ = ("builtin", "start", "resume")
-    _defaults = {"builtin": None, "start": (), "resume": ()}
+    __slots__ = ("builtin", "start", "resume", "format")
+    _defaults = {"builtin": None, "start": (), "resume": (), "format": None}
     builtin: str | None
     start: tuple[str, ...]
     resume: tuple[str, ...]
+    format: str | None  # how its stdout becomes a transcript (nixx.nxc.runtimes)
 
     def to_dict(self) -> dict[str, Any]:
         if self.builtin:
             return {"builtin": self.builtin}
-        return {"start": list(self.start), "resume": list(self.resume)}
+        return {"start": list(self.start), "resume": list(self.resume),
+                "transcript": self.format or "stream-json"}
 
 
 class Addressable(_Record):
@@ -365,14 +367,18 @@ def _runtime(path: str, value: Any) -> Runtime | None:
         return Runtime(builtin=value)
     if not isinstance(value, dict):
         raise _err(path, "runtime", "must be a built-in name or a map with `start`, `resume`")
-    unknown = set(value) - {"start", "resume"}
+    unknown = set(value) - {"start", "resume", "transcript"}
     if unknown:
-        raise _err(path, f"runtime.{sorted(unknown)[0]}", "is not a runtime field (start, resume)")
+        raise _err(path, f"runtime.{sorted(unknown)[0]}",
+                   "is not a runtime field (start, resume, transcript)")
+    fmt = value.get("transcript", "stream-json")
+    if fmt not in ("stream-json", "nixx", "none"):
+        raise _err(path, "runtime.transcript", f"must be stream-json, nixx or none; got {fmt!r}")
     if "start" not in value:
         raise _err(path, "runtime.start", "is required")
     start = _argv(path, value["start"], "runtime.start")
     resume = _argv(path, value["resume"], "runtime.resume") if "resume" in value else ()
-    return Runtime(start=start, resume=resume)
+    return Runtime(start=start, resume=resume, format=fmt)
 
 
 def _addressable(path: str, value: Any, origin: str) -> Addressable:

@@ -76,7 +76,8 @@ class Engine:
     @property
     def store(self) -> LogStore:
         if self._store is None:
-            self._store = LogStore.open(self.workspace.db_path, [self.reducer])
+            extra = list(getattr(self.delivery, "reducers", lambda: [])())
+            self._store = LogStore.open(self.workspace.db_path, [self.reducer, *extra])
         return self._store
 
     @property
@@ -189,7 +190,13 @@ class Engine:
             if persona is not None:
                 if persona.handle == me:
                     raise ValidationError(f"{me} cannot send to itself", param="to")
-                self._check_addressable(persona, me)
+                try:
+                    self._check_addressable(persona, me)
+                except Forbidden as exc:  # recorded (delivery outcome), then raised
+                    refused = getattr(self.delivery, "on_refused", None)
+                    if refused is not None:
+                        refused(self, to=to, persona=persona, reason="addressable", msg=exc.message)
+                    raise
                 members = sorted([me, persona.handle])
                 return "persona", persona, dm_id(me, persona.handle), {
                     "kind": "direct", "members": members,
@@ -299,6 +306,7 @@ class Engine:
             "channel": channel_id,
             "parent": parent,
             "session": delivered.get("session"),
+            **({"sessions": delivered["sessions"]} if "sessions" in delivered else {}),
             "expects": expects,
             "deadline": iso(deadline_ms),
             "spawned": bool(delivered.get("spawned")),
@@ -471,7 +479,9 @@ class Engine:
             self.conn, self.handle, self.now_ms(), personas=self.declarations.personas,
             thread=thread, channel=channel, include_finished=include_finished,
         )
-        return {"actor": self.handle, "operations": ops}
+        out = {"actor": self.handle, "operations": ops}
+        annotate = getattr(self.delivery, "annotate_status", None)
+        return annotate(self, out) if annotate is not None else out
 
     def search(self, query: str, *, limit: int = 20) -> list[dict[str, Any]]:
         from nixx.nxc.search import search

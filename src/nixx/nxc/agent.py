@@ -1,0 +1,266 @@
+"""The built-in runtime ``nixx``: ``python -m nixx.nxc.agent --session S --prompt-file F``.
+
+It runs a persona through any OpenAI-compatible `/chat/completions` backend (the one
+nixx is configured with: `NIXX_CHAT_BASE_URL`, `NIXX_CHAT_MODEL`, or the persona's
+`model`), so nxc works with no third-party agent installed. The backend settings come
+from a 0600 file the spawner wrote (`--backend-file`), never from the environment, which
+holds only the allowlist.
+
+Tools offered to the model:
+
+- the persona's `tools` (absent: `read_file` and `list_dir`; `[]`: none; a list: exactly
+  those, out of read_file, list_dir, write_file, delete_file), confined to the workspace;
+- always `nxc_reply(thread, body, escalate)`, `nxc_send(to, body)`, `nxc_thread(thread)`,
+  which act as the persona (`NXC_ACTOR`) through the nxc engine, like `nxc` would.
+
+The conversation is kept in `.nxs/sessions/<session>/history.json`; `--resume` appends
+the new prompt to it. Every step is printed on stdout as a normalised transcript entry
+(JSON lines: session_init, assistant, tool_use, tool_result, result, error), which the
+supervisor stores. When the model finishes without having called `nxc_reply` while its
+thread still awaits it, its final text is posted as the reply (so a model that forgets
+the tool still delivers); the `result` entry says which happened.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from typing import Any
+
+DEFAULT_TOOLS = ("read_file", "list_dir")
+FILE_TOOLS = ("read_file", "list_dir", "write_file", "delete_file")
+
+
+def emit(kind: str, data: dict[str, Any], **extra: Any) -> None:
+    entry = {"kind": kind, "at": time.time_ns() // 1_000_000, **extra, "data": data}
+    sys.stdout.write(json.dumps(entry, ensure_ascii=False) + "\n")
+    sys.stdout.flush()
+
+
+def _post(backend: dict[str, Any], body: dict[str, Any]) -> dict[str, Any]:
+    import httpx
+
+    headers = {"Authorization": f"Bearer {backend['api_key']}"} if backend.get("api_key") else {}
+    url = backend["base_url"].rstrip("/") + "/chat/completions"
+    response = httpx.post(url, json=body, headers=headers, timeout=backend.get("timeout") or 120)
+    if response.status_code >= 400:
+        try:
+            msg = response.json()["error"]["message"]
+        except Exception:  # noqa: BLE001
+            msg = response.text[:500]
+        raise RuntimeError(f"the backend at {backend['base_url']} answered "
+                           f"{response.status_code}: {msg}")
+    return response.json()
+
+
+def _model(backend: dict[str, Any]) -> str:
+    return backend.get("persona_model") or backend.get("model") or "default"
+
+
+def complete_once(backend: dict[str, Any], messages: list[dict[str, Any]]) -> str:
+    """One plain completion (used by channel summaries)."""
+    out = _post(backend, {"model": _model(backend), "messages": messages, "stream": False})
+    return out["choices"][0]["message"].get("content") or ""
+
+
+def _obj(props: dict[str, Any], required: list[str]) -> dict[str, Any]:
+    return {"type": "object", "properties": props, "required": required}
+
+
+def _spec(name: str, description: str, params: dict[str, Any]) -> dict[str, Any]:
+    return {"type": "function", "function": {"name": name, "description": description,
+                                             "parameters": params}}
+
+
+NXC_TOOLS = [
+    _spec("nxc_reply", "Answer in an nxc thread (the only way to post into one).", _obj({
+        "thread": {"type": "string", "description": "the thread id"},
+        "body": {"type": "string", "description": "your answer (Markdown)"},
+        "escalate": {"type": "boolean", "description": "ask the opener for a decision or help"},
+    }, ["thread", "body"])),
+    _spec("nxc_send", "Start a new thread to a persona or a channel; the answer is delivered "
+          "to you when it is complete.", _obj({
+              "to": {"type": "string", "description": "a persona handle or a channel name"},
+              "body": {"type": "string", "description": "the task (Markdown)"},
+          }, ["to", "body"])),
+    _spec("nxc_thread", "Read a thread: its quorum and messages.", _obj({
+        "thread": {"type": "string", "description": "the thread id"}}, ["thread"])),
+]
+
+FILE_SPECS = {
+    "read_file": _spec("read_file", "Read a UTF-8 text file of the workspace.",
+                       _obj({"path": {"type": "string"}}, ["path"])),
+    "list_dir": _spec("list_dir", "List a folder of the workspace.",
+                      _obj({"path": {"type": "string"}}, [])),
+    "write_file": _spec("write_file", "Create or overwrite a text file of the workspace.",
+                        _obj({"path": {"type": "string"}, "content": {"type": "string"}},
+                             ["path", "content"])),
+    "delete_file": _spec("delete_file", "Delete one file of the workspace.",
+                         _obj({"path": {"type": "string"}}, ["path"])),
+}
+
+
+class Agent:
+    def __init__(self, session: str, backend: dict[str, Any]) -> None:
+        from nixx.nxc.delivery_live import LiveDelivery
+        from nixx.nxc.engine import Engine
+
+        self.session = session
+        self.backend = backend
+        self.engine = Engine.open(delivery=LiveDelivery())
+        self.replied = False
+        wanted = backend.get("tools")
+        names = DEFAULT_TOOLS if wanted is None else tuple(wanted)
+        self.file_tools = [n for n in names if n in FILE_SPECS]
+        if not backend.get("tools_write", True) and "write_file" in self.file_tools:
+            self.file_tools.remove("write_file")
+        if not backend.get("tools_delete", True) and "delete_file" in self.file_tools:
+            self.file_tools.remove("delete_file")
+        self.unknown_tools = [n for n in names if n not in FILE_SPECS]
+
+    def tools(self) -> list[dict[str, Any]]:
+        return [FILE_SPECS[n] for n in self.file_tools] + NXC_TOOLS
+
+    def call(self, name: str, raw: str) -> tuple[str, bool]:
+        from nixx.errors import NixxError
+
+        try:
+            args = json.loads(raw) if raw and raw.strip() else {}
+            if not isinstance(args, dict):
+                raise ValueError("arguments must be a JSON object")
+        except ValueError as exc:
+            return f"error: the arguments of {name} are not a JSON object ({exc})", True
+        try:
+            if name == "nxc_reply":
+                out = self.engine.reply(str(args.get("body", "")), thread=args.get("thread"),
+                                        escalate=bool(args.get("escalate", False)))
+                self.replied = True
+                return json.dumps(out), False
+            if name == "nxc_send":
+                out = self.engine.send(str(args.get("to", "")), str(args.get("body", "")))
+                return json.dumps(out), False
+            if name == "nxc_thread":
+                return json.dumps(self.engine.thread(str(args.get("thread", "")))), False
+            if name in self.file_tools:
+                from pathlib import Path
+
+                from nixx.tools import files
+
+                root = Path(self.backend["workspace"])
+                if name == "read_file":
+                    return files.read_file(root, str(args.get("path", ""))), False
+                if name == "list_dir":
+                    return files.list_dir(root, str(args.get("path") or ".")), False
+                if name == "write_file":
+                    return files.write_file(root, str(args.get("path", "")),
+                                            str(args.get("content", ""))), False
+                return files.delete_file(root, str(args.get("path", ""))), False
+        except NixxError as exc:
+            return f"error: {exc.message}", True
+        return f"error: unknown tool {name!r}", True
+
+    def run(self, messages: list[dict[str, Any]]) -> tuple[int, list[dict[str, Any]]]:
+        max_rounds = int(self.backend.get("max_rounds") or 8)
+        final = ""
+        for _ in range(max_rounds + 1):
+            body = {"model": _model(self.backend), "messages": messages, "tools": self.tools(),
+                    "stream": False}
+            try:
+                out = _post(self.backend, body)
+                message = out["choices"][0]["message"]
+            except Exception as exc:  # noqa: BLE001 - reported, the session exits 1
+                emit("error", {"msg": f"{type(exc).__name__}: {exc}"})
+                return 1, messages
+            content = message.get("content") or ""
+            calls = message.get("tool_calls") or []
+            entry: dict[str, Any] = {"role": "assistant", "content": content}
+            if calls:
+                entry["tool_calls"] = calls
+            messages.append(entry)
+            if content:
+                emit("assistant", {"text": content})
+            if not calls:
+                final = content
+                break
+            for call in calls:
+                fn = call.get("function") or {}
+                name, raw = fn.get("name", ""), fn.get("arguments") or "{}"
+                try:
+                    shown = json.loads(raw)
+                except ValueError:
+                    shown = raw
+                emit("tool_use", {"name": name, "input": shown}, toolUseId=call.get("id"))
+                result, is_error = self.call(name, raw)
+                emit("tool_result", {"content": result, "is_error": is_error},
+                     toolUseId=call.get("id"))
+                messages.append({"role": "tool", "tool_call_id": call.get("id"),
+                                 "content": result})
+        auto = False
+        if not self.replied and final.strip():
+            auto = self._auto_reply(final)
+        emit("result", {"text": final, "replied": self.replied or auto, "auto_reply": auto})
+        return 0, messages
+
+    def _auto_reply(self, text: str) -> bool:
+        from nixx.nxc import sessions
+        from nixx.nxc.localstore import LocalStore
+
+        local = LocalStore.for_workspace(self.engine.workspace)
+        row = sessions.get(local, self.session)
+        if not row or not row.get("thread_id"):
+            return False
+        tid = row["thread_id"]
+        try:
+            summary = self.engine.thread(tid, with_messages=False)
+        except Exception:  # noqa: BLE001
+            return False
+        if self.engine.handle not in summary["outstanding"]:
+            return False
+        self.engine.reply(text, thread=tid)
+        return True
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m nixx.nxc.agent",
+                                     description="nxc's built-in runtime")
+    parser.add_argument("--session", required=True)
+    parser.add_argument("--prompt-file", required=True)
+    parser.add_argument("--backend-file", required=True)
+    parser.add_argument("--resume", action="store_true")
+    args = parser.parse_args(argv)
+    with open(args.prompt_file, encoding="utf-8") as fh:
+        prompt = json.load(fh)
+    with open(args.backend_file, encoding="utf-8") as fh:
+        backend = json.load(fh)
+    folder = os.path.dirname(os.path.abspath(args.prompt_file))
+    history_path = os.path.join(folder, "history.json")
+    messages: list[dict[str, Any]] = []
+    if args.resume:
+        try:
+            with open(history_path, encoding="utf-8") as fh:
+                messages = json.load(fh)
+        except (OSError, ValueError):
+            messages = []
+    if not messages and prompt.get("system"):
+        messages.append({"role": "system", "content": prompt["system"]})
+    messages.append({"role": "user", "content": prompt["user"]})
+    agent = Agent(args.session, backend)
+    emit("session_init", {"session_id": args.session, "model": _model(backend),
+                          "tools": [t["function"]["name"] for t in agent.tools()],
+                          "resume": args.resume})
+    if agent.unknown_tools:
+        emit("error", {"msg": "the persona names tools the built-in runtime does not have: "
+                              + ", ".join(agent.unknown_tools)})
+    code, messages = agent.run(messages)
+    from nixx.nxc.spawn import write_private
+
+    write_private(history_path, messages)
+    agent.engine.close()
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

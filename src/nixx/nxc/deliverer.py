@@ -1,0 +1,239 @@
+"""The deliverer: start a persona's session for a thread, wake a session with answers.
+
+Used by `LiveDelivery` (in the process that sent or replied) and by the supervisor (in
+the process that watched a runtime end). Every outcome is recorded in the log
+(`outcomes`); process state goes to the device-local store (`sessions`).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import Any
+
+from nixx.nxc import outcomes, sessions
+from nixx.nxc.localstore import LocalStore
+from nixx.nxc.spawn import (
+    child_env,
+    find_executable,
+    hop_limit,
+    launch_supervisor,
+    session_dir,
+    write_private,
+)
+
+BACKEND_FILE = "backend.json"
+
+
+class Deliverer:
+    def __init__(self, *, workspace, store, decls, origin: str, env: Mapping[str, str],
+                 local: LocalStore | None = None) -> None:
+        self.workspace = workspace
+        self.store = store
+        self.decls = decls
+        self.origin = origin
+        self.env = env
+        self.local = local or LocalStore.for_workspace(workspace)
+
+    # -- where the caller stands ----------------------------------------------------------
+
+    def current_session(self) -> dict[str, Any] | None:
+        sid = self.env.get("NXC_SESSION")
+        return sessions.get(self.local, sid) if sid else None
+
+    # -- backend for the built-in runtime -------------------------------------------------
+
+    def backend(self, persona, *, round_thread: str | None = None) -> dict[str, Any]:
+        """The built-in runtime's backend: inherited down the chain (a child's env holds no
+        NIXX_* settings), else the round's, else this process's nixx settings."""
+        import json
+
+        candidates = []
+        current = self.current_session()
+        if current is not None:
+            candidates.append(os.path.join(self.workspace.state_dir, "sessions",
+                                           current["session"], BACKEND_FILE))
+        if round_thread is not None:
+            candidates.append(os.path.join(self.workspace.state_dir, "rounds",
+                                           f"{round_thread}.{BACKEND_FILE}"))
+        base = None
+        for path in candidates:
+            try:
+                with open(path, encoding="utf-8") as fh:
+                    base = json.load(fh)
+                break
+            except (OSError, ValueError):
+                continue
+        if base is None:
+            from nixx.config import load_settings
+
+            s = load_settings()
+            base = {"base_url": s.chat_base_url, "api_key": s.chat_api_key,
+                    "model": s.chat_model, "timeout": s.chat_timeout,
+                    "max_rounds": s.tool_max_rounds, "tools_write": s.tools_write,
+                    "tools_delete": s.tools_delete}
+        out = dict(base)
+        if persona is not None:
+            out["persona_model"] = persona.model
+            out["tools"] = None if persona.tools is None else list(persona.tools)
+        out["workspace"] = self.workspace.root
+        return out
+
+    # -- starting ------------------------------------------------------------------------
+
+    def start(
+        self, persona, *, thread_id: str, task: str, sender: str, channel: str | None = None,
+        earlier: list[dict[str, Any]] | None = None, timeout_ms: int | None = None,
+        round_thread: str | None = None,
+    ) -> dict[str, Any]:
+        """Start a fresh session of `persona` answering `thread_id`.
+        → {session, spawned, warnings}."""
+        from nixx.nxc.prompt import session_prompt
+        from nixx.nxc.runtimes import runtime_dict
+
+        actor = sender
+        if persona.runtime is None:
+            return {"session": None, "spawned": False, "warnings": [
+                f"{persona.handle} declares no `runtime` in {persona.file}: nobody was "
+                "started; the message waits in the thread for whoever acts as it"]}
+        current = self.current_session()
+        hop, limit = hop_limit(self.env, current)
+        if hop > limit:
+            msg = (f"not started: {persona.handle} would run at hop {hop}, past the limit of "
+                   f"{limit} (NXC_MAX_HOPS); the message stays in thread {thread_id}")
+            outcomes.record(self.store, "refused", thread_id, actor, {
+                "thread": thread_id, "persona": persona.handle, "reason": "hop_limit",
+                "hop": hop, "limit": limit, "msg": msg})
+            return {"session": None, "spawned": False, "warnings": [msg], "refused": "hop_limit"}
+        runtime = runtime_dict(persona.runtime)
+        sid = sessions.create(
+            self.local, persona=persona.handle, thread_id=thread_id, runtime=runtime, hop=hop,
+            max_hops=limit, parent_session=current["session"] if current else None)
+        folder = session_dir(self.workspace.state_dir, sid)
+        builtin = bool(runtime.get("builtin"))
+        summary = {"thread_id": thread_id}
+        prompt = session_prompt(persona=persona, decls=self.decls, thread=summary, task=task,
+                                sender=sender, builtin=builtin, earlier=earlier, channel=channel)
+        backend_file = None
+        if builtin:
+            backend_file = write_private(os.path.join(folder, BACKEND_FILE),
+                                         self.backend(persona, round_thread=round_thread))
+        spec = self._run_spec(sid, persona.handle, thread_id, runtime, hop, mode="start",
+                              prompt=prompt, backend_file=backend_file, timeout_ms=timeout_ms,
+                              round_thread=round_thread)
+        result = self._launch(spec, actor=actor)
+        result["session"] = sid
+        return result
+
+    def _values(self, sid: str, persona: str, thread_id: str | None, prompt_text: str,
+                runtime_session: str | None) -> dict[str, str]:
+        return {"prompt": prompt_text, "session": sid, "runtime_session": runtime_session or "",
+                "thread": thread_id or "", "handle": persona, "db": self.workspace.db_path,
+                "workspace": self.workspace.root}
+
+    def _run_spec(self, sid, persona, thread_id, runtime, hop, *, mode, prompt, backend_file,
+                  timeout_ms, round_thread, runtime_session=None) -> dict[str, Any]:
+        from nixx.nxc.runtimes import build_argv
+
+        folder = session_dir(self.workspace.state_dir, sid)
+        n = len([f for f in os.listdir(folder) if f.startswith("prompt-")]) + 1
+        prompt_file = os.path.join(folder, f"prompt-{n}.json")
+        if isinstance(prompt, str):
+            write_private(prompt_file, {"user": prompt})
+            text = prompt
+        else:
+            write_private(prompt_file, {"system": prompt.system, "user": prompt.user})
+            text = prompt.render()
+        argv = build_argv(runtime, mode=mode,
+                          values=self._values(sid, persona, thread_id, text, runtime_session),
+                          prompt_file=prompt_file, backend_file=backend_file)
+        env = child_env(origin=self.origin, db=self.workspace.db_path, session=sid,
+                        actor=persona, hop=hop, shell=self.env)
+        return {"session": sid, "persona": persona, "thread": thread_id, "mode": mode,
+                "argv": argv, "env": env, "cwd": self.workspace.root,
+                "format": runtime.get("format", "stream-json"), "db": self.workspace.db_path,
+                "timeout_ms": timeout_ms, "round": round_thread, "run": n,
+                "backend_file": backend_file,
+                "keep_days": self.env.get("NXC_TRANSCRIPT_KEEP_DAYS")}
+
+    def _launch(self, spec: dict[str, Any], *, actor: str) -> dict[str, Any]:
+        sid, thread_id, persona = spec["session"], spec["thread"], spec["persona"]
+        path = spec["env"].get("PATH")
+        if find_executable(spec["argv"][0], path, spec["cwd"]) is None:
+            reason = (f"runtime executable {spec['argv'][0]!r} not found"
+                      + (" on the PATH the child gets" if os.sep not in spec["argv"][0] else ""))
+            sessions.fail(self.local, sid, reason)
+            outcomes.record(self.store, "failed", thread_id, actor, {
+                "thread": thread_id, "session": sid, "persona": persona, "reason": reason})
+            return {"spawned": False, "warnings": [f"{persona}: failed to start: {reason}"],
+                    "failed": reason}
+        folder = session_dir(self.workspace.state_dir, sid)
+        run_file = write_private(os.path.join(folder, f"run-{spec['run']}.json"), spec)
+        outcomes.record(self.store, "spawned", thread_id, actor, {
+            "thread": thread_id, "session": sid, "persona": persona, "mode": spec["mode"],
+            "hop": int(spec["env"]["NXC_HOP"]), "argv0": spec["argv"][0]})
+        try:
+            pid = launch_supervisor(run_file, spec["env"], spec["cwd"],
+                                    os.path.join(folder, "supervisor.log"))
+        except OSError as exc:
+            reason = f"could not start the supervisor: {exc}"
+            sessions.fail(self.local, sid, reason)
+            outcomes.record(self.store, "failed", thread_id, actor, {
+                "thread": thread_id, "session": sid, "persona": persona, "reason": reason})
+            return {"spawned": False, "warnings": [f"{persona}: {reason}"], "failed": reason}
+        sessions.set_pid(self.local, sid, pid)
+        return {"spawned": True, "warnings": []}
+
+    # -- waking --------------------------------------------------------------------------
+
+    def wake(self, sid: str, *, thread_id: str, message_id: str | None, sender: str,
+             body: str) -> dict[str, Any]:
+        """Deliver an answer to a session: resume it now, or queue it while it runs."""
+        row = sessions.get(self.local, sid)
+        if row is None:
+            return {"resumed": None, "warnings": [f"session {sid} is not on this machine"]}
+        if not sessions.claim_or_queue(self.local, sid, thread_id=thread_id,
+                                       message_id=message_id, sender=sender, body=body):
+            outcomes.record(self.store, "queued", thread_id, sender, {
+                "thread": thread_id, "session": sid, "persona": row["persona"]})
+            return {"resumed": sid, "queued": True, "warnings": [
+                f"{row['persona']} is busy (session {sid}): the answer is queued for its "
+                "next wake"]}
+        wakes = [{"thread_id": thread_id, "message_id": message_id, "sender": sender,
+                  "body": body}]
+        return self.resume(row, wakes, actor=sender)
+
+    def resume(self, row: dict[str, Any], wakes: list[dict[str, Any]], *, actor: str) -> dict:
+        """Start a resume run for a session already claimed (state running)."""
+        from nixx.nxc.prompt import resume_prompt
+
+        sid = row["session"]
+        runtime = row["runtime"]
+        builtin = bool(runtime.get("builtin"))
+        own = self._still_owed(row)
+        prompt = resume_prompt(wakes, own_thread=own, builtin=builtin)
+        folder = session_dir(self.workspace.state_dir, sid)
+        backend_file = os.path.join(folder, BACKEND_FILE) if builtin else None
+        spec = self._run_spec(sid, row["persona"], row["thread_id"], runtime, row["hop"],
+                              mode="resume", prompt=prompt, backend_file=backend_file,
+                              timeout_ms=None, round_thread=None,
+                              runtime_session=row.get("runtime_session"))
+        result = self._launch(spec, actor=actor)
+        return {"resumed": sid if result["spawned"] else None, "warnings": result["warnings"]}
+
+    def _still_owed(self, row: dict[str, Any]) -> str | None:
+        from nixx.nxc import threads
+
+        tid = row.get("thread_id")
+        if not tid:
+            return None
+        summary = threads.get_thread(self.store.conn, tid, _now_ms())
+        if summary and row["persona"] in summary["outstanding"] and not summary["stale"]:
+            return tid
+        return None
+
+
+def _now_ms() -> int:
+    import time
+
+    return time.time_ns() // 1_000_000

@@ -1,0 +1,122 @@
+"""`LiveDelivery`: the `Delivery` that starts and resumes agent sessions (the push).
+
+- `send --to <persona>`: a fresh session of the persona with the body in its prompt.
+- `send --to <channel>`: a round (`rounds`).
+- `reply --thread T`:
+    * by T's opener: resumes the sessions answering T (a follow-up);
+    * by anyone else, when T's quorum is now complete (or the reply escalates): wakes
+      the session that opened T — a human opener is never resumed;
+    * in a round's thread: the round moves on / settles.
+- A send refused by the persona's `addressable` is recorded before the error is raised.
+
+The sending session (`NXC_SESSION`) is where the sender stands: its thread becomes the
+parent of what it sends, and it is recorded as the opener to wake.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from nixx.nxc.delivery import Delivery
+
+
+class LiveDelivery(Delivery):
+    def __init__(self) -> None:
+        self._deliverers: dict[int, Any] = {}
+
+    def reducers(self) -> list:
+        from nixx.nxc.outcomes import DeliveryReducer
+
+        return [DeliveryReducer()]
+
+    def deliverer(self, engine):
+        key = id(engine)
+        d = self._deliverers.get(key)
+        if d is None:
+            from nixx.nxc.deliverer import Deliverer
+
+            d = Deliverer(workspace=engine.workspace, store=engine.store,
+                          decls=engine.declarations, origin=engine.origin, env=engine.env)
+            self._deliverers[key] = d
+        return d
+
+    def parent_thread(self, engine) -> str | None:
+        if not engine.env.get("NXC_SESSION"):
+            return None
+        current = self.deliverer(engine).current_session()
+        return current["thread_id"] if current else None
+
+    def on_send(self, ctx) -> dict[str, Any]:
+        from nixx.nxc import rounds, sessions
+
+        d = self.deliverer(ctx.engine)
+        current = d.current_session()
+        if current is not None:
+            sessions.add_opener(d.local, ctx.thread_id, current["session"])
+        if ctx.target == "persona":
+            return d.start(ctx.persona, thread_id=ctx.thread_id, task=ctx.body,
+                           sender=ctx.sender)
+        members = [h for h in ctx.expects if h != ctx.sender]
+        return rounds.open_round(d, channel=ctx.channel, thread_id=ctx.thread_id,
+                                 members=members, body=ctx.body, sender=ctx.sender,
+                                 opener_session=current["session"] if current else None)
+
+    def on_reply(self, ctx) -> dict[str, Any]:
+        from nixx.nxc import rounds, sessions
+
+        d = self.deliverer(ctx.engine)
+        thread = ctx.thread
+        if rounds.is_round(d, ctx.thread_id) and ctx.sender != thread["opener"]:
+            return rounds.on_reply(d, thread=thread, sender=ctx.sender,
+                                   message_id=ctx.message_id)
+        targets: list[str] = []
+        if ctx.sender == thread["opener"]:
+            for sid in sessions.sessions_of_thread(d.local, ctx.thread_id, "member"):
+                row = sessions.get(d.local, sid)
+                if row and row["persona"] in thread["expects"]:
+                    targets.append(sid)
+        elif thread["complete"] or ctx.escalate:
+            targets = sessions.sessions_of_thread(d.local, ctx.thread_id, "opener")
+        me = d.current_session()
+        resumed, warnings = None, []
+        for sid in targets:
+            if me is not None and sid == me["session"]:
+                continue  # never wake yourself
+            woke = d.wake(sid, thread_id=ctx.thread_id, message_id=ctx.message_id,
+                          sender=ctx.sender, body=ctx.body)
+            resumed = resumed or woke.get("resumed")
+            warnings += woke.get("warnings", [])
+        return {"resumed": resumed, "warnings": warnings}
+
+    def on_refused(self, engine, *, to: str, persona, reason: str, msg: str) -> None:
+        from nixx.nxc import outcomes
+
+        d = self.deliverer(engine)
+        current = d.current_session()
+        thread = current["thread_id"] if current else None
+        outcomes.record(engine.store, "refused", thread or persona.handle, engine.handle, {
+            "thread": thread, "persona": persona.handle, "reason": reason, "msg": msg,
+            "to": to})
+
+    def annotate_status(self, engine, out: dict[str, Any]) -> dict[str, Any]:
+        """Add each thread's session and delivery outcomes, and each operation's refusals
+        (also from threads of the tree the caller may not read)."""
+        from nixx.nxc import outcomes, sessions
+
+        d = self.deliverer(engine)
+        conn = engine.store.conn
+        for op in out.get("operations", []):
+            tree = [r[0] for r in conn.execute(
+                "WITH RECURSIVE tree(id) AS (SELECT ? UNION SELECT t.thread_id FROM nxc_threads t"
+                " JOIN tree ON t.parent = tree.id) SELECT id FROM tree", (op["root"],))]
+            found = outcomes.for_threads(conn, tree)
+            op["refusals"] = [o for tid in tree for o in found.get(tid, [])
+                              if o["outcome"] in ("refused", "failed")]
+            for t in op["threads"]:
+                t["deliveries"] = found.get(t["thread_id"], [])
+                member = sessions.sessions_of_thread(d.local, t["thread_id"], "member")
+                if member:
+                    row = sessions.get(d.local, member[-1])
+                    t["session"] = member[-1]
+                    t["session_state"] = row["state"] if row else None
+        return out

@@ -1,0 +1,152 @@
+"""The device-local store: `.nxs/local.sqlite`, beside the workspace log, never synced.
+
+Sessions (which process runs for which persona, bound to which runtime session id),
+the wake queue, channel rounds in progress and transcripts are facts about THIS
+machine's processes. They live in their own SQLite file, not in the log's `ops` table,
+so nothing that syncs the log (which reads `ops` only) can ever carry them: there is no
+flag to forget and no filter to get wrong. Deleting the file loses only device state
+(transcripts, session bookkeeping); every message and delivery outcome is in the log.
+
+    meta(key, value)
+    sessions(session_id, persona, thread_id, runtime, runtime_session, hop, max_hops,
+             parent_session, state, pid, runs, exit_code, detail, created, updated)
+    thread_sessions(thread_id, role, session_id)       opener | member
+    wake_queue(id, session_id, thread_id, message_id, sender, body, queued, taken)
+    rounds(thread_id, channel, flow, members, next_index, opener_session, timeout_ms,
+           settled, config, created)
+    transcript(session_id, seq, kind, at, tool_use_id, parent_tool_use_id,
+               subagent_type, data, text)              + transcript_fts (FTS5 over text)
+    transcript_sessions(session_id, first_at, last_at, entries)
+
+Writes use `BEGIN IMMEDIATE` (writers queue on the busy timeout).
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from nixx.errors import StoreError
+
+LOCAL_DB = "local.sqlite"
+SCHEMA_VERSION = "1"
+BUSY_TIMEOUT_S = 60.0
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS sessions(
+    session_id TEXT PRIMARY KEY, persona TEXT NOT NULL, thread_id TEXT, runtime TEXT NOT NULL,
+    runtime_session TEXT, hop INTEGER NOT NULL, max_hops INTEGER NOT NULL,
+    parent_session TEXT, state TEXT NOT NULL, pid INTEGER, runs INTEGER NOT NULL DEFAULT 0,
+    exit_code INTEGER, detail TEXT, created INTEGER NOT NULL, updated INTEGER NOT NULL
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS sessions_thread ON sessions(thread_id);
+CREATE TABLE IF NOT EXISTS thread_sessions(
+    thread_id TEXT NOT NULL, role TEXT NOT NULL, session_id TEXT NOT NULL,
+    PRIMARY KEY(thread_id, role, session_id)) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS thread_sessions_session ON thread_sessions(session_id);
+CREATE TABLE IF NOT EXISTS wake_queue(
+    id INTEGER PRIMARY KEY, session_id TEXT NOT NULL, thread_id TEXT NOT NULL,
+    message_id TEXT, sender TEXT NOT NULL, body TEXT NOT NULL, queued INTEGER NOT NULL,
+    taken INTEGER);
+CREATE INDEX IF NOT EXISTS wake_queue_session ON wake_queue(session_id, taken);
+CREATE TABLE IF NOT EXISTS rounds(
+    thread_id TEXT PRIMARY KEY, channel TEXT NOT NULL, flow TEXT NOT NULL,
+    members TEXT NOT NULL, next_index INTEGER NOT NULL, opener_session TEXT,
+    timeout_ms INTEGER, settled INTEGER NOT NULL DEFAULT 0, config TEXT NOT NULL,
+    created INTEGER NOT NULL) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS transcript(
+    tid INTEGER PRIMARY KEY, session_id TEXT NOT NULL, seq INTEGER NOT NULL,
+    kind TEXT NOT NULL, at INTEGER NOT NULL, tool_use_id TEXT, parent_tool_use_id TEXT,
+    subagent_type TEXT, data TEXT NOT NULL, text TEXT NOT NULL,
+    UNIQUE(session_id, seq));
+CREATE VIRTUAL TABLE IF NOT EXISTS transcript_fts USING fts5(
+    text, content='transcript', content_rowid='tid', tokenize='unicode61 remove_diacritics 2');
+CREATE TRIGGER IF NOT EXISTS transcript_ai AFTER INSERT ON transcript BEGIN
+    INSERT INTO transcript_fts(rowid, text) VALUES (new.tid, new.text);
+END;
+CREATE TRIGGER IF NOT EXISTS transcript_ad AFTER DELETE ON transcript BEGIN
+    INSERT INTO transcript_fts(transcript_fts, rowid, text) VALUES ('delete', old.tid, old.text);
+END;
+CREATE TABLE IF NOT EXISTS transcript_sessions(
+    session_id TEXT PRIMARY KEY, first_at INTEGER NOT NULL, last_at INTEGER NOT NULL,
+    entries INTEGER NOT NULL) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS transcript_sessions_last ON transcript_sessions(last_at);
+"""
+
+
+def _statements(script: str) -> list[str]:
+    out, buf = [], []
+    for line in script.strip().splitlines():
+        buf.append(line)
+        text = "\n".join(buf).strip()
+        trigger = text.upper().startswith("CREATE TRIGGER")
+        if (trigger and text.upper().endswith("END;")) or (not trigger and text.endswith(";")):
+            out.append(text)
+            buf = []
+    return out
+
+
+def local_db_path(state_dir: str) -> str:
+    return os.path.join(state_dir, LOCAL_DB)
+
+
+class LocalStore:
+    """An open `.nxs/local.sqlite` (created on first use)."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        try:
+            self.conn = sqlite3.connect(path, timeout=BUSY_TIMEOUT_S, isolation_level=None,
+                                        check_same_thread=False)
+            self.conn.execute(f"PRAGMA busy_timeout={int(BUSY_TIMEOUT_S * 1000)}")
+            self._ensure_schema()
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot open the device-local store {path}: {exc}") from exc
+
+    @classmethod
+    def for_workspace(cls, workspace) -> LocalStore:
+        return cls(local_db_path(workspace.state_dir))
+
+    def _ensure_schema(self) -> None:
+        row = None
+        try:
+            row = self.conn.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
+        except sqlite3.OperationalError:
+            row = None
+        if row is not None and row[0] == SCHEMA_VERSION:
+            return
+        self.conn.execute("PRAGMA journal_mode=WAL")
+        self.conn.execute("BEGIN IMMEDIATE")
+        try:
+            for statement in _statements(_SCHEMA):
+                self.conn.execute(statement)
+            self.conn.execute("INSERT OR REPLACE INTO meta VALUES ('schema', ?)", (SCHEMA_VERSION,))
+            self.conn.execute("COMMIT")
+        except BaseException:
+            self.conn.execute("ROLLBACK")
+            raise
+
+    @contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        try:
+            self.conn.execute("BEGIN IMMEDIATE")
+        except sqlite3.OperationalError as exc:
+            raise StoreError(f"the device-local store {self.path} stayed locked: {exc}") from exc
+        try:
+            yield self.conn
+        except BaseException:
+            self.conn.execute("ROLLBACK")
+            raise
+        self.conn.execute("COMMIT")
+
+    def close(self) -> None:
+        self.conn.close()
+
+    def __enter__(self) -> LocalStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

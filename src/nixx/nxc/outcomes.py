@@ -1,0 +1,107 @@
+"""Delivery outcomes: what happened when a message tried to reach an agent, recorded in
+the workspace log (domain ``delivery``) so a sender can see a message that reached nobody.
+
+These ARE synced like messages (they say what happened to a message; they carry no
+process state). Each op is one immutable fact; the view is grow-only, so any delivery
+order folds to the same rows.
+
+    kind      target            payload
+    spawned   thread id         {thread, session, persona, runtime, hop, mode: start|resume}
+    queued    thread id         {thread, session, persona}       session busy: answer queued
+    exited    thread id         {thread, session, persona, code}
+    failed    thread id         {thread, session, persona, reason}  failed to start
+    refused   thread id | handle {thread, persona, reason: hop_limit|addressable|no_runtime,
+                                  hop, limit, msg}
+    round     thread id         {thread, channel, event: posted|advanced, member?}
+
+`refused` with reason ``addressable`` is written when a send is refused before any
+thread exists: its target is the sender's current thread (inside a session) or the
+persona's handle.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from typing import Any
+
+from nixx.log.op import Op
+from nixx.log.reducer import Reducer
+
+DOMAIN = "delivery"
+KINDS = ("spawned", "queued", "exited", "failed", "refused", "round")
+
+_CREATE = (
+    "CREATE TABLE nxd_outcomes(op_id TEXT PRIMARY KEY, kind TEXT NOT NULL, target TEXT NOT NULL,"
+    " thread_id TEXT, session_id TEXT, persona TEXT, actor TEXT NOT NULL, payload TEXT NOT NULL,"
+    " pos TEXT NOT NULL, created INTEGER NOT NULL) WITHOUT ROWID",
+    "CREATE INDEX nxd_outcomes_thread ON nxd_outcomes(thread_id, pos)",
+    "CREATE INDEX nxd_outcomes_target ON nxd_outcomes(target, pos)",
+)
+
+
+class DeliveryReducer(Reducer):
+    domain = DOMAIN
+    version = 1
+
+    def create_views(self, conn: sqlite3.Connection) -> None:
+        for statement in _CREATE:
+            conn.execute(statement)
+
+    def drop_views(self, conn: sqlite3.Connection) -> None:
+        conn.execute("DROP TABLE IF EXISTS nxd_outcomes")
+
+    def fold(self, conn: sqlite3.Connection, op: Op) -> bool:
+        p = op.payload
+        if op.kind not in KINDS or not isinstance(p, dict) or not op.target:
+            return False
+        thread, session, persona = p.get("thread"), p.get("session"), p.get("persona")
+        for value in (thread, session, persona):
+            if value is not None and not isinstance(value, str):
+                return False
+        conn.execute(
+            "INSERT OR IGNORE INTO nxd_outcomes VALUES (?,?,?,?,?,?,?,?,?,?)",
+            (op.id, op.kind, op.target, thread, session, persona, op.actor,
+             json.dumps(p, sort_keys=True), op.pos, op.created),
+        )
+        return True
+
+
+def record(store, kind: str, target: str, actor: str, payload: dict[str, Any]) -> Op:
+    return store.append(DOMAIN, kind, target, actor, payload)
+
+
+def _out(row: tuple) -> dict[str, Any]:
+    kind, target, actor, payload, created = row
+    from nixx.nxc.durations import iso
+
+    return {"outcome": kind, "target": target, "actor": actor, "at": iso(created),
+            **json.loads(payload)}
+
+
+def for_threads(conn: sqlite3.Connection, thread_ids: list[str]) -> dict[str, list[dict]]:
+    """Outcomes per thread (and per target, for refusals recorded against a thread)."""
+    out: dict[str, list[dict]] = {}
+    if not thread_ids:
+        return out
+    try:
+        rows = conn.execute(
+            "SELECT coalesce(thread_id, target), kind, target, actor, payload, created"
+            " FROM nxd_outcomes WHERE thread_id IN (SELECT value FROM json_each(?))"
+            " OR target IN (SELECT value FROM json_each(?)) ORDER BY pos",
+            (json.dumps(thread_ids), json.dumps(thread_ids)),
+        ).fetchall()
+    except sqlite3.OperationalError:  # views not built (reducer not registered)
+        return out
+    for row in rows:
+        key = row[0] if row[0] in thread_ids else row[2]
+        out.setdefault(key, []).append(_out(row[1:]))
+    return out
+
+
+def all_outcomes(conn: sqlite3.Connection, *, limit: int = 200) -> list[dict[str, Any]]:
+    rows = conn.execute(
+        "SELECT kind, target, actor, payload, created FROM nxd_outcomes ORDER BY pos DESC LIMIT ?",
+        (limit,),
+    ).fetchall()
+    return [_out(r) for r in rows]

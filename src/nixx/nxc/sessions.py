@@ -1,0 +1,231 @@
+"""Sessions: the internal session id every delivery is keyed on, and its process state.
+
+When nxc starts a persona it mints an internal id (``s-`` + ULID) and hands it to the
+runtime as `NXC_SESSION`; the runtime may answer with its own id, mapped by `bind`
+(`nxc session bind`). The return address on a reply, the hop guard and the transcript
+are all keyed on the internal id. All of it is device-local (`localstore`).
+
+State machine, one process per session at a time:
+
+    running  --(process exits, wake queue empty)-->  exited
+    running  --(process exits, answers queued)--->   running (resumed with them)
+    exited   --(resume)------------------------->    running
+    (start fails: executable missing, ...)        -> failed
+
+`claim` is the only way into `running` and refuses a running session with
+`AlreadyRunning`; `deliver` turns that refusal into a queued wake, so answers that
+arrive while a persona is busy are handed over together when its process ends. A
+`running` session whose supervisor process is gone (killed, machine rebooted) counts
+as `lost`, and can be claimed again.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from typing import Any
+
+from nixx.errors import AlreadyRunning, NotFound, ValidationError
+from nixx.log.ids import new_ulid
+from nixx.nxc.localstore import LocalStore
+
+STATES = ("running", "exited", "failed", "lost")
+
+_COLS = ("session_id, persona, thread_id, runtime, runtime_session, hop, max_hops, "
+         "parent_session, state, pid, runs, exit_code, detail, created, updated")
+
+
+def _now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+def _iso(ms: int | None) -> str | None:
+    from nixx.nxc.durations import iso
+
+    return iso(ms)
+
+
+def pid_alive(pid: int | None) -> bool:
+    if not pid:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:  # a zombie (exited, not yet reaped) is not alive
+        with open(f"/proc/{pid}/stat", encoding="ascii") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return True
+
+
+def _row(row: tuple) -> dict[str, Any]:
+    (sid, persona, thread, runtime, rsid, hop, max_hops, parent, state, pid, runs, code,
+     detail, created, updated) = row
+    if state == "running" and not pid_alive(pid):
+        state = "lost"
+    return {
+        "session": sid, "persona": persona, "thread_id": thread,
+        "runtime": json.loads(runtime), "runtime_session": rsid, "hop": hop,
+        "max_hops": max_hops, "parent_session": parent, "state": state, "pid": pid,
+        "runs": runs, "exit_code": code, "detail": detail, "created": _iso(created),
+        "updated": _iso(updated),
+    }
+
+
+def new_session_id() -> str:
+    return "s-" + new_ulid()
+
+
+def create(
+    local: LocalStore, *, persona: str, thread_id: str | None, runtime: dict[str, Any],
+    hop: int, max_hops: int, parent_session: str | None, session_id: str | None = None,
+) -> str:
+    """Mint a session in state `running` (its process is about to start)."""
+    sid = session_id or new_session_id()
+    now = _now_ms()
+    with local.transaction() as conn:
+        conn.execute(
+            f"INSERT INTO sessions({_COLS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            (sid, persona, thread_id, json.dumps(runtime), None, hop, max_hops, parent_session,
+             "running", None, 0, None, None, now, now),
+        )
+        if thread_id is not None:
+            conn.execute("INSERT OR IGNORE INTO thread_sessions VALUES (?, 'member', ?)",
+                         (thread_id, sid))
+    return sid
+
+
+def get(local: LocalStore, session_id: str) -> dict[str, Any] | None:
+    row = local.conn.execute(f"SELECT {_COLS} FROM sessions WHERE session_id = ?",
+                             (session_id,)).fetchone()
+    return None if row is None else _row(row)
+
+
+def require(local: LocalStore, session_id: str) -> dict[str, Any]:
+    found = get(local, session_id)
+    if found is None:
+        raise NotFound(f"no session {session_id} on this machine (sessions are device-local; "
+                       "`nxc session state` lists them)", param="session")
+    return found
+
+
+def all_sessions(local: LocalStore, *, limit: int = 100) -> list[dict[str, Any]]:
+    rows = local.conn.execute(
+        f"SELECT {_COLS} FROM sessions ORDER BY created DESC, session_id DESC LIMIT ?", (limit,)
+    ).fetchall()
+    return [_row(r) for r in rows]
+
+
+def bind(local: LocalStore, session_id: str, runtime_session: str) -> dict[str, Any]:
+    """Map the internal id to the runtime's own session id (the last binding wins)."""
+    runtime_session = runtime_session.strip()
+    if not runtime_session:
+        raise ValidationError("the runtime session id is empty", param="runtime_session")
+    with local.transaction() as conn:
+        cur = conn.execute(
+            "UPDATE sessions SET runtime_session = ?, updated = ? WHERE session_id = ?",
+            (runtime_session, _now_ms(), session_id),
+        )
+        if cur.rowcount == 0:
+            raise NotFound(f"no session {session_id} on this machine to bind", param="session")
+    return require(local, session_id)
+
+
+def set_pid(local: LocalStore, session_id: str, pid: int) -> None:
+    with local.transaction() as conn:
+        conn.execute("UPDATE sessions SET pid = ?, runs = runs + 1, updated = ? "
+                     "WHERE session_id = ?", (pid, _now_ms(), session_id))
+
+
+def fail(local: LocalStore, session_id: str, detail: str) -> None:
+    with local.transaction() as conn:
+        conn.execute("UPDATE sessions SET state = 'failed', detail = ?, pid = NULL, updated = ? "
+                     "WHERE session_id = ?", (detail, _now_ms(), session_id))
+
+
+def add_opener(local: LocalStore, thread_id: str, session_id: str) -> None:
+    """Record that `session_id` opened `thread_id`: a completed quorum wakes it."""
+    with local.transaction() as conn:
+        conn.execute("INSERT OR IGNORE INTO thread_sessions VALUES (?, 'opener', ?)",
+                     (thread_id, session_id))
+
+
+def sessions_of_thread(local: LocalStore, thread_id: str, role: str) -> list[str]:
+    rows = local.conn.execute(
+        "SELECT session_id FROM thread_sessions WHERE thread_id = ? AND role = ? "
+        "ORDER BY session_id", (thread_id, role),
+    ).fetchall()
+    return [r[0] for r in rows]
+
+
+def claim_or_queue(
+    local: LocalStore, session_id: str, *, thread_id: str, message_id: str | None,
+    sender: str, body: str,
+) -> bool:
+    """Atomically: a session that is not running is claimed (True: start its process with
+    this answer); a running one gets the answer queued (False)."""
+    now = _now_ms()
+    with local.transaction() as conn:
+        row = conn.execute(f"SELECT {_COLS} FROM sessions WHERE session_id = ?",
+                           (session_id,)).fetchone()
+        if row is None:
+            raise NotFound(f"no session {session_id} on this machine", param="session")
+        state = _row(row)["state"]
+        if state == "running":
+            conn.execute(
+                "INSERT INTO wake_queue(session_id, thread_id, message_id, sender, body, queued)"
+                " VALUES (?,?,?,?,?,?)", (session_id, thread_id, message_id, sender, body, now))
+            return False
+        conn.execute("UPDATE sessions SET state = 'running', pid = NULL, detail = NULL, "
+                     "updated = ? WHERE session_id = ?", (now, session_id))
+        return True
+
+
+def claim(local: LocalStore, session_id: str) -> None:
+    """Mark a session running; `AlreadyRunning` if a process runs for it now."""
+    now = _now_ms()
+    with local.transaction() as conn:
+        row = conn.execute(f"SELECT {_COLS} FROM sessions WHERE session_id = ?",
+                           (session_id,)).fetchone()
+        if row is None:
+            raise NotFound(f"no session {session_id} on this machine", param="session")
+        current = _row(row)
+        if current["state"] == "running":
+            raise AlreadyRunning(
+                f"session {session_id} ({current['persona']}) already runs (pid "
+                f"{current['pid']}); one process per session: answers are queued for its "
+                "next wake", session=session_id)
+        conn.execute("UPDATE sessions SET state = 'running', pid = NULL, detail = NULL, "
+                     "updated = ? WHERE session_id = ?", (now, session_id))
+
+
+def finish_or_take(local: LocalStore, session_id: str, exit_code: int | None) -> list[dict]:
+    """The process ended. With answers queued: take them all (the session stays running
+    and is resumed with them). Else the session becomes `exited`."""
+    now = _now_ms()
+    with local.transaction() as conn:
+        rows = conn.execute(
+            "SELECT id, thread_id, message_id, sender, body FROM wake_queue "
+            "WHERE session_id = ? AND taken IS NULL ORDER BY id", (session_id,),
+        ).fetchall()
+        conn.execute("UPDATE sessions SET exit_code = ?, updated = ? WHERE session_id = ?",
+                     (exit_code, now, session_id))
+        if not rows:
+            conn.execute("UPDATE sessions SET state = 'exited', pid = NULL WHERE session_id = ?",
+                         (session_id,))
+            return []
+        conn.execute(
+            f"UPDATE wake_queue SET taken = ? WHERE id IN ({','.join('?' * len(rows))})",
+            (now, *[r[0] for r in rows]),
+        )
+    return [{"thread_id": r[1], "message_id": r[2], "sender": r[3], "body": r[4]} for r in rows]
+
+
+def queued(local: LocalStore, session_id: str) -> int:
+    return local.conn.execute(
+        "SELECT count(*) FROM wake_queue WHERE session_id = ? AND taken IS NULL", (session_id,)
+    ).fetchone()[0]

@@ -1,0 +1,246 @@
+"""The supervisor of one session's runs: ``python -m nixx.nxc.supervisor RUNFILE``.
+
+Started detached by `spawn.launch_supervisor` with the session's cleared environment,
+it is the only process that lives while an agent runs (there is no daemon):
+
+1. starts the runtime's argv (cwd: the workspace root; env: exactly the allowlist);
+2. reads its stdout line by line into the transcript (format `stream-json`: Claude
+   Code's JSON lines; `nixx`: normalised entries; `none`: ignored), binding the
+   runtime's own session id from its init line; stderr goes to
+   `.nxs/sessions/<session>/stderr.log` (its tail becomes an `error` entry on failure);
+3. kills the runtime's process group at a channel round's per-member timeout;
+4. records `exited` (with the exit code) in the log, tells the round, and then either
+   marks the session `exited` or — when answers were queued while it ran — resumes it
+   with all of them together, and goes back to 1.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from typing import Any
+
+FLUSH_EVERY = 20
+STDERR_TAIL = 2_000
+
+
+def _open(spec: dict[str, Any]):
+    from nixx.log.store import LogStore
+    from nixx.log.workspace import Workspace
+    from nixx.nxc.declarations import load_declarations
+    from nixx.nxc.deliverer import Deliverer
+    from nixx.nxc.handles import resolve_origin
+    from nixx.nxc.outcomes import DeliveryReducer
+    from nixx.nxc.reducer import ChatReducer
+
+    ws = Workspace.for_db(spec["db"])
+    store = LogStore.open(ws.db_path, [ChatReducer(), DeliveryReducer()])
+    origin = resolve_origin(store.replica, spec["env"])
+    decls = load_declarations(ws.personas_dir, origin, cache_dir=ws.state_dir)
+    return Deliverer(workspace=ws, store=store, decls=decls, origin=origin, env=spec["env"])
+
+
+class _Transcript:
+    def __init__(self, d, session: str, fmt: str, keep_days: int) -> None:
+        from nixx.nxc.streamjson import StreamJsonParser
+        from nixx.nxc.transcripts import TranscriptStore
+
+        self.d = d
+        self.session = session
+        self.fmt = fmt
+        self.store = TranscriptStore(d.local, keep_days=keep_days)
+        self.parser = StreamJsonParser()
+        self.pending: list[dict[str, Any]] = []
+        self.bound = False
+
+    def line(self, text: str) -> None:
+        if self.fmt == "none" or not text.strip():
+            return
+        if self.fmt == "stream-json":
+            entries = self.parser.parse_line(text)
+        else:
+            try:
+                obj = json.loads(text)
+            except ValueError:
+                obj = {"kind": "error", "data": {"msg": "not a JSON line", "raw": text.strip()}}
+            if not isinstance(obj, dict) or not isinstance(obj.get("kind"), str):
+                obj = {"kind": "error", "data": {"msg": "not an entry", "raw": text.strip()}}
+            entries = [obj]
+        for entry in entries:
+            if entry.get("kind") == "session_init" and not self.bound:
+                rsid = (entry.get("data") or {}).get("session_id")
+                if isinstance(rsid, str) and rsid and rsid != self.session:
+                    from nixx.nxc import sessions
+
+                    sessions.bind(self.d.local, self.session, rsid)
+                self.bound = True
+        self.pending.extend(entries)
+        if len(self.pending) >= FLUSH_EVERY or any(
+            e.get("kind") in ("result", "tool_use") for e in entries
+        ):
+            self.flush()
+
+    def add(self, entry: dict[str, Any]) -> None:
+        self.pending.append(entry)
+
+    def flush(self) -> None:
+        if not self.pending:
+            return
+        batch, self.pending = self.pending, []
+        try:
+            self.store.append(self.session, batch)
+        except Exception as exc:  # noqa: BLE001 - a bad batch must not kill the run
+            self.store.append(self.session, [{"kind": "error", "data": {
+                "msg": f"a batch of {len(batch)} entries was rejected: {exc}"}}])
+
+
+def _kill_group(proc: subprocess.Popen) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGTERM)
+    except (ProcessLookupError, PermissionError):
+        return
+    try:
+        proc.wait(timeout=5)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, signal.SIGKILL)
+
+
+def run_once(d, spec: dict[str, Any], transcript: _Transcript) -> tuple[int | None, str | None]:
+    """Run the runtime once. → (exit code, why it failed to start / was killed)."""
+    folder = os.path.dirname(spec["_run_file"])
+    stderr_path = os.path.join(folder, "stderr.log")
+    with open(stderr_path, "ab") as err:
+        start = err.tell()
+        try:
+            proc = subprocess.Popen(
+                spec["argv"], env=spec["env"], cwd=spec["cwd"], stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE, stderr=err, start_new_session=True,
+            )
+        except OSError as exc:
+            return None, f"failed to start {spec['argv'][0]!r}: {exc.strerror or exc}"
+        timer = None
+        killed: list[str] = []
+        if spec.get("timeout_ms"):
+            def expire() -> None:
+                killed.append(f"killed at the round timeout ({spec['timeout_ms'] / 1000:g}s)")
+                _kill_group(proc)
+
+            timer = threading.Timer(spec["timeout_ms"] / 1000, expire)
+            timer.daemon = True
+            timer.start()
+        assert proc.stdout is not None
+        for raw in proc.stdout:
+            transcript.line(raw.decode("utf-8", "replace"))
+        code = proc.wait()
+        if timer is not None:
+            timer.cancel()
+    if code != 0:
+        try:
+            with open(stderr_path, "rb") as fh:
+                fh.seek(start)
+                tail = fh.read().decode("utf-8", "replace")[-STDERR_TAIL:]
+        except OSError:
+            tail = ""
+        transcript.add({"kind": "error", "data": {
+            "msg": killed[0] if killed else f"the runtime exited with code {code}",
+            "code": code, "stderr": tail}})
+    transcript.flush()
+    return code, (killed[0] if killed else None)
+
+
+def supervise(run_file: str) -> int:
+    from nixx.nxc import outcomes, rounds, sessions
+    from nixx.nxc.transcripts import DEFAULT_KEEP_DAYS
+
+    with open(run_file, encoding="utf-8") as fh:
+        spec = json.load(fh)
+    spec["_run_file"] = run_file
+    d = _open(spec)
+    sid, persona, thread = spec["session"], spec["persona"], spec["thread"]
+    try:
+        keep_days = int(spec.get("keep_days") or DEFAULT_KEEP_DAYS)
+    except ValueError:
+        keep_days = DEFAULT_KEEP_DAYS
+    sessions.set_pid(d.local, sid, os.getpid())
+    transcript = _Transcript(d, sid, spec.get("format") or "stream-json", keep_days)
+    while True:
+        code, why = run_once(d, spec, transcript)
+        if code is None:
+            sessions.fail(d.local, sid, why or "failed to start")
+            transcript.add({"kind": "error", "data": {"msg": why}})
+            transcript.flush()
+            outcomes.record(d.store, "failed", thread or sid, persona, {
+                "thread": thread, "session": sid, "persona": persona, "reason": why})
+        else:
+            payload = {"thread": thread, "session": sid, "persona": persona, "code": code}
+            if why:
+                payload["reason"] = why
+            outcomes.record(d.store, "exited", thread or sid, persona, payload)
+        if spec.get("round"):
+            try:
+                rounds.on_member_exit(d, spec["round"], persona)
+            except Exception as exc:  # noqa: BLE001 - recorded, the supervisor carries on
+                print(f"round bookkeeping failed: {exc!r}", file=sys.stderr)
+        if code is None:
+            return 1
+        wakes = sessions.finish_or_take(d.local, sid, code)
+        if not wakes:
+            return 0
+        row = sessions.get(d.local, sid)
+        result = _resume_spec(d, row, wakes)
+        if result is None:
+            return 1
+        spec = result
+
+
+def _resume_spec(d, row: dict[str, Any], wakes: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The next run of a session resumed in place (it stays claimed: state running)."""
+    from nixx.nxc import outcomes
+    from nixx.nxc.deliverer import BACKEND_FILE
+    from nixx.nxc.prompt import resume_prompt
+
+    runtime = row["runtime"]
+    builtin = bool(runtime.get("builtin"))
+    prompt = resume_prompt(wakes, own_thread=d._still_owed(row), builtin=builtin)
+    folder = os.path.join(d.workspace.state_dir, "sessions", row["session"])
+    spec = d._run_spec(row["session"], row["persona"], row["thread_id"], runtime, row["hop"],
+                       mode="resume", prompt=prompt,
+                       backend_file=os.path.join(folder, BACKEND_FILE) if builtin else None,
+                       timeout_ms=None, round_thread=None,
+                       runtime_session=row.get("runtime_session"))
+    from nixx.nxc.spawn import write_private
+
+    run_file = write_private(os.path.join(folder, f"run-{spec['run']}.json"), spec)
+    spec["_run_file"] = run_file
+    outcomes.record(d.store, "spawned", row["thread_id"] or row["session"], wakes[-1]["sender"], {
+        "thread": row["thread_id"], "session": row["session"], "persona": row["persona"],
+        "mode": "resume", "hop": row["hop"], "argv0": spec["argv"][0]})
+    return spec
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) != 1:
+        print("usage: python -m nixx.nxc.supervisor RUNFILE", file=sys.stderr)
+        return 2
+    try:
+        return supervise(args[0])
+    except Exception as exc:  # noqa: BLE001 - last resort: say it where it is read
+        import traceback
+
+        traceback.print_exc()
+        print(f"supervisor failed: {exc!r}", file=sys.stderr)
+        return 1
+    finally:
+        time.sleep(0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
