@@ -23,9 +23,14 @@ def clip(text: str, limit: int = SNIPPET) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+def _nested(body: dict[str, Any], key: str) -> dict[str, Any]:
+    """`body[key]` when it is an object (`{"row": {...}}`), else `body` itself (flat)."""
+    inner = body.get(key)
+    return inner if isinstance(inner, dict) else body
+
+
 def _row(hit: dict[str, Any]) -> dict[str, Any]:
-    inner = hit.get("row")
-    return inner if isinstance(inner, dict) else hit
+    return _nested(hit, "row")
 
 
 def _score(hit: dict[str, Any]) -> str:
@@ -69,7 +74,7 @@ def search_results(query: str, body: dict[str, Any]) -> RenderableType:
         table.add_column("score", justify="right", no_wrap=True)
         table.add_column("summary", ratio=1)
         for hit in summary_hits:
-            summ = hit.get("summary") if isinstance(hit.get("summary"), dict) else hit
+            summ = _nested(hit, "summary")
             start = summ.get("start_buffer_id", "?")
             end = summ.get("end_buffer_id", "?")
             tags = summ.get("tags") or []
@@ -118,7 +123,7 @@ def context_view(body: dict[str, Any]) -> RenderableType:
         parts.append(Text(f"recalled summaries: {len(recalled)}", style="bold"))
         for hit in recalled:
             if isinstance(hit, dict):
-                summ = hit.get("summary") if isinstance(hit.get("summary"), dict) else hit
+                summ = _nested(hit, "summary")
                 parts.append(
                     Text.assemble(
                         "  • ",
@@ -143,7 +148,7 @@ def status_view(status: dict[str, Any]) -> RenderableType:
 
 
 def source_view(body: dict[str, Any]) -> RenderableType:
-    src = body.get("source") if isinstance(body.get("source"), dict) else body
+    src = _nested(body, "source")
     line = Text.assemble(
         ("source ", "bold"),
         (str(src.get("name", "?")), "italic"),
