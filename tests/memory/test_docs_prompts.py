@@ -1,0 +1,22 @@
+"""docs/memory.md quotes every prompt nixx sends, exactly as the code has it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from nixx.memory import prompts
+
+DOC = Path(__file__).parents[2] / "docs" / "memory.md"
+
+
+def test_every_prompt_is_quoted_verbatim() -> None:
+    text = DOC.read_text()
+    for name in (
+        "SYSTEM_PROMPT",
+        "RECALL_FRAMING",
+        "SUMMARY_PROMPT",
+        "SUMMARY_RETRY",
+        "INTENT_PROMPT",
+        "SOURCE_SUMMARY_PROMPT",
+    ):
+        assert f"### `{name}`\n\n```text\n{getattr(prompts, name)}\n```" in text, name
