@@ -94,8 +94,13 @@ def _adapters() -> AdaptersMap:
     return adapters
 
 
-def _parse_vector(text: str) -> np.ndarray:
-    return np.array(text[1:-1].split(","), dtype=np.float64).astype(np.float32)
+def _parse_vector(data: bytes) -> np.ndarray:
+    """pgvector's binary form (`vector_send(embedding)`) -> float32 array."""
+    return np.frombuffer(data, dtype=">f4", offset=4).astype(np.float32)
+
+
+#: Read vectors in binary: exact, and far cheaper to parse than the text form.
+_VEC_OUT = "vector_send(embedding)"
 
 
 def iso_utc(value: datetime) -> str:
@@ -165,7 +170,7 @@ def _buffer_row(r: Sequence[Any]) -> BufferRow:
     )
 
 
-def _summary(r: Sequence[Any], embedding: str | None = None) -> Summary:
+def _summary(r: Sequence[Any], embedding: bytes | None = None) -> Summary:
     return Summary(
         id=r[0],
         content=r[1],
@@ -192,7 +197,7 @@ def _source(r: Sequence[Any]) -> Source:
     )
 
 
-def _memory(r: Sequence[Any], embedding: str | None = None) -> Memory:
+def _memory(r: Sequence[Any], embedding: bytes | None = None) -> Memory:
     return Memory(
         id=r[0],
         source_id=r[1],
@@ -805,8 +810,7 @@ class PostgresStore(MemoryStore):
             if not conn.execute("SELECT 1 FROM sources WHERE id = %s", (source_id,)).fetchone():
                 raise NotFound(f"source {source_id} does not exist")
             rows = conn.execute(
-                f"SELECT {_MEMORY_COLS}, embedding::text FROM memories WHERE source_id = %s "
-                "ORDER BY id",
+                f"SELECT {_MEMORY_COLS}, {_VEC_OUT} FROM memories WHERE source_id = %s ORDER BY id",
                 (source_id,),
             ).fetchall()
         return [_memory(r, r[5]) for r in rows]
@@ -889,7 +893,7 @@ class PostgresStore(MemoryStore):
                     "meta": r[5],
                 }
             for r in self._stream(
-                conn, f"SELECT {_SUMMARY_COLS}, embedding::text FROM summaries ORDER BY id"
+                conn, f"SELECT {_SUMMARY_COLS}, {_VEC_OUT} FROM summaries ORDER BY id"
             ):
                 yield {
                     "type": "summary",
@@ -919,7 +923,7 @@ class PostgresStore(MemoryStore):
                     "created_at": iso_utc(r[7]),
                 }
             for r in self._stream(
-                conn, f"SELECT {_MEMORY_COLS}, embedding::text FROM memories ORDER BY id"
+                conn, f"SELECT {_MEMORY_COLS}, {_VEC_OUT} FROM memories ORDER BY id"
             ):
                 yield {
                     "type": "memory",
@@ -1002,8 +1006,19 @@ class _Loader:
                         f"{kind} {r['id']} embedding has {len(r['embedding'])} dimensions but "
                         f"the export's vectors have {self.dim}"
                     )
-        table, columns, row = _COPY[kind]
-        with conn.cursor() as cur, cur.copy(f"COPY {table} ({columns}) FROM STDIN") as copy:
+        table, columns, row = _LOAD[kind]
+        if kind in ("summary", "memory"):  # vectors go as binary parameters
+            marks = ", ".join("%s::vector" if c == "embedding" else "%s" for c in columns)
+            with conn.cursor() as cur:
+                cur.executemany(
+                    f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({marks})",
+                    [row(r) for r in batch],
+                )
+            return
+        with (
+            conn.cursor() as cur,
+            cur.copy(f"COPY {table} ({', '.join(columns)}) FROM STDIN") as copy,
+        ):
             for r in batch:
                 copy.write_row(row(r))
 
@@ -1018,14 +1033,20 @@ class _Loader:
             PostgresStore._narrow_vectors(conn, self.embedder.dim)
 
 
-def _vector_text(values: list[float]) -> str:
-    return "[" + ",".join(repr(float(v)) for v in values) + "]"
+def _vector_param(values: list[float], what: str) -> np.ndarray:
+    try:
+        vec = np.asarray(values, dtype=np.float32)
+    except (TypeError, ValueError):
+        raise ValidationError(f"{what}: the embedding must be an array of numbers") from None
+    if vec.ndim != 1 or not np.isfinite(vec).all():
+        raise ValidationError(f"{what}: the embedding must be a flat array of finite numbers")
+    return vec
 
 
-_COPY: dict[str, tuple[str, str, Callable[[dict[str, Any]], tuple[Any, ...]]]] = {
+_LOAD: dict[str, tuple[str, tuple[str, ...], Callable[[dict[str, Any]], tuple[Any, ...]]]] = {
     "buffer": (
         "buffer",
-        "id, role, content, origin, meta, created_at",
+        ("id", "role", "content", "origin", "meta", "created_at"),
         lambda r: (
             r["id"],
             r["role"],
@@ -1037,11 +1058,20 @@ _COPY: dict[str, tuple[str, str, Callable[[dict[str, Any]], tuple[Any, ...]]]] =
     ),
     "summary": (
         "summaries",
-        "id, content, embedding, tags, entities, start_buffer_id, end_buffer_id, created_at",
+        (
+            "id",
+            "content",
+            "embedding",
+            "tags",
+            "entities",
+            "start_buffer_id",
+            "end_buffer_id",
+            "created_at",
+        ),
         lambda r: (
             r["id"],
             r["content"],
-            _vector_text(r["embedding"]),
+            _vector_param(r["embedding"], f"summary {r['id']}"),
             list(r["tags"]),
             Jsonb(r["entities"]),
             r["start_buffer_id"],
@@ -1051,7 +1081,7 @@ _COPY: dict[str, tuple[str, str, Callable[[dict[str, Any]], tuple[Any, ...]]]] =
     ),
     "source": (
         "sources",
-        "id, name, type, summary, start_id, end_id, meta, created_at",
+        ("id", "name", "type", "summary", "start_id", "end_id", "meta", "created_at"),
         lambda r: (
             r["id"],
             r["name"],
@@ -1065,11 +1095,11 @@ _COPY: dict[str, tuple[str, str, Callable[[dict[str, Any]], tuple[Any, ...]]]] =
     ),
     "memory": (
         "memories",
-        "id, content, embedding, source_id, metadata, created_at",
+        ("id", "content", "embedding", "source_id", "metadata", "created_at"),
         lambda r: (
             r["id"],
             r["content"],
-            _vector_text(r["embedding"]),
+            _vector_param(r["embedding"], f"memory {r['id']}"),
             r["source_id"],
             Jsonb(r["metadata"]),
             parse_iso(r["created_at"], f"memory {r['id']}"),
