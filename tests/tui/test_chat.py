@@ -203,3 +203,24 @@ async def test_no_server_at_start_is_shown_and_the_prompt_kept():
             await submit(pilot, "anyone there?")
             assert app.prompt.text == "anyone there?"
             assert "nixx serve" in notice_text(notices(app)[-1])
+
+
+async def test_up_and_down_recall_sent_lines(live_server):
+    live_server.llm.queue(Reply(content="a"), Reply(content="b"))
+    app = make(live_server.url)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await submit(pilot, "first line")
+        await submit(pilot, "/interval")
+        await submit(pilot, "second\nwith two lines")
+        await pilot.press("up")
+        assert app.prompt.text == "second\nwith two lines"
+        await pilot.press("up")  # the cursor is on the last line: moves up within the text
+        await pilot.press("up")
+        assert app.prompt.text == "/interval"
+        await pilot.press("up")
+        assert app.prompt.text == "first line"
+        await pilot.press("down", "down")
+        assert app.prompt.text == "second\nwith two lines"
+        await pilot.press("down")
+        assert app.prompt.text == ""

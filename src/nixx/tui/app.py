@@ -12,6 +12,7 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
+from rich.console import Group
 from rich.text import Text
 from textual import work
 from textual.app import App, ComposeResult
@@ -55,7 +56,7 @@ Conversation { height: 1fr; padding: 0 1; scrollbar-size-vertical: 1; }
 #prompt { height: auto; max-height: 10; min-height: 3; border: round $primary; padding: 0 1; }
 #status { height: 1; padding: 0 1; background: $panel; }
 HelpScreen, TagsScreen { align: center middle; }
-#help { width: 90; max-width: 95%; height: auto; max-height: 90%; border: round $primary;
+#help { width: 96; max-width: 100%; height: auto; max-height: 100%; border: round $primary;
         padding: 0 1; background: $surface; }
 #tags { width: 60; height: auto; border: round $primary; padding: 0 1; background: $surface; }
 """
@@ -96,6 +97,7 @@ class NixxApp(App[None]):
         self._history: list[dict[str, Any]] = []
         self._quit_armed = False
         self.turns_completed = 0  # for tests and the exit report
+        self._session_ready: asyncio.Event | None = None  # set once the session is restored
 
     def notify(  # type: ignore[override]
         self,
@@ -130,6 +132,7 @@ class NixxApp(App[None]):
         return self.query_one(StatusBar)
 
     async def on_mount(self) -> None:
+        self._session_ready = asyncio.Event()
         self.status.set(server=self.server_label)
         self.prompt.focus()
         self.startup()
@@ -149,6 +152,13 @@ class NixxApp(App[None]):
     @work(exclusive=True, group="startup")
     async def startup(self) -> None:
         """Check the server, learn the model and status, restore the current session."""
+        try:
+            await self._startup()
+        finally:
+            if self._session_ready is not None:
+                self._session_ready.set()
+
+    async def _startup(self) -> None:
         try:
             await self.client.health()
         except NixxError as err:
@@ -207,6 +217,7 @@ class NixxApp(App[None]):
             self.notify(str(err), title="command", severity="warning")
             return
         self.prompt.clear()
+        self.prompt.remember(line)
         if command is None:
             await self.send(unescape_message(line).strip("\n"))
         else:
@@ -228,6 +239,10 @@ class NixxApp(App[None]):
     @work(exclusive=True, group="chat")
     async def stream_answer(self, text: str, user_widget: UserMessage) -> None:
         message = {"role": "user", "content": text}
+        if self._session_ready is not None:
+            await (
+                self._session_ready.wait()
+            )  # a turn sent during start-up follows the restored history
         bubble = AssistantMessage(streaming=True)
         await self.show(bubble)
         self.status.set(busy="answering")
@@ -366,9 +381,15 @@ class NixxApp(App[None]):
         await self.show(Notice(render.search_results(query, body), title="search"))
 
     async def _cmd_transcript(self, start: int, end: int | None) -> None:
-        rows = await self.client.transcript(start, end)
+        rows, truncated = await self.client.transcript(start, end)
         title = f"transcript {start}-{end}" if end else f"transcript from {start}"
-        await self.show(Notice(render.transcript_rows(rows), title=title))
+        view = render.transcript_rows(rows)
+        if truncated and rows:
+            note = Text(f"stopped after {len(rows)} rows: /transcript {rows[-1].get('id', 0) + 1}")
+            note.append(f" {end}" if end else "")
+            note.append(" shows more", style="dim")
+            view = Group(view, note)
+        await self.show(Notice(view, title=title))
 
     async def _cmd_clear(self) -> None:
         if self.is_streaming:

@@ -208,11 +208,16 @@ class NixxClient:
         )
         return body or {}
 
-    async def transcript(self, start: int, end: int | None = None) -> list[dict[str, Any]]:
+    async def transcript(
+        self, start: int, end: int | None = None
+    ) -> tuple[list[dict[str, Any]], bool]:
+        """Rows start..end and whether the server stopped early (its row limit)."""
         params: dict[str, Any] = {"start": start}
         if end is not None:
             params["end"] = end
-        return _rows(await self._request("GET", "/v1/episodic/transcript", params=params))
+        body = await self._request("GET", "/v1/episodic/transcript", params=params)
+        truncated = bool(body.get("truncated")) if isinstance(body, dict) else False
+        return _rows(body), truncated
 
     async def debug_context(self) -> dict[str, Any]:
         return await self._request("GET", "/v1/debug/context") or {}

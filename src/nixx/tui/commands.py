@@ -24,34 +24,32 @@ class CommandSpec:
 
 COMMANDS: tuple[CommandSpec, ...] = (
     CommandSpec("help", "/help", "List the commands and key bindings"),
-    CommandSpec(
-        "context", "/context", "Show the system prompt the next turn sends (recall + intent)"
-    ),
+    CommandSpec("context", "/context", "Show the system prompt the next turn sends"),
     CommandSpec(
         "summary",
         "/summary [tag ...]",
-        "Summarise the unsummarised conversation now (asks for tags when none are given)",
+        "Summarise now (asks for tags when none are given)",
     ),
     CommandSpec(
         "search",
         "/search [query]",
-        "Search the transcript (words) and summaries (meaning); default: your last message",
+        "Search by words and meaning (default: last message)",
     ),
     CommandSpec("transcript", "/transcript <id> [end_id]", "Show buffer rows id..end_id"),
-    CommandSpec("clear", "/clear", "End the session: clear the history (the buffer keeps it)"),
-    CommandSpec("interval", "/interval [n]", "Show or set the summary word-count threshold"),
-    CommandSpec("recall", "/recall [on|off]", "Toggle (or set) episodic recall injection"),
+    CommandSpec("clear", "/clear", "New session (the buffer keeps everything)"),
+    CommandSpec("interval", "/interval [n]", "Show or set the summary threshold (words)"),
+    CommandSpec("recall", "/recall [on|off]", "Toggle or set episodic recall"),
     CommandSpec(
         "intent",
         "/intent [text | --clear | --derive]",
-        "Show, set, clear or re-derive the current intent",
+        "Show, set, clear or re-derive the intent",
     ),
     CommandSpec(
         "source",
         '/source "name" [start end]',
-        "Keep a buffer range (default: this session) as a named source in semantic memory",
+        "Keep rows (default: this session) as a source",
     ),
-    CommandSpec("ingest", "/ingest <file|url>", "Read a file or web page into semantic memory"),
+    CommandSpec("ingest", "/ingest <file|url>", "Read a file or web page into memory"),
     CommandSpec("quit", "/quit", "Leave nixx chat", aliases=("exit", "q")),
 )
 

@@ -26,11 +26,12 @@ from nixx.tui.commands import COMMANDS
 KEYS: tuple[tuple[str, str], ...] = (
     ("Enter", "send the message (or run the /command)"),
     ("Shift+Enter / Ctrl+J", "new line in the message"),
+    ("Up / Down", "your earlier / later messages (on the first / last line)"),
     ("Ctrl+C", "cancel the streaming answer; press again to quit"),
     ("Ctrl+L", "clear the session (same as /clear)"),
     ("Ctrl+R", "toggle episodic recall (same as /recall)"),
     ("F1", "this help (same as /help)"),
-    ("Escape", "close this help or the tags prompt"),
+    ("Escape", "close this help, or cancel the tags prompt"),
     ("PageUp / PageDown", "scroll the conversation"),
 )
 
@@ -177,8 +178,36 @@ class PromptInput(TextArea):
             compact=True,
             placeholder="Message nixx — /help for commands",
         )
+        self._past: list[str] = []
+        self._browse = 0
+
+    def remember(self, line: str) -> None:
+        """Add a sent line to the input history (Up/Down on the first/last line)."""
+        if line.strip() and (not self._past or self._past[-1] != line):
+            self._past.append(line)
+        self._browse = len(self._past)
+
+    def _recall(self, step: int) -> bool:
+        if not self._past:
+            return False
+        index = self._browse + step
+        if index < 0 or index > len(self._past):
+            return False
+        self._browse = index
+        self.load_text(self._past[index] if index < len(self._past) else "")
+        self.move_cursor(self.document.end)
+        return True
 
     async def _on_key(self, event: events.Key) -> None:
+        row, _ = self.cursor_location
+        if event.key == "up" and row == 0 and self._recall(-1):
+            event.stop()
+            event.prevent_default()
+            return
+        if event.key == "down" and row == self.document.line_count - 1 and self._recall(1):
+            event.stop()
+            event.prevent_default()
+            return
         if event.key == "enter":
             event.stop()
             event.prevent_default()
@@ -220,7 +249,7 @@ class HelpScreen(ModalScreen[None]):
     BINDINGS = [Binding("escape,f1,q", "dismiss_help", "Close")]
 
     def compose(self) -> ComposeResult:
-        with Vertical(id="help"):
+        with VerticalScroll(id="help"):
             yield Static(help_renderable())
 
     def on_mount(self) -> None:
