@@ -179,7 +179,12 @@ def _status(args: argparse.Namespace) -> int:
         print(f"{op['root']}  {op['channel_id']}  {', '.join(flags)}")
         for t in op["threads"]:
             print(f"  {'  ' * t['depth']}{t['thread_id']} {t['state']}"
-                  + (f" outstanding: {', '.join(t['outstanding'])}" if t["outstanding"] else ""))
+                  + (f" outstanding: {', '.join(t['outstanding'])}" if t["outstanding"] else "")
+                  + (f" session {t['session']} ({t['session_state']})" if t.get("session") else ""))
+        for r in op.get("refusals", []):
+            label = "refused" if r["outcome"] == "refused" else "failed to start"
+            print(f"  {label}: {r.get('persona')} in {r.get('thread')} "
+                  f"({r.get('reason')}): {r.get('msg') or ''}".rstrip(": "))
     return 0
 
 

@@ -1,0 +1,108 @@
+"""Channel rounds with scripted runtimes in real subprocesses: parallel and sequential
+rounds run to a complete quorum and the supervisor hands the answers back; a round that
+runs out of time goes stale; a ping-pong pair stops at the hop limit."""
+
+from __future__ import annotations
+
+from .harness import all_idle, make_workspace, poll, runs
+
+
+def _supervisor_post(ws, thread_id, channel):
+    thread = ws.nxc_json("threads", "show", thread_id)
+    posts = [m for m in thread["messages"] if m["sender"] == f"ab12/__channel-{channel}"]
+    return posts[0] if posts else None
+
+
+def test_parallel_channel_completes_and_collects_answers(tmp_path):
+    ws = make_workspace(tmp_path)
+    logs = {n: ws.scripted(n, reply=f"{n} thinks yes") for n in ("ann", "ben", "cy")}
+    ws.channel(name="panel", members=["ann", "ben", "cy"], flow="parallel",
+               description="three opinions")
+    receipt = ws.nxc_json("send", "--to", "panel", "should we ship?")
+    assert receipt["target"] == "channel" and receipt["spawned"] is True
+    assert len(receipt["sessions"]) == 3
+    waited = ws.nxc("wait", "--thread", receipt["thread_id"], "--timeout", "120", check=False)
+    assert waited.returncode == 0, waited.stdout + waited.stderr
+    thread = ws.nxc_json("threads", "show", receipt["thread_id"])
+    assert thread["complete"] and sorted(thread["replied"]) == ["ab12/ann", "ab12/ben", "ab12/cy"]
+    for log in logs.values():
+        (run,) = runs(log)
+        assert run["thread"] == receipt["thread_id"] and run["hop"] == "1"
+    post = poll(lambda: _supervisor_post(ws, receipt["thread_id"], "panel"),
+                what="the supervisor's reply")
+    for n in ("ann", "ben", "cy"):
+        assert f'<message from="ab12/{n}">\n{n} thinks yes\n</message>' in post["body"]
+    poll(lambda: all_idle(ws), what="every session to end")
+    status = ws.nxc_json("status", "--all")
+    op = next(o for o in status["operations"] if o["root"] == receipt["thread_id"])
+    assert op["awaiting_human"] is True
+
+
+def test_sequential_channel_hands_earlier_answers_to_later_members(tmp_path):
+    ws = make_workspace(tmp_path)
+    first = ws.scripted("drafter", reply="draft: use SQLite")
+    second = ws.scripted("reviewer", reply="review: agreed")
+    ws.channel(name="pipeline", members=["drafter", "reviewer"], flow="sequential",
+               timeout="5m")
+    receipt = ws.nxc_json("send", "--to", "pipeline", "pick a database")
+    assert len(receipt["sessions"]) == 1  # only the first member starts
+    waited = ws.nxc("wait", "--thread", receipt["thread_id"], "--timeout", "120", check=False)
+    assert waited.returncode == 0, waited.stdout + waited.stderr
+    (d_run,) = runs(first)
+    (r_run,) = runs(second)
+    assert "Earlier answers" not in d_run["prompt"]
+    assert '<message from="ab12/drafter">\ndraft: use SQLite\n</message>' in r_run["prompt"]
+    spawned = [o for o in ws.outcomes() if o["kind"] == "spawned"]
+    assert [o["payload"]["persona"] for o in spawned] == ["ab12/drafter", "ab12/reviewer"]
+    post = poll(lambda: _supervisor_post(ws, receipt["thread_id"], "pipeline"),
+                what="the supervisor's reply")
+    assert post["body"].index("drafter") < post["body"].index("reviewer")
+
+
+def test_round_timeout_goes_stale(tmp_path):
+    ws = make_workspace(tmp_path)
+    ws.scripted("quick", reply="quick answer")
+    ws.scripted("sloth", sleep=600, reply="too late")
+    ws.channel(name="race", members=["quick", "sloth"], flow="parallel", timeout="3s")
+    receipt = ws.nxc_json("send", "--to", "race", "answer fast")
+    waited = ws.nxc("wait", "--thread", receipt["thread_id"], "--timeout", "120", "--json",
+                    check=False)
+    assert waited.returncode == 3, waited.stdout + waited.stderr  # stale
+    thread = ws.nxc_json("threads", "show", receipt["thread_id"])
+    assert thread["stale"] is True and thread["outstanding"] == ["ab12/sloth"]
+    # the sloth's run is killed at the round timeout and recorded
+    killed = poll(lambda: [o for o in ws.outcomes() if o["kind"] == "exited"
+                           and o["payload"]["persona"] == "ab12/sloth"], what="sloth's exit")
+    assert "round timeout" in killed[0]["payload"]["reason"]
+    post = poll(lambda: _supervisor_post(ws, receipt["thread_id"], "race"),
+                what="the supervisor's reply")
+    assert "quick answer" in post["body"] and "No answer from: ab12/sloth" in post["body"]
+    status = ws.nxc_json("status", "--all")
+    op = next(o for o in status["operations"] if o["root"] == receipt["thread_id"])
+    assert op["threads"][0]["state"] == "stale"
+
+
+def test_ping_pong_stops_at_the_hop_limit(tmp_path):
+    ws = make_workspace(tmp_path, NXC_MAX_HOPS="3")
+    ping = ws.scripted("ping", send_to=["pong"])
+    pong = ws.scripted("pong", send_to=["ping"])
+    receipt = ws.nxc_json("send", "--to", "ping", "start the rally")
+
+    def refusal():
+        status = ws.nxc_json("status")
+        for op in status["operations"]:
+            if op["root"] == receipt["thread_id"] and op["refusals"]:
+                return op["refusals"]
+        return None
+
+    refusals = poll(refusal, what="the hop-limit refusal in nxc status")
+    assert len(refusals) == 1
+    assert refusals[0]["reason"] == "hop_limit"
+    assert refusals[0]["hop"] == 4 and refusals[0]["limit"] == 3
+    assert refusals[0]["persona"] == "ab12/pong"
+    poll(lambda: all_idle(ws), what="every session to end")
+    hops = sorted(int(r["hop"]) for r in runs(ping) + runs(pong))
+    assert hops == [1, 2, 3]  # nothing ran past the limit
+    assert len(ws.sessions()) == 3
+    human = ws.nxc("status")
+    assert "refused" in human.stdout and "hop_limit" in human.stdout
