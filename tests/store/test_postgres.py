@@ -549,3 +549,29 @@ def test_cli_db_init_migrate_status_on_postgres(pg_url: str, tmp_path: Path) -> 
     assert after["schema_version"] == after["latest_version"] == 1
     assert after["embedder"] == {"model": "m", "dim": DIM}
     assert after["counts"] == {"buffer": 1, "summaries": 0, "sources": 0, "memories": 0}
+
+
+def test_server_of_a_killed_test_run_is_reaped(tmp_path: Path) -> None:
+    from nixx.testing.postgres import reap_orphans
+
+    code = (
+        "import sys, time\n"
+        "from nixx.testing.postgres import EmbeddedPostgres\n"
+        f"pg = EmbeddedPostgres(root=__import__('pathlib').Path({str(tmp_path)!r})).start()\n"
+        "print(pg.root, flush=True)\n"
+        "time.sleep(600)\n"
+    )
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    try:
+        root = Path(proc.stdout.readline().strip())
+    finally:
+        proc.kill()  # SIGKILL: no atexit, the server is orphaned
+        proc.wait()
+    postmaster = int((root / "data" / "postmaster.pid").read_text().split()[0])
+    os.kill(postmaster, 0)  # still running
+    assert reap_orphans(tmp_path) == [root]
+    assert not root.exists()
+    with pytest.raises(ProcessLookupError):
+        for _ in range(50):
+            os.kill(postmaster, 0)
+            threading.Event().wait(0.1)

@@ -4,8 +4,8 @@ Import them into a conftest.py or a test module::
 
     from nixx.testing.pg_fixtures import *  # noqa: F403  (pg_server, pg_url)
 
-`pg_server` starts one server per test session (first use only; ~5 s) and stops it at
-the end; `pg_url` gives each test a fresh, empty database with the `vector` extension
+`pg_server` starts one server per test process (first use only; ~5 s, shared by every
+module) and stops it at exit; `pg_url` gives each test a fresh, empty database with the `vector` extension
 (``CREATE DATABASE`` takes ~0.1 s) and drops it afterwards.
 """
 
@@ -15,15 +15,16 @@ from collections.abc import Iterator
 
 import pytest
 
-from nixx.testing.postgres import EmbeddedPostgres
+from nixx.testing.postgres import EmbeddedPostgres, shared_server
 
 __all__ = ["pg_server", "pg_url"]
 
 
 @pytest.fixture(scope="session")
-def pg_server() -> Iterator[EmbeddedPostgres]:
-    with EmbeddedPostgres() as server:
-        yield server
+def pg_server() -> EmbeddedPostgres:
+    # One server per process, however many test modules import these fixtures (each
+    # import defines its own session fixture); it is stopped and deleted at exit.
+    return shared_server()
 
 
 @pytest.fixture

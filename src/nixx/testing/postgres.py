@@ -87,8 +87,10 @@ class EmbeddedPostgres:
             return self
         bindir = _bin_dir()
         base = self._root_arg or Path(tempfile.gettempdir())
+        reap_orphans(base)
         self.root = Path(tempfile.mkdtemp(prefix="nixx-pg-", dir=base))
         self.root.chmod(0o755)
+        (self.root / "owner.pid").write_text(str(os.getpid()))
         self.pgdata.mkdir()
         run_as: dict[str, Any] = {}
         if hasattr(os, "geteuid") and os.geteuid() == 0:
@@ -237,6 +239,40 @@ class EmbeddedPostgres:
 
 
 _live: set[EmbeddedPostgres] = set()
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def reap_orphans(base: Path) -> list[Path]:
+    """Stop and delete servers left behind by processes that died without cleaning up
+    (killed test runs): those whose `owner.pid` names a process that is gone."""
+    reaped = []
+    for root in base.glob("nixx-pg-*"):
+        try:
+            owner = int((root / "owner.pid").read_text())
+        except (OSError, ValueError):
+            continue
+        if _pid_alive(owner):
+            continue
+        data = root / "data"
+        if (data / "postmaster.pid").exists():
+            user = {"user": PG_SYSTEM_USER} if hasattr(os, "geteuid") and os.geteuid() == 0 else {}
+            with contextlib.suppress(subprocess.CalledProcessError, OSError):
+                EmbeddedPostgres._run(
+                    [str(_bin_dir() / "pg_ctl"), "-D", str(data), "-m", "immediate", "-w", "stop"],
+                    **user,
+                )
+        shutil.rmtree(root, ignore_errors=True)
+        reaped.append(root)
+    return reaped
 
 
 @atexit.register
