@@ -575,3 +575,49 @@ def test_server_of_a_killed_test_run_is_reaped(tmp_path: Path) -> None:
         for _ in range(50):
             os.kill(postmaster, 0)
             threading.Event().wait(0.1)
+
+
+@pytest.mark.slow
+def test_hnsw_recall_at_10_against_exact_search(store: PostgresStore, pg_url: str) -> None:
+    """Recall of the store's HNSW path (ef_search 100) on clustered, embedding-like data;
+    the 100k x 384-d figure is in bench/bench_postgres.py and docs/performance.md."""
+    rng = np.random.default_rng(11)
+    dim, n = 64, 20_000
+    centres = rng.standard_normal((200, 16)).astype(np.float32)
+    proj = (rng.standard_normal((16, dim)) / 4).astype(np.float32)
+
+    def draw(k: int) -> np.ndarray:
+        z = centres[rng.integers(0, 200, k)] + 0.35 * rng.standard_normal((k, 16))
+        x = np.tanh(z @ proj) + 0.05 * rng.standard_normal((k, dim))
+        return (x / np.linalg.norm(x, axis=1, keepdims=True)).astype(np.float32)
+
+    data, queries = draw(n), draw(100)
+    header = {"type": "header", "format": "nixx-export", "version": 1}
+    stamp = "2026-01-01T00:00:00.000000Z"
+    records = [
+        header,
+        {"type": "embedder", "model": "m", "dim": dim},
+        {"type": "source", "id": 1, "name": "s", "source_type": "document", "created_at": stamp},
+    ] + [
+        {
+            "type": "memory",
+            "id": i + 1,
+            "source_id": 1,
+            "content": f"c{i}",
+            "embedding": v.tolist(),
+            "created_at": stamp,
+        }
+        for i, v in enumerate(data)
+    ]
+    store.import_records(records)  # loads, then builds the HNSW index
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        conn.execute("ANALYZE memories")
+    q0 = "[" + ",".join(map(str, queries[0].tolist())) + "]"
+    plan = _plan(pg_url, search_memories_sql(threshold=False), {"q": q0, "limit": 10})
+    assert "memories_embedding_hnsw" in plan, plan
+    exact = np.argsort(-(queries @ data.T), axis=1)[:, :10] + 1
+    recalls = []
+    for q, truth in zip(queries, exact, strict=True):
+        got = {h.memory.id for h in store.search_memories(q, limit=10)}
+        recalls.append(len(got & set(truth.tolist())) / 10)
+    assert float(np.mean(recalls)) >= 0.95
