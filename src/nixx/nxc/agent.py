@@ -17,8 +17,9 @@ The conversation is kept in `.nxs/sessions/<session>/history.json`; `--resume` a
 the new prompt to it. Every step is printed on stdout as a normalised transcript entry
 (JSON lines: session_init, assistant, tool_use, tool_result, result, error), which the
 supervisor stores. When the model finishes without having called `nxc_reply` while its
-thread still awaits it, its final text is posted as the reply (so a model that forgets
-the tool still delivers); the `result` entry says which happened.
+thread still awaits it — and without having called `nxc_send` (then it is waiting for
+answers, and is resumed with them) — its final text is posted as the reply, so a model
+that forgets the tool still delivers; the `result` entry says which happened.
 """
 
 from __future__ import annotations
@@ -112,6 +113,7 @@ class Agent:
         self.backend = backend
         self.engine = Engine.open(delivery=LiveDelivery())
         self.replied = False
+        self.sent = False
         wanted = backend.get("tools")
         names = DEFAULT_TOOLS if wanted is None else tuple(wanted)
         self.file_tools = [n for n in names if n in FILE_SPECS]
@@ -141,6 +143,7 @@ class Agent:
                 return json.dumps(out), False
             if name == "nxc_send":
                 out = self.engine.send(str(args.get("to", "")), str(args.get("body", "")))
+                self.sent = True
                 return json.dumps(out), False
             if name == "nxc_thread":
                 return json.dumps(self.engine.thread(str(args.get("thread", "")))), False
@@ -199,7 +202,7 @@ class Agent:
                 messages.append({"role": "tool", "tool_call_id": call.get("id"),
                                  "content": result})
         auto = False
-        if not self.replied and final.strip():
+        if not self.replied and not self.sent and final.strip():
             auto = self._auto_reply(final)
         emit("result", {"text": final, "replied": self.replied or auto, "auto_reply": auto})
         return 0, messages

@@ -136,9 +136,16 @@ def bind(local: LocalStore, session_id: str, runtime_session: str) -> dict[str, 
 
 
 def set_pid(local: LocalStore, session_id: str, pid: int) -> None:
+    """The pid of the session's supervisor (alive while the session runs)."""
     with local.transaction() as conn:
-        conn.execute("UPDATE sessions SET pid = ?, runs = runs + 1, updated = ? "
-                     "WHERE session_id = ?", (pid, _now_ms(), session_id))
+        conn.execute("UPDATE sessions SET pid = ?, updated = ? WHERE session_id = ?",
+                     (pid, _now_ms(), session_id))
+
+
+def count_run(local: LocalStore, session_id: str) -> None:
+    with local.transaction() as conn:
+        conn.execute("UPDATE sessions SET runs = runs + 1, updated = ? WHERE session_id = ?",
+                     (_now_ms(), session_id))
 
 
 def fail(local: LocalStore, session_id: str, detail: str) -> None:

@@ -171,6 +171,7 @@ def supervise(run_file: str) -> int:
     sessions.set_pid(d.local, sid, os.getpid())
     transcript = _Transcript(d, sid, spec.get("format") or "stream-json", keep_days)
     while True:
+        sessions.count_run(d.local, sid)
         code, why = run_once(d, spec, transcript)
         if code is None:
             sessions.fail(d.local, sid, why or "failed to start")
