@@ -285,3 +285,36 @@ def test_history_is_trimmed_newest_first_keeping_system(make_settings: Any, llm:
         kept = [m["content"].split()[1] for m in sent[1:-1]]
         assert kept[-1] == "19"  # the newest history survives, the oldest went first
         assert r.json()["nixx"]["trimmed_messages"] == 41 - (len(sent) - 1)
+
+
+def test_older_summary_recalled_past_many_summaries_of_the_history(
+    make_settings: Any, llm: FakeLLM
+) -> None:
+    from fastapi.testclient import TestClient
+
+    from nixx.server.app import create_app
+
+    with TestClient(create_app(make_settings(recall_limit=1))) as client:
+        nixx = Nixx(client)
+        store = nixx.service.store
+        store.append_buffer("user", "old talk")  # row 1: an older session
+        client.post("/v1/buffer/clear")  # row 2
+        history: list[dict[str, Any]] = []
+        for i in range(6):  # rows 3..14: the session the client re-sends
+            text = f"kubernetes ingress controller question {i}"
+            store.append_buffer("user", text)
+            store.append_buffer("assistant", "answer")
+            history += [
+                {"role": "user", "content": text},
+                {"role": "assistant", "content": "answer"},
+            ]
+        # six summaries of the history (very similar to the query), one of the old session
+        for i in range(6):
+            add_summary(nixx, "kubernetes ingress controller setup", [], 3 + 2 * i, 4 + 2 * i)
+        add_summary(nixx, "kubernetes ingress basics from last week", ["old"], 1, 1)
+        llm.queue(Reply(content="ok"))
+        r = nixx.chat("kubernetes ingress controller", history=history)
+        system = llm.chat_requests[-1]["messages"][0]["content"]
+        assert "- kubernetes ingress basics from last week (tags: old)" in system
+        assert "kubernetes ingress controller setup" not in system
+        assert r.json()["nixx"]["recalled_summaries"] == [7]

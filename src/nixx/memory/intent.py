@@ -62,8 +62,9 @@ def due(store: MemoryStore, *, session_start: int, interval: int) -> bool:
     """True when `interval` rows of the current session were written since the last
     derivation."""
     after = max(int(store.get_state(DERIVED_AT_KEY, 0) or 0), session_start - 1)
-    if store.buffer_stats()["max_id"] - after < interval:
-        return False  # not enough ids for `interval` rows: no need to read any
+    newest = store.last_buffer_rows(1, after_id=after)
+    if not newest or newest[0].id - after < interval:
+        return False  # not enough ids for `interval` rows: no need to read them
     return len(store.last_buffer_rows(interval, after_id=after)) >= interval
 
 

@@ -129,12 +129,7 @@ class NixxService:
         enabled = self.episodic.recall_enabled()
         hits: list[SummaryHit] = []
         if enabled and query_vec is not None and self.settings.recall_limit > 0:
-            hits = self.store.search_summaries(
-                query_vec,
-                limit=self.settings.recall_limit,
-                threshold=self.threshold,
-                before_buffer_id=before_id,
-            )
+            hits = self._recall(query_vec, before_id)
         return RecallContext(
             system_prompt=build_system_prompt(self.base_prompt, intent, hits),
             base_prompt=self.base_prompt,
@@ -144,6 +139,27 @@ class NixxService:
             recall_enabled=enabled,
             query=query,
             before_buffer_id=before_id,
+        )
+
+    def _recall(self, query_vec: np.ndarray, before_id: int | None) -> list[SummaryHit]:
+        """Summaries at or above the threshold ending before `before_id`, best first.
+
+        Filtering by buffer id inside the store costs far more than a plain vector search
+        (measured: bench/bench_turn.py), and the summaries it leaves out — those of the
+        history the client sent — are few. So: no filter when no summary reaches
+        `before_id`; else an over-fetched plain search filtered here, and the store's filter
+        only when that did not yield enough."""
+        limit = self.settings.recall_limit
+        if before_id is not None and before_id > self.store.last_summarised_id():
+            before_id = None
+        if before_id is None:
+            return self.store.search_summaries(query_vec, limit=limit, threshold=self.threshold)
+        wide = self.store.search_summaries(query_vec, limit=limit * 4, threshold=self.threshold)
+        kept = [h for h in wide if h.summary.end_buffer_id < before_id]
+        if len(kept) >= limit or len(wide) < limit * 4:
+            return kept[:limit]
+        return self.store.search_summaries(
+            query_vec, limit=limit, threshold=self.threshold, before_buffer_id=before_id
         )
 
     async def embed_query(self, query: str | None) -> np.ndarray | None:
