@@ -621,3 +621,18 @@ def test_hnsw_recall_at_10_against_exact_search(store: PostgresStore, pg_url: st
         got = {h.memory.id for h in store.search_memories(q, limit=10)}
         recalls.append(len(got & set(truth.tolist())) / 10)
     assert float(np.mean(recalls)) >= 0.95
+
+
+def test_store_survives_a_server_restart() -> None:
+    with EmbeddedPostgres() as server:
+        s = open_store(server.create_database())
+        try:
+            s.append_buffer("user", "before the restart")
+            server.restart()
+            s.append_buffer("user", "after the restart")  # pooled connection was dropped
+            assert [r.content for r in s.get_buffer(1)] == [
+                "before the restart",
+                "after the restart",
+            ]
+        finally:
+            s.close()

@@ -243,6 +243,7 @@ class PostgresStore(MemoryStore):
             max_size=pool_size,
             kwargs={"context": self._adapters, "connect_timeout": max(1, int(connect_timeout))},
             configure=self._configure,
+            check=ConnectionPool.check_connection,  # survive a server restart
             open=True,
             name="nixx-store",
         )
@@ -286,6 +287,8 @@ class PostgresStore(MemoryStore):
             raise ValidationError(f"cannot store the value in PostgreSQL: {exc}") from None
         except psycopg.OperationalError as exc:
             raise StoreError(f"PostgreSQL at {self._safe_url} failed: {str(exc).strip()}") from None
+        except psycopg.Error as exc:  # anything else the server refused
+            raise StoreError(f"PostgreSQL at {self._safe_url}: {str(exc).strip()}") from None
 
     def close(self) -> None:
         self._pool.close()

@@ -184,6 +184,26 @@ class EmbeddedPostgres:
         shutil.rmtree(self.root, ignore_errors=True)
         self.root = None
 
+    def restart(self) -> None:
+        """Stop the server (fast shutdown: clients are disconnected) and start it again
+        on the same port and data."""
+        assert self._started and self.root is not None
+        run_as = {"user": self._user} if self._user else {}
+        self._run(
+            [
+                str(_bin_dir() / "pg_ctl"),
+                "-D",
+                str(self.pgdata),
+                "-m",
+                "fast",
+                "-w",
+                "-t",
+                "120",
+                "restart",
+            ],
+            **run_as,
+        )
+
     def __enter__(self) -> EmbeddedPostgres:
         return self.start()
 
