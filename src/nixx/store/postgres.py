@@ -441,10 +441,10 @@ class PostgresStore(MemoryStore):
         with self._conn() as conn:
             conn.execute("SELECT pg_advisory_xact_lock(%s)", (_EMBEDDER_LOCK,))
             conn.execute("LOCK TABLE summaries, memories IN EXCLUSIVE MODE")
-            total = sum(
-                int(conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0])  # type: ignore[index]
-                for t in VECTOR_TABLES
-            )
+            row = conn.execute(
+                "SELECT (SELECT count(*) FROM summaries) + (SELECT count(*) FROM memories)"
+            ).fetchone()
+            total = int(row[0]) if row else 0
             if progress:
                 progress(0, total)
             self._widen_vectors(conn)
