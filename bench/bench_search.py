@@ -39,8 +39,9 @@ QUERIES = 200
 class Clustered:
     """A reproducible stream of embedding-like vectors."""
 
-    def __init__(self, seed: int = 0) -> None:
+    def __init__(self, seed: int = 0, noise: float = 0.35) -> None:
         rng = np.random.default_rng(seed)
+        self.noise = noise
         self.centres = rng.standard_normal((CLUSTERS, LATENT)).astype(np.float32)
         self.proj = (rng.standard_normal((LATENT, DIM)) / np.sqrt(LATENT)).astype(np.float32)
         self.rng = np.random.default_rng(seed + 1)
@@ -48,7 +49,7 @@ class Clustered:
     def draw(self, n: int) -> np.ndarray:
         rng = self.rng
         z = self.centres[rng.integers(0, CLUSTERS, n)]
-        z = z + 0.35 * rng.standard_normal((n, LATENT)).astype(np.float32)
+        z = z + self.noise * rng.standard_normal((n, LATENT)).astype(np.float32)
         x = np.tanh(z @ self.proj) + 0.05 * rng.standard_normal((n, DIM)).astype(np.float32)
         return (x / np.linalg.norm(x, axis=1, keepdims=True)).astype(np.float32)
 
@@ -92,8 +93,8 @@ def recall(results: list, truth: list[set[int]]) -> float:
     return statistics.fmean(got)
 
 
-def bench_vectors(size: int, root: Path, ann_threshold: int) -> None:
-    gen = Clustered(seed=size)
+def bench_vectors(size: int, root: Path, ann_threshold: int, noise: float) -> None:
+    gen = Clustered(seed=size, noise=noise)
     path = root / f"vec{size}.db"
     store = SQLiteStore(path, ann_threshold=ann_threshold)
     store.migrate()
@@ -113,7 +114,7 @@ def bench_vectors(size: int, root: Path, ann_threshold: int) -> None:
     queries = gen.draw(QUERIES)
     truth = exact_top10(data, queries)
     mb = path.stat().st_size / 1e6
-    print(f"\n== {size:,} vectors ({mb:,.0f} MB file)")
+    print(f"\n== {size:,} vectors ({mb:,.0f} MB file, latent noise {noise})")
     print(f"insert (add_source, {batch:,} chunks per transaction): {size / insert_s:,.0f} chunks/s")
 
     first_ms, lat, results = time_searches(store, queries)
@@ -245,6 +246,9 @@ def main() -> int:
         default=None,
         help="override the exact→HNSW switch (default: the store's)",
     )
+    parser.add_argument(
+        "--noise", type=float, default=0.35, help="spread within clusters (higher = harder)"
+    )
     parser.add_argument("--dir", type=Path, default=None, help="where to put the databases")
     args = parser.parse_args()
     from nixx.store.vector_index import DEFAULT_ANN_THRESHOLD
@@ -259,7 +263,7 @@ def main() -> int:
         if args.fts_rows:
             bench_fts(args.fts_rows, root)
         for size in args.sizes:
-            bench_vectors(size, root, threshold)
+            bench_vectors(size, root, threshold, args.noise)
     finally:
         shutil.rmtree(root, ignore_errors=True)
     return 0
