@@ -33,7 +33,14 @@ class Deliverer:
         self.decls = decls
         self.origin = origin
         self.env = env
-        self.local = local or LocalStore.for_workspace(workspace)
+        self._local = local
+
+    @property
+    def local(self) -> LocalStore:
+        """Opened on first use: a send to a persona without a runtime never touches it."""
+        if self._local is None:
+            self._local = LocalStore.for_workspace(self.workspace)
+        return self._local
 
     # -- where the caller stands ----------------------------------------------------------
 

@@ -15,6 +15,7 @@ parent of what it sends, and it is recorded as the opener to wake.
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from nixx.nxc.delivery import Delivery
@@ -63,9 +64,12 @@ class LiveDelivery(Delivery):
 
     def on_reply(self, ctx) -> dict[str, Any]:
         from nixx.nxc import rounds, sessions
+        from nixx.nxc.localstore import local_db_path
 
         d = self.deliverer(ctx.engine)
         thread = ctx.thread
+        if d._local is None and not os.path.exists(local_db_path(d.workspace.state_dir)):
+            return {"resumed": None, "warnings": []}  # no session ever ran here
         if rounds.is_round(d, ctx.thread_id) and ctx.sender != thread["opener"]:
             return rounds.on_reply(d, thread=thread, sender=ctx.sender,
                                    message_id=ctx.message_id)
@@ -102,9 +106,11 @@ class LiveDelivery(Delivery):
         """Add each thread's session and delivery outcomes, and each operation's refusals
         (also from threads of the tree the caller may not read)."""
         from nixx.nxc import outcomes, sessions
+        from nixx.nxc.localstore import local_db_path
 
         d = self.deliverer(engine)
         conn = engine.store.conn
+        has_local = os.path.exists(local_db_path(d.workspace.state_dir))
         for op in out.get("operations", []):
             tree = [r[0] for r in conn.execute(
                 "WITH RECURSIVE tree(id) AS (SELECT ? UNION SELECT t.thread_id FROM nxc_threads t"
@@ -114,7 +120,8 @@ class LiveDelivery(Delivery):
                               if o["outcome"] in ("refused", "failed")]
             for t in op["threads"]:
                 t["deliveries"] = found.get(t["thread_id"], [])
-                member = sessions.sessions_of_thread(d.local, t["thread_id"], "member")
+                member = (sessions.sessions_of_thread(d.local, t["thread_id"], "member")
+                          if has_local else [])
                 if member:
                     row = sessions.get(d.local, member[-1])
                     t["session"] = member[-1]
