@@ -25,4 +25,21 @@ def make_embedder(settings: Settings) -> Embedder:
     )
 
 
-__all__ = ["Embedder", "make_embedder"]
+# Cosine at or above which a stored summary counts as "about" the user's message, per
+# embedding model. Models spread cosines differently, so one number cannot serve all;
+# measured with `bench/bench_embed.py --calibrate` (docs/embedders.md).
+RECALL_THRESHOLDS = {"all-minilm-l6-v2": 0.3, "mxbai-embed-large": 0.4}
+FALLBACK_RECALL_THRESHOLD = 0.3
+
+
+def default_recall_threshold(model: str) -> float:
+    """The calibrated recall threshold for an embedding model name (as in NIXX_EMBED_MODEL:
+    a path or `org/` prefix and a `:tag` are ignored); 0.3 for models not calibrated."""
+    name = model.rsplit("/", 1)[-1].split(":", 1)[0].lower()
+    for key, value in RECALL_THRESHOLDS.items():
+        if name.startswith(key):
+            return value
+    return FALLBACK_RECALL_THRESHOLD
+
+
+__all__ = ["Embedder", "default_recall_threshold", "make_embedder"]
