@@ -20,9 +20,10 @@ from nixx.cli.output import emit_json, run_command
 
 def _reducers() -> list:
     """Every product reducer this installation knows (the shell composes them)."""
+    from nixx.nxc.outcomes import DeliveryReducer
     from nixx.nxc.reducer import ChatReducer
 
-    return [ChatReducer()]
+    return [ChatReducer(), DeliveryReducer()]
 
 
 def _init(args: argparse.Namespace) -> int:
