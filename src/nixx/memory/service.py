@@ -162,19 +162,22 @@ class NixxService:
             query_vec, limit=limit, threshold=self.threshold, before_buffer_id=before_id
         )
 
-    async def embed_query(self, query: str | None) -> np.ndarray | None:
-        """The query vector for recall, or None (no query, recall off, embedder failing:
-        a turn goes on without recall rather than fail)."""
+    def embed_query_sync(self, query: str | None) -> np.ndarray | None:
+        """The query vector for recall, or None (no query, or the embedder failing: a turn
+        goes on without recall rather than fail; `recall_error` says why)."""
         if not query or not query.strip():
             return None
         try:
-            vec = (await self.embed([query]))[0]
+            vec = self._embed_sync([query])[0]
         except NixxError as exc:
             self.recall_error = exc.message
             log.warning("recall skipped: %s", exc.message)
             return None
         self.recall_error = None
         return vec
+
+    async def embed_query(self, query: str | None) -> np.ndarray | None:
+        return await self.run(self.embed_query_sync, query)
 
     async def context(
         self,

@@ -1,8 +1,8 @@
 """One chat turn, from the client's OpenAI request to the events a shell renders.
 
 1. The turn's new user message (the last message, when it is a user message) is written
-   to the buffer — once, before the backend is called — while the latest user message
-   is embedded for recall.
+   to the buffer — once, before the backend is called — and the latest user message is
+   embedded for recall (one worker-thread hop for both, and for step 2's store reads).
 2. The system prompt is built (`nixx.memory.recall`): base prompt, current intent,
    recalled summaries; system/developer messages the client put first are appended to
    it, so the backend gets exactly one leading system message.
@@ -38,6 +38,7 @@ from nixx.memory.history import (
     text_of,
     trim_history,
 )
+from nixx.memory.recall import RecallContext
 
 if TYPE_CHECKING:
     from nixx.memory.service import NixxService
@@ -119,28 +120,18 @@ async def run_turn(
     leading, history = split_leading_system(messages)
     history_count = sum(1 for m in history if m.get("role") in ("user", "assistant"))
 
-    # 1. write the user's message (and find the history's oldest buffer row) while the
-    #    query is embedded and the model resolved
-    def record_user() -> tuple[int | None, int, bool]:
+    # 1-2. in one worker-thread hop (each hop costs a scheduler slice on a busy machine):
+    #    write the user's message, embed the query, recall, build the system prompt
+    def prepare() -> tuple[int | None, RecallContext]:
         row = service.episodic.record_user(user_text, origin) if user_text is not None else None
         before = service.episodic.oldest_in_history(history_count)
-        return (row.id if row else None), before, service.episodic.recall_enabled()
+        vec = service.embed_query_sync(query) if service.episodic.recall_enabled() else None
+        return (row.id if row else None), service._context_sync(vec, before, query)
 
-    recorded = asyncio.ensure_future(service.run(record_user))
-    embedded = asyncio.ensure_future(service.embed_query(query))
-    try:
-        user_row_id, before_id, recall_on = await recorded
-        model = await service.resolve_model(body.get("model"))
-        info.update(model=model, user_row_id=user_row_id)
-        query_vec = await embedded
-    finally:
-        if not embedded.done():
-            embedded.cancel()
-    if not recall_on:
-        query_vec = None
-
-    # 2. the system prompt
-    ctx = await service.run(service._context_sync, query_vec, before_id, query)
+    user_row_id, ctx = await service.run(prepare)
+    info["user_row_id"] = user_row_id
+    model = await service.resolve_model(body.get("model"))
+    info["model"] = model
     system = ctx.system_prompt
     extra = [text_of(m.get("content")) for m in leading if text_of(m.get("content")).strip()]
     if extra:
