@@ -214,9 +214,9 @@ class SQLiteStore(MemoryStore):
 
     def _has_vectors(self, conn: apsw.Connection) -> bool:
         return bool(
-            conn.execute(
-                "SELECT EXISTS (SELECT 1 FROM summaries) OR EXISTS (SELECT 1 FROM memories)"
-            ).fetchone()[0]
+            _one(
+                conn, "SELECT EXISTS (SELECT 1 FROM summaries) OR EXISTS (SELECT 1 FROM memories)"
+            )[0]
         )
 
     def bind_embedder(self, model: str, dim: int) -> None:
@@ -378,7 +378,7 @@ class SQLiteStore(MemoryStore):
         return [_buffer_row(r) for r in reversed(list(rows))]
 
     def last_marker_id(self) -> int:
-        row = self._conn().execute("SELECT max(id) FROM buffer WHERE role = 'marker'").fetchone()
+        row = _one(self._conn(), "SELECT max(id) FROM buffer WHERE role = 'marker'")
         return int(row[0] or 0)
 
     def search_buffer(self, query: str, limit: int = 10) -> list[BufferHit]:
@@ -395,12 +395,12 @@ class SQLiteStore(MemoryStore):
         return [BufferHit(row=_buffer_row(r[:6]), score=-float(r[6])) for r in cur]
 
     def buffer_stats(self) -> dict[str, int]:
-        row = self._conn().execute("SELECT count(*), max(id) FROM buffer").fetchone()
+        row = _one(self._conn(), "SELECT count(*), max(id) FROM buffer")
         return {"rows": int(row[0]), "max_id": int(row[1] or 0)}
 
     # ---- episodic: summaries -------------------------------------------------------
     def last_summarised_id(self) -> int:
-        row = self._conn().execute("SELECT max(end_buffer_id) FROM summaries").fetchone()
+        row = _one(self._conn(), "SELECT max(end_buffer_id) FROM summaries")
         return int(row[0] or 0)
 
     def unsummarised(self) -> list[BufferRow]:
@@ -434,9 +434,11 @@ class SQLiteStore(MemoryStore):
         created = utc_now()
         with self._write() as conn:
             vec = as_vector(embedding, self._bound_dim(conn), what="summary embedding")
-            found = conn.execute(
-                "SELECT count(*) FROM buffer WHERE id IN (?, ?)", (start_buffer_id, end_buffer_id)
-            ).fetchone()[0]
+            found = _one(
+                conn,
+                "SELECT count(*) FROM buffer WHERE id IN (?, ?)",
+                (start_buffer_id, end_buffer_id),
+            )[0]
             if found != len({start_buffer_id, end_buffer_id}):
                 raise ValidationError(
                     f"summary range {start_buffer_id}..{end_buffer_id} does not name "
@@ -470,7 +472,7 @@ class SQLiteStore(MemoryStore):
         return [_summary(r, with_embedding=False) for r in cur]
 
     def count_summaries(self) -> int:
-        return int(self._conn().execute("SELECT count(*) FROM summaries").fetchone()[0])
+        return int(_one(self._conn(), "SELECT count(*) FROM summaries")[0])
 
     def search_summaries(
         self,
@@ -654,7 +656,7 @@ class SQLiteStore(MemoryStore):
         ]
 
     def count_memories(self) -> int:
-        return int(self._conn().execute("SELECT count(*) FROM memories").fetchone()[0])
+        return int(_one(self._conn(), "SELECT count(*) FROM memories")[0])
 
     # ---- vector search -------------------------------------------------------------
     def _vector_search(
@@ -771,10 +773,10 @@ class SQLiteStore(MemoryStore):
 
     def _sync_index(self, conn: apsw.Connection, table: str, dim: int) -> VectorIndex:
         """Bring the table's in-memory index up to the database's current state."""
-        epoch, deletions = conn.execute(
-            "SELECT epoch, deletions FROM vector_state WHERE name = ?", (table,)
-        ).fetchone()
-        max_id = int(conn.execute(f"SELECT max(id) FROM {table}").fetchone()[0] or 0)
+        epoch, deletions = _one(
+            conn, "SELECT epoch, deletions FROM vector_state WHERE name = ?", (table,)
+        )
+        max_id = int(_one(conn, f"SELECT max(id) FROM {table}")[0] or 0)
         index = self._indexes.get(table)
         if index is None or index.dim != dim:
             index = VectorIndex(
@@ -834,7 +836,7 @@ class SQLiteStore(MemoryStore):
 
     @staticmethod
     def _count_rows(conn: apsw.Connection, table: str) -> int:
-        return int(conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0])
+        return int(_one(conn, f"SELECT count(*) FROM {table}")[0])
 
     def build_vector_indexes(self) -> dict[str, int]:
         """Bring every table's vector index up to date now rather than on the first
@@ -955,7 +957,7 @@ class SQLiteStore(MemoryStore):
         reader = RecordReader(records)  # validates order, fields and values as it goes
         with self._write() as conn:
             for table in ("buffer", "summaries", "sources", "memories", "state", "embedder"):
-                if conn.execute(f"SELECT EXISTS (SELECT 1 FROM {table})").fetchone()[0]:
+                if _one(conn, f"SELECT EXISTS (SELECT 1 FROM {table})")[0]:
                     raise Conflict(
                         f"cannot import into {self.path}: the store is not empty "
                         f"(it has {table} rows); import into a new, empty database"
@@ -1134,6 +1136,13 @@ def _memory(r: Sequence[Any], *, with_embedding: bool) -> Memory:
         created_at=r[4],
         embedding=np.frombuffer(r[5], dtype="<f4").astype(np.float32) if with_embedding else None,
     )
+
+
+def _one(conn: apsw.Connection, sql: str, params: Sequence[Any] = ()) -> tuple[Any, ...]:
+    """The single row of an aggregate query."""
+    row = conn.execute(sql, params).fetchone()
+    assert row is not None
+    return tuple(row)
 
 
 def _rows_by_id(

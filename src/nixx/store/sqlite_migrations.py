@@ -61,7 +61,7 @@ def current_version(conn: apsw.Connection) -> int:
     if not exists:
         return 0
     row = conn.execute("SELECT max(version) FROM nixx_migrations").fetchone()
-    return int(row[0] or 0)
+    return int(row[0] or 0) if row else 0
 
 
 def apply_pending(conn: apsw.Connection, *, target: int | None = None) -> list[int]:

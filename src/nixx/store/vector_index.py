@@ -247,7 +247,7 @@ class VectorIndex:
                 return None
         except (OSError, ValueError, KeyError, RuntimeError):
             return None
-        ann.expansion_search = HNSW_EXPANSION_SEARCH
+        ann.expansion_search = HNSW_EXPANSION_SEARCH  # type: ignore[misc]  # has a setter
         self.reset()
         self._ann = ann
         self._n = len(ann)
