@@ -106,3 +106,22 @@ def test_ping_pong_stops_at_the_hop_limit(tmp_path):
     assert len(ws.sessions()) == 3
     human = ws.nxc("status")
     assert "refused" in human.stdout and "hop_limit" in human.stdout
+
+
+def test_settled_round_wakes_an_agent_opener(tmp_path):
+    ws = make_workspace(tmp_path)
+    coord = ws.scripted("coord", send_to=["duo"], on_resume="coord collected:")
+    ws.scripted("left", reply="left view")
+    ws.scripted("right", reply="right view")
+    ws.channel(name="duo", members=["left", "right"])
+    receipt = ws.nxc_json("send", "--to", "coord", "ask the duo")
+    waited = ws.nxc("wait", "--thread", receipt["thread_id"], "--timeout", "120", check=False)
+    assert waited.returncode == 0, waited.stdout + waited.stderr
+    final = ws.nxc_json("threads", "show", receipt["thread_id"])["messages"][-1]
+    assert final["sender"] == "ab12/coord" and final["body"].startswith("coord collected:")
+    assert '<message from="ab12/left">\nleft view\n</message>' in final["body"]
+    assert '<message from="ab12/right">\nright view\n</message>' in final["body"]
+    assert [r["resumed"] for r in runs(coord)] == [False, True]
+    # the round's thread hangs under coord's thread
+    round_thread = runs(coord)[1]["prompt"]
+    assert "ab12/__channel-duo" in round_thread
