@@ -9,6 +9,12 @@ finds the thread and the message in the log:
   ``{"session": id | None, "spawned": bool, "warnings": [...]}``.
 - `on_reply(ctx)`: a reply was posted; return ``{"resumed": id | None, "warnings": [...]}``.
 
+Optional hooks (`Engine` calls them when present): `reducers()` — extra reducers to
+register with the store (delivery outcomes); `on_refused(engine, to=, persona=, reason=,
+msg=)` — a send refused by `addressable`, before the error is raised;
+`annotate_status(engine, out)` — add sessions and outcomes to `nxc status`.
+`nixx.nxc.delivery_live.LiveDelivery` is the real one (the CLI uses it).
+
 `NoDelivery` (the default here) starts nothing: receipts say ``session: null,
 spawned: false``. A delivery that records outcomes appends ops through
 `ctx.engine.store` (e.g. domain ``message`` kinds registered with
@@ -75,6 +81,9 @@ class Delivery:
 
     def on_reply(self, ctx: ReplyContext) -> dict[str, Any]:
         return {"resumed": None, "warnings": []}
+
+    def reducers(self) -> list:
+        return []
 
 
 NoDelivery = Delivery

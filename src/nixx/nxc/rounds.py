@@ -51,8 +51,11 @@ def open_round(d, *, channel, thread_id: str, members: list[str], body: str, sen
             (thread_id, channel.name, channel.flow, json.dumps(members), 0, opener_session,
              channel.timeout_ms, 0, json.dumps(config), _now_ms()),
         )
-    if any(_persona(d, m) is not None and _persona(d, m).runtime is not None
-           and _persona(d, m).runtime.builtin for m in members):
+    builtin = any(_persona(d, m) is not None and _persona(d, m).runtime is not None
+                  and _persona(d, m).runtime.builtin for m in members)
+    # whoever settles the round may be a member's process, whose environment holds no
+    # NIXX_* settings: the backend is captured here, in the sender's process
+    if builtin or channel.on_complete == "summarize":
         import os
 
         from nixx.nxc.spawn import write_private

@@ -125,3 +125,25 @@ def test_settled_round_wakes_an_agent_opener(tmp_path):
     # the round's thread hangs under coord's thread
     round_thread = runs(coord)[1]["prompt"]
     assert "ab12/__channel-duo" in round_thread
+
+
+def test_summarize_round_asks_the_backend_with_the_summary_prompt(tmp_path):
+    from nixx.testing.fake_llm import FakeLLM, Reply
+
+    with FakeLLM() as llm:
+        ws = make_workspace(tmp_path, NIXX_CHAT_BASE_URL=llm.base_url)
+        ws.scripted("north", reply="north: go")
+        ws.scripted("south", reply="south: wait")
+        ws.channel(name="poll", members=["north", "south"], on_complete="summarize",
+                   summary_prompt="Summarise the votes in one line.")
+        llm.queue(Reply(content="one go, one wait"))
+        receipt = ws.nxc_json("send", "--to", "poll", "vote")
+        assert ws.nxc("wait", "--thread", receipt["thread_id"], "--timeout", "120",
+                      check=False).returncode == 0
+        post = poll(lambda: _supervisor_post(ws, receipt["thread_id"], "poll"),
+                    what="the supervisor's summary")
+        assert post["body"] == "one go, one wait"
+        (request,) = llm.chat_requests
+        assert request["messages"][0] == {"role": "system",
+                                          "content": "Summarise the votes in one line."}
+        assert '<message from="ab12/north">' in request["messages"][1]["content"]
