@@ -17,7 +17,8 @@ its memories go in with one `add_source` / `replace_source` (one transaction), s
 ingest that fails or is killed half way leaves nothing behind. Ingesting content whose
 hash (and name and tags) match the stored source is a no-op; changed content replaces
 the old memories atomically, re-using the stored vectors of chunks whose text did not
-change. The LLM summary (display only) is a separate, optional step: `nixx.ingest.summary`.
+change. The LLM summary (display only) is optional: a `summarize` hook called after the
+source is stored (`nixx.ingest.summary` has the prompt and the LLM calls).
 
 Reading is confined: with ``root`` set (the server passes ``settings.workspace``) only
 paths that resolve inside it are read; the CLI reads the paths its user names.
@@ -61,7 +62,7 @@ _write_lock = threading.Lock()
 class Progress:
     """Where an ingest is; handed to the `progress` callback after every step."""
 
-    stage: str  # "read" | "embed" | "store" | "done"
+    stage: str  # "read" | "embed" | "store" | "summary" | "done"
     target: str  # the path, URL or name being ingested
     files_done: int = 0
     files_total: int = 0
@@ -80,6 +81,7 @@ class IngestResult:
     reused: int = 0  # vectors re-used from the stored chunks
     skipped: list[Skipped] = field(default_factory=list)
     summary_input: str = ""  # the text to summarise for display ("" when unchanged)
+    summary_error: str | None = None  # why the `summarize` hook gave no summary
 
     def to_dict(self) -> dict[str, Any]:
         s = self.source
@@ -99,6 +101,7 @@ class IngestResult:
             "embedded": self.embedded,
             "reused": self.reused,
             "skipped": [{"path": k.path, "reason": k.reason} for k in self.skipped],
+            "summary_error": self.summary_error,
         }
 
 
@@ -155,9 +158,14 @@ class Ingestor:
         settings: Settings,
         *,
         progress: Callable[[Progress], None] | None = None,
+        summarize: Callable[[str, str], str | None] | None = None,
         chunk_chars: int = CHUNK_CHARS,
         chunk_overlap: int = CHUNK_OVERLAP,
     ) -> None:
+        """`summarize(name, text)`, when given, writes each new or changed source's display
+        summary after it is stored; a `NixxError` from it is kept in the result's
+        `summary_error` and the source stays stored (see `nixx.ingest.summary`)."""
+        self.summarize = summarize
         self.store = store
         self.embedder = embedder
         self.settings = settings
@@ -392,8 +400,7 @@ class Ingestor:
             current = self.store.find_sources(**plan.identity)
             old = current[0] if current else None
             source, status = self._write(plan, chunks, old)
-        self._emit(Progress("done", plan.name, plan.files, plan.files, len(pieces), len(pieces)))
-        return IngestResult(
+        result = IngestResult(
             source if source.chunk_count else replace(source, chunk_count=len(pieces)),
             status,
             files=plan.files,
@@ -403,6 +410,20 @@ class Ingestor:
             skipped=plan.skipped,
             summary_input=_summary_input(plan),
         )
+        if self.summarize is not None:
+            self._emit(
+                Progress("summary", plan.name, plan.files, plan.files, len(pieces), len(pieces))
+            )
+            try:
+                summary = self.summarize(source.name, result.summary_input)
+            except NixxError as exc:
+                result.summary_error = exc.message
+            else:
+                if summary:
+                    self.store.set_source_summary(source.id, summary)
+                    result.source = replace(result.source, summary=summary)
+        self._emit(Progress("done", plan.name, plan.files, plan.files, len(pieces), len(pieces)))
+        return result
 
     def _write(self, plan: _Plan, chunks: list[NewChunk], old: Source | None) -> tuple[Source, str]:
         if old is None:
