@@ -296,27 +296,31 @@ class BertEncoder:
         positions = np.concatenate([np.arange(k) for k in lengths])
         groups = self._attention_groups(lengths)
 
+        # five work buffers per pass, reused by every layer (fresh 20 MB arrays per layer
+        # would cost page faults on every call)
+        tokens = len(ids)
         x = self.word[ids]
         x += self.pos[positions]
         self._layer_norm(x, self.emb_ln_g, self.emb_ln_b)
-        ctx = np.empty_like(x)
+        qkv = np.empty((tokens, 3 * hid), dtype=_F32)
+        ctx = np.empty((tokens, hid), dtype=_F32)
+        attn = np.empty((tokens, hid), dtype=_F32)
+        inter = np.empty((tokens, self.config.intermediate_size), dtype=_F32)
         for layer in self.layers:
-            qkv = x @ layer.w_qkv
+            np.matmul(x, layer.w_qkv, out=qkv)
             qkv += layer.b_qkv
             self._attention(qkv, groups, ctx)
-            attn = ctx @ layer.w_o
+            np.matmul(ctx, layer.w_o, out=attn)
             attn += layer.b_o
             attn += x
             self._layer_norm(attn, layer.ln1_g, layer.ln1_b)
-            x = attn
-            inter = x @ layer.w_i
+            np.matmul(attn, layer.w_i, out=inter)
             inter += layer.b_i
             self._gelu(inter)
-            out = inter @ layer.w_out
-            out += layer.b_out
-            out += x
-            self._layer_norm(out, layer.ln2_g, layer.ln2_b)
-            x = out
+            np.matmul(inter, layer.w_out, out=x)  # the layer's input is dead: reuse it
+            x += layer.b_out
+            x += attn
+            self._layer_norm(x, layer.ln2_g, layer.ln2_b)
 
         starts = np.zeros(n, dtype=np.int64)
         np.cumsum(lengths[:-1], out=starts[1:])
