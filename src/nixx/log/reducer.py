@@ -19,10 +19,11 @@ Contract, which the store relies on and the property tests check:
 
 from __future__ import annotations
 
-import sqlite3
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from apsw import Connection
+
     from nixx.log.op import Op
 
 
@@ -32,13 +33,13 @@ class Reducer:
     domain: str = ""
     version: int = 1
 
-    def create_views(self, conn: sqlite3.Connection) -> None:
+    def create_views(self, conn: Connection) -> None:
         raise NotImplementedError
 
-    def drop_views(self, conn: sqlite3.Connection) -> None:
+    def drop_views(self, conn: Connection) -> None:
         raise NotImplementedError
 
-    def fold(self, conn: sqlite3.Connection, op: Op) -> bool:
+    def fold(self, conn: Connection, op: Op) -> bool:
         """Apply `op` to the views; False (and nothing written) when it is not folded."""
         raise NotImplementedError
 

@@ -9,15 +9,17 @@ the log changed without anyone holding a socket or a daemon.
 from __future__ import annotations
 
 import os
-import sqlite3
 import time
+
+import apsw
 
 
 class DataVersionWatcher:
     def __init__(self, path: str | os.PathLike[str], *, poll_interval: float = 0.05) -> None:
         self.path = os.fspath(path)
         self.poll_interval = poll_interval
-        self._conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+        self._conn = apsw.Connection(self.path, flags=apsw.SQLITE_OPEN_READONLY)
+        self._conn.config(apsw.SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1)
         self._last = self._version()
 
     def _version(self) -> int:

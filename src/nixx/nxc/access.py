@@ -8,7 +8,11 @@ channel is a member or public channel. The read cursor and unread stay member-on
 
 from __future__ import annotations
 
-import sqlite3
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from apsw import Connection
+
 
 PUBLIC_CHANNELS = (
     "SELECT channel_id FROM nxc_channel_fields WHERE field = 'kind' AND value = '\"public\"'"
@@ -30,7 +34,7 @@ MESSAGE_READABLE = (
 )
 
 
-def can_read_thread(conn: sqlite3.Connection, me: str, thread_id: str) -> bool:
+def can_read_thread(conn: Connection, me: str, thread_id: str) -> bool:
     row = conn.execute(
         "SELECT 1 FROM nxc_threads t LEFT JOIN nxc_thread_state s USING (thread_id)"
         " WHERE t.thread_id = :tid AND " + THREAD_READABLE,
@@ -39,7 +43,7 @@ def can_read_thread(conn: sqlite3.Connection, me: str, thread_id: str) -> bool:
     return row is not None
 
 
-def is_member(conn: sqlite3.Connection, me: str, channel_id: str) -> bool:
+def is_member(conn: Connection, me: str, channel_id: str) -> bool:
     row = conn.execute(
         "SELECT 1 FROM nxc_members WHERE channel_id = ? AND handle = ?", (channel_id, me)
     ).fetchone()

@@ -8,10 +8,12 @@ did not send. Member-only: a non-member has no read state to keep.
 
 from __future__ import annotations
 
-import sqlite3
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from nixx.nxc.durations import iso
+
+if TYPE_CHECKING:
+    from apsw import Connection
 
 _UNREAD = (
     "SELECT m.message_id, m.thread_id, m.channel_id, m.sender, m.kind, m.priority,"
@@ -22,7 +24,7 @@ _UNREAD = (
 )
 
 
-def unread(conn: sqlite3.Connection, me: str, channel: str | None = None) -> list[dict[str, Any]]:
+def unread(conn: Connection, me: str, channel: str | None = None) -> list[dict[str, Any]]:
     sql = _UNREAD
     args: dict[str, Any] = {"me": me}
     if channel is not None:
@@ -39,21 +41,21 @@ def unread(conn: sqlite3.Connection, me: str, channel: str | None = None) -> lis
     ]
 
 
-def cursor_of(conn: sqlite3.Connection, me: str, channel: str) -> str | None:
+def cursor_of(conn: Connection, me: str, channel: str) -> str | None:
     row = conn.execute(
         "SELECT pos FROM nxc_cursors WHERE reader = ? AND channel_id = ?", (me, channel)
     ).fetchone()
     return row[0] if row else None
 
 
-def latest_pos(conn: sqlite3.Connection, channel: str) -> str | None:
+def latest_pos(conn: Connection, channel: str) -> str | None:
     row = conn.execute(
         "SELECT max(pos) FROM nxc_messages WHERE channel_id = ?", (channel,)
     ).fetchone()
     return row[0]
 
 
-def prime(conn: sqlite3.Connection, me: str) -> dict[str, Any]:
+def prime(conn: Connection, me: str) -> dict[str, Any]:
     """The seam an embedding app renders: what is unread, split by disposition, no bodies."""
     items = unread(conn, me)
     for item in items:

@@ -23,11 +23,13 @@ judged correctly once the root arrives.
 from __future__ import annotations
 
 import json
-import sqlite3
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from nixx.log.op import Op
 from nixx.log.reducer import Reducer
+
+if TYPE_CHECKING:
+    from apsw import Connection
 
 DOMAIN = "message"
 MESSAGE_KINDS = ("task", "question", "report", "decision", "info")
@@ -123,17 +125,17 @@ class ChatReducer(Reducer):
             raise ValueError(f"kind {kind!r} already folded")
         self._kinds[kind] = fold
 
-    def create_views(self, conn: sqlite3.Connection) -> None:
+    def create_views(self, conn: Connection) -> None:
         for statement in _split(_CREATE):
             conn.execute(statement)
 
-    def drop_views(self, conn: sqlite3.Connection) -> None:
+    def drop_views(self, conn: Connection) -> None:
         conn.execute("DROP VIEW IF EXISTS nxc_channels")
         conn.execute("DROP TABLE IF EXISTS nxc_messages_fts")
         for table in _TABLES:
             conn.execute(f"DROP TABLE IF EXISTS {table}")
 
-    def fold(self, conn: sqlite3.Connection, op: Op) -> bool:
+    def fold(self, conn: Connection, op: Op) -> bool:
         handler = self._kinds.get(op.kind)
         if handler is None or not isinstance(op.payload, dict) or not op.target:
             return False
@@ -141,7 +143,7 @@ class ChatReducer(Reducer):
 
     # -- kinds ------------------------------------------------------------------------
 
-    def _channel(self, conn: sqlite3.Connection, op: Op) -> bool:
+    def _channel(self, conn: Connection, op: Op) -> bool:
         fields = op.payload.get("fields")
         if not isinstance(fields, dict) or not fields:
             return False
@@ -155,13 +157,13 @@ class ChatReducer(Reducer):
                 return False
         pos = op.pos
         for name, value in sorted(fields.items()):
-            cur = conn.execute(
+            conn.execute(
                 "INSERT INTO nxc_channel_fields VALUES (?,?,?,?) "
                 "ON CONFLICT(channel_id, field) DO UPDATE SET value = excluded.value, "
                 "pos = excluded.pos WHERE excluded.pos > nxc_channel_fields.pos",
                 (op.target, name, _dumps(value), pos),
             )
-            if name == "members" and cur.rowcount:
+            if name == "members" and conn.changes():
                 conn.execute("DELETE FROM nxc_members WHERE channel_id = ?", (op.target,))
                 conn.executemany(
                     "INSERT OR IGNORE INTO nxc_members VALUES (?, ?)",
@@ -169,7 +171,7 @@ class ChatReducer(Reducer):
                 )
         return True
 
-    def _thread_open(self, conn: sqlite3.Connection, op: Op) -> bool:
+    def _thread_open(self, conn: Connection, op: Op) -> bool:
         p = op.payload
         channel, parent = p.get("channel"), p.get("parent")
         expects, deadline = p.get("expects", []), p.get("deadline")
@@ -197,7 +199,7 @@ class ChatReducer(Reducer):
         _recompute_thread(conn, op.target)
         return True
 
-    def _thread_register(self, conn: sqlite3.Connection, op: Op) -> bool:
+    def _thread_register(self, conn: Connection, op: Op) -> bool:
         if op.kind == "thread_expects":
             field, value = "expects", op.payload.get("expects")
             if not _is_handles(value):
@@ -213,7 +215,7 @@ class ChatReducer(Reducer):
         _recompute_thread(conn, op.target)
         return True
 
-    def _post(self, conn: sqlite3.Connection, op: Op) -> bool:
+    def _post(self, conn: Connection, op: Op) -> bool:
         p = op.payload
         thread, channel, body = p.get("thread"), p.get("channel"), p.get("body")
         kind = p.get("kind", "info")
@@ -242,7 +244,7 @@ class ChatReducer(Reducer):
         )
         return True
 
-    def _read_cursor(self, conn: sqlite3.Connection, op: Op) -> bool:
+    def _read_cursor(self, conn: Connection, op: Op) -> bool:
         pos = op.payload.get("pos")
         if not isinstance(pos, str) or not pos:
             return False
@@ -254,7 +256,7 @@ class ChatReducer(Reducer):
         return True
 
 
-def _recompute_thread(conn: sqlite3.Connection, thread_id: str) -> None:
+def _recompute_thread(conn: Connection, thread_id: str) -> None:
     """Materialise the winning registers of a thread: the greatest-pos candidate written
     by the root's opener. No root yet: no state (candidates wait for it)."""
     row = conn.execute("SELECT opener FROM nxc_threads WHERE thread_id = ?", (thread_id,)).fetchone()
@@ -292,7 +294,7 @@ def _split(script: str) -> list[str]:
     return out
 
 
-def snapshot(conn: sqlite3.Connection) -> dict[str, list[tuple]]:
+def snapshot(conn: Connection) -> dict[str, list[tuple]]:
     """Every chat view as sorted rows without local row ids: two replicas that have folded
     the same set of operations give equal snapshots (used by the property tests)."""
     out = {}

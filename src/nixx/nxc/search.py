@@ -8,12 +8,14 @@ syntax.
 from __future__ import annotations
 
 import re
-import sqlite3
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from nixx.errors import ValidationError
 from nixx.nxc.access import MESSAGE_READABLE
 from nixx.nxc.durations import iso
+
+if TYPE_CHECKING:
+    from apsw import Connection
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 
@@ -25,7 +27,7 @@ def fts_query(text: str) -> str:
     return " OR ".join('"' + w.replace('"', '""') + '"' for w in dict.fromkeys(words))
 
 
-def search(conn: sqlite3.Connection, me: str, query: str, *, limit: int = 20) -> list[dict[str, Any]]:
+def search(conn: Connection, me: str, query: str, *, limit: int = 20) -> list[dict[str, Any]]:
     rows = conn.execute(
         "SELECT m.message_id, m.channel_id, m.thread_id, m.sender, m.body, m.created"
         " FROM nxc_messages_fts f JOIN nxc_messages m ON m.mrow = f.rowid"

@@ -11,15 +11,17 @@ declaration of its thread.
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Container
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from nixx.nxc.threads import list_threads
 
+if TYPE_CHECKING:
+    from apsw import Connection
+
 
 def operations(
-    conn: sqlite3.Connection,
+    conn: Connection,
     me: str,
     now_ms: int,
     *,

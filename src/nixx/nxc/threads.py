@@ -10,11 +10,13 @@ exists, now is past it and something is outstanding. complete and stale are disj
 from __future__ import annotations
 
 import json
-import sqlite3
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from nixx.nxc.access import THREAD_READABLE
 from nixx.nxc.durations import iso
+
+if TYPE_CHECKING:
+    from apsw import Connection
 
 _THREAD_COLS = (
     "t.thread_id, t.channel_id, t.opener, t.parent, t.origin, t.created, t.pos,"
@@ -22,7 +24,7 @@ _THREAD_COLS = (
 )
 
 
-def _replied(conn: sqlite3.Connection, thread_id: str, expects: list[str], w_pos: str) -> set[str]:
+def _replied(conn: Connection, thread_id: str, expects: list[str], w_pos: str) -> set[str]:
     if not expects:
         return set()
     rows = conn.execute(
@@ -33,7 +35,7 @@ def _replied(conn: sqlite3.Connection, thread_id: str, expects: list[str], w_pos
     return {r[0] for r in rows if r[0] in named}
 
 
-def _escalated(conn: sqlite3.Connection, thread_id: str, w_pos: str) -> bool:
+def _escalated(conn: Connection, thread_id: str, w_pos: str) -> bool:
     row = conn.execute(
         "SELECT 1 FROM nxc_messages WHERE thread_id = ? AND pos > ? AND escalate = 1 LIMIT 1",
         (thread_id, w_pos),
@@ -50,7 +52,7 @@ def state_of(q: dict[str, Any]) -> str:
     return "open"
 
 
-def _summary(conn: sqlite3.Connection, row: tuple, now_ms: int) -> dict[str, Any]:
+def _summary(conn: Connection, row: tuple, now_ms: int) -> dict[str, Any]:
     tid, channel, opener, parent, origin, created, pos, expects_json, w_pos, deadline = row
     expects = json.loads(expects_json)
     replied = _replied(conn, tid, expects, w_pos)
@@ -78,7 +80,7 @@ def _summary(conn: sqlite3.Connection, row: tuple, now_ms: int) -> dict[str, Any
     return out
 
 
-def get_thread(conn: sqlite3.Connection, thread_id: str, now_ms: int) -> dict[str, Any] | None:
+def get_thread(conn: Connection, thread_id: str, now_ms: int) -> dict[str, Any] | None:
     row = conn.execute(
         f"SELECT {_THREAD_COLS} FROM nxc_threads t LEFT JOIN nxc_thread_state s USING (thread_id)"
         " WHERE t.thread_id = ?",
@@ -87,7 +89,7 @@ def get_thread(conn: sqlite3.Connection, thread_id: str, now_ms: int) -> dict[st
     return None if row is None else _summary(conn, row, now_ms)
 
 
-def messages(conn: sqlite3.Connection, thread_id: str) -> list[dict[str, Any]]:
+def messages(conn: Connection, thread_id: str) -> list[dict[str, Any]]:
     rows = conn.execute(
         "SELECT message_id, sender, kind, priority, disposition, escalate, body, refs, created,"
         " channel_id FROM nxc_messages WHERE thread_id = ? ORDER BY pos",
@@ -104,7 +106,7 @@ def messages(conn: sqlite3.Connection, thread_id: str) -> list[dict[str, Any]]:
 
 
 def list_threads(
-    conn: sqlite3.Connection, me: str, now_ms: int, *, channel: str | None = None,
+    conn: Connection, me: str, now_ms: int, *, channel: str | None = None,
     limit: int | None = 50, where: str = "", params: dict[str, Any] | None = None,
 ) -> list[dict[str, Any]]:
     """Threads `me` may read, newest first."""
@@ -125,7 +127,7 @@ def list_threads(
     return [_summary(conn, row, now_ms) for row in conn.execute(sql, args).fetchall()]
 
 
-def open_for(conn: sqlite3.Connection, me: str, now_ms: int) -> list[dict[str, Any]]:
+def open_for(conn: Connection, me: str, now_ms: int) -> list[dict[str, Any]]:
     """Threads where `me` still owes a reply (and that are not stale)."""
     rows = conn.execute(
         f"SELECT {_THREAD_COLS} FROM nxc_threads t JOIN nxc_thread_state s USING (thread_id)"
