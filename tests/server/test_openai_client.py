@@ -169,3 +169,31 @@ def test_api_key(make_settings: Any, llm: FakeLLM) -> None:
             model="m", messages=[{"role": "user", "content": "hi"}]
         )
         assert reply.choices[0].message.content == "authorised"
+
+
+def test_client_disconnect_mid_stream_keeps_partial_answer(llm: FakeLLM, live: LiveServer) -> None:
+    import time
+
+    import httpx
+
+    llm.queue(Reply(content=" ".join(f"word{i}" for i in range(200)), delay=0.02))
+    body = {"model": "m", "stream": True, "messages": [{"role": "user", "content": "long answer"}]}
+    with (
+        httpx.Client(timeout=30) as client,
+        client.stream("POST", live.base_url + "/v1/chat/completions", json=body) as r,
+    ):
+        lines = r.iter_lines()
+        seen = [line for _, line in zip(range(12), lines, strict=False)]
+        assert any("word" in line for line in seen)
+    # the client hung up after a few words; nixx keeps what was produced, marked incomplete
+    deadline = time.monotonic() + 30
+    while True:
+        found = [r for r in rows(live) if r.role == "assistant"]
+        if found:
+            break
+        assert time.monotonic() < deadline, "no assistant row written"
+        time.sleep(0.05)
+    answer = found[0]
+    assert answer.meta["incomplete"] is True
+    assert answer.content.startswith("word0 word1")
+    assert len(answer.content.split()) < 200

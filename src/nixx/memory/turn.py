@@ -211,7 +211,7 @@ async def run_turn(
     except NixxError as exc:
         failure = exc.message
         raise
-    except asyncio.CancelledError:
+    except (asyncio.CancelledError, GeneratorExit):
         failure = "the client went away before the answer was complete"
         raise
     finally:
