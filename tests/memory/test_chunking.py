@@ -83,7 +83,9 @@ def test_overlap_starts_on_word_boundary(words: list[str], seps: list[str]) -> N
 
 
 def paragraphs(n: int, size: int = 300) -> list[str]:
-    return [f"Paragraph {i} " + ("word " * (size // 5))[: size - 14].strip() + "." for i in range(n)]
+    return [
+        f"Paragraph {i} " + ("word " * (size // 5))[: size - 14].strip() + "." for i in range(n)
+    ]
 
 
 def test_splits_on_blank_lines_first() -> None:
@@ -175,9 +177,7 @@ def test_oversized_fence_is_split_on_lines() -> None:
 def test_code_splits_on_top_level_definitions() -> None:
     funcs = []
     for i in range(8):
-        funcs.append(
-            f"def function_{i}(a, b):\n    x = a + b\n\n    y = x * {i}\n    return y\n"
-        )
+        funcs.append(f"def function_{i}(a, b):\n    x = a + b\n\n    y = x * {i}\n    return y\n")
     text = "import os\n\n\n" + "\n\n".join(funcs)
     chunks = chunk_text(text, target_chars=150, overlap_chars=0, kind="code")
     check_invariants(text, chunks, 150, 0)

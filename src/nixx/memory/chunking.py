@@ -241,11 +241,7 @@ def _split_span(text: str, start: int, end: int, limit: int, level: int) -> list
     if level >= len(_SEPARATORS):
         cuts = list(range(start, end, limit))
         return [(c, min(c + limit, end)) for c in cuts]
-    cuts = [
-        m.end()
-        for m in _SEPARATORS[level].finditer(text, start, end)
-        if start < m.end() < end
-    ]
+    cuts = [m.end() for m in _SEPARATORS[level].finditer(text, start, end) if start < m.end() < end]
     if not cuts:
         return _split_span(text, start, end, limit, level + 1)
     pieces = list(zip([start, *cuts], [*cuts, end], strict=True))
