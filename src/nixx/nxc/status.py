@@ -1,6 +1,8 @@
 """Operations: the tree of threads a first message started, and the state of each.
 
-A root is a thread with no parent (or whose parent the caller cannot see). Each thread
+A root is a thread with no parent (or whose parent is not in the log). An operation is
+shown when the caller may read any thread of it, and then whole: states, handles and
+deadlines of every thread (never bodies; `readable` says which the caller may open). Each thread
 is `open` (somebody still owes a reply), `answered` (the expectation was discharged, or
 none was declared) or `stale` (the deadline passed with something outstanding).
 `awaiting_human` is true only at the root of a finished operation (no thread open)
@@ -11,9 +13,11 @@ declaration of its thread.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Container
 from typing import TYPE_CHECKING, Any
 
+from nixx.nxc.access import THREAD_READABLE
 from nixx.nxc.threads import list_threads
 
 if TYPE_CHECKING:
@@ -30,25 +34,40 @@ def operations(
     channel: str | None = None,
     include_finished: bool = False,
 ) -> list[dict[str, Any]]:
-    threads = {t["thread_id"]: t for t in list_threads(conn, me, now_ms, limit=None)}
-    children: dict[str, list[str]] = {}
-    roots = []
-    for tid, t in threads.items():
-        parent = t["parent"]
-        if parent is not None and parent in threads:
-            children.setdefault(parent, []).append(tid)
-        else:
-            roots.append(tid)
+    """Every operation with a thread `me` may read, shown whole (states only, no bodies)."""
+    parents = dict(conn.execute("SELECT thread_id, parent FROM nxc_threads").fetchall())
+    readable = {r[0] for r in conn.execute(
+        "SELECT t.thread_id FROM nxc_threads t LEFT JOIN nxc_thread_state s USING (thread_id)"
+        " WHERE " + THREAD_READABLE, {"me": me}).fetchall()}
+
+    def root_of(tid: str) -> str:
+        seen = {tid}
+        while parents.get(tid) in parents and parents[tid] not in seen:
+            tid = parents[tid]
+            seen.add(tid)
+        return tid
+
+    members: dict[str, list[str]] = {}
+    for tid in parents:
+        members.setdefault(root_of(tid), []).append(tid)
     if thread is not None:
-        top = thread
-        seen = set()
-        while top in threads and threads[top]["parent"] in threads and top not in seen:
-            seen.add(top)
-            top = threads[top]["parent"]
-        roots = [top] if top in threads else []
-    roots.sort(key=lambda tid: threads[tid]["created"] or "", reverse=True)
+        wanted = {root_of(thread)} if thread in parents else set()
+    else:
+        wanted = {root for root, tids in members.items() if readable.intersection(tids)}
+    ids = [tid for root in wanted for tid in members[root]]
+    threads = {
+        t["thread_id"]: t
+        for t in list_threads(conn, None, now_ms, limit=None,
+                              where="t.thread_id IN (SELECT value FROM json_each(:ids))",
+                              params={"ids": json.dumps(ids)})
+    }
+    children: dict[str, list[str]] = {}
+    for tid in ids:
+        parent = parents[tid]
+        if parent is not None and parent in parents and tid != root_of(tid):
+            children.setdefault(parent, []).append(tid)
     out = []
-    for root in roots:
+    for root in sorted(wanted, key=lambda r: threads[r]["created"] or "", reverse=True):
         tree: list[dict[str, Any]] = []
         stack = [(root, 0)]
         seen: set[str] = set()
@@ -71,6 +90,7 @@ def operations(
                 "outstanding": t["outstanding"],
                 "stale": t["stale"],
                 "deadline": t["deadline"],
+                "readable": tid in readable,
             })
             for child in sorted(children.get(tid, []), reverse=True):
                 stack.append((child, depth + 1))

@@ -2,7 +2,8 @@
 the root, the winning registers and the messages.
 
 Let E be the thread's current `expects_reply_from` and W the pos of the op that set it.
-replied = handles in E that posted in the thread after W; outstanding = E − replied;
+replied = handles in E that posted in the thread after W (an escalation, a post asking
+the opener for help or a decision, does not count as an answer); outstanding = E − replied;
 complete = E non-empty and nothing outstanding (no wall clock); stale = a deadline
 exists, now is past it and something is outstanding. complete and stale are disjoint.
 """
@@ -28,7 +29,8 @@ def _replied(conn: Connection, thread_id: str, expects: list[str], w_pos: str) -
     if not expects:
         return set()
     rows = conn.execute(
-        "SELECT DISTINCT sender FROM nxc_messages WHERE thread_id = ? AND pos > ?",
+        "SELECT DISTINCT sender FROM nxc_messages WHERE thread_id = ? AND pos > ?"
+        " AND escalate = 0",
         (thread_id, w_pos),
     ).fetchall()
     named = set(expects)
@@ -106,13 +108,13 @@ def messages(conn: Connection, thread_id: str) -> list[dict[str, Any]]:
 
 
 def list_threads(
-    conn: Connection, me: str, now_ms: int, *, channel: str | None = None,
+    conn: Connection, me: str | None, now_ms: int, *, channel: str | None = None,
     limit: int | None = 50, where: str = "", params: dict[str, Any] | None = None,
 ) -> list[dict[str, Any]]:
-    """Threads `me` may read, newest first."""
+    """Threads `me` may read (every thread when `me` is None), newest first."""
     sql = (
         f"SELECT {_THREAD_COLS} FROM nxc_threads t LEFT JOIN nxc_thread_state s USING (thread_id)"
-        f" WHERE {THREAD_READABLE}"
+        f" WHERE {THREAD_READABLE if me is not None else '1'}"
     )
     args: dict[str, Any] = {"me": me, **(params or {})}
     if channel is not None:
