@@ -15,25 +15,13 @@ from dataclasses import dataclass, field
 from nixx.memory.prompts import INTENT_HEADING, RECALL_FRAMING, RECALL_HEADING
 from nixx.store.records import SummaryHit
 
-# Calibrated per embedding model: the cosine at which a summary is "about" the message.
-_THRESHOLDS = {"mxbai-embed-large": 0.4}
-FALLBACK_THRESHOLD = 0.3
-
 
 def default_threshold(model: str) -> float:
-    """The recall threshold for an embedding model (the embed package's own table when it
-    has one; 0.4 for mxbai-embed-large, 0.3 otherwise)."""
-    try:
-        from nixx.embed import default_recall_threshold  # type: ignore[attr-defined]
-    except ImportError:
-        default_recall_threshold = None
-    if default_recall_threshold is not None:
-        return float(default_recall_threshold(model))
-    name = model.rsplit("/", 1)[-1].lower()
-    for key, value in _THRESHOLDS.items():
-        if name.startswith(key):
-            return value
-    return FALLBACK_THRESHOLD
+    """The recall threshold calibrated for an embedding model (0.4 for mxbai-embed-large,
+    0.3 for all-MiniLM-L6-v2 and models without a calibration): `nixx.embed`'s table."""
+    from nixx.embed import default_recall_threshold
+
+    return float(default_recall_threshold(model))
 
 
 @dataclass(frozen=True)

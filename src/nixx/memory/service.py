@@ -386,7 +386,7 @@ class _BoundEmbedder(Embedder):
         self.model = service.embedder.model
 
     @property  # type: ignore[override]
-    def dim(self) -> int:
+    def dim(self) -> int:  # type: ignore[override]
         return int(self._service.embedder.dim)
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:

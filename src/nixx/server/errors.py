@@ -104,7 +104,10 @@ def install_error_handlers(app: FastAPI) -> None:
         else:
             message = str(exc.detail)
         return error_response(
-            message, exc.status_code, code=str(exc.status_code), headers=exc.headers
+            message,
+            exc.status_code,
+            code=str(exc.status_code),
+            headers=dict(exc.headers) if exc.headers else None,
         )
 
     @app.exception_handler(Exception)
