@@ -318,3 +318,21 @@ def test_older_summary_recalled_past_many_summaries_of_the_history(
         assert "- kubernetes ingress basics from last week (tags: old)" in system
         assert "kubernetes ingress controller setup" not in system
         assert r.json()["nixx"]["recalled_summaries"] == [7]
+
+
+def test_developer_message_merged_and_tool_choice_none(nixx: Nixx, llm: FakeLLM) -> None:
+    messages = [
+        {"role": "developer", "content": "Be terse."},
+        {"role": "user", "content": "hi"},
+        {"role": "system", "content": "mid-conversation note"},
+        {"role": "user", "content": "again"},
+    ]
+    r = nixx.client.post(
+        "/v1/chat/completions", json={"model": "m", "messages": messages, "tool_choice": "none"}
+    )
+    assert r.status_code == 200
+    sent = llm.chat_requests[-1]
+    assert sent["messages"][0] == {"role": "system", "content": SYSTEM_PROMPT + "\n\nBe terse."}
+    assert sent["messages"][1:] == messages[1:]  # a later system message stays where it was
+    assert "tools" not in sent and "tool_choice" not in sent
+    assert [r["content"] for r in nixx.rows()] == ["again", "echo: again"]
