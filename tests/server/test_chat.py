@@ -43,6 +43,8 @@ def test_non_streaming_turn_answers_openai_shape_and_writes_buffer_once(
     assert body["choices"][0]["message"] == {"role": "assistant", "content": "Hello there."}
     assert body["choices"][0]["finish_reason"] == "stop"
     assert body["usage"]["total_tokens"] > 0
+    assert llm.chat_requests[-1]["stream"] is True  # nixx always streams from the backend
+    assert llm.chat_requests[-1]["stream_options"] == {"include_usage": True}
     rows = nixx.rows()
     assert [(r["role"], r["content"], r["origin"]) for r in rows] == [
         ("user", "hi nixx", "tui"),

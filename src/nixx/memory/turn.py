@@ -168,6 +168,12 @@ async def run_turn(
             last_round = round_no == settings.tool_max_rounds
             offered = client_tools + ([] if last_round else nixx_specs)
             request = {**passthrough, "model": model, "messages": convo}
+            # usage arrives in streams only when asked for (OpenAI; llama.cpp, Ollama and
+            # vLLM accept the option too); clients' gauges and `usage` need it
+            request["stream_options"] = {
+                **(body.get("stream_options") or {}),
+                "include_usage": True,
+            }
             if offered:
                 request["tools"] = offered
             elif "tool_choice" in request:
