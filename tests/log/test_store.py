@@ -246,3 +246,17 @@ def test_create_store_is_idempotent(tmp_path):
     create_store(path, "bbbb")
     with LogStore.open(path) as s:
         assert s.replica == "aaaa"
+
+
+def test_op_id_is_the_hash_of_the_canonical_json_of_the_identity_fields():
+    import hashlib
+
+    from nixx.log.op import canonical_json, compute_id
+
+    fields = {"domain": "message", "kind": "post", "target": "m-1", "origin": "ab12",
+              "clock": "0123456789abcdef", "actor": 'ab12/ünï "q"',
+              "payload": {"b": [1, {"z": "é\n"}], "a": None}, "created": 123}
+    body = canonical_json(fields)
+    expected = "o" + hashlib.sha256(body.encode()).hexdigest()[:32]
+    assert compute_id(**fields) == expected
+    assert Op.make(**fields).id == expected

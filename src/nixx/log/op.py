@@ -32,6 +32,9 @@ except ImportError:  # pragma: no cover - other Python builds
 _WIRE_FIELDS = ("id", "domain", "kind", "target", "origin", "clock", "actor", "payload", "created")
 
 
+_encode_str = json.encoder.encode_basestring  # what json.dumps(ensure_ascii=False) uses
+
+
 def canonical_json(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
@@ -45,25 +48,26 @@ def compute_id(
     actor: str,
     payload: dict[str, Any],
     created: int,
+    *,
+    payload_json: str | None = None,
 ) -> str:
-    body = canonical_json(
-        {
-            "actor": actor,
-            "clock": clock,
-            "created": created,
-            "domain": domain,
-            "kind": kind,
-            "origin": origin,
-            "payload": payload,
-            "target": target,
-        }
+    """``o`` + 32 hex of sha256 over the canonical JSON of every identity field. The
+    string is assembled by hand around the payload's canonical JSON (the same bytes
+    `canonical_json` of the whole object gives), so the payload is encoded only once."""
+    if payload_json is None:
+        payload_json = canonical_json(payload)
+    enc = _encode_str
+    body = (
+        f'{{"actor":{enc(actor)},"clock":{enc(clock)},"created":{int(created)},'
+        f'"domain":{enc(domain)},"kind":{enc(kind)},"origin":{enc(origin)},'
+        f'"payload":{payload_json},"target":{enc(target)}}}'
     )
     return "o" + sha256(body.encode("utf-8")).hexdigest()[:32]
 
 
 class Op:
     __slots__ = ("id", "domain", "kind", "target", "origin", "clock", "actor", "payload",
-                 "created", "seq", "local")
+                 "created", "seq", "local", "_payload_json")
 
     def __init__(
         self, id: str, domain: str, kind: str, target: str, origin: str, clock: str, actor: str,
@@ -80,6 +84,7 @@ class Op:
         self.created = created
         self.seq = seq
         self.local = local
+        self._payload_json: str | None = None
 
     def __eq__(self, other: object) -> bool:  # identity fields only (not seq, local)
         return isinstance(other, Op) and self.to_wire() == other.to_wire()
@@ -105,8 +110,18 @@ class Op:
         created: int,
         local: bool = False,
     ) -> Op:
-        op_id = compute_id(domain, kind, target, origin, clock, actor, payload, created)
-        return cls(op_id, domain, kind, target, origin, clock, actor, payload, created, None, local)
+        payload_json = canonical_json(payload)
+        op_id = compute_id(domain, kind, target, origin, clock, actor, payload, created,
+                           payload_json=payload_json)
+        op = cls(op_id, domain, kind, target, origin, clock, actor, payload, created, None, local)
+        op._payload_json = payload_json
+        return op
+
+    def payload_json(self) -> str:
+        """The payload's canonical JSON (computed once)."""
+        if self._payload_json is None:
+            self._payload_json = canonical_json(self.payload)
+        return self._payload_json
 
     @property
     def pos(self) -> str:

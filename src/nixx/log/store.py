@@ -25,7 +25,7 @@ import apsw
 
 from nixx.errors import SchemaError, StoreError, WorkspaceError
 from nixx.log import clock as hlc
-from nixx.log.op import Op, canonical_json
+from nixx.log.op import Op
 from nixx.log.reducer import Reducer, ReducerRegistry
 
 SCHEMA_VERSION = "1"
@@ -156,7 +156,7 @@ class Txn:
             "INSERT OR IGNORE INTO ops(id, domain, kind, target, origin, clock, actor, payload,"
             " created, local) VALUES (?,?,?,?,?,?,?,?,?,?)",
             (op.id, op.domain, op.kind, op.target, op.origin, op.clock, op.actor,
-             canonical_json(op.payload), op.created, int(op.local)),
+             op.payload_json(), op.created, int(op.local)),
         )
         if self.conn.changes() != 1:
             return False

@@ -1,0 +1,163 @@
+"""nxc / nxs benchmark: CLI start-up against bare Python, append throughput, full re-fold.
+
+    .venv/bin/python bench/bench_nxc.py                 # 100k and 1M operations
+    .venv/bin/python bench/bench_nxc.py --sizes 100000  # quicker
+
+Prints figures and the ratios measured in the same run. The machine may be shared:
+absolute times are noisy, the interleaved ratios less so.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+VENV_BIN = os.path.dirname(sys.executable)
+
+
+def _time(cmd: list[str], cwd: str, env: dict[str, str]) -> float:
+    start = time.perf_counter()
+    proc = subprocess.run(cmd, cwd=cwd, env=env, stdout=subprocess.DEVNULL,
+                          stderr=subprocess.PIPE)
+    elapsed = time.perf_counter() - start
+    if proc.returncode != 0:
+        raise SystemExit(f"{cmd} failed: {proc.stderr.decode()}")
+    return elapsed
+
+
+def startup(root: str, runs: int) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("NXC_", "NIXX_"))}
+    env["NXC_ACTOR"] = "bench"
+    nxc = os.path.join(VENV_BIN, "nxc")
+    cases = {
+        "python -c pass": [sys.executable, "-c", "pass"],
+        "nxc list --json": [nxc, "list", "--json"],
+        "nxc send --json": [nxc, "send", "--to", "coder", "benchmark message", "--json"],
+        "nxc threads list --json": [nxc, "threads", "list", "--json", "--limit", "5"],
+    }
+    times: dict[str, list[float]] = {name: [] for name in cases}
+    for cmd in cases.values():  # warm caches (pyc, declarations cache, WAL)
+        _time(cmd, root, env)
+    for _ in range(runs):  # interleaved, so load changes hit every case alike
+        for name, cmd in cases.items():
+            times[name].append(_time(cmd, root, env))
+    base_med = statistics.median(times["python -c pass"])
+    base_min = min(times["python -c pass"])
+    print(f"\nCLI wall time, {runs} interleaved runs each (median / min; ratio to python -c pass)")
+    for name, xs in times.items():
+        med, low = statistics.median(xs), min(xs)
+        print(f"  {name:26s} {med * 1000:7.1f} ms / {low * 1000:6.1f} ms   "
+              f"x{med / base_med:4.2f} (median)  x{low / base_min:4.2f} (min)")
+
+
+def _workspace(parent: str, name: str) -> str:
+    from nixx.log.workspace import init_workspace
+
+    ws, _ = init_workspace(os.path.join(parent, name), replica="be01")
+    return ws.db_path
+
+
+def append_and_refold(parent: str, n: int, batch: int = 1000) -> None:
+    from nixx.log.store import LogStore
+    from nixx.nxc.reducer import DOMAIN, ChatReducer
+
+    db = _workspace(parent, f"ops{n}")
+    store = LogStore.open(db, [ChatReducer()])
+    me, them = "be01/alice", "be01/coder"
+    channel = "dm:bench"
+    with store.transaction() as txn:
+        txn.append(DOMAIN, "channel", channel, me, {"fields": {"kind": "direct",
+                                                               "members": [me, them]}})
+    start = time.perf_counter()
+    done = 0
+    i = 0
+    while done < n:
+        with store.transaction() as txn:
+            for _ in range(min(batch, n - done) // 5 or 1):
+                tid, mid, rid = f"t-{i}", f"m-{i}a", f"m-{i}b"
+                txn.append(DOMAIN, "thread_open", tid, me,
+                           {"channel": channel, "parent": None, "expects": [them],
+                            "deadline": None})
+                txn.append(DOMAIN, "post", mid, me, {
+                    "thread": tid, "channel": channel, "kind": "task",
+                    "body": f"please look at issue {i}: the parser drops trailing commas"})
+                txn.append(DOMAIN, "post", rid, them, {
+                    "thread": tid, "channel": channel, "kind": "report",
+                    "body": f"fixed issue {i}, added a regression test"})
+                txn.append(DOMAIN, "read_cursor", channel, them, {"pos": f"{i:012d}"})
+                txn.append(DOMAIN, "thread_expects", tid, me, {"expects": [them]})
+                i += 1
+                done += 5
+    elapsed = time.perf_counter() - start
+    print(f"\n{n:,} operations (5-op conversations, {batch}-op transactions)")
+    print(f"  append + fold:     {elapsed:7.1f} s   {n / elapsed:9,.0f} ops/s")
+    size = os.path.getsize(db) + (os.path.getsize(db + "-wal") if os.path.exists(db + "-wal")
+                                  else 0)
+    print(f"  log + views size:  {size / 1e6:7.1f} MB   ({size / n:.0f} B/op)")
+    start = time.perf_counter()
+    counts = store.refold()
+    elapsed = time.perf_counter() - start
+    print(f"  full re-fold:      {elapsed:7.1f} s   {counts['message'] / elapsed:9,.0f} ops/s")
+    start = time.perf_counter()
+    page, seq, total = [], 0, 0
+    while True:
+        page = store.ops_since(seq, limit=5000)
+        if not page:
+            break
+        seq, total = page[-1].seq, total + len(page)
+    elapsed = time.perf_counter() - start
+    print(f"  read all past seq 0 in pages of 5000 (the sync read): {elapsed:5.1f} s "
+          f"({total / elapsed:,.0f} ops/s)")
+    store.close()
+
+
+def single_op_transactions(parent: str, n: int) -> None:
+    from nixx.log.store import LogStore
+    from nixx.nxc.reducer import DOMAIN, ChatReducer
+
+    db = _workspace(parent, "single")
+    start = time.perf_counter()
+    for i in range(n):  # what one CLI write does: open, one transaction, close
+        store = LogStore.open(db, [ChatReducer()])
+        store.append(DOMAIN, "post", f"m-{i}", "be01/alice",
+                     {"thread": "t-1", "channel": "dm:x", "body": f"message {i}"})
+        store.close()
+    elapsed = time.perf_counter() - start
+    print(f"\nopen + one-op transaction + close, {n} times: {elapsed / n * 1000:.2f} ms each "
+          f"({n / elapsed:,.0f} ops/s)")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--sizes", default="100000,1000000")
+    parser.add_argument("--runs", type=int, default=25)
+    args = parser.parse_args()
+    sys.path.insert(0, os.path.join(os.path.dirname(HERE), "src"))
+    parent = tempfile.mkdtemp(prefix="bench-nxc-")
+    try:
+        from nixx.log.workspace import init_workspace
+
+        ws, _ = init_workspace(os.path.join(parent, "cli"), replica="be01")
+        folder = os.path.join(ws.root, ".nxs-personas")
+        os.makedirs(folder)
+        with open(os.path.join(folder, "coder.yaml"), "w") as fh:
+            fh.write("handle: coder\nsystem_prompt: You write code.\njob_title: Coder\n")
+        with open(os.path.join(folder, "channels.yaml"), "w") as fh:
+            fh.write("- name: team\n  members: [coder, bench]\n")
+        startup(ws.root, args.runs)
+        single_op_transactions(parent, 500)
+        for n in (int(s) for s in args.sizes.split(",") if s):
+            append_and_refold(parent, n)
+    finally:
+        shutil.rmtree(parent, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
