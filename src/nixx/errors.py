@@ -19,6 +19,7 @@ shows a notice.
     ├── BackendError               backend         502
     │   └── BackendUnavailable     backend_unavailable 503
     ├── ModelMissing               model_missing   500
+    ├── SyncError                  sync            502
     └── WorkspaceError             workspace       400
         └── NoWorkspace            no_workspace    404
 """
@@ -115,6 +116,13 @@ class ModelMissing(NixxError):
     """Local model files are not installed."""
 
     kind = "model_missing"
+
+
+class SyncError(NixxError):
+    """A sync remote (a git remote, a PostgreSQL server) failed, refused or is unreachable."""
+
+    kind = "sync"
+    http_status = 502
 
 
 class WorkspaceError(NixxError):

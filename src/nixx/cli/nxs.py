@@ -3,6 +3,7 @@
     nxs init [--replica P]                 create .nxs/db.sqlite (idempotent)
     nxs log [--domain D] [--after SEQ] [--limit N]
     nxs refold [--domain D]                rebuild views from the whole log
+    nxs sync bind|run|status|daemon        exchange the log with other workspaces
 
 Every verb takes `--json` and `--db PATH` (or `NXC_DB`). Exit codes: 0 ok, 1 a nixx
 error, 2 usage, 130 interrupted.
@@ -129,6 +130,10 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("refold", parents=[common], formatter_class=_Formatter, help="rebuild the views from the whole log")
     p.add_argument("--domain", help="only this domain")
     p.set_defaults(func=_refold)
+
+    from nixx.cli.nxs_sync import add_sync
+
+    add_sync(sub, common, _Formatter)
     return parser
 
 

@@ -1,0 +1,203 @@
+"""One sync pass: push what the remote lacks, pull what this workspace lacks.
+
+    push  ops past the pushed watermark (synced ones: ``local = 0``, and not ones that
+          arrived from the stream), in batches of `batch_size`, `batches_per_push` batches
+          per transport call; after each call the watermark advances (a crash between the
+          call and the advance re-pushes that call's batches next time: the remote
+          deduplicates by op id)
+    pull  the transport's ops past the pulled cursor, about `pull_batch` at a time; each
+          chunk is inserted (already-stored ids are skipped, every new op is folded by its
+          domain's reducer, ops of domains nobody here folds are stored unfolded) in ONE
+          transaction with the new cursor and the record of which seqs came from the stream
+
+Passes of one workspace are serialised by a lock file (`.nxs/sync.lock`); appends by
+other processes go on meanwhile (the log's own write lock is held only per transaction).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING, Any
+
+from nixx.errors import Conflict, NotFound
+from nixx.log import clock as hlc
+from nixx.sync import state
+
+if TYPE_CHECKING:
+    from nixx.log.reducer import Reducer
+    from nixx.log.store import LogStore
+    from nixx.log.workspace import Workspace
+    from nixx.sync.transport import Transport
+
+BATCH_SIZE = 1000
+BATCHES_PER_PUSH = 20
+PULL_BATCH = 5000
+LOCK_NAME = "sync.lock"
+
+
+@dataclass
+class PassResult:
+    stream: str
+    transport: str
+    remote: str
+    pushed: int = 0  # ops handed to the remote this pass
+    pulled: int = 0  # ops received from the remote
+    stored: int = 0  # of those, new here (the rest were duplicates)
+    rejected: int = 0  # received entries that were not valid ops (skipped)
+    pushed_seq: int = 0
+    unpushed: int = 0
+    more: bool = False  # a limit stopped the pass before it was done
+    elapsed_ms: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@contextmanager
+def sync_lock(state_dir: str, *, wait: float = 0.0) -> Iterator[None]:
+    """Exclusive per-workspace pass lock; Conflict when another pass holds it longer
+    than `wait` seconds. A killed pass releases it (the kernel drops the flock)."""
+    import fcntl
+
+    fd = os.open(os.path.join(state_dir, LOCK_NAME), os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        deadline = time.monotonic() + wait
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    raise Conflict("another sync pass is running on this workspace "
+                                   "(`nxs sync daemon` or `nxs sync run`); try again when "
+                                   "it ends") from None
+                time.sleep(0.05)
+        yield
+    finally:
+        os.close(fd)
+
+
+def _split(ops: Sequence, size: int) -> list[list]:
+    return [list(ops[i:i + size]) for i in range(0, len(ops), size)]
+
+
+def run_pass(
+    store: LogStore, transport: Transport, binding: state.Binding, *,
+    push: bool = True, pull: bool = True, batch_size: int = BATCH_SIZE,
+    batches_per_push: int = BATCHES_PER_PUSH, pull_batch: int = PULL_BATCH,
+    max_push: int | None = None, max_pull: int | None = None,
+) -> PassResult:
+    """One pass over an open store (the caller holds `sync_lock`). `max_push` /
+    `max_pull` stop early (a partial pass; `more` tells)."""
+    started = time.perf_counter()
+    result = PassResult(stream=binding.stream, transport=binding.transport,
+                        remote=transport.describe())
+    if state.binding(store) is None:  # a binding given by the caller, not stored yet
+        with store.transaction() as txn:
+            state.ensure_schema(txn)
+    if push:
+        _push(store, transport, result, batch_size, batches_per_push, max_push)
+    if pull:
+        _pull(store, transport, result, pull_batch, max_pull)
+    result.pushed_seq = state.pushed_seq(store)
+    result.unpushed = state.unpushed_count(store)
+    result.elapsed_ms = round((time.perf_counter() - started) * 1000, 2)
+    return result
+
+
+def _push(store: LogStore, transport: Transport, result: PassResult, batch_size: int,
+          batches_per_push: int, max_push: int | None) -> None:
+    while True:
+        budget = batch_size * batches_per_push
+        if max_push is not None:
+            budget = min(budget, max_push - result.pushed)
+            if budget <= 0:
+                result.more = result.more or state.unpushed_count(store) > 0
+                return
+        watermark = state.pushed_seq(store)
+        ops, top = state.pushable(store, watermark, budget)
+        if ops:
+            transport.push(_split(ops, batch_size))
+            result.pushed += len(ops)
+        if top > watermark:
+            with store.transaction() as txn:
+                state.set_pushed_seq(txn, top)
+        if len(ops) < budget:
+            return
+
+
+def _pull(store: LogStore, transport: Transport, result: PassResult, pull_batch: int,
+          max_pull: int | None) -> None:
+    while True:
+        limit = pull_batch
+        if max_pull is not None:
+            limit = min(limit, max_pull - result.pulled)
+            if limit <= 0:
+                result.more = True
+                return
+        cursor = state.pulled_cursor(store)
+        got = transport.pull(cursor, limit)
+        result.rejected += got.rejected
+        if got.cursor != cursor or got.ops:
+            with store.transaction() as txn:
+                new = txn.insert(got.ops)
+                state.mark_pulled(txn, [op.seq for op in new if op.seq is not None])
+                state.set_pulled_cursor(txn, got.cursor)
+            result.pulled += len(got.ops)
+            result.stored += len(new)
+        if not got.more:
+            return
+
+
+def sync_workspace(
+    ws: Workspace, reducers: Sequence[Reducer], *, lock_wait: float = 0.0, **options: Any,
+) -> PassResult:
+    """Open the workspace, take the pass lock, run one pass, record its summary."""
+    from nixx.log.store import LogStore
+    from nixx.sync.transport import open_transport
+
+    with LogStore.open(ws.db_path, reducers) as store:
+        bound = state.binding(store)
+        if bound is None:
+            raise NotFound("this workspace is not bound to a sync stream: run `nxs sync bind` "
+                           "first (it derives the stream from the git `origin` remote)")
+        with sync_lock(ws.state_dir, wait=lock_wait):
+            try:
+                with open_transport(bound.transport, remote=bound.remote, stream=bound.stream,
+                                    replica=store.replica, state_dir=ws.state_dir) as transport:
+                    result = run_pass(store, transport, bound, **options)
+            except Exception as exc:
+                with store.transaction() as txn:
+                    state.set_last_pass(txn, {"at": hlc.now_ms(), "ok": False,
+                                              "error": str(exc)})
+                raise
+            summary = {"at": hlc.now_ms(), "ok": True, "pushed": result.pushed,
+                       "pulled": result.pulled, "stored": result.stored,
+                       "rejected": result.rejected, "elapsed_ms": result.elapsed_ms}
+            with store.transaction() as txn:
+                state.set_last_pass(txn, summary)
+        return result
+
+
+def status(ws: Workspace) -> dict[str, Any]:
+    """Stream, remote, watermarks and the unpushed count (no remote is contacted)."""
+    from nixx.log.store import LogStore
+
+    with LogStore.open(ws.db_path) as store:
+        bound = state.binding(store)
+        out: dict[str, Any] = {"bound": bound is not None, "replica": store.replica,
+                               "db": ws.db_path}
+        if bound is not None:
+            out.update(stream=bound.stream, transport=bound.transport,
+                       remote=state.redact(bound.remote), derived_from=bound.derived_from,
+                       bound_at=bound.bound_at)
+        out["pushed_seq"] = state.pushed_seq(store) if bound else 0
+        out["pulled_cursor"] = state.pulled_cursor(store) if bound else None
+        out["unpushed"] = state.unpushed_count(store)
+        out["log_seq"] = store.max_seq()
+        out["last_pass"] = state.last_pass(store)
+    return out

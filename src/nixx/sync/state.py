@@ -1,0 +1,269 @@
+"""The sync binding and watermarks, in the workspace log file, in tables that never travel.
+
+    sync_state(key, value)     stream, transport, remote, derived_from, bound_at,
+                               pushed_seq (local seq: every syncable op at or below it that
+                               did not arrive from the stream is on the remote),
+                               pulled_cursor (the transport's opaque cursor), last_pass
+    sync_pulled(lo, hi)        ranges of local seqs inserted by pulls: they came from the
+                               stream, so pushing them back is skipped
+
+Only operations travel (`ops` rows with ``local = 0``); these tables, the device-local
+store (`.nxs/local.sqlite`: sessions, transcripts) and everything else in the file stay.
+
+Every watermark is written through a `Txn` of the log store: the pulled cursor and the
+pulled ranges in the same transaction as the ops they cover, the pushed watermark right
+after the remote acknowledged the batch (a crash in between re-pushes the batch, which
+the remote deduplicates by op id).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING, Any
+
+# the log's row decoding, shared so that a sync read is an ordinary `Op`
+from nixx.log.store import _OP_COLUMNS, _row_to_op
+
+if TYPE_CHECKING:
+    from nixx.log.op import Op
+    from nixx.log.store import LogStore, Txn
+
+_SCHEMA = (
+    "CREATE TABLE IF NOT EXISTS sync_state(key TEXT PRIMARY KEY, value TEXT NOT NULL)"
+    " WITHOUT ROWID",
+    "CREATE TABLE IF NOT EXISTS sync_pulled(lo INTEGER PRIMARY KEY, hi INTEGER NOT NULL)",
+)
+_BINDING_KEYS = ("stream", "transport", "remote", "derived_from", "bound_at")
+
+# An op is pushable: synced (local = 0), past the watermark, and not inside a pulled range.
+_PUSHABLE = (
+    "o.seq > ? AND o.local = 0 AND coalesce((SELECT p.hi FROM sync_pulled p WHERE p.lo <= o.seq"
+    " ORDER BY p.lo DESC LIMIT 1), 0) < o.seq"
+)
+_OP_COLS = ", ".join("o." + c.strip() for c in _OP_COLUMNS.split(","))
+
+
+@dataclass
+class Binding:
+    stream: str
+    transport: str  # "git" | "postgres"
+    remote: str
+    derived_from: str  # "origin" | "create" | "join"
+    bound_at: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _has_tables(store: LogStore) -> bool:
+    row = store.conn.execute(
+        "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'sync_state'"
+    ).fetchone()
+    return bool(row[0])
+
+
+def ensure_schema(txn: Txn) -> None:
+    for statement in _SCHEMA:
+        txn.conn.execute(statement)
+
+
+def _get(store_or_txn: LogStore | Txn, key: str) -> str | None:
+    row = store_or_txn.conn.execute("SELECT value FROM sync_state WHERE key = ?", (key,)).fetchone()
+    return row[0] if row else None
+
+
+def _set(txn: Txn, key: str, value: str) -> None:
+    txn.conn.execute("INSERT OR REPLACE INTO sync_state VALUES (?, ?)", (key, value))
+
+
+def binding(store: LogStore) -> Binding | None:
+    if not _has_tables(store):
+        return None
+    values = dict(store.conn.execute("SELECT key, value FROM sync_state").fetchall())
+    if "stream" not in values:
+        return None
+    return Binding(
+        stream=values["stream"], transport=values["transport"], remote=values["remote"],
+        derived_from=values.get("derived_from", "origin"),
+        bound_at=int(values.get("bound_at", "0")),
+    )
+
+
+def write_binding(txn: Txn, new: Binding, *, reset: bool) -> None:
+    """Store the binding; `reset` also forgets the watermarks (the next pass pushes and
+    pulls everything again, deduplicated by op id on both sides)."""
+    ensure_schema(txn)
+    for key in _BINDING_KEYS:
+        _set(txn, key, str(getattr(new, key)))
+    if reset:
+        txn.conn.execute(
+            "DELETE FROM sync_state WHERE key IN ('pushed_seq', 'pulled_cursor', 'last_pass')")
+        txn.conn.execute("DELETE FROM sync_pulled")
+
+
+def pushed_seq(store: LogStore | Txn) -> int:
+    value = _get(store, "pushed_seq")
+    return int(value) if value else 0
+
+
+def pulled_cursor(store: LogStore | Txn) -> str | None:
+    return _get(store, "pulled_cursor")
+
+
+def set_pushed_seq(txn: Txn, seq: int) -> None:
+    if seq > pushed_seq(txn):  # a watermark never moves back
+        _set(txn, "pushed_seq", str(seq))
+
+
+def set_pulled_cursor(txn: Txn, cursor: str | None) -> None:
+    if cursor is not None:
+        _set(txn, "pulled_cursor", cursor)
+
+
+def mark_pulled(txn: Txn, seqs: list[int]) -> None:
+    """Record that these local seqs arrived from the stream (not to be pushed back)."""
+    if not seqs:
+        return
+    seqs = sorted(seqs)
+    runs: list[list[int]] = [[seqs[0], seqs[0]]]
+    for seq in seqs[1:]:
+        if seq == runs[-1][1] + 1:
+            runs[-1][1] = seq
+        else:
+            runs.append([seq, seq])
+    conn = txn.conn
+    for lo, hi in runs:
+        prev = conn.execute(
+            "SELECT lo, hi FROM sync_pulled WHERE lo < ? ORDER BY lo DESC LIMIT 1", (lo,)
+        ).fetchone()
+        if prev is not None and prev[1] == lo - 1:
+            conn.execute("UPDATE sync_pulled SET hi = ? WHERE lo = ?", (hi, prev[0]))
+        else:
+            conn.execute("INSERT OR REPLACE INTO sync_pulled VALUES (?, ?)", (lo, hi))
+
+
+def pushable(store: LogStore, after: int, limit: int) -> tuple[list[Op], int]:
+    """Up to `limit` ops to push past the watermark `after`, and the watermark that
+    pushing them reaches: past the last op returned, or the newest seq of the log when
+    nothing more is pushable (so pulled ops and device-local ops after the last pushable
+    one are stepped over). One read transaction: a consistent snapshot."""
+    conn = store.conn
+    conn.execute("BEGIN")
+    try:
+        if _has_tables(store):
+            rows = conn.execute(
+                f"SELECT {_OP_COLS} FROM ops o WHERE {_PUSHABLE} ORDER BY o.seq LIMIT ?",
+                (after, limit),
+            ).fetchall()
+        else:
+            rows = conn.execute(
+                f"SELECT {_OP_COLS} FROM ops o WHERE o.seq > ? AND o.local = 0 ORDER BY o.seq"
+                " LIMIT ?", (after, limit)).fetchall()
+        if len(rows) < limit:
+            top = conn.execute("SELECT coalesce(max(seq), 0) FROM ops").fetchone()[0]
+        else:
+            top = rows[-1][0]
+    finally:
+        conn.execute("COMMIT")
+    return [_row_to_op(r) for r in rows], max(top, after)
+
+
+def unpushed_count(store: LogStore) -> int:
+    after = pushed_seq(store) if _has_tables(store) else 0
+    if not _has_tables(store):
+        return store.conn.execute(
+            "SELECT count(*) FROM ops WHERE seq > ? AND local = 0", (after,)).fetchone()[0]
+    return store.conn.execute(
+        f"SELECT count(*) FROM ops o WHERE {_PUSHABLE}", (after,)).fetchone()[0]
+
+
+def set_last_pass(txn: Txn, summary: dict[str, Any]) -> None:
+    _set(txn, "last_pass", json.dumps(summary, sort_keys=True))
+
+
+def last_pass(store: LogStore) -> dict[str, Any] | None:
+    if not _has_tables(store):
+        return None
+    value = _get(store, "last_pass")
+    return json.loads(value) if value else None
+
+
+def bind(
+    store: LogStore, root: str, *, create: bool = False, join: str | None = None,
+    rebind: bool = False, remote: str | None = None, cwd: str | None = None,
+) -> tuple[Binding, bool]:
+    """Bind the workspace at `root` to a stream and a remote (idempotent).
+
+    The stream: `join` if given, else a new random one for `create`, else derived from the
+    `origin` remote (else from a git `remote`). The remote: `remote` if given (a git URL
+    or ``postgresql://``), else `origin`. Binding to something else than the current
+    binding needs `rebind`, which also resets the watermarks. Returns the binding and
+    whether anything changed."""
+    import os
+
+    from nixx.errors import Conflict, ValidationError
+    from nixx.log import clock as hlc
+    from nixx.sync.stream import (
+        check_stream_id,
+        new_stream_id,
+        origin_url,
+        resolve_remote,
+        stream_for_url,
+    )
+    from nixx.sync.transport import transport_for_url
+
+    if create and join:
+        raise ValidationError("--create and --join exclude each other", param="create")
+    origin = origin_url(root)
+    if remote:
+        remote_url = resolve_remote(remote, cwd or os.getcwd())
+    elif origin:
+        remote_url = resolve_remote(origin, root)
+    else:
+        raise ValidationError(
+            f"no git `origin` remote in {root} to sync through: add one "
+            "(`git remote add origin URL`) or pass --remote URL (a git URL or "
+            "postgresql://...), with --create for a new stream or --join ID for an existing one",
+            param="remote")
+    transport = transport_for_url(remote_url)
+    current = binding(store)
+    if join:
+        stream, derived = check_stream_id(join), "join"
+    elif create:
+        keep = current is not None and current.derived_from == "create" and not rebind
+        stream, derived = (current.stream if keep and current else new_stream_id()), "create"
+    elif origin:
+        stream, derived = stream_for_url(origin, base=root), "origin"
+    elif transport == "git":
+        stream, derived = stream_for_url(remote_url), "remote"
+    else:
+        raise ValidationError(
+            f"no git `origin` remote in {root} to derive the stream from: pass --create "
+            "(mint a new stream) or --join ID (the stream another workspace printed)",
+            param="join")
+    new = Binding(stream=stream, transport=transport, remote=remote_url, derived_from=derived,
+                  bound_at=hlc.now_ms())
+    same = current is not None and (current.stream, current.transport, current.remote) == (
+        new.stream, new.transport, new.remote)
+    if same and not rebind:
+        assert current is not None
+        return current, False
+    if current is not None and not same and not rebind:
+        raise Conflict(
+            f"this workspace is already bound to {current.stream} through {current.transport} "
+            f"({redact(current.remote)}); pass --rebind to bind it to {new.stream} "
+            f"({redact(new.remote)}) — that resets the watermarks: the next pass pushes and "
+            "pulls everything again (nothing is doubled: ops are deduplicated by id)",
+            param="rebind", current=current.stream)
+    with store.transaction() as txn:
+        write_binding(txn, new, reset=True)
+    return new, True
+
+
+def redact(url: str) -> str:
+    """A remote URL without its password (``user:***@``, ``password=***``)."""
+    import re
+
+    url = re.sub(r"(://[^/@:]*):[^/@]*@", r"\1:***@", url)
+    return re.sub(r"(password=)[^&]*", r"\1***", url)

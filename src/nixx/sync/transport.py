@@ -1,0 +1,103 @@
+"""The transport interface: how a sync pass moves operations through an existing engine.
+
+A transport is bound to one stream and knows the local replica prefix. It offers two
+calls, each safe to repeat after a crash:
+
+- `push(batches)`: make these batches of operations durable on the remote. Pushing an
+  operation that is already there is harmless (readers deduplicate by op id; a transport
+  may skip it).
+- `pull(cursor, limit)`: operations past `cursor` (an opaque string the transport made;
+  None = from the start), about `limit` of them (a transport may round to whole
+  segments), with the cursor that follows them and whether more remain. Operations this
+  replica pushed itself may be left out.
+
+Adding a transport is adding a module: a class implementing `Transport`, named in
+`TRANSPORTS` by the scheme of the remote URLs it serves.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from nixx.errors import ValidationError
+from nixx.log.op import Op, canonical_json
+
+#: transport name → "module:Class" (imported only when used)
+TRANSPORTS = {
+    "git": "nixx.sync.git_transport:GitTransport",
+    "postgres": "nixx.sync.pg_transport:PgTransport",
+}
+_PG_SCHEMES = ("postgresql://", "postgres://")
+
+
+@dataclass
+class Pulled:
+    ops: list[Op]
+    cursor: str | None
+    more: bool
+    rejected: int = 0  # entries that were not valid operations (bad JSON, id ≠ content)
+    notes: list[str] = field(default_factory=list)
+
+
+class Transport:
+    """Base class of every transport (see the module docstring)."""
+
+    name = ""
+
+    def push(self, batches: Sequence[Sequence[Op]]) -> None:
+        raise NotImplementedError
+
+    def pull(self, cursor: str | None, limit: int) -> Pulled:
+        raise NotImplementedError
+
+    def describe(self) -> str:
+        """The remote, fit to print (no password)."""
+        raise NotImplementedError
+
+    def close(self) -> None:
+        pass
+
+    def __enter__(self) -> Transport:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def transport_for_url(url: str) -> str:
+    """Which transport serves a remote URL: PostgreSQL for ``postgresql://``, else git."""
+    return "postgres" if url.lower().startswith(_PG_SCHEMES) else "git"
+
+
+def open_transport(name: str, *, remote: str, stream: str, replica: str,
+                   state_dir: str) -> Transport:
+    """Build the transport `name` (see `TRANSPORTS`). `state_dir` is the workspace's
+    device-local folder (`.nxs/`), where a transport may keep its own files."""
+    import importlib
+
+    try:
+        module_name, _, cls_name = TRANSPORTS[name].partition(":")
+    except KeyError:
+        raise ValidationError(f"unknown sync transport {name!r}; known: {sorted(TRANSPORTS)}",
+                              param="transport") from None
+    cls = getattr(importlib.import_module(module_name), cls_name)
+    return cls(remote=remote, stream=stream, replica=replica, state_dir=state_dir)
+
+
+# -- the wire encoding shared by transports that store text --------------------------------
+
+def encode_op(op: Op) -> str:
+    """One op as canonical JSON (the wire form: no `seq`, no `local`)."""
+    return canonical_json(op.to_wire())
+
+
+def decode_op(text: str | bytes) -> Op | None:
+    """An op from its wire JSON, or None when it is not a valid op (unparsable, a field
+    missing, or an id that does not match the content)."""
+    try:
+        op = Op.from_wire(json.loads(text))
+    except (ValueError, TypeError):
+        return None
+    return op if op.verify() else None
