@@ -103,6 +103,12 @@ def run_pass(
         _push(store, transport, result, batch_size, batches_per_push, max_push)
     if pull:
         _pull(store, transport, result, pull_batch, max_pull)
+        if push and not result.more:  # step the watermark over what was just pulled
+            watermark = state.pushed_seq(store)
+            ops, top = state.pushable(store, watermark, 1)
+            if not ops and top > watermark:
+                with store.transaction() as txn:
+                    state.set_pushed_seq(txn, top)
     result.pushed_seq = state.pushed_seq(store)
     result.unpushed = state.unpushed_count(store)
     result.elapsed_ms = round((time.perf_counter() - started) * 1000, 2)
