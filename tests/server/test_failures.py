@@ -213,3 +213,36 @@ def test_non_loopback_bind_without_key_is_refused(make_settings: Any) -> None:
         check_bind(make_settings(host="0.0.0.0"))
     check_bind(make_settings(host="0.0.0.0", api_key="k"))
     check_bind(make_settings(host="127.0.0.1"))
+
+
+def test_store_of_another_embedder_degrades_recall_and_says_reindex(
+    make_settings: Any, llm: FakeLLM
+) -> None:
+    settings = make_settings()
+    from nixx.store import open_store
+
+    store = open_store(settings.database_url)
+    store.bind_embedder("some-other-model", 384)
+    row = store.append_buffer("user", "old words")
+    store.add_summary(
+        "old summary",
+        FakeLLM.embedding_of("old summary"),
+        tags=[],
+        entities={},
+        start_buffer_id=row.id,
+        end_buffer_id=row.id,
+    )
+    store.close()
+    with TestClient(create_app(settings)) as client:
+        llm.queue(Reply(content="still answering"))
+        r = client.post(
+            "/v1/chat/completions",
+            json={"model": "m", "messages": [{"role": "user", "content": "hi"}]},
+        )
+        assert r.status_code == 200  # the turn goes on without recall
+        assert r.json()["choices"][0]["message"]["content"] == "still answering"
+        status = client.get("/v1/episodic/status").json()
+        assert "reindex" in status["recall_error"]
+        r = client.post("/v1/episodic/search", json={"query": "hi"})
+        assert r.status_code == 409
+        assert "reindex" in assert_envelope(r.json(), "embedder_mismatch")["message"]
