@@ -336,9 +336,14 @@ class LogStore:
     # -- folding ----------------------------------------------------------------------
 
     def _fold_one(self, reducer: Reducer, op: Op) -> bool:
+        """Fold one op. A reducer bug (any exception but SQLite's own) rolls back that op's
+        view writes and leaves it unfolded; a SQLite error (disk full, I/O) propagates and
+        aborts the whole transaction, so the log and its views never disagree."""
         self.conn.execute("SAVEPOINT fold")
         try:
             folded = bool(reducer.fold(self.conn, op))
+        except apsw.Error:
+            raise
         except Exception:
             self.conn.execute("ROLLBACK TO fold")
             folded = False
