@@ -217,3 +217,24 @@ def test_session_and_clear(nixx: Nixx) -> None:
     assert session["session_start_id"] == 4
     assert [r["id"] for r in session["rows"]] == [4, 5]
     assert len(nixx.rows()) == 5  # nothing deleted
+
+
+def test_failing_summaries_back_off_and_manual_still_tries(nixx: Nixx, llm: FakeLLM) -> None:
+    llm.responder = summariser(["never json"])
+    nixx.client.post("/v1/episodic/config", json={"interval": 2})
+
+    def attempts() -> int:
+        return len([b for b in llm.chat_requests if is_summary_request(b)])
+
+    counts = []
+    for _ in range(5):
+        talk(nixx, 1)
+        nixx.idle()
+        counts.append(attempts())
+    # turn 1 fails (3 attempts), turn 2 retries and fails, turn 3 is skipped,
+    # turn 4 retries and fails, turns 5-7 are skipped
+    assert counts == [3, 6, 6, 9, 9]
+    llm.responder = summariser([json.dumps(GOOD)])
+    r = nixx.client.post("/v1/episodic/summary", json={"tags": []})
+    assert r.status_code == 200
+    assert r.json()["summary"]["start_buffer_id"] == 1

@@ -33,6 +33,8 @@ class Episodic:
     def __init__(self, settings: Settings, store: MemoryStore) -> None:
         self.settings = settings
         self.store = store
+        # (last summarised id, newest row id counted, unsummarised words) - see summary_due
+        self._due_cache: tuple[int, int, int] | None = None
 
     # ---- switches -------------------------------------------------------------------
     def interval(self) -> int:
@@ -88,9 +90,24 @@ class Episodic:
 
     # ---- summaries ------------------------------------------------------------------
     def summary_due(self) -> tuple[bool, list[BufferRow]]:
-        rows = self.store.unsummarised()
-        words = sum(r.words for r in rows)
-        return words >= self.interval(), rows
+        """(due, the unsummarised rows when due). Checked after every turn, so the word
+        count is kept incrementally: only rows newer than the last check are read, unless
+        a summary was stored since (then everything unsummarised is counted again)."""
+        last = self.store.last_summarised_id()
+        cache = self._due_cache
+        if cache is not None and cache[0] == last:
+            _, seen_id, words = cache
+            newer = [r for r in self.store.get_buffer(seen_id + 1) if r.role != "marker"]
+            words += sum(r.words for r in newer)
+            seen_id = max([seen_id, *(r.id for r in newer)])
+        else:
+            rows = self.store.unsummarised()
+            words = sum(r.words for r in rows)
+            seen_id = max([last, *(r.id for r in rows)])
+        self._due_cache = (last, seen_id, words)
+        if words < self.interval():
+            return False, []
+        return True, self.store.unsummarised()
 
     def status(self) -> dict[str, Any]:
         rows = self.store.unsummarised()

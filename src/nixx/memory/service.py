@@ -61,6 +61,8 @@ class NixxService:
         self._models: list[str] | None = None
         self.recall_error: str | None = None
         self._writes: set[asyncio.Task[Any]] = set()
+        self._summary_failures = 0
+        self._summary_skip = 0
 
     async def close(self) -> None:
         if self._writes:
@@ -240,7 +242,21 @@ class NixxService:
 
     async def _auto_summary(self) -> None:
         """Summarise every due window, oldest first; stop at the first failure (the window
-        stays unsummarised and is retried after a later turn)."""
+        stays unsummarised and is retried after a later turn). After consecutive failures
+        the automatic attempts back off: 1, 3, 7 … (at most 63) turns are skipped, so a
+        broken backend is not asked three times per turn; a manual summary always tries."""
+        if self._summary_skip > 0:
+            self._summary_skip -= 1
+            return
+        try:
+            await self._summarise_due()
+        except Exception:
+            self._summary_failures += 1
+            self._summary_skip = min(2 ** (self._summary_failures - 1) - 1, 63)
+            raise
+        self._summary_failures = 0
+
+    async def _summarise_due(self) -> None:
         for _ in range(100):  # bounded: each pass consumes at least one row
             due, rows = await self.run(self.episodic.summary_due)
             if not due:
