@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from nixx.nxc.access import MESSAGE_VISIBLE
 from nixx.nxc.durations import iso
 
 if TYPE_CHECKING:
@@ -21,6 +22,7 @@ _UNREAD = (
     " JOIN nxc_members mb ON mb.channel_id = m.channel_id AND mb.handle = :me"
     " LEFT JOIN nxc_cursors c ON c.reader = :me AND c.channel_id = m.channel_id"
     " WHERE m.sender != :me AND m.pos > coalesce(c.pos, '')"
+    " AND " + MESSAGE_VISIBLE  # what the channel's visibility hides is not unread either
 )
 
 

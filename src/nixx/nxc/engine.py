@@ -205,7 +205,8 @@ class Engine:
         channel = decls.channels.get(name)
         if channel is not None:
             fields: dict[str, Any] = {"name": channel.name, "kind": channel.kind,
-                                      "members": list(channel.members)}
+                                      "members": list(channel.members),
+                                      "flow": channel.flow, "visibility": channel.visibility}
             if channel.description:
                 fields["description"] = channel.description
             return "channel", channel, channel.id, fields
@@ -450,7 +451,7 @@ class Engine:
         if not access.can_read_thread(self.conn, me, thread_id):
             raise Forbidden(f"{me} may not read {thread_id} (a member-only channel)")
         if with_messages:
-            summary["messages"] = threads.messages(self.conn, thread_id)
+            summary["messages"] = threads.messages(self.conn, thread_id, me)
         return summary
 
     def threads(

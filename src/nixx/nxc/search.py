@@ -11,7 +11,7 @@ import re
 from typing import TYPE_CHECKING, Any
 
 from nixx.errors import ValidationError
-from nixx.nxc.access import MESSAGE_READABLE
+from nixx.nxc.access import MESSAGE_READABLE, MESSAGE_VISIBLE
 from nixx.nxc.durations import iso
 
 if TYPE_CHECKING:
@@ -31,7 +31,7 @@ def search(conn: Connection, me: str, query: str, *, limit: int = 20) -> list[di
     rows = conn.execute(
         "SELECT m.message_id, m.channel_id, m.thread_id, m.sender, m.body, m.created"
         " FROM nxc_messages_fts f JOIN nxc_messages m ON m.mrow = f.rowid"
-        f" WHERE nxc_messages_fts MATCH :q AND {MESSAGE_READABLE}"
+        f" WHERE nxc_messages_fts MATCH :q AND {MESSAGE_READABLE} AND {MESSAGE_VISIBLE}"
         " ORDER BY bm25(nxc_messages_fts), m.pos DESC LIMIT :limit",
         {"q": fts_query(query), "me": me, "limit": limit},
     ).fetchall()

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
-from nixx.nxc.access import THREAD_READABLE
+from nixx.nxc.access import MESSAGE_VISIBLE, THREAD_READABLE
 from nixx.nxc.durations import iso
 
 if TYPE_CHECKING:
@@ -91,11 +91,14 @@ def get_thread(conn: Connection, thread_id: str, now_ms: int) -> dict[str, Any] 
     return None if row is None else _summary(conn, row, now_ms)
 
 
-def messages(conn: Connection, thread_id: str) -> list[dict[str, Any]]:
+def messages(conn: Connection, thread_id: str, me: str | None = None) -> list[dict[str, Any]]:
+    """The thread's messages in order; with `me`, only those `me` may see (the channel's
+    `visibility`, access.MESSAGE_VISIBLE). Without: all of them (the engine's own use)."""
     rows = conn.execute(
-        "SELECT message_id, sender, kind, priority, disposition, escalate, body, refs, created,"
-        " channel_id FROM nxc_messages WHERE thread_id = ? ORDER BY pos",
-        (thread_id,),
+        "SELECT m.message_id, m.sender, m.kind, m.priority, m.disposition, m.escalate, m.body,"
+        " m.refs, m.created, m.channel_id FROM nxc_messages m WHERE m.thread_id = :tid"
+        + ("" if me is None else f" AND {MESSAGE_VISIBLE}") + " ORDER BY m.pos",
+        {"tid": thread_id, "me": me},
     ).fetchall()
     return [
         {

@@ -1,0 +1,133 @@
+"""A channel's `visibility`, enforced on every read, through the real CLI in subprocesses.
+
+`requester_only` (the default): a member sees the opening message, the opener's messages
+and its own replies; in a sequential channel also the answers handed to it (the earlier
+members'); the requester (the thread's opener) sees everything. `all_members`: members
+read each other. Members here declare no runtime: people answer for them by hand
+(`NXC_ACTOR=<member> nxc reply`), which is what makes the order of answers exact."""
+
+from __future__ import annotations
+
+from .harness import make_workspace, poll, runs
+
+
+def _as(ws, who: str, *args: str):
+    return ws.nxc_json(*args, env={"NXC_ACTOR": who})
+
+
+def _bodies(thread: dict) -> list[str]:
+    return [m["body"] for m in thread["messages"]]
+
+
+def _round(ws, *, flow: str, visibility: str | None, members: tuple[str, ...]) -> str:
+    for m in members:
+        ws.persona(m)
+    decl = {"name": "panel", "members": list(members), "flow": flow}
+    if visibility is not None:
+        decl["visibility"] = visibility
+    ws.channel(**decl)
+    receipt = ws.nxc_json("send", "--to", "panel", "question for the panel: ship it?")
+    tid = receipt["thread_id"]
+    for m in members:
+        out = _as(ws, m, "reply", "--thread", tid, f"{m} answer keyword{m}")
+        assert out["posted"] is True
+    return tid
+
+
+def test_requester_only_is_the_default_and_hides_members_from_each_other(tmp_path):
+    ws = make_workspace(tmp_path)
+    tid = _round(ws, flow="parallel", visibility=None, members=("ann", "ben"))
+
+    # the requester sees everything: the task, both answers, the supervisor's hand-back
+    mine = ws.nxc_json("threads", "show", tid)
+    assert mine["complete"] is True
+    senders = [m["sender"] for m in mine["messages"]]
+    assert senders == ["ab12/operator", "ab12/ann", "ab12/ben", "ab12/__channel-panel"]
+
+    # a member: the opening message and its own reply, nothing of the other member's,
+    # nor the supervisor's hand-back (it carries the other answers)
+    ann = _as(ws, "ann", "threads", "show", tid)
+    assert _bodies(ann) == ["question for the panel: ship it?", "ann answer keywordann"]
+    ben = _as(ws, "ben", "threads", "show", tid)
+    assert _bodies(ben) == ["question for the panel: ship it?", "ben answer keywordben"]
+    # the quorum (who answered, not what) stays visible
+    assert ann["replied"] == ["ab12/ann", "ab12/ben"] and ann["complete"] is True
+
+    # search: a member finds its own answer, not the other's; the requester finds both
+    assert _as(ws, "ann", "search", "keywordben") == []
+    assert [h["sender"] for h in _as(ws, "ann", "search", "keywordann")] == ["ab12/ann"]
+    hits = ws.nxc_json("search", "keywordben")
+    assert "ab12/ben" in [h["sender"] for h in hits]
+
+    # unread (prime): the hidden messages are not unread for a member either
+    prime = _as(ws, "ben", "prime")
+    assert [i["sender"] for i in prime["in_turn"]] == ["ab12/operator"]
+    assert prime["count"] == 1
+
+    # a human rendering of the same read
+    human = ws.nxc("threads", "show", tid, env={"NXC_ACTOR": "ann"})
+    assert "keywordann" in human.stdout and "keywordben" not in human.stdout
+
+
+def test_requester_follow_ups_reach_every_member(tmp_path):
+    ws = make_workspace(tmp_path)
+    tid = _round(ws, flow="parallel", visibility="requester_only", members=("ann", "ben"))
+    ws.nxc_json("reply", "--thread", tid, "thanks both, one more question")
+    ann = _as(ws, "ann", "threads", "show", tid)
+    assert _bodies(ann)[-1] == "thanks both, one more question"
+    assert "ben answer keywordben" not in _bodies(ann)
+
+
+def test_all_members_lets_members_read_each_other(tmp_path):
+    ws = make_workspace(tmp_path)
+    tid = _round(ws, flow="parallel", visibility="all_members", members=("ann", "ben"))
+    ann = _as(ws, "ann", "threads", "show", tid)
+    assert [m["sender"] for m in ann["messages"]] == [
+        "ab12/operator", "ab12/ann", "ab12/ben", "ab12/__channel-panel"]
+    found = sorted(h["sender"] for h in _as(ws, "ann", "search", "keywordben"))
+    assert found == ["ab12/__channel-panel", "ab12/ben"]  # the hand-back quotes it
+    assert _as(ws, "ann", "prime")["count"] == 3  # the task, ben's answer, the hand-back
+
+
+def test_sequential_requester_only_hands_earlier_answers_to_later_members(tmp_path):
+    ws = make_workspace(tmp_path)
+    tid = _round(ws, flow="sequential", visibility="requester_only",
+                 members=("drafter", "reviewer", "closer"))
+    task = "question for the panel: ship it?"
+    drafter = _as(ws, "drafter", "threads", "show", tid)
+    assert _bodies(drafter) == [task, "drafter answer keyworddrafter"]
+    reviewer = _as(ws, "reviewer", "threads", "show", tid)
+    assert _bodies(reviewer) == [task, "drafter answer keyworddrafter",
+                                 "reviewer answer keywordreviewer"]
+    closer = _as(ws, "closer", "threads", "show", tid)
+    assert _bodies(closer) == [task, "drafter answer keyworddrafter",
+                               "reviewer answer keywordreviewer", "closer answer keywordcloser"]
+    # an earlier member never sees what came after it
+    assert _as(ws, "drafter", "search", "keywordreviewer keywordcloser") == []
+    assert [h["sender"] for h in _as(ws, "closer", "search", "keyworddrafter")] == [
+        "ab12/drafter"]  # not the supervisor's hand-back, which quotes it too
+
+
+def test_member_prompts_follow_the_visibility(tmp_path):
+    """Scripted runtimes: in a requester_only parallel round a member's run never sees the
+    other's answer, not even when the requester follows up (the resume carries only the
+    requester's message); a later member of a sequential round gets the earlier answer."""
+    ws = make_workspace(tmp_path)
+    logs = {n: ws.scripted(n, reply=f"{n} private view", on_resume=f"{n} again:")
+            for n in ("left", "right")}
+    ws.channel(name="duo", members=["left", "right"])  # requester_only by default
+    receipt = ws.nxc_json("send", "--to", "duo", "give me your view")
+    tid = receipt["thread_id"]
+    assert ws.nxc("wait", "--thread", tid, "--timeout", "120", check=False).returncode == 0
+    poll(lambda: all(len(runs(log)) == 1 for log in logs.values()), what="both first runs")
+    ws.nxc_json("reply", "--thread", tid, "follow-up for both")
+    poll(lambda: all(len(runs(log)) == 2 for log in logs.values()), what="both resumes")
+    for name, other in (("left", "right"), ("right", "left")):
+        first, second = runs(logs[name])
+        assert f"{other} private view" not in first["prompt"]
+        assert second["resumed"] is True and "follow-up for both" in second["prompt"]
+        assert f"{other} private view" not in second["prompt"]
+    # the requester's thread has both answers and the hand-back
+    final = ws.nxc_json("threads", "show", tid)
+    assert {"ab12/left", "ab12/right", "ab12/__channel-duo"} <= {
+        m["sender"] for m in final["messages"]}
