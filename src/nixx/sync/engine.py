@@ -164,7 +164,7 @@ def sync_workspace(
 ) -> PassResult:
     """Open the workspace, take the pass lock, run one pass, record its summary."""
     from nixx.log.store import LogStore
-    from nixx.sync.transport import open_transport
+    from nixx.sync.transport import open_transport, source_id
 
     with LogStore.open(ws.db_path, reducers) as store:
         bound = state.binding(store)
@@ -174,7 +174,8 @@ def sync_workspace(
         with sync_lock(ws.state_dir, wait=lock_wait):
             try:
                 with open_transport(bound.transport, remote=bound.remote, stream=bound.stream,
-                                    replica=store.replica, state_dir=ws.state_dir) as transport:
+                                    replica=store.replica, state_dir=ws.state_dir,
+                                    source=source_id(store)) as transport:
                     result = run_pass(store, transport, bound, **options)
             except Exception as exc:
                 with store.transaction() as txn:

@@ -50,8 +50,9 @@ class GitTransport(Transport):
     name = "git"
 
     def __init__(self, *, remote: str, stream: str, replica: str, state_dir: str,
-                 timeout: float = 300.0) -> None:
+                 source: str | None = None, timeout: float = 300.0) -> None:
         self.remote = remote
+        self.source = source
         self.stream = stream
         self.replica = replica
         self.git_dir = os.path.join(state_dir, "sync.git")
@@ -123,12 +124,28 @@ class GitTransport(Transport):
         return {line.split()[2] for line in out.splitlines()
                 if line.startswith("nxs segment ") and len(line.split()) >= 3}
 
+    def _pushed_up_to(self, tip: str | None) -> int | None:
+        """The highest local seq already on our chain, when its tip was written from this
+        very log file (`source`); else None (nothing can be skipped by seq)."""
+        if tip is None or self.source is None:
+            return None
+        body = self._out("log", "-1", "--format=%B", tip)
+        fields = dict(line.split(": ", 1) for line in body.splitlines() if ": " in line)
+        if fields.get("db") != self.source or "-" not in fields.get("seq", ""):
+            return None
+        hi = fields["seq"].rpartition("-")[2]
+        return int(hi) if hi.isdigit() else None
+
     def _commit(self, parent: str | None, batches: Sequence[Sequence[Op]]) -> str | None:
-        """Chain one commit per batch (skipping batches already on the chain) on `parent`;
-        returns the new tip (or `parent` when every batch was already there)."""
+        """Chain one commit per batch on `parent`, leaving out ops the chain already holds
+        (by seq, for a chain this log wrote; and whole batches seen among its recent
+        segments); returns the new tip (`parent` when everything was already there)."""
         recent = self._recent_blobs(parent)
+        done = self._pushed_up_to(parent)
         tip = parent
         for batch in batches:
+            if done is not None:
+                batch = [op for op in batch if op.seq is None or op.seq > done]
             if not batch:
                 continue
             data = "".join(encode_op(op) + "\n" for op in batch).encode("utf-8")
@@ -139,6 +156,8 @@ class GitTransport(Transport):
             seqs = [op.seq for op in batch if op.seq is not None]
             message = (f"nxs segment {blob} ops={len(batch)}\n\norigin: {self.replica}\n"
                        f"stream: {self.stream}\n")
+            if self.source is not None:
+                message += f"db: {self.source}\n"
             if seqs:
                 message += f"seq: {min(seqs)}-{max(seqs)}\n"
             args = ["commit-tree", tree, "-m", message]

@@ -51,7 +51,7 @@ class PgTransport(Transport):
     name = "postgres"
 
     def __init__(self, *, remote: str, stream: str, replica: str, state_dir: str,
-                 connect_timeout: int = 10) -> None:
+                 source: str | None = None, connect_timeout: int = 10) -> None:
         import psycopg
 
         self.remote = remote

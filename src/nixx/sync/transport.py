@@ -20,9 +20,13 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from nixx.errors import ValidationError
 from nixx.log.op import Op, canonical_json
+
+if TYPE_CHECKING:
+    from nixx.log.store import LogStore
 
 #: transport name → "module:Class" (imported only when used)
 TRANSPORTS = {
@@ -72,9 +76,11 @@ def transport_for_url(url: str) -> str:
 
 
 def open_transport(name: str, *, remote: str, stream: str, replica: str,
-                   state_dir: str) -> Transport:
+                   state_dir: str, source: str | None = None) -> Transport:
     """Build the transport `name` (see `TRANSPORTS`). `state_dir` is the workspace's
-    device-local folder (`.nxs/`), where a transport may keep its own files."""
+    device-local folder (`.nxs/`), where a transport may keep its own files; `source`
+    names the log file the ops' `seq` belong to (`source_id`), so a transport may
+    recognise what this very log pushed before."""
     import importlib
 
     try:
@@ -83,7 +89,13 @@ def open_transport(name: str, *, remote: str, stream: str, replica: str,
         raise ValidationError(f"unknown sync transport {name!r}; known: {sorted(TRANSPORTS)}",
                               param="transport") from None
     cls = getattr(importlib.import_module(module_name), cls_name)
-    return cls(remote=remote, stream=stream, replica=replica, state_dir=state_dir)
+    return cls(remote=remote, stream=stream, replica=replica, state_dir=state_dir,
+               source=source)
+
+
+def source_id(store: LogStore) -> str:
+    """The identity of one log file: its replica prefix and creation time."""
+    return f"{store.replica}:{store.get_meta('created')}"
 
 
 # -- the wire encoding shared by transports that store text --------------------------------
