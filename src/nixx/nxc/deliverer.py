@@ -194,21 +194,40 @@ class Deliverer:
     # -- waking --------------------------------------------------------------------------
 
     def wake(self, sid: str, *, thread_id: str, message_id: str | None, sender: str,
-             body: str) -> dict[str, Any]:
-        """Deliver an answer to a session: resume it now, or queue it while it runs."""
+             body: str, messages: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+        """Deliver answers to a session: resume it now, or queue them while it runs.
+
+        `messages` ({thread_id, message_id, sender, body}, default: just the one given)
+        are handed over once each (the wake queue is keyed by message id): a wake whose
+        messages were all handed to the session already is dropped (`dropped: true`)."""
         row = sessions.get(self.local, sid)
         if row is None:
             return {"resumed": None, "warnings": [f"session {sid} is not on this machine"]}
-        if not sessions.claim_or_queue(self.local, sid, thread_id=thread_id,
-                                       message_id=message_id, sender=sender, body=body):
+        if messages is None:
+            messages = [{"thread_id": thread_id, "message_id": message_id, "sender": sender,
+                         "body": body}]
+        outcome, fresh = sessions.deliver(self.local, sid, messages)
+        if outcome == "dropped":
+            return {"resumed": None, "dropped": True, "warnings": []}
+        if outcome == "queued":
             outcomes.record(self.store, "queued", thread_id, sender, {
-                "thread": thread_id, "session": sid, "persona": row["persona"]})
+                "thread": thread_id, "session": sid, "persona": row["persona"],
+                "messages": [m.get("message_id") for m in fresh]})
             return {"resumed": sid, "queued": True, "warnings": [
                 f"{row['persona']} is busy (session {sid}): the answer is queued for its "
                 "next wake"]}
-        wakes = [{"thread_id": thread_id, "message_id": message_id, "sender": sender,
-                  "body": body}]
-        return self.resume(row, wakes, actor=sender)
+        return self.resume(row, fresh, actor=sender)
+
+    def turn_answers(self, thread_id: str, opener: str) -> list[dict[str, Any]]:
+        """What the opener of `thread_id` is woken with: every message of the current turn
+        (after the expectation was declared) not its own, in order."""
+        rows = self.store.conn.execute(
+            "SELECT m.message_id, m.sender, m.body FROM nxc_messages m"
+            " LEFT JOIN nxc_thread_state s ON s.thread_id = m.thread_id"
+            " WHERE m.thread_id = ? AND m.sender != ? AND m.pos > coalesce(s.expects_pos, '')"
+            " ORDER BY m.pos", (thread_id, opener)).fetchall()
+        return [{"thread_id": thread_id, "message_id": r[0], "sender": r[1], "body": r[2]}
+                for r in rows]
 
     def resume(self, row: dict[str, Any], wakes: list[dict[str, Any]], *, actor: str) -> dict:
         """Start a resume run for a session already claimed (state running)."""

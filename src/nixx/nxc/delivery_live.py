@@ -5,7 +5,9 @@
 - `reply --thread T`:
     * by T's opener: resumes the sessions answering T (a follow-up);
     * by anyone else, when T's quorum is now complete (or the reply escalates): wakes
-      the session that opened T — a human opener is never resumed;
+      the session that opened T with every answer of the turn it has not been handed
+      yet (keyed by message id, so a second wake for the same answers is dropped) — a
+      human opener is never resumed;
     * in a round's thread: the round moves on / settles.
 - A send refused by the persona's `addressable` is recorded before the error is raised.
 
@@ -83,11 +85,21 @@ class LiveDelivery(Delivery):
             targets = sessions.sessions_of_thread(d.local, ctx.thread_id, "opener")
         me = d.current_session()
         resumed, warnings = None, []
+        trigger = {"thread_id": ctx.thread_id, "message_id": ctx.message_id,
+                   "sender": ctx.sender, "body": ctx.body}
+        carry = [trigger]
+        if targets and ctx.sender != thread["opener"]:
+            # the opener is woken with the whole turn's answers, not just the last one: two
+            # replies completing the quorum at once then carry the same messages, and the
+            # second wake is dropped (the wake queue is keyed by message id)
+            carry = d.turn_answers(ctx.thread_id, thread["opener"])
+            if ctx.message_id not in {m["message_id"] for m in carry}:
+                carry.append(trigger)
         for sid in targets:
             if me is not None and sid == me["session"]:
                 continue  # never wake yourself
             woke = d.wake(sid, thread_id=ctx.thread_id, message_id=ctx.message_id,
-                          sender=ctx.sender, body=ctx.body)
+                          sender=ctx.sender, body=ctx.body, messages=carry)
             resumed = resumed or woke.get("resumed")
             warnings += woke.get("warnings", [])
         return {"resumed": resumed, "warnings": warnings}

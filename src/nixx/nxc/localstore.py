@@ -12,6 +12,8 @@ flag to forget and no filter to get wrong. Deleting the file loses only device s
              parent_session, state, pid, runs, exit_code, detail, created, updated)
     thread_sessions(thread_id, role, session_id)       opener | member
     wake_queue(id, session_id, thread_id, message_id, sender, body, queued, taken)
+                                                        unique (session_id, message_id):
+                                                        every message handed over once
     rounds(thread_id, channel, flow, members, next_index, opener_session, timeout_ms,
            settled, config, created)
     transcript(session_id, seq, kind, at, tool_use_id, parent_tool_use_id,
@@ -31,7 +33,7 @@ from contextlib import contextmanager
 from nixx.errors import StoreError
 
 LOCAL_DB = "local.sqlite"
-SCHEMA_VERSION = "1"
+SCHEMA_VERSION = "2"
 BUSY_TIMEOUT_S = 60.0
 
 _SCHEMA = """
@@ -52,6 +54,10 @@ CREATE TABLE IF NOT EXISTS wake_queue(
     message_id TEXT, sender TEXT NOT NULL, body TEXT NOT NULL, queued INTEGER NOT NULL,
     taken INTEGER);
 CREATE INDEX IF NOT EXISTS wake_queue_session ON wake_queue(session_id, taken);
+DELETE FROM wake_queue WHERE message_id IS NOT NULL AND id NOT IN (
+    SELECT min(id) FROM wake_queue WHERE message_id IS NOT NULL
+    GROUP BY session_id, message_id);
+CREATE UNIQUE INDEX IF NOT EXISTS wake_queue_message ON wake_queue(session_id, message_id);
 CREATE TABLE IF NOT EXISTS rounds(
     thread_id TEXT PRIMARY KEY, channel TEXT NOT NULL, flow TEXT NOT NULL,
     members TEXT NOT NULL, next_index INTEGER NOT NULL, opener_session TEXT,

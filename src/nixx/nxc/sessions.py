@@ -14,7 +14,9 @@ State machine, one process per session at a time:
 
 `claim` is the only way into `running` and refuses a running session with
 `AlreadyRunning`; `deliver` turns that refusal into a queued wake, so answers that
-arrive while a persona is busy are handed over together when its process ends. A
+arrive while a persona is busy are handed over together when its process ends. The wake
+queue is keyed by message id: a message is handed to a session once, and a wake that
+carries only messages already handed over is dropped. A
 `running` session whose supervisor process is gone (killed, machine rebooted) counts
 as `lost`, and can be claimed again.
 """
@@ -169,27 +171,59 @@ def sessions_of_thread(local: LocalStore, thread_id: str, role: str) -> list[str
     return [r[0] for r in rows]
 
 
-def claim_or_queue(
-    local: LocalStore, session_id: str, *, thread_id: str, message_id: str | None,
-    sender: str, body: str,
-) -> bool:
-    """Atomically: a session that is not running is claimed (True: start its process with
-    this answer); a running one gets the answer queued (False)."""
+def deliver(
+    local: LocalStore, session_id: str, messages: list[dict[str, Any]],
+) -> tuple[str, list[dict[str, Any]]]:
+    """Hand `messages` ({thread_id, message_id, sender, body}) to a session, atomically.
+
+    The wake queue is keyed by (session, message id): a message already handed to the
+    session (queued, or taken by a run) is skipped. → (`resume`, the new messages): the
+    session was not running and is now claimed — start its process with them;
+    (`queued`, new): it runs, they wait for its next wake; (`dropped`, []): every message
+    had been handed over already (two replies completing one quorum at the same moment
+    both wake the opener with the same answers: the second wake is dropped here)."""
     now = _now_ms()
     with local.transaction() as conn:
         row = conn.execute(f"SELECT {_COLS} FROM sessions WHERE session_id = ?",
                            (session_id,)).fetchone()
         if row is None:
             raise NotFound(f"no session {session_id} on this machine", param="session")
-        state = _row(row)["state"]
-        if state == "running":
-            conn.execute(
-                "INSERT INTO wake_queue(session_id, thread_id, message_id, sender, body, queued)"
-                " VALUES (?,?,?,?,?,?)", (session_id, thread_id, message_id, sender, body, now))
-            return False
+        running = _row(row)["state"] == "running"
+        fresh: list[tuple[int, dict[str, Any]]] = []
+        for m in messages:
+            cur = conn.execute(
+                "INSERT OR IGNORE INTO wake_queue(session_id, thread_id, message_id, sender, body,"
+                " queued, taken) VALUES (?,?,?,?,?,?,?)",
+                (session_id, m["thread_id"], m.get("message_id"), m["sender"], m["body"], now,
+                 None if running else now))
+            if cur.rowcount:
+                fresh.append((cur.lastrowid, m))
+        if not fresh:
+            return "dropped", []
+        if running:
+            return "queued", [m for _, m in fresh]
         conn.execute("UPDATE sessions SET state = 'running', pid = NULL, detail = NULL, "
                      "updated = ? WHERE session_id = ?", (now, session_id))
-        return True
+        return "resume", [m for _, m in fresh]
+
+
+def claim_or_queue(
+    local: LocalStore, session_id: str, *, thread_id: str, message_id: str | None,
+    sender: str, body: str,
+) -> bool:
+    """One message: True when the session was claimed (start its process with it), False
+    when it was queued (or had been handed over already). See `deliver`."""
+    outcome, _ = deliver(local, session_id, [{"thread_id": thread_id, "message_id": message_id,
+                                               "sender": sender, "body": body}])
+    return outcome == "resume"
+
+
+def delivered(local: LocalStore, session_id: str) -> list[str]:
+    """Message ids handed to the session so far (queued or taken), oldest first."""
+    rows = local.conn.execute(
+        "SELECT message_id FROM wake_queue WHERE session_id = ? AND message_id IS NOT NULL"
+        " ORDER BY id", (session_id,)).fetchall()
+    return [r[0] for r in rows]
 
 
 def claim(local: LocalStore, session_id: str) -> None:

@@ -21,6 +21,7 @@ BIN = str(Path(sys.executable).parent)
 #   log        file to append one JSON line per run to (session, hop, resumed, prompt)
 #   dump_env   file to write the whole environment to
 #   send_to    list of personas/channels to send a task to (fresh runs only)
+#   send_args  extra `nxc send` options for those sends (e.g. ["--expect", "x,y"])
 #   sleep      seconds to sleep after sending (answers arrive meanwhile)
 #   reply      body to reply with on a fresh run ({prompt} not expanded); null: no reply
 #   on_resume  body prefix for the reply on a resumed run (the prompt is appended)
@@ -59,7 +60,8 @@ if not resumed:
         n += 1
         emit({"type": "assistant", "message": {"content": [{"type": "tool_use", "id": f"tu{n}",
               "name": "Bash", "input": {"command": f"nxc send --to {to}"}}]}})
-        code, out = nxc("send", "--to", to, cfg.get("send_body", "please answer"))
+        code, out = nxc("send", "--to", to, *cfg.get("send_args", []),
+                        cfg.get("send_body", "please answer"))
         emit({"type": "user", "message": {"content": [{"type": "tool_result",
               "tool_use_id": f"tu{n}", "content": out, "is_error": code != 0}]}})
     time.sleep(cfg.get("sleep", 0))
