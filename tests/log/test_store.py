@@ -7,7 +7,7 @@ import threading
 
 import pytest
 
-from nixx.errors import NoWorkspace, SchemaError, WorkspaceError
+from nixx.errors import NoWorkspace, SchemaError, ValidationError, WorkspaceError
 from nixx.log import clock as hlc
 from nixx.log.op import Op
 from nixx.log.reducer import Reducer
@@ -260,3 +260,16 @@ def test_op_id_is_the_hash_of_the_canonical_json_of_the_identity_fields():
     expected = "o" + hashlib.sha256(body.encode()).hexdigest()[:32]
     assert compute_id(**fields) == expected
     assert Op.make(**fields).id == expected
+
+
+def test_malformed_foreign_ops_are_refused_and_nothing_of_the_batch_is_stored(store):
+    good = Op.make(domain="count", kind="add", target="x", origin="zz99",
+                   clock=hlc.encode(1000, 0), actor="zz99/you", payload={"n": 1}, created=0)
+    forged = Op.from_wire({**good.to_wire(), "payload": {"n": 100}})
+    bad_clock = Op.make(domain="count", kind="add", target="x", origin="zz99",
+                        clock="not-a-clock", actor="zz99/you", payload={"n": 1}, created=0)
+    for bad in (forged, bad_clock):
+        with pytest.raises(ValidationError, match="malformed"):
+            store.insert([good, bad])
+        assert store.count() == 0 and totals(store) == {}
+    assert store.insert([good]) == [good]

@@ -23,7 +23,7 @@ from typing import Any
 
 import apsw
 
-from nixx.errors import SchemaError, StoreError, WorkspaceError
+from nixx.errors import SchemaError, StoreError, ValidationError, WorkspaceError
 from nixx.log import clock as hlc
 from nixx.log.op import Op
 from nixx.log.reducer import Reducer, ReducerRegistry
@@ -140,9 +140,16 @@ class Txn:
 
     def insert(self, ops: Iterable[Op]) -> list[Op]:
         """Store ops minted elsewhere (sync); already-stored ids are skipped. Each newly
-        stored op is folded. Returns the newly stored ones, with their local `seq`."""
+        stored op is folded. Returns the newly stored ones, with their local `seq`.
+        An op whose id does not match its content, or whose clock is not a clock, raises
+        `ValidationError` (and the caller's transaction rolls back)."""
         new = []
         for op in ops:
+            if not hlc.is_clock(op.clock) or not op.verify():
+                raise ValidationError(
+                    f"operation {op.id!r} from {op.origin!r} is malformed (bad clock, or an id "
+                    "that does not match its content): nothing of this batch was stored"
+                )
             if self._store_and_fold(op):
                 new.append(op)
         if new and self._last_clock is not None:
