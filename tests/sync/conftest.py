@@ -85,3 +85,20 @@ def remote(request, tmp_path) -> Remote:
     if request.param == "postgres":
         return Remote("postgres", tmp_path, request.getfixturevalue("pg_url"))
     return Remote("git", tmp_path)
+
+
+def cli_env(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("NXC_", "NIXX_"))}
+    env.pop("USER", None)
+    env.update(extra)
+    return env
+
+
+def run(tool: str, *args: str, cwd, env: dict[str, str] | None = None,
+        timeout: float = 120) -> subprocess.CompletedProcess:
+    """Run `nxc` / `nxs` as a real process (python -m: the venv's code is what runs)."""
+    import sys
+
+    return subprocess.run([sys.executable, "-m", f"nixx.cli.{tool}", *args], cwd=str(cwd),
+                          env=cli_env() if env is None else env, capture_output=True,
+                          text=True, timeout=timeout)

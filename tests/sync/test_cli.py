@@ -1,0 +1,244 @@
+"""`nxs sync` in real subprocesses: the seed's scenario over a bare git repository and two
+clones, every verb with --json, the errors, the daemon and its service install."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from .conftest import bare_repo, cli_env, clone, git, run
+
+CHANNELS = "- name: team\n  members: [aaaa/alice, bbbb/bob]\n  description: two machines\n"
+
+
+def ok_json(tool: str, *args: str, cwd, env=None):
+    proc = run(tool, *args, "--json", cwd=cwd, env=env)
+    assert proc.returncode == 0, (args, proc.stdout, proc.stderr)
+    return json.loads(proc.stdout)
+
+
+def as_(agent: str, **extra: str) -> dict[str, str]:
+    return cli_env(NXC_ACTOR=agent, **extra)
+
+
+@pytest.fixture
+def two_clones(tmp_path):
+    """A bare repository with a channel declaration, cloned twice: workspaces A and B."""
+    remote = bare_repo(tmp_path)
+    seed = clone(remote, tmp_path / "seed")
+    (seed / ".nxs-personas").mkdir()
+    (seed / ".nxs-personas" / "channels.yaml").write_text(CHANNELS)
+    git("add", ".", cwd=seed)
+    git("commit", "-qm", "declare the team channel", cwd=seed)
+    git("push", "-q", "origin", "HEAD", cwd=seed)
+    a, b = clone(remote, tmp_path / "a"), clone(remote, tmp_path / "b")
+    for folder, replica in ((a, "aaaa"), (b, "bbbb")):
+        ok_json("nxs", "init", "--replica", replica, cwd=folder)
+    return remote, a, b
+
+
+def test_the_seed_scenario_a_sends_b_reads_and_replies_a_sees_it(two_clones):
+    remote, a, b = two_clones
+    bound_a = ok_json("nxs", "sync", "bind", "--no-daemon", cwd=a)
+    bound_b = ok_json("nxs", "sync", "bind", "--no-daemon", cwd=b)
+    assert bound_a["stream"] == bound_b["stream"]  # every clone lands on the same stream
+    assert bound_a["derived_from"] == "origin" and bound_a["transport"] == "git"
+
+    sent = ok_json("nxc", "send", "--to", "team", "--expect", "bbbb/bob",
+                   "the build is green on A", cwd=a, env=as_("alice"))
+    thread = sent["thread_id"]
+    # nothing travels before a pass
+    proc = run("nxc", "threads", "show", thread, "--json", cwd=b, env=as_("bob"))
+    assert proc.returncode == 1 and json.loads(proc.stdout)["error"]["kind"] == "not_found"
+
+    assert ok_json("nxs", "sync", "run", cwd=a)["pushed"] >= 2
+    got = ok_json("nxs", "sync", "run", cwd=b)
+    assert got["stored"] == got["pulled"] >= 2
+    shown = ok_json("nxc", "threads", "show", thread, cwd=b, env=as_("bob"))
+    assert [m["body"] for m in shown["messages"]] == ["the build is green on A"]
+    assert shown["outstanding"] == ["bbbb/bob"]
+
+    ok_json("nxc", "reply", "--thread", thread, "thanks, B has it", cwd=b, env=as_("bob"))
+    ok_json("nxs", "sync", "run", cwd=b)
+    ok_json("nxs", "sync", "run", cwd=a)
+    seen = ok_json("nxc", "threads", "show", thread, cwd=a, env=as_("alice"))
+    assert [m["body"] for m in seen["messages"]] == ["the build is green on A",
+                                                     "thanks, B has it"]
+    assert seen["complete"] is True and seen["outstanding"] == []
+
+    # a further pass on each side moves nothing, and nothing is doubled
+    for ws in (a, b):
+        again = ok_json("nxs", "sync", "run", cwd=ws)
+        assert (again["pushed"], again["pulled"]) == (0, 0)
+    assert seen == ok_json("nxc", "threads", "show", thread, cwd=a, env=as_("alice"))
+    refs = git("--git-dir", str(remote), "for-each-ref", "--format=%(refname)",
+               "refs/nxs/").split()
+    assert sorted(r.rsplit("/", 1)[1] for r in refs) == ["aaaa", "bbbb"]
+
+
+def test_status_bind_idempotence_and_rebind(two_clones, tmp_path):
+    _, a, _ = two_clones
+    status = ok_json("nxs", "sync", "status", cwd=a)
+    assert status["bound"] is False and status["unpushed"] == 0
+    first = ok_json("nxs", "sync", "bind", "--no-daemon", cwd=a)
+    assert first["changed"] is True
+    again = ok_json("nxs", "sync", "bind", "--no-daemon", cwd=a)
+    assert again["changed"] is False and again["stream"] == first["stream"]
+    ok_json("nxc", "send", "--to", "team", "hi", cwd=a, env=as_("alice"))
+    status = ok_json("nxs", "sync", "status", cwd=a)
+    assert status["unpushed"] >= 2 and status["pushed_seq"] == 0
+    ok_json("nxs", "sync", "run", cwd=a)
+    status = ok_json("nxs", "sync", "status", cwd=a)
+    assert status["unpushed"] == 0 and status["pushed_seq"] == status["log_seq"]
+    assert status["last_pass"]["ok"] is True
+
+    other = bare_repo(tmp_path, "other.git")
+    proc = run("nxs", "sync", "bind", "--no-daemon", "--remote", str(other), "--create",
+               "--json", cwd=a)
+    assert proc.returncode == 1
+    assert json.loads(proc.stdout)["error"]["kind"] == "conflict"
+    moved = ok_json("nxs", "sync", "bind", "--no-daemon", "--remote", str(other), "--create",
+                    "--rebind", cwd=a)
+    assert moved["changed"] and moved["stream"] != first["stream"]
+    status = ok_json("nxs", "sync", "status", cwd=a)
+    assert status["pushed_seq"] == 0 and status["unpushed"] >= 2
+    human = run("nxs", "sync", "status", cwd=a)
+    assert moved["stream"] in human.stdout and "unpushed" in human.stdout
+
+
+def test_bind_without_origin_fails_loudly_and_join_works(tmp_path):
+    lone = tmp_path / "lone"
+    lone.mkdir()
+    ok_json("nxs", "init", "--replica", "cccc", cwd=lone)
+    proc = run("nxs", "sync", "bind", "--no-daemon", cwd=lone)
+    assert proc.returncode == 1
+    assert "no git `origin` remote" in proc.stderr and "--remote" in proc.stderr
+    proc = run("nxs", "sync", "run", "--json", cwd=lone)
+    assert proc.returncode == 1 and "nxs sync bind" in json.loads(proc.stdout)["error"]["msg"]
+    proc = run("nxs", "sync", "bind", "--no-daemon", "--join", "stream-nope", "--remote",
+               str(tmp_path / "r.git"), "--json", cwd=lone)
+    assert json.loads(proc.stdout)["error"]["kind"] == "validation"
+    stream = "stream-" + "ab" * 12
+    joined = ok_json("nxs", "sync", "bind", "--no-daemon", "--join", stream, "--remote",
+                     str(bare_repo(tmp_path, "r.git")), cwd=lone)
+    assert joined["stream"] == stream and joined["derived_from"] == "join"
+
+
+def test_run_reports_an_unreachable_remote(two_clones, tmp_path):
+    _, a, _ = two_clones
+    ok_json("nxs", "sync", "bind", "--no-daemon", "--remote", str(tmp_path / "gone.git"),
+            "--create", cwd=a)
+    proc = run("nxs", "sync", "run", "--json", cwd=a)
+    assert proc.returncode == 1
+    err = json.loads(proc.stdout)["error"]
+    assert err["kind"] == "sync" and "gone.git" in err["msg"]
+    assert ok_json("nxs", "sync", "status", cwd=a)["last_pass"]["ok"] is False
+
+
+def _fake_systemctl(folder: Path, code: int) -> Path:
+    folder.mkdir()
+    script = folder / "systemctl"
+    script.write_text(f"#!/bin/sh\necho \"$@\" >> {folder}/calls\nexit {code}\n")
+    script.chmod(0o755)
+    return folder
+
+
+def test_bind_installs_the_user_service_when_systemctl_exists(two_clones, tmp_path):
+    _, a, _ = two_clones
+    home = tmp_path / "home"
+    home.mkdir()
+    fake = _fake_systemctl(tmp_path / "bin", 0)
+    env = cli_env(HOME=str(home), PATH=f"{fake}:{os.environ['PATH']}")
+    env.pop("XDG_CONFIG_HOME", None)
+    out = ok_json("nxs", "sync", "bind", cwd=a, env=env)
+    daemon = out["daemon"]
+    assert daemon["installed"] and daemon["enabled"]
+    unit = Path(daemon["unit"])
+    assert unit.parent == home / ".config" / "systemd" / "user"
+    text = unit.read_text()
+    assert "sync daemon --db " + str(a / ".nxs" / "db.sqlite") in text
+    assert f"WorkingDirectory={a}" in text
+    calls = (fake / "calls").read_text().splitlines()
+    assert calls == ["--user daemon-reload", f"--user enable --now {unit.name}"]
+
+
+def test_bind_says_how_to_run_when_the_service_cannot_start(two_clones, tmp_path):
+    _, a, _ = two_clones
+    home = tmp_path / "home"
+    home.mkdir()
+    fake = _fake_systemctl(tmp_path / "bin", 1)
+    env = cli_env(HOME=str(home), PATH=f"{fake}:{os.environ['PATH']}")
+    proc = run("nxs", "sync", "bind", cwd=a, env=env)
+    assert proc.returncode == 0
+    assert "nxs sync daemon" in proc.stdout and "not running" in proc.stdout
+    # --no-daemon writes nothing
+    home2 = tmp_path / "home2"
+    home2.mkdir()
+    out = ok_json("nxs", "sync", "bind", "--no-daemon", cwd=a,
+                  env=cli_env(HOME=str(home2), PATH=f"{fake}:{os.environ['PATH']}"))
+    assert out["daemon"]["declined"] and not (home2 / ".config").exists()
+
+
+def _wait_for(predicate, timeout: float = 90.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.2)
+    raise AssertionError("condition not reached in time")
+
+
+def test_the_daemons_carry_a_message_without_any_manual_pass(two_clones):
+    _, a, b = two_clones
+    for ws in (a, b):
+        ok_json("nxs", "sync", "bind", "--no-daemon", cwd=ws)
+    daemons = [
+        subprocess.Popen([sys.executable, "-m", "nixx.cli.nxs", "sync", "daemon", "--json",
+                          "--interval", "0.5", "--debounce", "0.1"], cwd=ws, env=cli_env(),
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for ws in (a, b)
+    ]
+    try:
+        sent = ok_json("nxc", "send", "--to", "team", "via the daemons", cwd=a,
+                       env=as_("alice"))
+
+        def arrived():
+            proc = run("nxc", "threads", "show", sent["thread_id"], "--json", cwd=b,
+                       env=as_("bob"))
+            return proc.returncode == 0 and json.loads(proc.stdout)["messages"]
+
+        assert _wait_for(arrived)[0]["body"] == "via the daemons"
+    finally:
+        for proc in daemons:
+            proc.send_signal(signal.SIGINT)
+        outs = [proc.communicate(timeout=30) for proc in daemons]
+    events = [json.loads(line) for line in outs[0][0].splitlines() if line.strip()]
+    assert events and all(e["event"] == "pass" for e in events)
+    assert any(e["pushed"] > 0 for e in events)
+
+
+def test_the_daemon_backs_off_on_errors_and_goes_on(two_clones, tmp_path):
+    _, a, _ = two_clones
+    ok_json("nxs", "sync", "bind", "--no-daemon", "--remote", str(tmp_path / "gone.git"),
+            "--create", cwd=a)
+    proc = run("nxs", "sync", "daemon", "--json", "--interval", "0.2", "--max-backoff", "0.5",
+               "--passes", "3", cwd=a)
+    assert proc.returncode == 0, proc.stderr
+    events = [json.loads(line) for line in proc.stdout.splitlines()]
+    assert [e["event"] for e in events] == ["error"] * 3
+    assert [e["retry_in_s"] for e in events] == [0.5, 0.5, 0.5]
+    assert all(e["kind"] == "sync" for e in events)
+
+
+def test_sync_without_a_verb_is_a_usage_error(two_clones):
+    _, a, _ = two_clones
+    proc = run("nxs", "sync", cwd=a)
+    assert proc.returncode == 2
