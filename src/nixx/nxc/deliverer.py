@@ -91,9 +91,10 @@ class Deliverer:
     def start(
         self, persona, *, thread_id: str, task: str, sender: str, channel: str | None = None,
         earlier: list[dict[str, Any]] | None = None, timeout_ms: int | None = None,
-        round_thread: str | None = None,
+        round_thread: str | None = None, kill_at_ms: int | None = None,
     ) -> dict[str, Any]:
-        """Start a fresh session of `persona` answering `thread_id`.
+        """Start a fresh session of `persona` answering `thread_id`; its run is killed
+        `timeout_ms` after it starts, or at the instant `kill_at_ms` (epoch ms).
         → {session, spawned, warnings}."""
         from nixx.nxc.prompt import session_prompt
         from nixx.nxc.runtimes import runtime_dict
@@ -127,7 +128,7 @@ class Deliverer:
                                          self.backend(persona, round_thread=round_thread))
         spec = self._run_spec(sid, persona.handle, thread_id, runtime, hop, mode="start",
                               prompt=prompt, backend_file=backend_file, timeout_ms=timeout_ms,
-                              round_thread=round_thread)
+                              round_thread=round_thread, kill_at_ms=kill_at_ms)
         result = self._launch(spec, actor=actor)
         result["session"] = sid
         return result
@@ -139,7 +140,8 @@ class Deliverer:
                 "workspace": self.workspace.root}
 
     def _run_spec(self, sid, persona, thread_id, runtime, hop, *, mode, prompt, backend_file,
-                  timeout_ms, round_thread, runtime_session=None) -> dict[str, Any]:
+                  timeout_ms, round_thread, runtime_session=None,
+                  kill_at_ms=None) -> dict[str, Any]:
         from nixx.nxc.runtimes import build_argv
 
         folder = session_dir(self.workspace.state_dir, sid)
@@ -159,7 +161,8 @@ class Deliverer:
         return {"session": sid, "persona": persona, "thread": thread_id, "mode": mode,
                 "argv": argv, "env": env, "cwd": self.workspace.root,
                 "format": runtime.get("format", "stream-json"), "db": self.workspace.db_path,
-                "timeout_ms": timeout_ms, "round": round_thread, "run": n,
+                "timeout_ms": timeout_ms, "kill_at_ms": kill_at_ms, "round": round_thread,
+                "run": n,
                 "backend_file": backend_file,
                 "keep_days": self.env.get("NXC_TRANSCRIPT_KEEP_DAYS")}
 

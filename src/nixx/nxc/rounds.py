@@ -2,8 +2,9 @@
 
 The round's thread is the one `send` opened in the channel, expecting the channel's
 `expects` (minus the sender). Its deadline is the channel's `timeout` per member
-(parallel: one timeout; sequential: one per member), so a round that runs out goes
-`stale` with the silent members outstanding.
+(parallel: one timeout; sequential: one per member; an RFC3339 instant: that instant),
+so a round that runs out goes `stale` with the silent members outstanding. A member's
+run is killed when its timeout passes: its own duration from its start, or the instant.
 
 - `flow: parallel` — every expected member starts at once with the task.
 - `flow: sequential` — one member at a time, in declaration order; the next starts when
@@ -44,7 +45,8 @@ def open_round(d, *, channel, thread_id: str, members: list[str], body: str, sen
                opener_session: str | None) -> dict[str, Any]:
     """Record the round and start its first member(s). → receipt fields."""
     config = {"on_complete": channel.on_complete, "summary_prompt": channel.summary_prompt,
-              "body": body, "sender": sender, "origin": d.origin}
+              "body": body, "sender": sender, "origin": d.origin,
+              "timeout_at_ms": channel.timeout_at_ms}
     with d.local.transaction() as conn:
         conn.execute(
             "INSERT OR IGNORE INTO rounds VALUES (?,?,?,?,?,?,?,?,?,?)",
@@ -136,7 +138,8 @@ def _start_next(d, thread_id: str, expected_index: int | None = None) -> dict[st
     earlier = _answers(d, thread_id, r["members"]) if r["flow"] == "sequential" else None
     result = d.start(persona, thread_id=thread_id, task=r["config"]["body"],
                      sender=r["config"]["sender"], channel=r["channel"], earlier=earlier or None,
-                     timeout_ms=r["timeout_ms"], round_thread=thread_id)
+                     timeout_ms=r["timeout_ms"], kill_at_ms=r["config"].get("timeout_at_ms"),
+                     round_thread=thread_id)
     # nobody runs for this member: in a sequential round the next one goes now
     if r["flow"] == "sequential" and not result.get("spawned"):
         more = _start_next(d, thread_id, index + 1)

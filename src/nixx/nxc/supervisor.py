@@ -8,7 +8,8 @@ it is the only process that lives while an agent runs (there is no daemon):
    Code's JSON lines; `nixx`: normalised entries; `none`: ignored), binding the
    runtime's own session id from its init line; stderr goes to
    `.nxs/sessions/<session>/stderr.log` (its tail becomes an `error` entry on failure);
-3. kills the runtime's process group at a channel round's per-member timeout;
+3. kills the runtime's process group at a channel round's per-member timeout (a
+   duration from the run's start, or the declared RFC3339 instant);
 4. records `exited` (with the exit code) in the log, tells the round, and then either
    marks the session `exited` or — when answers were queued while it ran — resumes it
    with all of them together, and goes back to 1.
@@ -112,6 +113,24 @@ def _kill_group(proc: subprocess.Popen) -> None:
             os.killpg(proc.pid, signal.SIGKILL)
 
 
+def _kill_after(spec: dict[str, Any]) -> tuple[float | None, str]:
+    """Seconds from now until the run is killed (None: never) and why: the round's
+    per-member duration (`timeout_ms`, from the run's start) or its RFC3339 instant
+    (`kill_at_ms`, epoch ms), whichever comes first; an instant already past kills the
+    run at once."""
+    options = []
+    if spec.get("timeout_ms"):
+        options.append((spec["timeout_ms"] / 1000, f"{spec['timeout_ms'] / 1000:g}s"))
+    if spec.get("kill_at_ms"):
+        from nixx.nxc.durations import iso
+
+        left = (spec["kill_at_ms"] - time.time_ns() // 1_000_000) / 1000
+        options.append((max(0.0, left), iso(spec["kill_at_ms"])))
+    if not options:
+        return None, ""
+    return min(options)
+
+
 def run_once(d, spec: dict[str, Any], transcript: _Transcript) -> tuple[int | None, str | None]:
     """Run the runtime once. → (exit code, why it failed to start / was killed)."""
     folder = os.path.dirname(spec["_run_file"])
@@ -127,12 +146,13 @@ def run_once(d, spec: dict[str, Any], transcript: _Transcript) -> tuple[int | No
             return None, f"failed to start {spec['argv'][0]!r}: {exc.strerror or exc}"
         timer = None
         killed: list[str] = []
-        if spec.get("timeout_ms"):
+        delay, why = _kill_after(spec)
+        if delay is not None:
             def expire() -> None:
-                killed.append(f"killed at the round timeout ({spec['timeout_ms'] / 1000:g}s)")
+                killed.append(f"killed at the round timeout ({why})")
                 _kill_group(proc)
 
-            timer = threading.Timer(spec["timeout_ms"] / 1000, expire)
+            timer = threading.Timer(delay, expire)
             timer.daemon = True
             timer.start()
         assert proc.stdout is not None

@@ -82,6 +82,32 @@ def test_round_timeout_goes_stale(tmp_path):
     assert op["threads"][0]["state"] == "stale"
 
 
+def test_round_timeout_as_an_instant_kills_the_run_at_that_instant(tmp_path):
+    import time
+
+    from nixx.nxc.durations import iso
+
+    ws = make_workspace(tmp_path)
+    ws.scripted("quick", reply="quick answer")
+    ws.scripted("sloth", sleep=600, reply="too late")
+    at = iso(time.time_ns() // 1_000_000 + 10_000)  # an RFC3339 instant, 10 s from now
+    ws.channel(name="race", members=["quick", "sloth"], flow="parallel", timeout=at)
+    receipt = ws.nxc_json("send", "--to", "race", "answer before the bell")
+    assert receipt["deadline"] == at  # the thread's deadline is the instant itself
+    waited = ws.nxc("wait", "--thread", receipt["thread_id"], "--timeout", "120", "--json",
+                    check=False)
+    assert waited.returncode == 3, waited.stdout + waited.stderr  # stale
+    # the sloth (asleep for 600 s) is killed at the instant, not left running
+    killed = poll(lambda: [o for o in ws.outcomes() if o["kind"] == "exited"
+                           and o["payload"]["persona"] == "ab12/sloth"], what="sloth's exit")
+    assert killed[0]["payload"]["reason"] == f"killed at the round timeout ({at})"
+    assert killed[0]["payload"]["code"] != 0
+    post = poll(lambda: _supervisor_post(ws, receipt["thread_id"], "race"),
+                what="the supervisor's reply")
+    assert "ab12/sloth" in post["body"].split("No answer from:")[1]
+    poll(lambda: all_idle(ws), what="every session to end")
+
+
 def test_ping_pong_stops_at_the_hop_limit(tmp_path):
     ws = make_workspace(tmp_path, NXC_MAX_HOPS="3")
     ping = ws.scripted("ping", send_to=["pong"])
