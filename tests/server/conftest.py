@@ -3,6 +3,7 @@ point nixx at it, the app in process (`TestClient`) and under a real uvicorn."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -14,6 +15,7 @@ from nixx.config import Settings, load_settings
 from nixx.server.app import create_app
 from nixx.testing.fake_llm import FakeLLM
 from nixx.testing.live_server import LiveServer
+from nixx.testing.pg_fixtures import pg_server, pg_url  # noqa: F401 - used by server_db_url
 
 SettingsFactory = Callable[..., Settings]
 
@@ -32,9 +34,20 @@ def workspace(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def make_settings(llm: FakeLLM, workspace: Path) -> SettingsFactory:
+def server_db_url(request: pytest.FixtureRequest) -> str:
+    """The store every server test uses: the SQLite file in NIXX_HOME, or with
+    ``NIXXTEST_SERVER_DB=postgres`` a fresh embedded-PostgreSQL database per test (the whole
+    suite then runs on PostgreSQL; test_backends.py runs a scenario on both every time)."""
+    if os.environ.get("NIXXTEST_SERVER_DB") == "postgres":
+        return str(request.getfixturevalue("pg_url"))
+    return ""
+
+
+@pytest.fixture
+def make_settings(llm: FakeLLM, workspace: Path, server_db_url: str) -> SettingsFactory:
     def make(**overrides: Any) -> Settings:
         values: dict[str, Any] = {
+            "db_url": server_db_url,
             "chat_base_url": llm.base_url,
             "embed_provider": "openai",
             "embed_base_url": llm.base_url,

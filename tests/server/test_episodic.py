@@ -181,8 +181,9 @@ def test_search_combines_fulltext_and_vectors(nixx: Nixx, llm: FakeLLM) -> None:
     r = nixx.client.post("/v1/episodic/search", json={"query": "espresso descale", "limit": 5})
     assert r.status_code == 200
     body = r.json()
-    assert body["buffer"][0]["content"] == "how often should I descale the espresso machine"
-    assert body["buffer"][0]["id"] == 1 and body["buffer"][0]["score"] > 0
+    # the question and its echo both hold the words (their order is the backend's ranking)
+    assert {h["id"] for h in body["buffer"][:2]} == {1, 2}
+    assert all(h["score"] > 0 and "espresso" in h["content"] for h in body["buffer"][:2])
     assert body["summaries"][0]["content"] == "The espresso machine needs descaling monthly."
     assert body["summaries"][0]["start_buffer_id"] == 1 and body["summaries"][0]["score"] > 0
 
