@@ -250,12 +250,59 @@ def bench_fts(pg: EmbeddedPostgres, rows: int) -> None:
     pg.drop_database(url)
 
 
+def bench_quality(pg: EmbeddedPostgres) -> None:
+    """search_buffer on bench_search_quality's labelled conversation, against the AND
+    default (plainto_tsquery) and ts_rank on the same OR query."""
+    from bench_search_quality import KS, evaluate
+    from search_quality_data import QUESTIONS, ROWS
+
+    from nixx.store.fts_query import tsquery_text
+
+    url = pg.create_database("bench_quality")
+    store = PostgresStore(url)
+    store.migrate()
+    for role, text in ROWS:
+        store.append_buffer(role, text, "tui")
+
+    def raw(sql: str) -> Any:
+        def search(q: str) -> list[int]:
+            with psycopg.connect(url) as conn:
+                return [r[0] for r in conn.execute(sql, (tsquery_text(q) or "", q)).fetchall()]
+
+        return search
+
+    methods = {
+        "store (OR, ts_rank_cd)": lambda q: [h.row.id for h in store.search_buffer(q, 10)],
+        "OR, ts_rank": raw(
+            "SELECT id FROM buffer, to_tsquery('english', %s) q, (SELECT %s) x "
+            "WHERE tsv @@ q ORDER BY ts_rank(tsv, q) DESC, id DESC LIMIT 10"
+        ),
+        "plainto_tsquery (AND, ts_rank_cd)": raw(
+            "SELECT id FROM buffer, (SELECT %s) x, plainto_tsquery('english', %s) q "
+            "WHERE tsv @@ q ORDER BY ts_rank_cd(tsv, q) DESC, id DESC LIMIT 10"
+        ),
+    }
+    print(f"\n== search quality: {len(ROWS)} buffer rows, {len(QUESTIONS)} labelled questions")
+    cols = [*[f"R@{k}" for k in KS], "MRR"]
+    print(f"{'method':<36}" + "".join(f"{c:>8}" for c in cols))
+    for name, search in methods.items():
+        r = evaluate(search)
+        print(f"{name:<36}" + "".join(f"{r[c]:>8.2f}" for c in cols))
+    store.close()
+    pg.drop_database(url)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", type=int, nargs="*", default=[10_000, 100_000, 1_000_000])
     parser.add_argument("--fts-rows", type=int, default=100_000)
     parser.add_argument(
         "--exact-max", type=int, default=200_000, help="largest size also scanned exactly"
+    )
+    parser.add_argument(
+        "--quality",
+        action="store_true",
+        help="search quality on bench_search_quality's labelled conversation",
     )
     parser.add_argument(
         "--durable",
@@ -279,6 +326,8 @@ def main() -> int:
             f"HNSW m=16 ef_construction=64; {fsync}; "
             + ", ".join(f"{k}={v}" for k, v in SERVER_SETTINGS.items())
         )
+        if args.quality:
+            bench_quality(pg)
         if args.fts_rows:
             bench_fts(pg, args.fts_rows)
         for size in args.sizes:
