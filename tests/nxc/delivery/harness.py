@@ -25,10 +25,17 @@ BIN = str(Path(sys.executable).parent)
 #   sleep      seconds to sleep after sending (answers arrive meanwhile)
 #   reply      body to reply with on a fresh run ({prompt} not expanded); null: no reply
 #   on_resume  body prefix for the reply on a resumed run (the prompt is appended)
+#   bind_as    bind this runtime session id with `nxc session bind` (and print no init line)
+# A persona may declare a `resume` template `[python, script, cfg, --resumed-as,
+# {runtime_session}, {prompt}]`; the run's log line then carries `resumed_as`.
 SCRIPT = r'''
 import json, os, re, subprocess, sys, time
 cfg = json.load(open(sys.argv[1]))
-prompt = sys.argv[2]
+resumed_as = None
+if sys.argv[2] == "--resumed-as":  # a declared `resume` template: --resumed-as ID PROMPT
+    resumed_as, prompt = sys.argv[3], sys.argv[4]
+else:
+    prompt = sys.argv[2]
 
 def emit(obj):
     print(json.dumps(obj), flush=True)
@@ -39,7 +46,10 @@ def nxc(*args):
     return r.returncode, r.stdout + r.stderr
 
 session = os.environ.get("NXC_SESSION", "")
-emit({"type": "system", "subtype": "init", "session_id": "rt-" + session, "model": "script"})
+if cfg.get("bind_as"):  # no init line: the runtime maps its own id with `nxc session bind`
+    nxc("session", "bind", session, cfg["bind_as"])
+else:
+    emit({"type": "system", "subtype": "init", "session_id": "rt-" + session, "model": "script"})
 resumed = prompt.startswith("New messages for you")
 m = re.search(r"Thread (t-[0-9a-z]+) awaits", prompt)
 thread = m.group(1) if m else None
@@ -47,7 +57,8 @@ if cfg.get("log"):
     with open(cfg["log"], "a") as fh:
         fh.write(json.dumps({"session": session, "hop": os.environ.get("NXC_HOP"),
                              "actor": os.environ.get("NXC_ACTOR"), "resumed": resumed,
-                             "thread": thread, "prompt": prompt}) + "\n")
+                             "thread": thread, "resumed_as": resumed_as,
+                             "prompt": prompt}) + "\n")
 if cfg.get("dump_env"):
     with open(cfg["dump_env"], "w") as fh:
         json.dump(dict(os.environ), fh)
@@ -108,15 +119,19 @@ class Workspace:
             data["runtime"] = runtime
         (self.personas / f"{name}.yaml").write_text(yaml.safe_dump(data))
 
-    def scripted(self, name: str, **cfg: Any) -> Path:
-        """Declare persona `name` run by the scripted runtime with config `cfg`."""
+    def scripted(self, name: str, *, resume_template: bool = False, **cfg: Any) -> Path:
+        """Declare persona `name` run by the scripted runtime with config `cfg` (with
+        `resume_template`, also a `resume` argv naming `{runtime_session}`)."""
         extra = cfg.pop("persona_fields", {})
         log = self.root / f"{name}.log.jsonl"
         cfg.setdefault("log", str(log))
         cfg_path = self.root / f"{name}.cfg.json"
         cfg_path.write_text(json.dumps(cfg))
-        self.persona(name, runtime={"start": [PYTHON, str(self.script), str(cfg_path), "{prompt}"]},
-                     **extra)
+        runtime: dict[str, Any] = {"start": [PYTHON, str(self.script), str(cfg_path), "{prompt}"]}
+        if resume_template:
+            runtime["resume"] = [PYTHON, str(self.script), str(cfg_path), "--resumed-as",
+                                 "{runtime_session}", "{prompt}"]
+        self.persona(name, runtime=runtime, **extra)
         return log
 
     def channel(self, **decl: Any) -> None:

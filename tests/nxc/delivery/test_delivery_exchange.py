@@ -57,6 +57,9 @@ def test_two_persona_exchange_runs_to_a_complete_quorum(tmp_path):
     assert state["runtime_session"] == "rt-" + receipt["session"]
     hits = ws.nxc_json("search", "--transcripts", "bob says")
     assert any(h["session"] == receipt["session"] for h in hits)
+    # transcripts are device-local: nothing of them is in the (synced) log
+    everything = json.dumps(ws.nxc_json_nxs("log"))
+    assert "let me think" not in everything and "tool_use" not in everything
 
 
 def test_answers_arriving_while_busy_are_delivered_together(tmp_path):
@@ -140,3 +143,52 @@ def test_runtime_that_fails_to_start_is_reported_and_recorded(tmp_path):
     # human rendering says it too
     human = ws.nxc("send", "--to", "ghost", "again?")
     assert "failed to start" in human.stderr
+
+
+def test_declared_resume_template_gets_the_runtime_session_id(tmp_path):
+    """`resume` argv with {runtime_session}: bound from the stream's init line (alice) or
+    by the runtime itself with `nxc session bind` (carol, who prints no init line)."""
+    ws = make_workspace(tmp_path)
+    logs = {
+        "alice": ws.scripted("alice", resume_template=True, send_to=["bob"],
+                             on_resume="alice relays:"),
+        "carol": ws.scripted("carol", resume_template=True, send_to=["bob"], bind_as="carol-rt-7",
+                             on_resume="carol relays:"),
+    }
+    ws.scripted("bob", reply="bob says 42")
+    for name, log in logs.items():
+        receipt = ws.nxc_json("send", "--to", name, "ask bob")
+        waited = ws.nxc("wait", "--thread", receipt["thread_id"], "--timeout", "120", check=False)
+        assert waited.returncode == 0, waited.stdout + waited.stderr
+        first, second = runs(log)
+        assert first["resumed_as"] is None and second["resumed"] is True
+        expected = "rt-" + receipt["session"] if name == "alice" else "carol-rt-7"
+        assert second["resumed_as"] == expected  # the resume argv carried the bound id
+        assert ws.nxc_json("session", "state", receipt["session"])["runtime_session"] == expected
+        answer = ws.nxc_json("threads", "show", receipt["thread_id"])["messages"][-1]
+        assert "bob says 42" in answer["body"]
+
+
+def test_send_wait_blocks_until_the_answer_or_the_timeout(tmp_path):
+    ws = make_workspace(tmp_path)
+    ws.scripted("oracle", reply="the answer is 42")
+    out = ws.nxc("send", "--to", "oracle", "--wait", "--timeout", "120", "the question",
+                 "--json", check=False)
+    assert out.returncode == 0, out.stdout + out.stderr
+    waited = json.loads(out.stdout)
+    assert waited["outcome"] == "complete" and waited["session"].startswith("s-")
+    assert waited["thread"]["messages"][-1]["body"] == "the answer is 42"
+    human = ws.nxc("send", "--to", "oracle", "--wait", "--timeout", "120", "again", check=False)
+    assert human.returncode == 0 and "the answer is 42" in human.stdout
+
+    ws.scripted("sleeper", sleep=20, reply="late")
+    out = ws.nxc("send", "--to", "sleeper", "--wait", "--timeout", "0.5", "quick?", "--json",
+                 check=False)
+    assert out.returncode == 4, out.stdout + out.stderr  # --timeout passed first
+    assert json.loads(out.stdout)["outcome"] == "timeout"
+    ws.persona("mailbox")
+    out = ws.nxc("send", "--to", "mailbox", "--expect", "", "--wait", "note", "--json",
+                 check=False)
+    error = json.loads(out.stdout)["error"]
+    assert out.returncode == 1 and error["kind"] == "validation"
+    assert "nothing to wait for" in error["msg"]
