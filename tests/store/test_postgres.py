@@ -636,3 +636,28 @@ def test_store_survives_a_server_restart() -> None:
             ]
         finally:
             s.close()
+
+
+def test_user_who_may_not_create_the_extension_is_told_what_to_do(pg_server) -> None:
+    admin = pg_server.create_database(extension=False)
+    name = admin.rsplit("/", 1)[1]
+    with psycopg.connect(pg_server.url(), autocommit=True) as conn:
+        conn.execute("DROP ROLE IF EXISTS nixx_plain")
+        conn.execute("CREATE ROLE nixx_plain LOGIN")
+        conn.execute(f'ALTER DATABASE "{name}" OWNER TO nixx_plain')
+    url = admin.replace("postgresql://postgres@", "postgresql://nixx_plain:pw@")
+    try:
+        with pytest.raises(StoreError) as err:
+            open_store(url)
+        msg = str(err.value)
+        assert "CREATE EXTENSION vector" in msg and "superuser" in msg
+        assert "pw@" not in msg
+        with psycopg.connect(admin, autocommit=True) as conn:  # as the superuser, once
+            conn.execute("CREATE EXTENSION vector")
+        s = open_store(url)  # now the plain user can migrate and work
+        s.append_buffer("user", "works without superuser rights")
+        s.close()
+    finally:
+        pg_server.drop_database(admin)
+        with psycopg.connect(pg_server.url(), autocommit=True) as conn:
+            conn.execute("DROP ROLE IF EXISTS nixx_plain")
