@@ -113,6 +113,25 @@ def test_help_lists_every_top_level_verb():
             assert f"`{prog} {verb}" in _doc(), f"`{prog} {verb}` is not in docs/commands.md"
 
 
+def test_every_error_kind_the_shells_can_raise_is_listed():
+    import nixx.errors as errors
+
+    classes = {name: cls for name, cls in vars(errors).items()
+               if isinstance(cls, type) and issubclass(cls, errors.NixxError)}
+    raised = set()
+    for folder in ("log", "nxc", "sync"):
+        for path in (SRC / folder).rglob("*.py"):
+            raised |= set(re.findall(r"raise (\w+)\(", path.read_text("utf-8")))
+    for path in (SRC / "cli").glob("nx*.py"):
+        raised |= set(re.findall(r"raise (\w+)\(", path.read_text("utf-8")))
+    kinds = {classes[n].kind for n in raised if n in classes}
+    assert {"validation", "not_found", "forbidden"} <= kinds  # the scan works
+    doc = _doc()
+    listed = doc[doc.index("Kinds:"):doc.index("| exit code |")]
+    missing = sorted(k for k in kinds if f"`{k}`" not in listed)
+    assert not missing, f"error kinds raised by nxs/nxc but not listed in docs/commands.md: {missing}"
+
+
 def _env_table(doc: str) -> set[str]:
     section = doc[doc.index("### Environment variables"):]
     section = section[:section.index("\n## ")]
