@@ -132,6 +132,16 @@ class NixxService:
         hits: list[SummaryHit] = []
         if enabled and query_vec is not None and self.settings.recall_limit > 0:
             hits = self._recall(query_vec, before_id)
+        return self.recall_context(intent, enabled, hits, before_id, query)
+
+    def recall_context(
+        self,
+        intent: str | None,
+        enabled: bool,
+        hits: list[SummaryHit],
+        before_id: int | None,
+        query: str | None,
+    ) -> RecallContext:
         return RecallContext(
             system_prompt=build_system_prompt(self.base_prompt, intent, hits),
             base_prompt=self.base_prompt,
@@ -143,26 +153,46 @@ class NixxService:
             before_buffer_id=before_id,
         )
 
-    def _recall(self, query_vec: np.ndarray, before_id: int | None) -> list[SummaryHit]:
-        """Summaries at or above the threshold ending before `before_id`, best first.
-
-        Filtering by buffer id inside the store costs far more than a plain vector search
-        (measured: bench/bench_turn.py), and the summaries it leaves out — those of the
-        history the client sent — are few. So: no filter when no summary reaches
-        `before_id`; else an over-fetched plain search filtered here, and the store's filter
-        only when that did not yield enough."""
+    # Filtering by buffer id inside the store costs far more than a plain vector search
+    # (measured: bench/bench_turn.py), and the summaries it leaves out — those of the
+    # history the client sent — are few. So recall runs a plain search for 4x the limit
+    # (`recall_wide`), filters it here (`recall_pick`), and uses the store's filter only
+    # when that left too few (`recall_filtered`).
+    def recall_wide(self, query_vec: np.ndarray) -> tuple[list[SummaryHit], int]:
+        """(the best 4 x limit summaries at or above the threshold, last summarised id)."""
         limit = self.settings.recall_limit
-        if before_id is not None and before_id > self.store.last_summarised_id():
-            before_id = None
-        if before_id is None:
-            return self.store.search_summaries(query_vec, limit=limit, threshold=self.threshold)
         wide = self.store.search_summaries(query_vec, limit=limit * 4, threshold=self.threshold)
+        return wide, self.store.last_summarised_id()
+
+    def recall_pick(
+        self, wide: list[SummaryHit], last_summarised: int, before_id: int | None
+    ) -> list[SummaryHit] | None:
+        """The recalled summaries from `recall_wide`'s answer, or None when only the
+        store's filtered search can tell."""
+        limit = self.settings.recall_limit
+        if before_id is None or before_id > last_summarised:
+            return wide[:limit]
         kept = [h for h in wide if h.summary.end_buffer_id < before_id]
         if len(kept) >= limit or len(wide) < limit * 4:
             return kept[:limit]
+        return None
+
+    def recall_filtered(self, query_vec: np.ndarray, before_id: int) -> list[SummaryHit]:
         return self.store.search_summaries(
-            query_vec, limit=limit, threshold=self.threshold, before_buffer_id=before_id
+            query_vec,
+            limit=self.settings.recall_limit,
+            threshold=self.threshold,
+            before_buffer_id=before_id,
         )
+
+    def _recall(self, query_vec: np.ndarray, before_id: int | None) -> list[SummaryHit]:
+        """Summaries at or above the threshold ending before `before_id`, best first."""
+        wide, last = self.recall_wide(query_vec)
+        hits = self.recall_pick(wide, last, before_id)
+        if hits is None:
+            assert before_id is not None
+            hits = self.recall_filtered(query_vec, before_id)
+        return hits
 
     def embed_query_sync(self, query: str | None) -> np.ndarray | None:
         """The query vector for recall, or None (no query, or the embedder failing: a turn

@@ -1,8 +1,8 @@
 """One chat turn, from the client's OpenAI request to the events a shell renders.
 
 1. The turn's new user message (the last message, when it is a user message) is written
-   to the buffer — once, before the backend is called — and the latest user message is
-   embedded for recall (one worker-thread hop for both, and for step 2's store reads).
+   to the buffer — once, before the backend is called — while, in a second worker
+   thread, the latest user message is embedded and the summaries searched.
 2. The system prompt is built (`nixx.memory.recall`): base prompt, current intent,
    recalled summaries; system/developer messages the client put first are appended to
    it, so the backend gets exactly one leading system message.
@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from nixx.errors import NixxError
 from nixx.llm.stream import StreamAccumulator
+from nixx.memory import intent as intent_state
 from nixx.memory.history import (
     estimate_tokens,
     latest_user_text,
@@ -38,7 +39,6 @@ from nixx.memory.history import (
     text_of,
     trim_history,
 )
-from nixx.memory.recall import RecallContext
 
 if TYPE_CHECKING:
     from nixx.memory.service import NixxService
@@ -120,16 +120,37 @@ async def run_turn(
     leading, history = split_leading_system(messages)
     history_count = sum(1 for m in history if m.get("role") in ("user", "assistant"))
 
-    # 1-2. in one worker-thread hop (each hop costs a scheduler slice on a busy machine):
-    #    write the user's message, embed the query, recall, build the system prompt
-    def prepare() -> tuple[int | None, RecallContext]:
+    # 1-2. two worker-thread hops side by side: (a) write the user's message (fsync'd
+    #    before the LLM is called) and read the intent; (b) embed the query and run the
+    #    vector search. Then the recalled summaries are picked and the prompt built.
+    def write_user() -> tuple[int | None, int, str | None]:
         row = service.episodic.record_user(user_text, origin) if user_text is not None else None
         before = service.episodic.oldest_in_history(history_count)
-        vec = service.embed_query_sync(query) if service.episodic.recall_enabled() else None
-        return (row.id if row else None), service._context_sync(vec, before, query)
+        return (row.id if row else None), before, intent_state.text(service.store)
 
-    user_row_id, ctx = await service.run(prepare)
+    def search() -> tuple[bool, Any, list[Any], int]:
+        enabled = service.episodic.recall_enabled()
+        if not enabled or settings.recall_limit <= 0:
+            return enabled, None, [], 0
+        vec = service.embed_query_sync(query)
+        if vec is None:
+            return enabled, None, [], 0
+        wide, last = service.recall_wide(vec)
+        return enabled, vec, wide, last
+
+    written = asyncio.ensure_future(service.run(write_user))
+    searched = asyncio.ensure_future(service.run(search))
+    try:
+        user_row_id, before_id, intent = await written
+    except BaseException:
+        searched.cancel()
+        raise
     info["user_row_id"] = user_row_id
+    enabled, query_vec, wide, last_summarised = await searched
+    hits = service.recall_pick(wide, last_summarised, before_id) if query_vec is not None else []
+    if hits is None:
+        hits = await service.run(service.recall_filtered, query_vec, before_id)
+    ctx = service.recall_context(intent, enabled, hits, before_id, query)
     model = await service.resolve_model(body.get("model"))
     info["model"] = model
     system = ctx.system_prompt
