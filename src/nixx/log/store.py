@@ -70,6 +70,9 @@ def _connect(path: str) -> apsw.Connection:
         # commit (every 1000 pages) keeps the WAL bounded instead.
         conn.config(apsw.SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1)
         conn.execute("PRAGMA synchronous=NORMAL")  # WAL: a process crash loses nothing
+        # page cache up to 32 MB (allocated only as used): the random-keyed indexes (op ids,
+        # message ids, full text) of a large log stop thrashing the default 2,000 pages
+        conn.execute("PRAGMA cache_size=-32768")
     except apsw.Error as exc:
         raise StoreError(f"cannot open the workspace log {path}: {exc}") from exc
     return conn

@@ -260,21 +260,25 @@ class ChatReducer(Reducer):
 
 def _recompute_thread(conn: Connection, thread_id: str) -> None:
     """Materialise the winning registers of a thread: the greatest-pos candidate written
-    by the root's opener. No root yet: no state (candidates wait for it)."""
-    conn.execute("DELETE FROM nxc_thread_state WHERE thread_id = ?1", (thread_id,))
+    by the root's opener. No root yet: no state (candidates wait for it). (Measured: these
+    four indexed statements beat one statement with correlated subqueries.)"""
+    row = conn.execute("SELECT opener FROM nxc_threads WHERE thread_id = ?", (thread_id,)).fetchone()
+    if row is None:
+        conn.execute("DELETE FROM nxc_thread_state WHERE thread_id = ?", (thread_id,))
+        return
+    opener = row[0]
+    winners = {}
+    for field in ("expects", "deadline"):
+        winners[field] = conn.execute(
+            "SELECT value, pos FROM nxc_thread_regs WHERE thread_id = ? AND field = ?"
+            " AND actor = ? ORDER BY pos DESC LIMIT 1",
+            (thread_id, field, opener),
+        ).fetchone()
+    expects, expects_pos = winners["expects"] or ("[]", "")
+    deadline, deadline_pos = winners["deadline"] or ("null", None)
     conn.execute(
-        "INSERT INTO nxc_thread_state"
-        " SELECT t.thread_id,"
-        "  coalesce(e.value, '[]'), coalesce(e.pos, ''), json_extract(d.value, '$'), d.pos"
-        " FROM nxc_threads t"
-        " LEFT JOIN (SELECT value, pos FROM nxc_thread_regs WHERE thread_id = ?1"
-        "   AND field = 'expects' AND actor = (SELECT opener FROM nxc_threads"
-        "   WHERE thread_id = ?1) ORDER BY pos DESC LIMIT 1) e"
-        " LEFT JOIN (SELECT value, pos FROM nxc_thread_regs WHERE thread_id = ?1"
-        "   AND field = 'deadline' AND actor = (SELECT opener FROM nxc_threads"
-        "   WHERE thread_id = ?1) ORDER BY pos DESC LIMIT 1) d"
-        " WHERE t.thread_id = ?1",
-        (thread_id,),
+        "INSERT OR REPLACE INTO nxc_thread_state VALUES (?,?,?,?,?)",
+        (thread_id, expects, expects_pos, json.loads(deadline), deadline_pos),
     )
 
 
