@@ -8,7 +8,8 @@
       the session that opened T with every answer of the turn it has not been handed
       yet (keyed by message id, so a second wake for the same answers is dropped) — a
       human opener is never resumed;
-    * in a round's thread: the round moves on / settles.
+    * in a round's thread: the round moves on / settles; a member's escalation wakes
+      the requester's session at once.
 - A send refused by the persona's `addressable` is recorded before the error is raised.
 
 The sending session (`NXC_SESSION`) is where the sender stands: its thread becomes the
@@ -73,8 +74,17 @@ class LiveDelivery(Delivery):
         if d._local is None and not os.path.exists(local_db_path(d.workspace.state_dir)):
             return {"resumed": None, "warnings": []}  # no session ever ran here
         if rounds.is_round(d, ctx.thread_id) and ctx.sender != thread["opener"]:
-            return rounds.on_reply(d, thread=thread, sender=ctx.sender,
-                                   message_id=ctx.message_id)
+            out = rounds.on_reply(d, thread=thread, sender=ctx.sender,
+                                  message_id=ctx.message_id)
+            if ctx.escalate:  # a member asks the requester for a decision or help
+                me = d.current_session()
+                for sid in sessions.sessions_of_thread(d.local, ctx.thread_id, "opener"):
+                    if me is None or sid != me["session"]:
+                        woke = d.wake(sid, thread_id=ctx.thread_id, message_id=ctx.message_id,
+                                      sender=ctx.sender, body=ctx.body)
+                        out = {**out, "resumed": out.get("resumed") or woke.get("resumed"),
+                               "warnings": out.get("warnings", []) + woke.get("warnings", [])}
+            return out
         targets: list[str] = []
         if ctx.sender == thread["opener"]:
             for sid in sessions.sessions_of_thread(d.local, ctx.thread_id, "member"):

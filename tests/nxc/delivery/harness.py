@@ -25,6 +25,7 @@ BIN = str(Path(sys.executable).parent)
 #   sleep      seconds to sleep after sending (answers arrive meanwhile)
 #   reply      body to reply with on a fresh run ({prompt} not expanded); null: no reply
 #   on_resume  body prefix for the reply on a resumed run (the prompt is appended)
+#   reply_args extra `nxc reply` options (e.g. ["--escalate"])
 #   bind_as    bind this runtime session id with `nxc session bind` (and print no init line)
 # A persona may declare a `resume` template `[python, script, cfg, --resumed-as,
 # {runtime_session}, {prompt}]`; the run's log line then carries `resumed_as`.
@@ -82,7 +83,7 @@ if resumed and cfg.get("on_resume") is not None:
 elif not resumed and cfg.get("reply") is not None:
     body = cfg["reply"]
 if body is not None and thread:
-    code, out = nxc("reply", "--thread", thread, body)
+    code, out = nxc("reply", "--thread", thread, *cfg.get("reply_args", []), body)
     emit({"type": "user", "message": {"content": [{"type": "tool_result", "tool_use_id": "r",
           "content": out, "is_error": code != 0}]}})
 emit({"type": "result", "subtype": "success", "is_error": False, "result": "finished"})

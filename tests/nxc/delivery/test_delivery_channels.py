@@ -153,6 +153,26 @@ def test_settled_round_wakes_an_agent_opener(tmp_path):
     assert "ab12/__channel-duo" in round_thread
 
 
+def test_escalation_in_a_round_wakes_the_requester(tmp_path):
+    ws = make_workspace(tmp_path)
+    coord = ws.scripted("coord", send_to=["duo"], on_resume="coord decided:")
+    ws.scripted("asker", reply="need a decision: A or B?", reply_args=["--escalate"])
+    ws.scripted("other", reply="other view")
+    ws.channel(name="duo", members=["asker", "other"])
+    receipt = ws.nxc_json("send", "--to", "coord", "ask the duo")
+    # handed over as asker's own message (not only quoted later in the round's hand-back)
+    poll(lambda: any("--- from ab12/asker in thread" in r["prompt"]
+                     and "need a decision: A or B?" in r["prompt"]
+                     for r in runs(coord) if r["resumed"]), what="coord woken by the escalation")
+    poll(lambda: all_idle(ws), what="every session to end")
+    # coord answered its own thread after the escalation woke it
+    final = ws.nxc_json("threads", "show", receipt["thread_id"])["messages"][-1]
+    assert final["sender"] == "ab12/coord" and final["body"].startswith("coord decided:")
+    status = ws.nxc_json("status", "--all", env={"NXC_ACTOR": "coord"})
+    escalated = [t for op in status["operations"] for t in op["threads"] if t["escalated"]]
+    assert len(escalated) == 1 and escalated[0]["opener"] == "ab12/coord"
+
+
 def test_summarize_round_asks_the_backend_with_the_summary_prompt(tmp_path):
     from nixx.testing.fake_llm import FakeLLM, Reply
 
