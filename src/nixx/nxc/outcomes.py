@@ -7,7 +7,8 @@ order folds to the same rows.
 
     kind      target            payload
     spawned   thread id         {thread, session, persona, runtime, hop, mode: start|resume}
-    queued    thread id         {thread, session, persona}       session busy: answer queued
+    queued    thread id         {thread, session, persona, messages: [message ids]}
+                                                                 session busy: answers queued
     exited    thread id         {thread, session, persona, code}
     failed    thread id         {thread, session, persona, reason}  failed to start
     refused   thread id | handle {thread, persona, reason: hop_limit|addressable|no_runtime,
