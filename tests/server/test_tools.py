@@ -157,3 +157,13 @@ def test_disabled_tools_are_not_offered(make_settings: Any, llm: FakeLLM) -> Non
         Nixx(client).chat("hi")
         names = {t["function"]["name"] for t in llm.chat_requests[-1]["tools"]}
         assert "write_file" not in names and "delete_file" not in names and "read_file" in names
+
+
+def test_forced_tool_choice_applies_to_the_first_round_only(nixx: Nixx, llm: FakeLLM) -> None:
+    llm.queue(Reply(tool_calls=[ToolCall("list_dir", {})]), Reply(content="listed"))
+    forced = {"type": "function", "function": {"name": "list_dir"}}
+    r = nixx.chat("list it", tool_choice=forced)
+    assert r.json()["choices"][0]["message"]["content"] == "listed"
+    first, second = llm.chat_requests[-2:]
+    assert first["tool_choice"] == forced
+    assert second["tool_choice"] == "auto"

@@ -197,6 +197,10 @@ async def run_turn(
             }
             if offered:
                 request["tools"] = offered
+                if round_no > 0 and request.get("tool_choice") not in (None, "auto", "none"):
+                    # a forced call ("required" or one named function) was made in round 0;
+                    # forcing it again would loop until the round limit
+                    request["tool_choice"] = "auto"
             elif "tool_choice" in request:
                 del request["tool_choice"]
             acc = StreamAccumulator()
