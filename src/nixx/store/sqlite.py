@@ -773,6 +773,15 @@ class SQLiteStore(MemoryStore):
 
     def _sync_index(self, conn: apsw.Connection, table: str, dim: int) -> VectorIndex:
         """Bring the table's in-memory index up to the database's current state."""
+        try:
+            return self._sync_index_unguarded(conn, table, dim)
+        except BaseException:
+            index = self._indexes.get(table)
+            if index is not None:  # half-loaded: start again next time, never trust it
+                index.reset()
+            raise
+
+    def _sync_index_unguarded(self, conn: apsw.Connection, table: str, dim: int) -> VectorIndex:
         epoch, deletions = _one(
             conn, "SELECT epoch, deletions FROM vector_state WHERE name = ?", (table,)
         )
