@@ -29,7 +29,7 @@ MEMBER_CHANNELS = "SELECT channel_id FROM nxc_members WHERE handle = :me"
 THREAD_READABLE = (
     "(t.opener = :me OR t.channel_id IN (" + MEMBER_CHANNELS + ")"
     " OR t.channel_id IN (" + PUBLIC_CHANNELS + ")"
-    " OR EXISTS (SELECT 1 FROM json_each(coalesce(s.expects, '[]')) WHERE value = :me))"
+    " OR t.thread_id IN (SELECT thread_id FROM nxc_expected WHERE handle = :me))"
 )
 
 #: a message row `m`

@@ -42,7 +42,7 @@ CHANNEL_FIELDS = {
 
 _TABLES = (
     "nxc_channel_fields", "nxc_members", "nxc_threads", "nxc_thread_regs", "nxc_thread_state",
-    "nxc_messages", "nxc_cursors",
+    "nxc_expected", "nxc_messages", "nxc_cursors",
 )
 
 _CREATE = """
@@ -66,12 +66,17 @@ CREATE TABLE nxc_threads(
 CREATE INDEX nxc_threads_parent ON nxc_threads(parent);
 CREATE INDEX nxc_threads_channel ON nxc_threads(channel_id, pos);
 CREATE INDEX nxc_threads_opener ON nxc_threads(opener);
+CREATE INDEX nxc_threads_pos ON nxc_threads(pos);
 CREATE TABLE nxc_thread_regs(
     thread_id TEXT NOT NULL, field TEXT NOT NULL, pos TEXT NOT NULL, actor TEXT NOT NULL,
     value TEXT NOT NULL, PRIMARY KEY(thread_id, field, pos)) WITHOUT ROWID;
 CREATE TABLE nxc_thread_state(
     thread_id TEXT PRIMARY KEY, expects TEXT NOT NULL, expects_pos TEXT NOT NULL,
     deadline INTEGER, deadline_pos TEXT) WITHOUT ROWID;
+CREATE TABLE nxc_expected(
+    thread_id TEXT NOT NULL, handle TEXT NOT NULL,
+    PRIMARY KEY(thread_id, handle)) WITHOUT ROWID;
+CREATE INDEX nxc_expected_handle ON nxc_expected(handle, thread_id);
 CREATE TABLE nxc_messages(
     mrow INTEGER PRIMARY KEY, message_id TEXT NOT NULL UNIQUE, thread_id TEXT NOT NULL,
     channel_id TEXT NOT NULL, sender TEXT NOT NULL, kind TEXT NOT NULL, priority TEXT NOT NULL,
@@ -107,7 +112,7 @@ def _dumps(value: Any) -> str:
 
 class ChatReducer(Reducer):
     domain = DOMAIN
-    version = 1
+    version = 2  # bump on any change to the views: stores rebuild them on open
 
     def __init__(self) -> None:
         self._kinds = {
@@ -262,6 +267,7 @@ def _recompute_thread(conn: Connection, thread_id: str) -> None:
     """Materialise the winning registers of a thread: the greatest-pos candidate written
     by the root's opener. No root yet: no state (candidates wait for it). (Measured: these
     four indexed statements beat one statement with correlated subqueries.)"""
+    conn.execute("DELETE FROM nxc_expected WHERE thread_id = ?", (thread_id,))
     row = conn.execute("SELECT opener FROM nxc_threads WHERE thread_id = ?", (thread_id,)).fetchone()
     if row is None:
         conn.execute("DELETE FROM nxc_thread_state WHERE thread_id = ?", (thread_id,))
@@ -279,6 +285,10 @@ def _recompute_thread(conn: Connection, thread_id: str) -> None:
     conn.execute(
         "INSERT OR REPLACE INTO nxc_thread_state VALUES (?,?,?,?,?)",
         (thread_id, expects, expects_pos, json.loads(deadline), deadline_pos),
+    )
+    conn.executemany(
+        "INSERT OR IGNORE INTO nxc_expected VALUES (?, ?)",
+        [(thread_id, handle) for handle in json.loads(expects)],
     )
 
 

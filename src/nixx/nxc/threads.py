@@ -135,8 +135,8 @@ def list_threads(
 def open_for(conn: Connection, me: str, now_ms: int) -> list[dict[str, Any]]:
     """Threads where `me` still owes a reply (and that are not stale)."""
     rows = conn.execute(
-        f"SELECT {_THREAD_COLS} FROM nxc_threads t JOIN nxc_thread_state s USING (thread_id)"
-        " WHERE EXISTS (SELECT 1 FROM json_each(s.expects) WHERE value = :me)"
+        f"SELECT {_THREAD_COLS} FROM nxc_expected x JOIN nxc_threads t USING (thread_id)"
+        " JOIN nxc_thread_state s USING (thread_id) WHERE x.handle = :me"
         " ORDER BY t.pos DESC",
         {"me": me},
     ).fetchall()
