@@ -364,3 +364,29 @@ def test_writes_from_many_threads(store: SQLiteStore):
     assert store.buffer_stats()["rows"] == 300
     assert store.count_memories() == 6 * 5 * 2
     assert len(fill_buffer(store, 1)) == 1
+
+
+def test_reindex_also_embeds_rows_written_while_it_ran(tmp_path: Path):
+    url = f"sqlite:///{tmp_path / 'busy.db'}"
+    store, other = open_store(url), open_store(url)
+    try:
+        store.bind_embedder(MODEL, DIM)
+        store.add_source("first", "document", chunks(random_units(3, 1)))
+        wrote_meanwhile = []
+
+        def embed(texts):
+            if not wrote_meanwhile:  # another process adds a source mid-reindex
+                wrote_meanwhile.append(
+                    other.add_source("late", "document", chunks(random_units(2, 2), "late"))
+                )
+            return np.ones((len(texts), 4), np.float32)
+
+        assert store.reindex(embed, "m4", 4, batch_size=2) == 5
+        assert all(
+            m.embedding.tolist() == [1.0] * 4
+            for source in store.list_sources()
+            for m in store.source_chunks(source.id)
+        )
+    finally:
+        store.close()
+        other.close()
