@@ -222,6 +222,9 @@ class SQLiteStore(MemoryStore):
     def bind_embedder(self, model: str, dim: int) -> None:
         if not model or dim <= 0:
             raise ValidationError("bind_embedder needs a model name and a positive dimension")
+        info = self.embedding_info()
+        if info is not None and (info.model, info.dim) == (model, dim):
+            return  # the common case, without taking the write lock
         with self._write() as conn:
             row = conn.execute("SELECT model, dim FROM embedder WHERE id = 1").fetchone()
             if row is None:
