@@ -128,8 +128,11 @@ class Op:
         return f"{self.clock}.{self.origin}.{self.id}"
 
     def verify(self) -> bool:
-        """True when `id` matches the content (a transported op can be checked)."""
-        return self.id == compute_id(
+        """True when `id` matches the content and `clock` is a clock (a transported op can
+        be checked before it is stored)."""
+        from nixx.log.clock import is_clock
+
+        return is_clock(self.clock) and self.id == compute_id(
             self.domain,
             self.kind,
             self.target,

@@ -148,7 +148,7 @@ class Txn:
         `ValidationError` (and the caller's transaction rolls back)."""
         new = []
         for op in ops:
-            if not hlc.is_clock(op.clock) or not op.verify():
+            if not op.verify():
                 raise ValidationError(
                     f"operation {op.id!r} from {op.origin!r} is malformed (bad clock, or an id "
                     "that does not match its content): nothing of this batch was stored"
