@@ -13,8 +13,9 @@ Each replica appends commits to its own ref only, so two replicas never race on 
 ``refs/nxs/<stream>/*`` and reads, for every other origin, the segments past the commit
 it read last (the cursor is ``{origin: commit}``, JSON).
 
-Objects are made with plain git plumbing (`hash-object`, `mktree`, `commit-tree`,
-`update-ref`, `push`/`fetch` with explicit refspecs) in a private bare repository under
+Objects are made with git itself (one `fast-import` per push for the blobs and the chain
+of commits, `push`/`fetch` with explicit refspecs, `log`/`cat-file --batch` to read) in
+a private bare repository under
 the workspace's `.nxs/sync.git`, so the user's own repository, index and refs are never
 touched. Credentials are whatever git uses for that URL (ssh keys, credential helpers of
 the user's global config).
@@ -31,9 +32,11 @@ Crash safety:
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import subprocess
+import time
 from collections.abc import Sequence
 
 from nixx.errors import SyncError
@@ -117,42 +120,47 @@ class GitTransport(Transport):
 
     # -- push ------------------------------------------------------------------------
 
-    def _recent_blobs(self, tip: str | None) -> set[str]:
+    def _chain(self, tip: str | None) -> tuple[set[str], int | None]:
+        """What the chain ending at `tip` already holds: the blobs of its latest segments,
+        and the highest local seq pushed on it when its tip was written from this very
+        log file (`source`; else None: nothing can be skipped by seq)."""
         if tip is None:
-            return set()
-        out = self._out("log", f"-{_RECENT}", "--format=%s", tip)
-        return {line.split()[2] for line in out.splitlines()
-                if line.startswith("nxs segment ") and len(line.split()) >= 3}
-
-    def _pushed_up_to(self, tip: str | None) -> int | None:
-        """The highest local seq already on our chain, when its tip was written from this
-        very log file (`source`); else None (nothing can be skipped by seq)."""
-        if tip is None or self.source is None:
-            return None
-        body = self._out("log", "-1", "--format=%B", tip)
-        fields = dict(line.split(": ", 1) for line in body.splitlines() if ": " in line)
-        if fields.get("db") != self.source or "-" not in fields.get("seq", ""):
-            return None
-        hi = fields["seq"].rpartition("-")[2]
-        return int(hi) if hi.isdigit() else None
+            return set(), None
+        out = self._out("log", f"-{_RECENT}", "--format=%B%x00", tip)
+        messages = [m.strip("\n") for m in out.split("\0") if m.strip()]
+        blobs = set()
+        for message in messages:
+            words = message.split("\n", 1)[0].split()
+            if len(words) >= 3 and words[:2] == ["nxs", "segment"]:
+                blobs.add(words[2])
+        done = None
+        if messages and self.source is not None:
+            fields = dict(line.split(": ", 1) for line in messages[0].splitlines()
+                          if ": " in line)
+            hi = fields.get("seq", "").rpartition("-")[2]
+            if fields.get("db") == self.source and hi.isdigit():
+                done = int(hi)
+        return blobs, done
 
     def _commit(self, parent: str | None, batches: Sequence[Sequence[Op]]) -> str | None:
-        """Chain one commit per batch on `parent`, leaving out ops the chain already holds
-        (by seq, for a chain this log wrote; and whole batches seen among its recent
-        segments); returns the new tip (`parent` when everything was already there)."""
-        recent = self._recent_blobs(parent)
-        done = self._pushed_up_to(parent)
-        tip = parent
+        """Chain one commit per batch on `parent` (one `git fast-import`), leaving out ops
+        the chain already holds (by seq, for a chain this log wrote; and whole batches
+        among its latest segments); returns the new tip (`parent` when everything was
+        already there). The private repository's `own_ref` points at the new tip."""
+        recent, done = self._chain(parent)
+        stream = bytearray()
+        now = int(time.time())
+        marks = 0
         for batch in batches:
             if done is not None:
                 batch = [op for op in batch if op.seq is None or op.seq > done]
             if not batch:
                 continue
             data = "".join(encode_op(op) + "\n" for op in batch).encode("utf-8")
-            blob = self._out("hash-object", "-w", "--stdin", input=data)
+            blob = hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
             if blob in recent:
                 continue
-            tree = self._out("mktree", input=f"100644 blob {blob}\t{SEGMENT}\n".encode())
+            recent.add(blob)
             seqs = [op.seq for op in batch if op.seq is not None]
             message = (f"nxs segment {blob} ops={len(batch)}\n\norigin: {self.replica}\n"
                        f"stream: {self.stream}\n")
@@ -160,12 +168,23 @@ class GitTransport(Transport):
                 message += f"db: {self.source}\n"
             if seqs:
                 message += f"seq: {min(seqs)}-{max(seqs)}\n"
-            args = ["commit-tree", tree, "-m", message]
-            if tip is not None:
-                args[2:2] = ["-p", tip]
-            tip = self._out(*args)
-            recent.add(blob)
-        return tip
+            body = message.encode("utf-8")
+            marks += 1
+            stream += b"blob\nmark :%d\ndata %d\n%s\n" % (marks, len(data), data)
+            stream += (f"commit {self.own_ref}\nmark :{marks + 1}\n"
+                       f"committer nxs sync <nxs-{self.replica}@localhost> {now} +0000\n"
+                       ).encode() + b"data %d\n%s\n" % (len(body), body)
+            if marks == 1 and parent is not None:
+                stream += f"from {parent}\n".encode()
+            stream += b"deleteall\nM 100644 :%d %s\n\n" % (marks, SEGMENT.encode())
+            marks += 1
+        if not marks:
+            return parent
+        if parent is None:  # a root commit: the branch must start empty
+            self._run("update-ref", "-d", self.own_ref, check=False)
+        self._run("fast-import", "--quiet", "--force", "--done",
+                  input=bytes(stream) + b"done\n")
+        return self._rev(self.own_ref)
 
     def push(self, batches: Sequence[Sequence[Op]]) -> None:
         if not any(batches):
@@ -175,9 +194,8 @@ class GitTransport(Transport):
             tip = self._commit(parent, batches)
             if tip is None:
                 return
-            # the local ref first: a crash before the push leaves a chain the next push
-            # fast-forwards (its batches are recognised and not committed twice)
-            self._run("update-ref", self.own_ref, tip)
+            # the local ref moved first: a crash before the push leaves a chain the next
+            # push fast-forwards (its batches are recognised and not committed twice)
             proc = self._run("push", "-q", "--no-verify", self.remote,
                              f"{tip}:{self.own_ref}", check=False)
             if proc.returncode == 0:
