@@ -274,8 +274,10 @@ class BertEncoder:
                 scores += g.bias
             scores -= scores.max(axis=-1, keepdims=True)
             np.exp(scores, out=scores)
-            scores /= scores.sum(axis=-1, keepdims=True)
-            ctx = np.matmul(scores, v).transpose(0, 2, 1, 3)  # (n, L, H, dh)
+            # softmax's division is applied to the (L, dh) context, not the (L, L) weights
+            ctx = np.matmul(scores, v)
+            ctx /= scores.sum(axis=-1, keepdims=True)
+            ctx = ctx.transpose(0, 2, 1, 3)  # (n, L, H, dh)
             if g.index is None:
                 out[g.start : g.stop].reshape(g.count, g.length, heads, dh)[...] = ctx
             else:
