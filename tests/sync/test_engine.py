@@ -145,6 +145,9 @@ def test_invalid_entries_on_the_remote_are_rejected_and_the_rest_arrives(remote)
         good = post(store, 1)
         # an id that does not match the content
         forged = Op.from_wire({**good[1].to_wire(), "id": "o" + "0" * 32})
+        # a consistent id, but over a clock that is not a clock (poison for the HLC)
+        bad_clock = Op.make(domain="message", kind="post", target="m-x", origin="zzzz",
+                            clock="not-a-clock", actor="zzzz/x", payload={}, created=0)
     bad_json = "{not json"
     if remote.kind == "git":
         from nixx.sync.git_transport import GitTransport
@@ -152,10 +155,11 @@ def test_invalid_entries_on_the_remote_are_rejected_and_the_rest_arrives(remote)
         t = GitTransport(remote=remote.url, stream=remote.stream, replica="zzzz",
                          state_dir=str(remote.tmp))
         blob = subprocess.run(["git", "hash-object", "-w", "--stdin"], env=t._env,
-                              input=(encode_op(forged) + "\n" + bad_json + "\n").encode(),
+                              input=(encode_op(forged) + "\n" + bad_json + "\n" + encode_op(bad_clock)
+                                     + "\n").encode(),
                               capture_output=True, check=True).stdout.decode().strip()
         tree = t._out("mktree", input=f"100644 blob {blob}\tsegment.jsonl\n".encode())
-        commit = t._out("commit-tree", tree, "-m", f"nxs segment {blob} ops=2")
+        commit = t._out("commit-tree", tree, "-m", f"nxs segment {blob} ops=3")
         t._run("push", "-q", remote.url, f"{commit}:refs/nxs/{remote.stream}/zzzz")
     else:
         import psycopg
@@ -164,7 +168,8 @@ def test_invalid_entries_on_the_remote_are_rejected_and_the_rest_arrives(remote)
             sync(a)  # creates the tables
             conn.execute("INSERT INTO nxs_sync_streams(stream) VALUES (%s) ON CONFLICT DO NOTHING",
                          (remote.stream,))
-            for body, op_id in ((encode_op(forged), forged.id), (bad_json, "x")):
+            for body, op_id in ((encode_op(forged), forged.id), (bad_json, "x"),
+                                (encode_op(bad_clock), bad_clock.id)):
                 conn.execute(
                     "UPDATE nxs_sync_streams SET last_seq = last_seq + 1 WHERE stream = %s",
                     (remote.stream,))
@@ -174,7 +179,7 @@ def test_invalid_entries_on_the_remote_are_rejected_and_the_rest_arrives(remote)
                     (remote.stream, op_id, body, remote.stream))
     sync(a)
     result = sync(b)
-    assert result.rejected == 2
+    assert result.rejected == 3
     with open_store(b) as sb:
         assert wire_ids(sb) == {op.id for op in good}
 
