@@ -91,7 +91,10 @@ class Settings(BaseSettings):
         "`mxbai-embed-large` for `openai`.",
     )
     embed_batch_size: int = Field(
-        default=32, gt=0, description="Texts per embedding call (and per local forward pass)."
+        default=32,
+        gt=0,
+        description="Texts per embedding call (ingest, reindex) and per request to the "
+        "`openai` endpoint; the `local` embedder sizes its forward passes by tokens.",
     )
     summary_interval: int = Field(
         default=1000,

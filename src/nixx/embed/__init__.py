@@ -14,7 +14,7 @@ def make_embedder(settings: Settings) -> Embedder:
     if settings.embed_provider == "local":
         from nixx.embed.local import LocalEmbedder
 
-        return LocalEmbedder(batch_size=settings.embed_batch_size)
+        return LocalEmbedder()  # sizes its forward passes by tokens
     from nixx.embed.openai import OpenAIEmbedder
 
     return OpenAIEmbedder(

@@ -108,11 +108,15 @@ class LocalEmbedder(Embedder):
     model = LOCAL_EMBED_MODEL
     dim = DIM
 
-    def __init__(self, batch_size: int = 32, *, tokens_per_pass: int = TOKENS_PER_PASS) -> None:
-        if batch_size < 1:
+    def __init__(
+        self, batch_size: int | None = None, *, tokens_per_pass: int = TOKENS_PER_PASS
+    ) -> None:
+        if batch_size is not None and batch_size < 1:
             raise ValueError("batch_size must be at least 1")
-        # batch_size bounds the texts of one forward pass; tokens_per_pass bounds its tokens.
-        self.batch_size = batch_size
+        # Forward passes hold at most tokens_per_pass (padded) tokens and, when batch_size is
+        # given, at most that many texts. No text cap by default: many short texts in one
+        # pass make bigger, faster GEMMs (measured ~1.6x on chat messages against 32).
+        self.batch_size = batch_size or 1_000_000_000
         self.tokens_per_pass = tokens_per_pass
 
     def load(self) -> None:
@@ -156,8 +160,8 @@ class LocalEmbedder(Embedder):
         return out
 
     def _batches(self, order: list[int], ids: list[np.ndarray], workers: int = 1) -> list[list[int]]:
-        """Cut the length-sorted indices into passes of <= batch_size texts and
-        <= tokens_per_pass padded tokens (so attention padding stays small); with several
+        """Cut the length-sorted indices into passes of <= tokens_per_pass padded tokens
+        (and <= batch_size texts) (so attention padding stays small); with several
         workers, passes are also small enough that each worker gets one or more."""
         budget = self.tokens_per_pass
         if workers > 1:
