@@ -16,8 +16,9 @@ Workloads: short chat messages (3-20 words) and ~200-word chunks, --n of each, b
 fixed seed. Each engine runs in its own child process (so torch's OpenMP threads and numpy's
 OpenBLAS threads never spin against each other), the two alternate for --rounds rounds and the
 best round of each is kept: load from other processes on a shared machine hits both alike,
-so the ratio is the figure to read. Both use batch size 32 (sentence-transformers' default;
-the local embedder also packs up to 4096 tokens per forward pass).
+so the ratio is the figure to read. Both run as shipped: sentence-transformers' `encode` with
+its default batch size (32), nixx's `LocalEmbedder()` (forward passes of up to 4096 tokens,
+one single-threaded BLAS per core).
 """
 
 from __future__ import annotations
@@ -72,7 +73,7 @@ def worker(engine: str, workload: str, n: int, repeat: int) -> None:
     if engine == "local":
         from nixx.embed.local import LocalEmbedder
 
-        local = LocalEmbedder(batch_size=BATCH_SIZE)
+        local = LocalEmbedder()
         local.embed(texts[:16])  # load + warm-up
 
         def run() -> object:
