@@ -23,11 +23,16 @@ persona's handle.
 from __future__ import annotations
 
 import json
-import sqlite3
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from nixx.log.op import Op
+import apsw
+
 from nixx.log.reducer import Reducer
+
+if TYPE_CHECKING:
+    from apsw import Connection
+
+    from nixx.log.op import Op
 
 DOMAIN = "delivery"
 KINDS = ("spawned", "queued", "exited", "failed", "refused", "round")
@@ -45,14 +50,14 @@ class DeliveryReducer(Reducer):
     domain = DOMAIN
     version = 1
 
-    def create_views(self, conn: sqlite3.Connection) -> None:
+    def create_views(self, conn: Connection) -> None:
         for statement in _CREATE:
             conn.execute(statement)
 
-    def drop_views(self, conn: sqlite3.Connection) -> None:
+    def drop_views(self, conn: Connection) -> None:
         conn.execute("DROP TABLE IF EXISTS nxd_outcomes")
 
-    def fold(self, conn: sqlite3.Connection, op: Op) -> bool:
+    def fold(self, conn: Connection, op: Op) -> bool:
         p = op.payload
         if op.kind not in KINDS or not isinstance(p, dict) or not op.target:
             return False
@@ -80,7 +85,7 @@ def _out(row: tuple) -> dict[str, Any]:
             **json.loads(payload)}
 
 
-def for_threads(conn: sqlite3.Connection, thread_ids: list[str]) -> dict[str, list[dict]]:
+def for_threads(conn: Connection, thread_ids: list[str]) -> dict[str, list[dict]]:
     """Outcomes per thread (and per target, for refusals recorded against a thread)."""
     out: dict[str, list[dict]] = {}
     if not thread_ids:
@@ -92,7 +97,9 @@ def for_threads(conn: sqlite3.Connection, thread_ids: list[str]) -> dict[str, li
             " OR target IN (SELECT value FROM json_each(?)) ORDER BY pos",
             (json.dumps(thread_ids), json.dumps(thread_ids)),
         ).fetchall()
-    except sqlite3.OperationalError:  # views not built (reducer not registered)
+    except apsw.SQLError as exc:  # views not built (the reducer was not registered)
+        if "no such table" not in str(exc):
+            raise
         return out
     for row in rows:
         key = row[0] if row[0] in thread_ids else row[2]
@@ -100,7 +107,7 @@ def for_threads(conn: sqlite3.Connection, thread_ids: list[str]) -> dict[str, li
     return out
 
 
-def all_outcomes(conn: sqlite3.Connection, *, limit: int = 200) -> list[dict[str, Any]]:
+def all_outcomes(conn: Connection, *, limit: int = 200) -> list[dict[str, Any]]:
     rows = conn.execute(
         "SELECT kind, target, actor, payload, created FROM nxd_outcomes ORDER BY pos DESC LIMIT ?",
         (limit,),
