@@ -242,3 +242,18 @@ def test_sync_without_a_verb_is_a_usage_error(two_clones):
     _, a, _ = two_clones
     proc = run("nxs", "sync", cwd=a)
     assert proc.returncode == 2
+
+
+def test_the_daemon_backoff_doubles_up_to_the_cap(tmp_path):
+    from nixx.log.workspace import Workspace
+    from nixx.sync.daemon import SyncDaemon, unit_name, unit_text
+
+    ws = Workspace.for_db(tmp_path / ".nxs" / "db.sqlite")
+    daemon = SyncDaemon(ws, [], max_backoff=20)
+    waits = []
+    for failures in range(1, 7):
+        daemon.failures = failures
+        waits.append(daemon.backoff())
+    assert waits == [2, 4, 8, 16, 20, 20]
+    assert unit_name(ws).startswith("nxs-sync-") and unit_name(ws).endswith(".service")
+    assert "Restart=on-failure" in unit_text(ws, python="/usr/bin/python3")

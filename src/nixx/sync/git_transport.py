@@ -115,7 +115,12 @@ class GitTransport(Transport):
 
     def fetch(self) -> None:
         """Fetch every origin's ref of the stream into `refs/nxs-seen/<stream>/*`."""
-        self._run("fetch", "-q", "--no-tags", "--no-write-fetch-head", "--prune", self.remote,
+        args = ["fetch", "-q", "--no-tags", "--no-write-fetch-head", "--prune"]
+        if self.remote.startswith(("/", "file://")):
+            # a repository on this machine: its upload-pack is ours to configure, so skip
+            # the delta search there too (over ssh/https the server packs as it likes)
+            args.append("--upload-pack=git -c pack.window=0 upload-pack")
+        self._run(*args, self.remote,
                   f"+refs/nxs/{self.stream}/*:{LOCAL_PREFIX}/{self.stream}/*", remote_op=True)
         self._fetched = True
 
