@@ -56,11 +56,14 @@ class Binding:
         return asdict(self)
 
 
+def _scalar(conn: Any, sql: str, params: tuple = ()) -> Any:
+    row = conn.execute(sql, params).fetchone()
+    return None if row is None else row[0]
+
+
 def _has_tables(store: LogStore) -> bool:
-    row = store.conn.execute(
-        "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'sync_state'"
-    ).fetchone()
-    return bool(row[0])
+    return bool(_scalar(store.conn, "SELECT count(*) FROM sqlite_master WHERE type = 'table'"
+                                    " AND name = 'sync_state'"))
 
 
 def ensure_schema(txn: Txn) -> None:
@@ -80,7 +83,8 @@ def _set(txn: Txn, key: str, value: str) -> None:
 def binding(store: LogStore) -> Binding | None:
     if not _has_tables(store):
         return None
-    values = dict(store.conn.execute("SELECT key, value FROM sync_state").fetchall())
+    values: dict[str, str] = {
+        str(k): str(v) for k, v in store.conn.execute("SELECT key, value FROM sync_state")}
     if "stream" not in values:
         return None
     return Binding(
@@ -161,9 +165,9 @@ def pushable(store: LogStore, after: int, limit: int) -> tuple[list[Op], int]:
                 f"SELECT {_OP_COLS} FROM ops o WHERE o.seq > ? AND o.local = 0 ORDER BY o.seq"
                 " LIMIT ?", (after, limit)).fetchall()
         if len(rows) < limit:
-            top = conn.execute("SELECT coalesce(max(seq), 0) FROM ops").fetchone()[0]
+            top = int(_scalar(conn, "SELECT coalesce(max(seq), 0) FROM ops"))
         else:
-            top = rows[-1][0]
+            top = int(rows[-1][0])  # type: ignore[arg-type]
     finally:
         conn.execute("COMMIT")
     return [_row_to_op(r) for r in rows], max(top, after)
@@ -172,10 +176,9 @@ def pushable(store: LogStore, after: int, limit: int) -> tuple[list[Op], int]:
 def unpushed_count(store: LogStore) -> int:
     after = pushed_seq(store) if _has_tables(store) else 0
     if not _has_tables(store):
-        return store.conn.execute(
-            "SELECT count(*) FROM ops WHERE seq > ? AND local = 0", (after,)).fetchone()[0]
-    return store.conn.execute(
-        f"SELECT count(*) FROM ops o WHERE {_PUSHABLE}", (after,)).fetchone()[0]
+        return int(_scalar(store.conn, "SELECT count(*) FROM ops WHERE seq > ? AND local = 0",
+                           (after,)))
+    return int(_scalar(store.conn, f"SELECT count(*) FROM ops o WHERE {_PUSHABLE}", (after,)))
 
 
 def set_last_pass(txn: Txn, summary: dict[str, Any]) -> None:
