@@ -5,7 +5,8 @@
 
 For each transport: workspace A (replica aaaa) holds N chat operations (one thread, N-1
 posts); A pushes them (`nxs sync run` logic, in process), B pulls and folds them. Prints
-push and pull throughput (ops/s), the wall time A→B, the no-op pass (nothing to move)
+push and pull throughput (ops/s), the wall time A→B (and its ratio to appending the same
+ops locally, measured in the same run: the log's own insert + fold cost), the no-op pass (nothing to move)
 in process and as a real `nxs sync run` process, and `python -c pass` for scale.
 
 The git remote is a bare repository on local disk; PostgreSQL is the embedded server
@@ -133,7 +134,8 @@ def main() -> None:
             print(f"{r['transport']:>9}: {r['ops']:,} ops  append {r['append_s']:.1f}s | "
                   f"push {r['push_s']:.2f}s ({r['push_ops_s']:,.0f} ops/s) | "
                   f"pull+fold {r['pull_s']:.2f}s ({r['pull_ops_s']:,.0f} ops/s) | "
-                  f"A→B {r['wall_s']:.2f}s ({r['end_to_end_ops_s']:,.0f} ops/s) | "
+                  f"A→B {r['wall_s']:.2f}s ({r['end_to_end_ops_s']:,.0f} ops/s; "
+                  f"{r['wall_s'] / r['append_s']:.2f}x the local append) | "
                   f"no-op pass {r['noop_lib_ms']:.1f} ms in process, "
                   f"{r['noop_cli_ms']:.0f} ms as `nxs sync run` "
                   f"({r['noop_cli_ms'] / r['python_ms']:.1f}x `python -c pass` "
