@@ -23,7 +23,7 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
-from nixx.errors import Conflict, NotFound
+from nixx.errors import Conflict, NixxError, NotFound
 from nixx.log import clock as hlc
 from nixx.sync import state
 
@@ -178,9 +178,12 @@ def sync_workspace(
                                     source=source_id(store)) as transport:
                     result = run_pass(store, transport, bound, **options)
             except Exception as exc:
-                with store.transaction() as txn:
-                    state.set_last_pass(txn, {"at": hlc.now_ms(), "ok": False,
-                                              "error": str(exc)})
+                try:  # best effort: the original error is what the caller must see
+                    with store.transaction() as txn:
+                        state.set_last_pass(txn, {"at": hlc.now_ms(), "ok": False,
+                                                  "error": str(exc)})
+                except NixxError:
+                    pass
                 raise
             summary = {"at": hlc.now_ms(), "ok": True, "pushed": result.pushed,
                        "pulled": result.pulled, "stored": result.stored,

@@ -85,11 +85,11 @@ class GitTransport(Transport):
         except FileNotFoundError as exc:
             raise SyncError("the git transport needs `git` on PATH") from exc
         except subprocess.TimeoutExpired as exc:
-            raise SyncError(f"git {args[0]} against {self.remote} took longer than "
+            raise SyncError(f"git {args[0]} against {self.describe()} took longer than "
                             f"{self.timeout:.0f}s") from exc
         if check and proc.returncode != 0:
             detail = proc.stderr.decode("utf-8", "replace").strip()
-            where = f" (remote {self.remote})" if remote_op else ""
+            where = f" (remote {self.describe()})" if remote_op else ""
             verb = next((a for a in args if not a.startswith("-") and "=" not in a), args[0])
             raise SyncError(f"git {verb} failed{where}: {detail}")
         return proc
@@ -111,7 +111,9 @@ class GitTransport(Transport):
         return f"{LOCAL_PREFIX}/{self.stream}/{origin}"
 
     def describe(self) -> str:
-        return self.remote
+        from nixx.sync.state import redact
+
+        return redact(self.remote)
 
     def fetch(self) -> None:
         """Fetch every origin's ref of the stream into `refs/nxs-seen/<stream>/*`."""
@@ -210,12 +212,12 @@ class GitTransport(Transport):
                 return
             detail = proc.stderr.decode("utf-8", "replace")
             if "rejected" not in detail and "non-fast-forward" not in detail:
-                raise SyncError(f"git push to {self.remote} failed: {detail.strip()}")
+                raise SyncError(f"git push to {self.describe()} failed: {detail.strip()}")
             # non-fast-forward on our own ref: adopt the remote's chain and rebuild on it
             self.fetch()
             parent = self._rev(self._seen_ref(self.replica))
             self._run("update-ref", self.own_ref, parent or tip)
-        raise SyncError(f"git push to {self.remote} kept being rejected on {self.own_ref}: "
+        raise SyncError(f"git push to {self.describe()} kept being rejected on {self.own_ref}: "
                         "another workspace is pushing with this replica prefix")
 
     # -- pull ------------------------------------------------------------------------
