@@ -20,21 +20,27 @@ flag to forget and no filter to get wrong. Deleting the file loses only device s
                subagent_type, data, text)              + transcript_fts (FTS5 over text)
     transcript_sessions(session_id, first_at, last_at, entries)
 
-Writes use `BEGIN IMMEDIATE` (writers queue on the busy timeout).
+Opened with apsw like the workspace log (`nixx.log.store`): WAL mode, writes in
+`BEGIN IMMEDIATE` (writers queue on the busy timeout), no checkpoint + fsync when the
+connection closes (the stdlib sqlite3 paid ~25 ms for it in every one-shot CLI process);
+instead a closing connection truncates the WAL once it is past `WAL_TRUNCATE_BYTES`.
 """
 
 from __future__ import annotations
 
 import os
-import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
+
+import apsw
 
 from nixx.errors import StoreError
 
 LOCAL_DB = "local.sqlite"
 SCHEMA_VERSION = "2"
 BUSY_TIMEOUT_S = 60.0
+#: a closing connection truncates the WAL once it is past this size (see `LocalStore.close`)
+WAL_TRUNCATE_BYTES = 1 << 20
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
@@ -104,12 +110,19 @@ class LocalStore:
 
     def __init__(self, path: str) -> None:
         self.path = path
+        self.conn: apsw.Connection | None = None
         try:
-            self.conn = sqlite3.connect(path, timeout=BUSY_TIMEOUT_S, isolation_level=None,
-                                        check_same_thread=False)
-            self.conn.execute(f"PRAGMA busy_timeout={int(BUSY_TIMEOUT_S * 1000)}")
+            self.conn = apsw.Connection(path)
+            self.conn.set_busy_timeout(int(BUSY_TIMEOUT_S * 1000))
+            # closing the last connection would checkpoint the WAL and fsync in every
+            # one-shot process; SQLite's auto-checkpoint on commit and `close` keep the WAL
+            # bounded instead (as the workspace log does)
+            self.conn.config(apsw.SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1)
+            self.conn.execute("PRAGMA synchronous=NORMAL")  # WAL: a process crash loses nothing
             self._ensure_schema()
-        except sqlite3.Error as exc:
+        except apsw.Error as exc:
+            if self.conn is not None:
+                self.conn.close()
             raise StoreError(f"cannot open the device-local store {path}: {exc}") from exc
 
     @classmethod
@@ -117,10 +130,9 @@ class LocalStore:
         return cls(local_db_path(workspace.state_dir))
 
     def _ensure_schema(self) -> None:
-        row = None
         try:
             row = self.conn.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
-        except sqlite3.OperationalError:
+        except apsw.SQLError:  # no meta table: a new file
             row = None
         if row is not None and row[0] == SCHEMA_VERSION:
             return
@@ -136,20 +148,39 @@ class LocalStore:
             raise
 
     @contextmanager
-    def transaction(self) -> Iterator[sqlite3.Connection]:
+    def transaction(self) -> Iterator[apsw.Connection]:
+        """`BEGIN IMMEDIATE` … `COMMIT` (rolled back on any exception). Yields the apsw
+        connection: `conn.changes()` / `conn.last_insert_rowid()` say what a write did."""
         try:
             self.conn.execute("BEGIN IMMEDIATE")
-        except sqlite3.OperationalError as exc:
-            raise StoreError(f"the device-local store {self.path} stayed locked: {exc}") from exc
+        except apsw.Error as exc:
+            raise StoreError(f"the device-local store {self.path} stayed locked "
+                             f"for {BUSY_TIMEOUT_S:.0f}s: {exc}") from exc
         try:
             yield self.conn
         except BaseException:
             self.conn.execute("ROLLBACK")
             raise
-        self.conn.execute("COMMIT")
+        try:
+            self.conn.execute("COMMIT")
+        except apsw.Error as exc:
+            self.conn.execute("ROLLBACK")
+            raise StoreError(f"could not commit to the device-local store {self.path}: "
+                             f"{exc}") from exc
 
     def close(self) -> None:
+        """Close; first truncate the WAL when it has grown past `WAL_TRUNCATE_BYTES`
+        (a busy database is left for a later closer)."""
+        if self.conn is None:
+            return
+        try:
+            if os.path.getsize(self.path + "-wal") > WAL_TRUNCATE_BYTES:
+                self.conn.set_busy_timeout(200)
+                self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+        except (OSError, apsw.Error):
+            pass
         self.conn.close()
+        self.conn = None
 
     def __enter__(self) -> LocalStore:
         return self

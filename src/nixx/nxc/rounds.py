@@ -191,9 +191,9 @@ def on_member_exit(d, thread_id: str, member: str) -> dict[str, Any] | None:
 def settle(d, thread_id: str, *, warnings: list[str]) -> dict[str, Any]:
     """Post the supervisor's reply once, and wake the opener's session with it."""
     with d.local.transaction() as conn:
-        cur = conn.execute("UPDATE rounds SET settled = 1 WHERE thread_id = ? AND settled = 0",
-                           (thread_id,))
-        if cur.rowcount == 0:
+        conn.execute("UPDATE rounds SET settled = 1 WHERE thread_id = ? AND settled = 0",
+                     (thread_id,))
+        if conn.changes() == 0:
             return {"resumed": None, "warnings": warnings}
     r = _round(d, thread_id)
     answers = _answers(d, thread_id, r["members"])

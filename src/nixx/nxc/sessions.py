@@ -128,11 +128,11 @@ def bind(local: LocalStore, session_id: str, runtime_session: str) -> dict[str, 
     if not runtime_session:
         raise ValidationError("the runtime session id is empty", param="runtime_session")
     with local.transaction() as conn:
-        cur = conn.execute(
+        conn.execute(
             "UPDATE sessions SET runtime_session = ?, updated = ? WHERE session_id = ?",
             (runtime_session, _now_ms(), session_id),
         )
-        if cur.rowcount == 0:
+        if conn.changes() == 0:
             raise NotFound(f"no session {session_id} on this machine to bind", param="session")
     return require(local, session_id)
 
@@ -191,13 +191,13 @@ def deliver(
         running = _row(row)["state"] == "running"
         fresh: list[tuple[int, dict[str, Any]]] = []
         for m in messages:
-            cur = conn.execute(
+            conn.execute(
                 "INSERT OR IGNORE INTO wake_queue(session_id, thread_id, message_id, sender, body,"
                 " queued, taken) VALUES (?,?,?,?,?,?,?)",
                 (session_id, m["thread_id"], m.get("message_id"), m["sender"], m["body"], now,
                  None if running else now))
-            if cur.rowcount:
-                fresh.append((cur.lastrowid, m))
+            if conn.changes():
+                fresh.append((conn.last_insert_rowid(), m))
         if not fresh:
             return "dropped", []
         if running:
