@@ -145,12 +145,16 @@ class LocalEmbedder(Embedder):
         def run(batch: list[int]) -> None:
             out[batch] = model.encoder.encode([ids[i] for i in batch])
 
-        if workers > 1 and len(batches) > 1:
+        if workers > 1:
             # One single-threaded BLAS per worker thread, each on its own passes: every step
             # (GEMMs and the element-wise work between them) then uses every core, and no
             # BLAS thread spins waiting for another (which collapses under CPU contention).
+            # Longest passes first, so no core is left alone with a long one at the end.
             with _single_threaded_blas():
-                list(_pool(workers).map(run, batches))
+                if len(batches) == 1:
+                    run(batches[0])
+                else:
+                    list(_pool(workers).map(run, batches[::-1]))
         else:
             for batch in batches:
                 run(batch)
@@ -206,7 +210,7 @@ def _parallelism() -> int:
 def _pool(workers: int) -> ThreadPoolExecutor:
     global _POOL
     with _POOL_LOCK:
-        if _POOL is None or _POOL._max_workers < workers:  # noqa: SLF001
+        if _POOL is None:
             _POOL = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="nixx-embed")
         return _POOL
 
