@@ -22,7 +22,10 @@ keeps the greatest pos, first-writer-wins the least.
 from __future__ import annotations
 
 import json
-from typing import Any
+
+TYPE_CHECKING = False  # `typing` costs ~2 ms of every CLI start; only annotations use it
+if TYPE_CHECKING:
+    from typing import Any
 
 try:  # the builtin module: importing hashlib loads OpenSSL, which costs a CLI start-up
     from _sha256 import sha256

@@ -8,12 +8,13 @@ did not send. Member-only: a non-member has no read state to keep.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
 from nixx.nxc.access import MESSAGE_VISIBLE
 from nixx.nxc.durations import iso
 
+TYPE_CHECKING = False  # `typing` costs ~2 ms of every CLI start; only annotations use it
 if TYPE_CHECKING:
+    from typing import Any
+
     from apsw import Connection
 
 _UNREAD = (

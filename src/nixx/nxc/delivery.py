@@ -23,9 +23,10 @@ spawned: false``. A delivery that records outcomes appends ops through
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
+TYPE_CHECKING = False  # `typing` costs ~2 ms of every CLI start; only annotations use it
 if TYPE_CHECKING:
+    from typing import Any
+
     from nixx.nxc.declarations import ChannelDecl, Persona
     from nixx.nxc.engine import Engine
 
