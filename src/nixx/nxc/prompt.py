@@ -84,8 +84,8 @@ def session_prompt(
         own.append(f"Expected output: {persona.expected_output}")
     parts.append("\n".join(own))
     tid = thread["thread_id"]
-    where = f"channel {channel}" if channel else f"thread {tid}"
-    user = [f"Task from {sender} ({where}, thread {tid}):\n\n{task.strip()}"]
+    where = f"channel {channel}, thread {tid}" if channel else f"thread {tid}"
+    user = [f"Task from {sender} ({where}):\n\n{task.strip()}"]
     if earlier:
         user.append("Earlier answers in this round:\n\n" + blocks(earlier))
     user.append(obligation(tid, builtin))
