@@ -11,8 +11,11 @@ Layout choices that decide the speed (measured, see docs/performance.md "Embedde
 - float32 throughout: every constant is a Python float or a float32 array, never a
   ``np.float64`` scalar (which would promote whole arrays to float64).
 - Exact (erf) GELU, with erf evaluated by a rational approximation accurate to float32
-  rounding, done in place in cache-sized blocks; softmax in place, attention in groups of
-  sequences whose score tensors stay in cache.
+  rounding, done in place in cache-sized blocks; softmax in place (its division applied to
+  the small context matrix), attention in groups of sequences whose score tensors stay in
+  cache; five work buffers per pass, reused by every layer.
+- One pass is single-threaded apart from BLAS; `nixx.embed.local` runs several passes at
+  once, one per core, each with single-threaded BLAS.
 """
 
 from __future__ import annotations
@@ -203,8 +206,9 @@ class BertEncoder:
     # ---- element-wise helpers ------------------------------------------------------------
     @staticmethod
     def _gelu(x: np.ndarray) -> None:
-        """In place, in blocks of rows that keep the five work arrays in cache. (Spreading
-        this over threads was measured slower: OpenBLAS's worker threads spin between GEMMs.)"""
+        """In place, in blocks of rows that keep the five work arrays in cache. (Threads
+        inside one pass were measured slower: OpenBLAS's worker threads spin between GEMMs
+        and fight them. `nixx.embed.local` runs whole passes in parallel instead.)"""
         rows = x.shape[0]
         step = max(1, _GELU_BLOCK_ELEMENTS // x.shape[1])
         scratch = np.empty((4, min(rows, step), x.shape[1]), dtype=_F32)
