@@ -380,10 +380,34 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     return parser
 
 
+def _same(message: str) -> str:
+    return message
+
+
+def _plural(singular: str, plural: str, n: int) -> str:
+    return singular if n == 1 else plural
+
+
+def _parse(argv: list[str]) -> tuple[argparse.ArgumentParser, argparse.Namespace]:
+    """Build the verb's parser and parse `argv`, with argparse's own strings untranslated.
+
+    argparse passes each of its strings through `gettext`, which imports `locale` and
+    probes the disk for a message catalogue on every call (~2 ms of each run, most of the
+    parsing time). Python ships no catalogue for argparse, so the strings are the same
+    either way; the lookup is skipped while nxc builds and runs its parser (and restored
+    after, also when parsing exits on a usage error)."""
+    saved = argparse._, argparse.ngettext  # type: ignore[attr-defined]
+    argparse._, argparse.ngettext = _same, _plural  # type: ignore[attr-defined]
+    try:
+        parser = build_parser(_verb_of(argv))
+        return parser, parser.parse_args(argv)
+    finally:
+        argparse._, argparse.ngettext = saved  # type: ignore[attr-defined]
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
-    parser = build_parser(_verb_of(argv))
-    args = parser.parse_args(argv)
+    parser, args = _parse(argv)
     args.json = getattr(args, "json", False)
     args.db = getattr(args, "db", None)
     if not getattr(args, "func", None):
