@@ -309,3 +309,28 @@ def test_run_pass_with_a_binding_given_directly(remote):
                             source=source_id(store)) as transport:
             result = run_pass(store, transport, bound, pull=False)
     assert result.pushed == 2 and result.pulled == 0
+
+
+def test_a_workspace_restored_from_a_backup_still_pushes_its_new_ops(remote, tmp_path):
+    """The restored log reuses local seqs for new ops; they must not be taken for the
+    ops pushed after the backup."""
+    import shutil
+
+    a, b = remote.workspace("a", "aaaa"), remote.workspace("b", "bbbb")
+    with open_store(a) as store:
+        post(store, 2)
+    sync(a)
+    backup = tmp_path / "backup"
+    shutil.copytree(a.state_dir, backup)  # the whole .nxs folder: log and sync.git
+    with open_store(a) as store:
+        post(store, 3, thread="t-lost")
+    sync(a)
+    shutil.rmtree(a.state_dir)
+    shutil.copytree(backup, a.state_dir)
+    with open_store(a) as store:
+        fresh = post(store, 3, thread="t-new")  # same seqs as t-lost's ops, new ids
+    assert sync(a).pushed == 4
+    sync(b)
+    with open_store(b) as sb:
+        assert all(sb.get_op(op.id) is not None for op in fresh)
+        assert sb.conn.execute("SELECT count(*) FROM nxc_messages").fetchone()[0] == 2 + 3 + 3

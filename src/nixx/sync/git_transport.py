@@ -21,9 +21,10 @@ touched. Credentials are whatever git uses for that URL (ssh keys, credential he
 the user's global config).
 
 Crash safety:
-- A segment's blob is a pure function of its ops, and the commit subject names the blob,
-  so a batch re-pushed after a crash (pushed, but the watermark not yet advanced) is
-  recognised among the ref's recent commits and not written twice.
+- A push leaves out the ops that the latest segments of our ref already hold (by op id),
+  and a batch whose blob is already there, so a push repeated after a crash (pushed, but
+  the watermark not yet advanced) adds nothing. Op ids, not local seqs, decide: a
+  workspace restored from a backup reuses seqs for new ops, and those still go out.
 - A push rejected as non-fast-forward (the local ref lost track of the remote one: a
   deleted `.nxs/sync.git`, a restored workspace, two workspaces sharing a replica prefix)
   fetches the remote ref and rebuilds the new segments on top of it; nothing is lost, and
@@ -35,6 +36,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import subprocess
 import time
 from collections.abc import Sequence
@@ -45,7 +47,11 @@ from nixx.sync.transport import Pulled, Transport, decode_op, encode_op
 
 SEGMENT = "segment.jsonl"
 LOCAL_PREFIX = "refs/nxs-seen"  # where fetched refs land in the private repository
-_RECENT = 64  # how many of a ref's latest segments a push checks for a repeated batch
+#: how many of our ref's latest segments a push reads to leave out ops already there: more
+#: than one push call writes (`engine.BATCHES_PER_PUSH`), so a call repeated after a
+#: crash is recognised whole
+_RECENT = 32
+_ID_RE = re.compile(rb'"id":"(o[0-9a-f]{32})"')
 _PUSH_ATTEMPTS = 3
 
 
@@ -128,40 +134,40 @@ class GitTransport(Transport):
 
     # -- push ------------------------------------------------------------------------
 
-    def _chain(self, tip: str | None) -> tuple[set[str], int | None]:
-        """What the chain ending at `tip` already holds: the blobs of its latest segments,
-        and the highest local seq pushed on it when its tip was written from this very
-        log file (`source`; else None: nothing can be skipped by seq)."""
+    def _chain(self, tip: str | None) -> tuple[set[str], set[str]]:
+        """What the latest segments of the chain ending at `tip` hold: their blob ids and
+        the ids of their ops (read from the top-level ``"id"`` of each line, which in the
+        canonical form comes before any nested object)."""
         if tip is None:
-            return set(), None
-        out = self._out("log", f"-{_RECENT}", "--format=%B%x00", tip)
-        messages = [m.strip("\n") for m in out.split("\0") if m.strip()]
-        blobs = set()
-        for message in messages:
-            words = message.split("\n", 1)[0].split()
+            return set(), set()
+        out = self._out("log", f"-{_RECENT}", "--format=%H %s", tip)
+        commits, blobs = [], set()
+        for line in out.splitlines():
+            sha, _, subject = line.partition(" ")
+            words = subject.split()
             if len(words) >= 3 and words[:2] == ["nxs", "segment"]:
+                commits.append(sha)
                 blobs.add(words[2])
-        done = None
-        if messages and self.source is not None:
-            fields = dict(line.split(": ", 1) for line in messages[0].splitlines()
-                          if ": " in line)
-            hi = fields.get("seq", "").rpartition("-")[2]
-            if fields.get("db") == self.source and hi.isdigit():
-                done = int(hi)
-        return blobs, done
+        ids: set[str] = set()
+        if commits:
+            data = "".join(f"{c}:{SEGMENT}\n" for c in commits).encode()
+            raw = self._run("cat-file", "--batch", input=data).stdout
+            for line in raw.split(b"\n"):
+                match = _ID_RE.search(line)
+                if match:
+                    ids.add(match.group(1).decode())
+        return blobs, ids
 
     def _commit(self, parent: str | None, batches: Sequence[Sequence[Op]]) -> str | None:
         """Chain one commit per batch on `parent` (one `git fast-import`), leaving out ops
-        the chain already holds (by seq, for a chain this log wrote; and whole batches
-        among its latest segments); returns the new tip (`parent` when everything was
-        already there). The private repository's `own_ref` points at the new tip."""
-        recent, done = self._chain(parent)
+        the chain's latest segments already hold; returns the new tip (`parent` when
+        everything was already there). The private repository's `own_ref` points at it."""
+        recent, there = self._chain(parent)
         stream = bytearray()
         now = int(time.time())
         marks = 0
         for batch in batches:
-            if done is not None:
-                batch = [op for op in batch if op.seq is None or op.seq > done]
+            batch = [op for op in batch if op.id not in there]
             if not batch:
                 continue
             data = "".join(encode_op(op) + "\n" for op in batch).encode("utf-8")
