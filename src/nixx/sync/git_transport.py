@@ -152,8 +152,8 @@ class GitTransport(Transport):
         if commits:
             data = "".join(f"{c}:{SEGMENT}\n" for c in commits).encode()
             raw = self._run("cat-file", "--batch", input=data).stdout
-            for line in raw.split(b"\n"):
-                match = _ID_RE.search(line)
+            for row in raw.split(b"\n"):
+                match = _ID_RE.search(row)
                 if match:
                     ids.add(match.group(1).decode())
         return blobs, ids
