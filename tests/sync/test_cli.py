@@ -257,3 +257,33 @@ def test_the_daemon_backoff_doubles_up_to_the_cap(tmp_path):
     assert waits == [2, 4, 8, 16, 20, 20]
     assert unit_name(ws).startswith("nxs-sync-") and unit_name(ws).endswith(".service")
     assert "Restart=on-failure" in unit_text(ws, python="/usr/bin/python3")
+
+
+def test_sessions_and_transcripts_stay_on_their_machine(two_clones):
+    from nixx.log.workspace import find_workspace
+    from nixx.nxc import sessions
+    from nixx.nxc.localstore import LocalStore
+    from nixx.nxc.transcripts import TranscriptStore
+
+    _, a, b = two_clones
+    for ws in (a, b):
+        ok_json("nxs", "sync", "bind", "--no-daemon", cwd=ws)
+    sent = ok_json("nxc", "send", "--to", "team", "visible everywhere", cwd=a, env=as_("alice"))
+    local = LocalStore.for_workspace(find_workspace(a))
+    sid = sessions.create(local, persona="coder", thread_id=sent["thread_id"],
+                          runtime={"name": "x"}, hop=1, max_hops=8, parent_session=None)
+    TranscriptStore(local).append(sid, [{"kind": "assistant", "data": {"text": "secret plan"}}])
+    assert ok_json("nxc", "transcript", "show", sid, cwd=a)["count"] == 1
+    ok_json("nxs", "sync", "run", cwd=a)
+    ok_json("nxs", "sync", "run", cwd=b)
+    assert ok_json("nxc", "threads", "show", sent["thread_id"], cwd=b, env=as_("bob"))["messages"]
+    for verb in (("transcript", "show", sid), ("session", "state", sid)):
+        proc = run("nxc", *verb, "--json", cwd=b)
+        assert proc.returncode == 1 and json.loads(proc.stdout)["error"]["kind"] == "not_found"
+    proc = run("nxc", "search", "--transcripts", "secret", "--json", cwd=b)
+    assert proc.returncode == 0 and json.loads(proc.stdout) == []
+    for name in ("db.sqlite", "db.sqlite-wal"):  # nor anywhere in B's log file
+        path = b / ".nxs" / name
+        assert not path.exists() or b"secret plan" not in path.read_bytes()
+    assert any(b"secret plan" in (a / ".nxs" / n).read_bytes()  # (it is there on A)
+               for n in ("local.sqlite", "local.sqlite-wal") if (a / ".nxs" / n).exists())
