@@ -334,3 +334,14 @@ def test_a_workspace_restored_from_a_backup_still_pushes_its_new_ops(remote, tmp
     with open_store(b) as sb:
         assert all(sb.get_op(op.id) is not None for op in fresh)
         assert sb.conn.execute("SELECT count(*) FROM nxc_messages").fetchone()[0] == 2 + 3 + 3
+    # what A pushed after the backup comes back with a rebind: the first pass after it
+    # reads back this workspace's own pushes too
+    with open_store(a) as store:
+        assert store.conn.execute("SELECT count(*) FROM nxc_messages").fetchone()[0] == 2 + 3
+    bind(a, remote=remote.url, join=remote.stream, rebind=True)
+    first = sync(a)
+    assert first.stored == 4  # t-lost's open and three posts
+    with open_store(a) as sa, open_store(b) as sb:
+        assert wire_ids(sa) == wire_ids(sb)
+    again = sync(a)  # and from now on its own pushes are not read back
+    assert (again.pulled, again.stored) == (0, 0)

@@ -63,7 +63,7 @@ def remote_entries(remote, upto: dict | int | None = None, *, skip: str | None =
                                     (remote.stream,)).fetchall()
             except psycopg.errors.UndefinedTable:
                 return []
-        limit = int(upto) if upto is not None else None
+        limit = int(str(upto).removesuffix("+self")) if upto is not None else None
         return [i for seq, i, pusher in rows
                 if (limit is None or seq <= limit) and pusher != skip]
     git = ["git", "--git-dir", remote.url]
@@ -71,7 +71,7 @@ def remote_entries(remote, upto: dict | int | None = None, *, skip: str | None =
                           capture_output=True, text=True, check=True).stdout.split()
     tips = {ref.rsplit("/", 1)[1]: ref for ref in refs}
     if upto is not None:
-        tips = {origin: sha for origin, sha in upto.items()}
+        tips = {origin: sha for origin, sha in upto.items() if not origin.startswith("__")}
     ids = []
     for origin, tip in tips.items():
         if origin == skip:

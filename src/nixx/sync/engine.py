@@ -1,14 +1,14 @@
-"""One sync pass: push what the remote lacks, pull what this workspace lacks.
+"""One sync pass: pull what this workspace lacks, push what the remote lacks.
 
+    pull  the transport's ops past the pulled cursor, about `pull_batch` at a time; each
+          chunk is inserted (already-stored ids are skipped, every new op is folded by its
+          domain's reducer, ops of domains nobody here folds are stored unfolded) in ONE
+          transaction with the new cursor and the record of which seqs came from the stream
     push  ops past the pushed watermark (synced ones: ``local = 0``, and not ones that
           arrived from the stream), in batches of `batch_size`, `batches_per_push` batches
           per transport call; after each call the watermark advances (a crash between the
           call and the advance re-pushes that call's batches next time: the remote
           deduplicates by op id)
-    pull  the transport's ops past the pulled cursor, about `pull_batch` at a time; each
-          chunk is inserted (already-stored ids are skipped, every new op is folded by its
-          domain's reducer, ops of domains nobody here folds are stored unfolded) in ONE
-          transaction with the new cursor and the record of which seqs came from the stream
 
 Passes of one workspace are serialised by a lock file (`.nxs/sync.lock`); appends by
 other processes go on meanwhile (the log's own write lock is held only per transaction).
@@ -99,16 +99,12 @@ def run_pass(
     if state.binding(store) is None:  # a binding given by the caller, not stored yet
         with store.transaction() as txn:
             state.ensure_schema(txn)
-    if push:
-        _push(store, transport, result, batch_size, batches_per_push, max_push)
+    # pull first: the first pass after a (re)bind reads back what this replica had
+    # pushed before (not what it is about to push), and the push steps over what arrived
     if pull:
         _pull(store, transport, result, pull_batch, max_pull)
-        if push and not result.more:  # step the watermark over what was just pulled
-            watermark = state.pushed_seq(store)
-            ops, top = state.pushable(store, watermark, 1)
-            if not ops and top > watermark:
-                with store.transaction() as txn:
-                    state.set_pushed_seq(txn, top)
+    if push:
+        _push(store, transport, result, batch_size, batches_per_push, max_push)
     result.pushed_seq = state.pushed_seq(store)
     result.unpushed = state.unpushed_count(store)
     result.elapsed_ms = round((time.perf_counter() - started) * 1000, 2)

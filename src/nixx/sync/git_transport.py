@@ -51,6 +51,7 @@ LOCAL_PREFIX = "refs/nxs-seen"  # where fetched refs land in the private reposit
 #: than one push call writes (`engine.BATCHES_PER_PUSH`), so a call repeated after a
 #: crash is recognised whole
 _RECENT = 32
+_SELF = "__self__"  # cursor key: has our own ref been read back since the (re)bind?
 _ID_RE = re.compile(rb'"id":"(o[0-9a-f]{32})"')
 _PUSH_ATTEMPTS = 3
 
@@ -283,16 +284,20 @@ class GitTransport(Transport):
         return ops, rejected
 
     def pull(self, cursor: str | None, limit: int) -> Pulled:
+        """Segments of every origin past the cursor. Our own ref is read too until the
+        first catch-up after a (re)bind (`cursor` None): a workspace restored from a
+        backup gets back what it had pushed since; afterwards it is skipped."""
         if not self._fetched:
             self.fetch()
-        seen: dict[str, str] = json.loads(cursor) if cursor else {}
+        seen: dict[str, str] = json.loads(cursor) if cursor else {_SELF: "reading"}
+        read_self = seen.get(_SELF) == "reading"
         tips = self._origins()
         picked: list[str] = []
         total = 0
         more = False
         new_seen = dict(seen)
         for origin in sorted(tips):
-            if origin == self.replica or tips[origin] == seen.get(origin):
+            if (origin == self.replica and not read_self) or tips[origin] == seen.get(origin):
                 continue
             if total >= limit:
                 more = True
@@ -304,7 +309,11 @@ class GitTransport(Transport):
                 picked.append(sha)
                 total += count
                 new_seen[origin] = sha
+        if read_self and not more:
+            new_seen[_SELF] = "done"
+        new_cursor = json.dumps(new_seen, sort_keys=True)
         if not picked:
-            return Pulled([], cursor, False)
+            return Pulled([], new_cursor if new_seen != seen or cursor is None else cursor,
+                          False)
         ops, rejected = self._read_segments(picked)
-        return Pulled(ops, json.dumps(new_seen, sort_keys=True), more, rejected)
+        return Pulled(ops, new_cursor, more, rejected)

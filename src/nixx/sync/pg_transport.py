@@ -17,7 +17,9 @@ a row with ``seq <= n`` committed late. The cursor is that ``n``.
 
 **Deduplication.** Ops whose id the stream already holds are left out of the insert (the
 ``UNIQUE (stream, id)`` constraint backs this up), so a batch re-pushed after a crash
-adds nothing. A pull leaves out the bodies of the rows this replica pushed itself.
+adds nothing. A pull leaves out the bodies of the rows this replica pushed itself, except
+in the first catch-up after a (re)bind (the cursor reads ``<seq>+self`` meanwhile), so a
+workspace restored from a backup gets back what it had pushed since.
 """
 
 from __future__ import annotations
@@ -39,6 +41,9 @@ _SCHEMA = (
     " pusher text NOT NULL, op text NOT NULL, pushed_at timestamptz NOT NULL DEFAULT now(),"
     " PRIMARY KEY (stream, seq), UNIQUE (stream, id))",
 )
+
+
+_SELF = "+self"
 
 
 def _redact(url: str) -> str:
@@ -125,14 +130,17 @@ class PgTransport(Transport):
         return self._call(self._pull, cursor, limit)
 
     def _pull(self, cursor: str | None, limit: int) -> Pulled:
-        after = int(cursor) if cursor else 0
+        # "<seq>+self": still in the first catch-up after a (re)bind, which reads back
+        # what this replica pushed too (a workspace restored from a backup gets it back)
+        read_self = cursor is None or cursor.endswith(_SELF)
+        after = int(cursor.removesuffix(_SELF)) if cursor else 0
         with self.conn.transaction(), self.conn.cursor() as cur:
             rows = cur.execute(
-                "SELECT seq, CASE WHEN pusher = %s THEN NULL ELSE op END FROM nxs_sync_ops"
-                " WHERE stream = %s AND seq > %s ORDER BY seq LIMIT %s",
-                (self.replica, self.stream, after, limit)).fetchall()
+                "SELECT seq, CASE WHEN pusher = %s AND NOT %s THEN NULL ELSE op END"
+                " FROM nxs_sync_ops WHERE stream = %s AND seq > %s ORDER BY seq LIMIT %s",
+                (self.replica, read_self, self.stream, after, limit)).fetchall()
         if not rows:
-            return Pulled([], cursor, False)
+            return Pulled([], str(after), False)
         ops: list[Op] = []
         rejected = 0
         for _seq, body in rows:
@@ -143,4 +151,6 @@ class PgTransport(Transport):
                 rejected += 1
             else:
                 ops.append(op)
-        return Pulled(ops, str(rows[-1][0]), len(rows) == limit, rejected)
+        more = len(rows) == limit
+        suffix = _SELF if read_self and more else ""
+        return Pulled(ops, f"{rows[-1][0]}{suffix}", more, rejected)
