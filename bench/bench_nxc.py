@@ -2,6 +2,9 @@
 
     .venv/bin/python bench/bench_nxc.py                 # 100k and 1M operations
     .venv/bin/python bench/bench_nxc.py --sizes 100000  # quicker
+    .venv/bin/python bench/bench_nxc.py --startup-only --runs 40  # CLI start-up only
+    git archive REV src | tar -x -C /tmp/old && \
+        .venv/bin/python bench/bench_nxc.py --startup-only --baseline-src /tmp/old/src
 
 Prints figures and the ratios measured in the same run. The machine may be shared:
 absolute times are noisy, the interleaved ratios less so.
@@ -32,28 +35,36 @@ def _time(cmd: list[str], cwd: str, env: dict[str, str]) -> float:
     return elapsed
 
 
-def startup(root: str, runs: int) -> None:
+def startup(root: str, runs: int, baseline_src: str | None = None) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("NXC_", "NIXX_"))}
     env["NXC_ACTOR"] = "bench"
+    # an installed nixx has its .pyc files; with PYTHONDONTWRITEBYTECODE set (as in some
+    # shells here) every edited module would be compiled from source on every run
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
     nxc = os.path.join(VENV_BIN, "nxc")
-    cases = {
-        "python -c pass": [sys.executable, "-c", "pass"],
-        "nxc list --json": [nxc, "list", "--json"],
-        "nxc send --json": [nxc, "send", "--to", "coder", "benchmark message", "--json"],
-        "nxc threads list --json": [nxc, "threads", "list", "--json", "--limit", "5"],
+    verbs = {
+        "nxc list --json": ["list", "--json"],
+        "nxc send --json": ["send", "--to", "coder", "benchmark message", "--json"],
+        "nxc threads list --json": ["threads", "list", "--json", "--limit", "5"],
     }
+    cases: dict[str, tuple[list[str], dict[str, str]]] = {
+        "python -c pass": ([sys.executable, "-c", "pass"], env)}
+    for name, argv in verbs.items():
+        cases[name] = ([nxc, *argv], env)
+        if baseline_src:  # the same entry point importing another checkout's nixx first
+            cases[f"{name} (baseline)"] = ([nxc, *argv], {**env, "PYTHONPATH": baseline_src})
     times: dict[str, list[float]] = {name: [] for name in cases}
-    for cmd in cases.values():  # warm caches (pyc, declarations cache, WAL)
-        _time(cmd, root, env)
+    for cmd, case_env in cases.values():  # warm caches (pyc, declarations cache, WAL)
+        _time(cmd, root, case_env)
     for _ in range(runs):  # interleaved, so load changes hit every case alike
-        for name, cmd in cases.items():
-            times[name].append(_time(cmd, root, env))
+        for name, (cmd, case_env) in cases.items():
+            times[name].append(_time(cmd, root, case_env))
     base_med = statistics.median(times["python -c pass"])
     base_min = min(times["python -c pass"])
     print(f"\nCLI wall time, {runs} interleaved runs each (median / min; ratio to python -c pass)")
     for name, xs in times.items():
         med, low = statistics.median(xs), min(xs)
-        print(f"  {name:26s} {med * 1000:7.1f} ms / {low * 1000:6.1f} ms   "
+        print(f"  {name:37s} {med * 1000:7.1f} ms / {low * 1000:6.1f} ms   "
               f"x{med / base_med:4.2f} (median)  x{low / base_min:4.2f} (min)")
 
 
@@ -138,6 +149,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--sizes", default="100000,1000000")
     parser.add_argument("--runs", type=int, default=25)
+    parser.add_argument("--startup-only", action="store_true",
+                        help="measure the CLI start-up only (no write or size runs)")
+    parser.add_argument("--baseline-src", metavar="DIR",
+                        help="also time the same verbs importing nixx from DIR (another "
+                        "checkout's src/, e.g. from `git archive REV src`), interleaved")
     args = parser.parse_args()
     sys.path.insert(0, os.path.join(os.path.dirname(HERE), "src"))
     parent = tempfile.mkdtemp(prefix="bench-nxc-")
@@ -151,7 +167,9 @@ def main() -> None:
             fh.write("handle: coder\nsystem_prompt: You write code.\njob_title: Coder\n")
         with open(os.path.join(folder, "channels.yaml"), "w") as fh:
             fh.write("- name: team\n  members: [coder, bench]\n")
-        startup(ws.root, args.runs)
+        startup(ws.root, args.runs, args.baseline_src)
+        if args.startup_only:
+            return
         single_op_transactions(parent, 500)
         for n in (int(s) for s in args.sizes.split(",") if s):
             append_and_refold(parent, n)

@@ -224,6 +224,50 @@ def test_transaction_rolls_back_everything_on_error(store):
     assert store.count() == 0 and totals(store) == {}
 
 
+def _flock_is_free(path: str) -> bool:
+    import fcntl
+    import os
+
+    fd = os.open(path, os.O_RDWR)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    finally:
+        os.close(fd)  # closing drops the lock taken here
+    return True
+
+
+def test_a_failed_transaction_releases_the_writer_lock(store):
+    with pytest.raises(RuntimeError), store.transaction() as txn:
+        txn.append("count", "add", "x", "ab12/me", {"n": 1})
+        assert not _flock_is_free(store.path + ".lock")  # held while the transaction runs
+        raise RuntimeError("crash mid-write")
+    assert _flock_is_free(store.path + ".lock")
+    assert not store.conn.in_transaction
+    store.append("count", "add", "x", "ab12/me", {"n": 2})  # the next writer goes through
+    assert totals(store) == {"x": 2}
+
+
+def test_a_log_locked_past_the_busy_timeout_is_a_store_error(store):
+    import apsw
+
+    from nixx.errors import StoreError
+
+    holder = apsw.Connection(store.path)  # a writer that does not take the flock
+    holder.execute("BEGIN IMMEDIATE")
+    try:
+        store.conn.set_busy_timeout(50)  # instead of the full 60 s
+        with pytest.raises(StoreError, match="stayed locked"):
+            store.append("count", "add", "x", "ab12/me", {"n": 1})
+        assert _flock_is_free(store.path + ".lock")
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    store.append("count", "add", "x", "ab12/me", {"n": 1})
+    assert totals(store) == {"x": 1}
+
+
 def test_watcher_sees_commits_from_other_connections(store):
     with DataVersionWatcher(store.path, poll_interval=0.01) as watcher:
         assert not watcher.changed()

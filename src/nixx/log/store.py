@@ -17,8 +17,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Iterable
 
 import apsw
 
@@ -188,6 +187,58 @@ class Txn:
         return row[0] if row else None
 
 
+class _Transaction:
+    """The context manager `LogStore.transaction` returns (a class rather than
+    `contextlib.contextmanager`: importing contextlib costs every CLI start ~0.5 ms)."""
+
+    def __init__(self, store: LogStore) -> None:
+        self.store = store
+        self.fd: int | None = None
+
+    def __enter__(self) -> Txn:
+        import fcntl
+
+        store = self.store
+        self.fd = store._writer_lock()
+        if self.fd is not None:
+            fcntl.flock(self.fd, fcntl.LOCK_EX)
+        try:
+            store.conn.execute("BEGIN IMMEDIATE")
+        except apsw.Error as exc:
+            self._unlock()
+            raise StoreError(
+                f"the workspace log {store.path} stayed locked for {BUSY_TIMEOUT_S:.0f}s: {exc}"
+            ) from exc
+        except BaseException:
+            self._unlock()
+            raise
+        return Txn(store)
+
+    def __exit__(self, exc_type: object, exc: object, tb: object) -> bool:
+        conn = self.store.conn
+        try:
+            if exc_type is not None:
+                if conn.in_transaction:  # (SQLite may have rolled back already: I/O, full)
+                    conn.execute("ROLLBACK")
+                return False  # the exception propagates
+            try:
+                conn.execute("COMMIT")
+            except apsw.Error as err:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise StoreError(f"could not commit to {self.store.path}: {err}") from err
+            return False
+        finally:
+            self._unlock()
+
+    def _unlock(self) -> None:
+        if self.fd is not None:
+            import fcntl
+
+            fcntl.flock(self.fd, fcntl.LOCK_UN)
+            self.fd = None
+
+
 class LogStore:
     """An open workspace log. Build with `LogStore.open(path, reducers)`."""
 
@@ -260,35 +311,10 @@ class LogStore:
                 return None
         return self._lock_fd
 
-    @contextmanager
-    def transaction(self) -> Iterator[Txn]:
-        """`BEGIN IMMEDIATE` … `COMMIT` (rolled back on any exception)."""
-        import fcntl
-
-        fd = self._writer_lock()
-        if fd is not None:
-            fcntl.flock(fd, fcntl.LOCK_EX)
-        try:
-            try:
-                self.conn.execute("BEGIN IMMEDIATE")
-            except apsw.Error as exc:
-                raise StoreError(
-                    f"the workspace log {self.path} stayed locked for {BUSY_TIMEOUT_S:.0f}s: {exc}"
-                ) from exc
-            txn = Txn(self)
-            try:
-                yield txn
-            except BaseException:
-                self.conn.execute("ROLLBACK")
-                raise
-            try:
-                self.conn.execute("COMMIT")
-            except apsw.Error as exc:
-                self.conn.execute("ROLLBACK")
-                raise StoreError(f"could not commit to {self.path}: {exc}") from exc
-        finally:
-            if fd is not None:
-                fcntl.flock(fd, fcntl.LOCK_UN)
+    def transaction(self) -> _Transaction:
+        """`with store.transaction() as txn:` — `BEGIN IMMEDIATE` … `COMMIT` (rolled back
+        on any exception), writers queued on the `.lock` flock (`_writer_lock`)."""
+        return _Transaction(self)
 
     def append(
         self, domain: str, kind: str, target: str, actor: str, payload: dict[str, Any],

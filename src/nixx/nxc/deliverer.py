@@ -99,14 +99,14 @@ class Deliverer:
         """Start a fresh session of `persona` answering `thread_id`; its run is killed
         `timeout_ms` after it starts, or at the instant `kill_at_ms` (epoch ms).
         → {session, spawned, warnings}."""
-        from nixx.nxc.prompt import session_prompt
-        from nixx.nxc.runtimes import runtime_dict
-
         actor = sender
         if persona.runtime is None:
             return {"session": None, "spawned": False, "warnings": [
                 f"{persona.handle} declares no `runtime` in {persona.file}: nobody was "
                 "started; the message waits in the thread for whoever acts as it"]}
+        from nixx.nxc.prompt import session_prompt
+        from nixx.nxc.runtimes import runtime_dict
+
         current = self.current_session()
         hop, limit = hop_limit(self.env, current)
         if hop > limit:

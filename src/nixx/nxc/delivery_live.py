@@ -54,15 +54,17 @@ class LiveDelivery(Delivery):
         return current["thread_id"] if current else None
 
     def on_send(self, ctx) -> dict[str, Any]:
-        from nixx.nxc import rounds, sessions
-
         d = self.deliverer(ctx.engine)
         current = d.current_session()
         if current is not None:
+            from nixx.nxc import sessions
+
             sessions.add_opener(d.local, ctx.thread_id, current["session"])
         if ctx.target == "persona":
             return d.start(ctx.persona, thread_id=ctx.thread_id, task=ctx.body,
                            sender=ctx.sender)
+        from nixx.nxc import rounds
+
         members = [h for h in ctx.expects if h != ctx.sender]
         return rounds.open_round(d, channel=ctx.channel, thread_id=ctx.thread_id,
                                  members=members, body=ctx.body, sender=ctx.sender,

@@ -20,7 +20,6 @@ from nixx.errors import Forbidden, NotFound, ValidationError
 from nixx.log.ids import new_ulid
 from nixx.log.store import LogStore
 from nixx.log.workspace import Workspace, find_workspace
-from nixx.nxc import access, cursor, threads
 from nixx.nxc.channels import dm_id, is_dm
 from nixx.nxc.declarations import (
     CHANNELS_FILE,
@@ -271,8 +270,11 @@ class Engine:
         deadline_ms = self._deadline(deadline, now, decl if target == "channel" else None, expects)
         if parent is None:
             parent = self.delivery.parent_thread(self)
-        if parent is not None and threads.get_thread(self.conn, parent, now) is None:
-            raise NotFound(f"parent thread {parent} is not in the log", param="parent")
+        if parent is not None:
+            from nixx.nxc.threads import get_thread
+
+            if get_thread(self.conn, parent, now) is None:
+                raise NotFound(f"parent thread {parent} is not in the log", param="parent")
         thread_id, message_id = "t-" + new_ulid(now), "m-" + new_ulid(now)
         with self.store.transaction() as txn:
             stored = dict(txn.conn.execute(
@@ -348,6 +350,8 @@ class Engine:
     ) -> dict[str, Any]:
         """Post into an existing thread (the only way to). Without `thread`: the caller's
         one open conversation (a thread where it still owes a reply)."""
+        from nixx.nxc import access, threads
+
         _check_body(body)
         _check_choice(kind, MESSAGE_KINDS, "kind")
         _check_choice(priority, PRIORITIES, "priority")
@@ -400,6 +404,8 @@ class Engine:
         self, thread: str, handles: list[str] | str, *, deadline: str | int | None = None
     ) -> dict[str, Any]:
         """Re-declare who must reply (opener only); starts a new turn for everyone named."""
+        from nixx.nxc import threads
+
         me, now = self.handle, self.now_ms()
         summary = threads.get_thread(self.conn, thread, now)
         if summary is None:
@@ -423,6 +429,8 @@ class Engine:
     def mark_read(self, channel: str, upto: str | None = None) -> dict[str, Any]:
         """Move my read cursor in `channel` to message `upto` (default: its latest message).
         Never moves back; member-only."""
+        from nixx.nxc import access, cursor
+
         me = self.handle
         if not access.is_member(self.conn, me, channel):
             raise Forbidden(f"{me} is not a member of {channel}: a non-member keeps no read state")
@@ -446,6 +454,8 @@ class Engine:
     # -- reading ------------------------------------------------------------------------
 
     def thread(self, thread_id: str, *, with_messages: bool = True) -> dict[str, Any]:
+        from nixx.nxc import access, threads
+
         me = self.handle
         summary = threads.get_thread(self.conn, thread_id, self.now_ms())
         if summary is None:
@@ -459,6 +469,8 @@ class Engine:
     def threads(
         self, *, channel: str | None = None, open_only: bool = False, limit: int | None = 50
     ) -> list[dict[str, Any]]:
+        from nixx.nxc import threads
+
         found = threads.list_threads(self.conn, self.handle, self.now_ms(), channel=channel,
                                      limit=None if open_only else limit)
         if open_only:
@@ -466,14 +478,19 @@ class Engine:
         return found
 
     def prime(self) -> dict[str, Any]:
+        from nixx.nxc import cursor
+
         return cursor.prime(self.conn, self.handle)
 
     def unread(self, channel: str | None = None) -> list[dict[str, Any]]:
+        from nixx.nxc import cursor
+
         return cursor.unread(self.conn, self.handle, channel)
 
     def status(
         self, *, thread: str | None = None, channel: str | None = None, include_finished: bool = False
     ) -> dict[str, Any]:
+        from nixx.nxc import threads
         from nixx.nxc.status import operations
 
         if thread is not None and threads.get_thread(self.conn, thread, self.now_ms()) is None:

@@ -29,8 +29,6 @@ instead a closing connection truncates the WAL once it is past `WAL_TRUNCATE_BYT
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
-from contextlib import contextmanager
 
 import apsw
 
@@ -105,6 +103,36 @@ def local_db_path(state_dir: str) -> str:
     return os.path.join(state_dir, LOCAL_DB)
 
 
+class _Transaction:
+    """What `LocalStore.transaction` returns (a class: contextlib costs a CLI start)."""
+
+    def __init__(self, local: LocalStore) -> None:
+        self.local = local
+
+    def __enter__(self) -> apsw.Connection:
+        try:
+            self.local.conn.execute("BEGIN IMMEDIATE")
+        except apsw.Error as exc:
+            raise StoreError(f"the device-local store {self.local.path} stayed locked "
+                             f"for {BUSY_TIMEOUT_S:.0f}s: {exc}") from exc
+        return self.local.conn
+
+    def __exit__(self, exc_type: object, exc: object, tb: object) -> bool:
+        conn = self.local.conn
+        if exc_type is not None:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            return False  # the exception propagates
+        try:
+            conn.execute("COMMIT")
+        except apsw.Error as err:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise StoreError(f"could not commit to the device-local store "
+                             f"{self.local.path}: {err}") from err
+        return False
+
+
 class LocalStore:
     """An open `.nxs/local.sqlite` (created on first use)."""
 
@@ -147,26 +175,11 @@ class LocalStore:
             self.conn.execute("ROLLBACK")
             raise
 
-    @contextmanager
-    def transaction(self) -> Iterator[apsw.Connection]:
-        """`BEGIN IMMEDIATE` … `COMMIT` (rolled back on any exception). Yields the apsw
-        connection: `conn.changes()` / `conn.last_insert_rowid()` say what a write did."""
-        try:
-            self.conn.execute("BEGIN IMMEDIATE")
-        except apsw.Error as exc:
-            raise StoreError(f"the device-local store {self.path} stayed locked "
-                             f"for {BUSY_TIMEOUT_S:.0f}s: {exc}") from exc
-        try:
-            yield self.conn
-        except BaseException:
-            self.conn.execute("ROLLBACK")
-            raise
-        try:
-            self.conn.execute("COMMIT")
-        except apsw.Error as exc:
-            self.conn.execute("ROLLBACK")
-            raise StoreError(f"could not commit to the device-local store {self.path}: "
-                             f"{exc}") from exc
+    def transaction(self) -> _Transaction:
+        """`with local.transaction() as conn:` — `BEGIN IMMEDIATE` … `COMMIT` (rolled back
+        on any exception). Yields the apsw connection: `conn.changes()` /
+        `conn.last_insert_rowid()` say what a write did."""
+        return _Transaction(self)
 
     def close(self) -> None:
         """Close; first truncate the WAL when it has grown past `WAL_TRUNCATE_BYTES`
