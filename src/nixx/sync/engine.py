@@ -23,11 +23,12 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
-from nixx.errors import Conflict, NixxError, NotFound
+from nixx.errors import Conflict, NixxError, NotFound, ValidationError
 from nixx.log import clock as hlc
 from nixx.sync import state
 
 if TYPE_CHECKING:
+    from nixx.log.op import Op
     from nixx.log.reducer import Reducer
     from nixx.log.store import LogStore
     from nixx.log.workspace import Workspace
@@ -145,14 +146,27 @@ def _pull(store: LogStore, transport: Transport, result: PassResult, pull_batch:
         got = transport.pull(cursor, limit)
         result.rejected += got.rejected
         if got.cursor != cursor or got.ops:
-            with store.transaction() as txn:
-                new = txn.insert(got.ops)
-                state.mark_pulled(txn, [op.seq for op in new if op.seq is not None])
-                state.set_pulled_cursor(txn, got.cursor)
+            ops = got.ops
+            try:
+                new = _store_chunk(store, ops, got.cursor)
+            except ValidationError:  # a forged or corrupted op: leave it out, keep the rest
+                ops = [op for op in ops if op.verify()]
+                result.rejected += len(got.ops) - len(ops)
+                new = _store_chunk(store, ops, got.cursor)
             result.pulled += len(got.ops)
             result.stored += len(new)
         if not got.more:
             return
+
+
+def _store_chunk(store: LogStore, ops: list[Op], cursor: str | None) -> list[Op]:
+    """Insert pulled ops, record which seqs came from the stream and move the cursor: one
+    transaction. ValidationError (nothing stored) if an op is malformed."""
+    with store.transaction() as txn:
+        new = txn.insert(ops)
+        state.mark_pulled(txn, [op.seq for op in new if op.seq is not None])
+        state.set_pulled_cursor(txn, cursor)
+    return new
 
 
 def sync_workspace(

@@ -276,7 +276,7 @@ class GitTransport(Transport):
             for line in body.splitlines():
                 if not line.strip():
                     continue
-                op = decode_op(line)
+                op = decode_op(line, verify=False)
                 if op is None:
                     rejected += 1
                 else:
