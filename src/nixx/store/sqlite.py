@@ -54,6 +54,7 @@ from nixx.store.vector_index import (
     SyncPoint,
     VectorIndex,
     decode_vectors,
+    dot_rows,
     normalise_rows,
 )
 
@@ -759,7 +760,7 @@ class SQLiteStore(MemoryStore):
                 break
             after = chunk[-1][0]
             ids = np.fromiter((r[0] for r in chunk), np.int64, len(chunk))
-            scores = normalise_rows(decode_vectors([r[1] for r in chunk], dim)) @ q
+            scores = dot_rows(normalise_rows(decode_vectors([r[1] for r in chunk], dim)), q)
             best_ids = np.concatenate([best_ids, ids])
             best_scores = np.concatenate([best_scores, scores])
             if len(best_scores) > limit:
