@@ -97,7 +97,8 @@ class SyncDaemon:
                         if again:
                             change_at = now + self.debounce
                     continue
-                wake = due if change_at is None else min(due, change_at)
+                # backing off: a local write waits for the retry too (no busy loop)
+                wake = due if change_at is None or self.failures else min(due, change_at)
                 if watcher.wait(max(0.0, min(wake - now, 1.0))) and change_at is None:
                     change_at = time.monotonic() + self.debounce
         finally:
