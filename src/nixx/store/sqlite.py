@@ -1182,5 +1182,5 @@ def _rescore(
         return []
     items = list(rows.values())
     mat = normalise_rows(decode_vectors([r[-1] for r in items], dim))
-    scores = mat @ q
+    scores = dot_rows(mat, q)
     return [(row, float(s)) for row, s in zip(items, scores, strict=True)]
