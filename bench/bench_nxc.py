@@ -26,13 +26,24 @@ VENV_BIN = os.path.dirname(sys.executable)
 
 
 def _time(cmd: list[str], cwd: str, env: dict[str, str]) -> float:
+    return _time_cpu(cmd, cwd, env)[0]
+
+
+def _time_cpu(cmd: list[str], cwd: str, env: dict[str, str]) -> tuple[float, float]:
+    """(wall, CPU) seconds of one run; CPU is the child's user + system time, which a
+    loaded machine inflates much less than wall time."""
+    import resource
+
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     proc = subprocess.run(cmd, cwd=cwd, env=env, stdout=subprocess.DEVNULL,
                           stderr=subprocess.PIPE)
     elapsed = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if proc.returncode != 0:
         raise SystemExit(f"{cmd} failed: {proc.stderr.decode()}")
-    return elapsed
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return elapsed, cpu
 
 
 def startup(root: str, runs: int, baseline_src: str | None = None) -> None:
@@ -54,18 +65,24 @@ def startup(root: str, runs: int, baseline_src: str | None = None) -> None:
         if baseline_src:  # the same entry point importing another checkout's nixx first
             cases[f"{name} (baseline)"] = ([nxc, *argv], {**env, "PYTHONPATH": baseline_src})
     times: dict[str, list[float]] = {name: [] for name in cases}
+    cpus: dict[str, list[float]] = {name: [] for name in cases}
     for cmd, case_env in cases.values():  # warm caches (pyc, declarations cache, WAL)
         _time(cmd, root, case_env)
     for _ in range(runs):  # interleaved, so load changes hit every case alike
         for name, (cmd, case_env) in cases.items():
-            times[name].append(_time(cmd, root, case_env))
+            wall, cpu = _time_cpu(cmd, root, case_env)
+            times[name].append(wall)
+            cpus[name].append(cpu)
     base_med = statistics.median(times["python -c pass"])
     base_min = min(times["python -c pass"])
-    print(f"\nCLI wall time, {runs} interleaved runs each (median / min; ratio to python -c pass)")
+    base_cpu = statistics.median(cpus["python -c pass"])
+    print(f"\nCLI wall time, {runs} interleaved runs each (median / min; ratio to python -c pass)"
+          "; then the median CPU time (user + system) and its ratio")
     for name, xs in times.items():
-        med, low = statistics.median(xs), min(xs)
+        med, low, cpu = statistics.median(xs), min(xs), statistics.median(cpus[name])
         print(f"  {name:37s} {med * 1000:7.1f} ms / {low * 1000:6.1f} ms   "
-              f"x{med / base_med:4.2f} (median)  x{low / base_min:4.2f} (min)")
+              f"x{med / base_med:4.2f} (median)  x{low / base_min:4.2f} (min)   "
+              f"cpu {cpu * 1000:5.1f} ms x{cpu / base_cpu:4.2f}")
 
 
 def _workspace(parent: str, name: str) -> str:
