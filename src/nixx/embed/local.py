@@ -17,7 +17,7 @@ from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -191,8 +191,8 @@ _POOL: ThreadPoolExecutor | None = None
 _POOL_LOCK = threading.Lock()
 _BLAS_LOCK = threading.Lock()
 _BLAS_USERS = 0
-_BLAS_RESTORE: object | None = None  # threadpoolctl's limiter while some embed() runs
-_BLAS_CONTROLLER: object | None = None
+_BLAS_RESTORE: Any = None  # threadpoolctl's limiter while some embed() runs
+_BLAS_CONTROLLER: Any = None
 
 
 def _parallelism() -> int:
@@ -226,7 +226,7 @@ def _single_threaded_blas() -> Iterator[None]:
 
             if _BLAS_CONTROLLER is None:
                 _BLAS_CONTROLLER = ThreadpoolController()
-            _BLAS_RESTORE = _BLAS_CONTROLLER.limit(limits=1, user_api="blas")  # type: ignore[attr-defined]
+            _BLAS_RESTORE = _BLAS_CONTROLLER.limit(limits=1, user_api="blas")
         _BLAS_USERS += 1
     try:
         yield
@@ -234,5 +234,5 @@ def _single_threaded_blas() -> Iterator[None]:
         with _BLAS_LOCK:
             _BLAS_USERS -= 1
             if _BLAS_USERS == 0 and _BLAS_RESTORE is not None:
-                _BLAS_RESTORE.restore_original_limits()  # type: ignore[attr-defined]
+                _BLAS_RESTORE.restore_original_limits()
                 _BLAS_RESTORE = None

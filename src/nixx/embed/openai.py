@@ -54,8 +54,8 @@ class OpenAIEmbedder(Embedder):
         self._client = httpx.Client(timeout=timeout, headers=headers)
 
     # ---- interface -----------------------------------------------------------------
-    @property  # type: ignore[override]
-    def dim(self) -> int:
+    @property
+    def dim(self) -> int:  # type: ignore[override]
         """The vectors' dimension: known after the first call, else probed with one text."""
         if self._dim is None:
             self._post(["dimension probe"])
