@@ -37,6 +37,7 @@ DIM = 384
 # Packed tokens per forward pass: large enough for efficient GEMMs, small enough to stay in
 # cache-friendly sizes (measured: bench/bench_embed.py).
 TOKENS_PER_PASS = 4096
+_MIN_PARALLEL_PASS = 512
 
 _REQUIRED = ("config.json", "model.safetensors", "tokenizer.json")
 
@@ -165,12 +166,14 @@ class LocalEmbedder(Embedder):
 
     def _batches(self, order: list[int], ids: list[np.ndarray], workers: int = 1) -> list[list[int]]:
         """Cut the length-sorted indices into passes of <= tokens_per_pass padded tokens
-        (and <= batch_size texts) (so attention padding stays small); with several
-        workers, passes are also small enough that each worker gets one or more."""
+        and <= batch_size texts (neighbours in length, so attention padding stays small);
+        with several workers, passes are also small enough that each gets two or more."""
         budget = self.tokens_per_pass
         if workers > 1:
+            # two passes or more per worker (they finish together), none under 512 tokens
+            # (smaller GEMMs lose efficiency), none over tokens_per_pass
             total = sum(len(ids[i]) for i in order)
-            budget = max(1, min(budget, -(-total // workers)))
+            budget = min(budget, max(_MIN_PARALLEL_PASS, -(-total // (2 * workers))))
         batches: list[list[int]] = []
         current: list[int] = []
         for i in order:
