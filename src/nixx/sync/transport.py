@@ -9,7 +9,9 @@ calls, each safe to repeat after a crash:
 - `pull(cursor, limit)`: operations past `cursor` (an opaque string the transport made;
   None = from the start), about `limit` of them (a transport may round to whole
   segments), with the cursor that follows them and whether more remain. Operations this
-  replica pushed itself may be left out.
+  replica pushed itself may be left out, except in the first catch-up from a None cursor
+  (after a (re)bind): that one returns them too, so a workspace restored from a backup
+  gets back what it had pushed since.
 
 Adding a transport is adding a module: a class implementing `Transport`, named in
 `TRANSPORTS` by the scheme of the remote URLs it serves.
