@@ -162,6 +162,24 @@ def single_op_transactions(parent: str, n: int) -> None:
           f"({n / elapsed:,.0f} ops/s)")
 
 
+def local_store_writes(parent: str, n: int) -> None:
+    from nixx.nxc import sessions
+    from nixx.nxc.localstore import LocalStore
+
+    path = os.path.join(parent, "local.sqlite")
+    with LocalStore(path) as local:
+        sid = sessions.create(local, persona="be01/coder", thread_id="t-1", runtime={},
+                              hop=1, max_hops=8, parent_session=None)
+    start = time.perf_counter()
+    for i in range(n):  # what a one-shot process does with the device-local store
+        local = LocalStore(path)
+        sessions.set_pid(local, sid, i)
+        local.close()
+    elapsed = time.perf_counter() - start
+    print(f"device-local store: open + one write + close, {n} times: "
+          f"{elapsed / n * 1000:.2f} ms each")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--sizes", default="100000,1000000")
@@ -188,6 +206,7 @@ def main() -> None:
         if args.startup_only:
             return
         single_op_transactions(parent, 500)
+        local_store_writes(parent, 100)
         for n in (int(s) for s in args.sizes.split(",") if s):
             append_and_refold(parent, n)
     finally:
