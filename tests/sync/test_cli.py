@@ -287,3 +287,28 @@ def test_sessions_and_transcripts_stay_on_their_machine(two_clones):
         assert not path.exists() or b"secret plan" not in path.read_bytes()
     assert any(b"secret plan" in (a / ".nxs" / n).read_bytes()  # (it is there on A)
                for n in ("local.sqlite", "local.sqlite-wal") if (a / ".nxs" / n).exists())
+
+
+@pytest.mark.postgres
+def test_the_seed_scenario_over_postgres(two_clones, pg_url):
+    _, a, b = two_clones
+    created = ok_json("nxs", "sync", "bind", "--no-daemon", "--create", "--remote", pg_url,
+                      cwd=a)
+    assert created["transport"] == "postgres" and created["derived_from"] == "create"
+    joined = ok_json("nxs", "sync", "bind", "--no-daemon", "--join", created["stream"],
+                     "--remote", pg_url, cwd=b)
+    assert joined["stream"] == created["stream"]
+    sent = ok_json("nxc", "send", "--to", "team", "--expect", "bbbb/bob", "over postgres",
+                   cwd=a, env=as_("alice"))
+    ok_json("nxs", "sync", "run", cwd=a)
+    ok_json("nxs", "sync", "run", cwd=b)
+    shown = ok_json("nxc", "threads", "show", sent["thread_id"], cwd=b, env=as_("bob"))
+    assert [m["body"] for m in shown["messages"]] == ["over postgres"]
+    ok_json("nxc", "reply", "--thread", sent["thread_id"], "got it", cwd=b, env=as_("bob"))
+    ok_json("nxs", "sync", "run", cwd=b)
+    ok_json("nxs", "sync", "run", cwd=a)
+    seen = ok_json("nxc", "threads", "show", sent["thread_id"], cwd=a, env=as_("alice"))
+    assert [m["body"] for m in seen["messages"]] == ["over postgres", "got it"]
+    assert seen["complete"] is True
+    status = ok_json("nxs", "sync", "status", cwd=a)
+    assert status["transport"] == "postgres" and status["unpushed"] == 0
