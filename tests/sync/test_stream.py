@@ -98,3 +98,18 @@ def test_a_relative_local_remote_resolves_against_the_repository(tmp_path):
     assert resolve_remote("../remote.git", str(tmp_path / "a")) == str(tmp_path / "remote.git")
     assert resolve_remote("git@h:o/r.git", "/x") == "git@h:o/r.git"
     assert resolve_remote("postgresql://u@h/db", "/x") == "postgresql://u@h/db"
+
+
+@pytest.mark.parametrize(("url", "shown"), [
+    ("postgresql://u:s3cret@h:5432/db", "postgresql://u:***@h:5432/db"),
+    ("postgresql://u@h/db?password=s3cret&sslmode=require",
+     "postgresql://u@h/db?password=***&sslmode=require"),
+    ("https://ghp_s3cret@github.com/o/r.git", "https://***@github.com/o/r.git"),
+    ("https://x-access-token:s3cret@github.com/o/r", "https://x-access-token:***@github.com/o/r"),
+    ("git@github.com:o/r.git", "git@github.com:o/r.git"),
+    ("/srv/git/r.git", "/srv/git/r.git"),
+])
+def test_remote_urls_are_shown_without_secrets(url, shown):
+    from nixx.sync.state import redact
+
+    assert redact(url) == shown

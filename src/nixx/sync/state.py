@@ -265,8 +265,10 @@ def bind(
 
 
 def redact(url: str) -> str:
-    """A remote URL without its password (``user:***@``, ``password=***``)."""
+    """A remote URL without its secrets: ``user:***@``, ``password=***``, and for http(s)
+    a lone user part (``https://<token>@host``, how tokens are often passed) as ``***@``."""
     import re
 
     url = re.sub(r"(://[^/@:]*):[^/@]*@", r"\1:***@", url)
+    url = re.sub(r"^(https?://)[^/@:]+@", r"\1***@", url, flags=re.I)
     return re.sub(r"(password=)[^&]*", r"\1***", url)
