@@ -95,7 +95,8 @@ class GitTransport(Transport):
             raise SyncError(f"git {args[0]} against {self.describe()} took longer than "
                             f"{self.timeout:.0f}s") from exc
         if check and proc.returncode != 0:
-            detail = proc.stderr.decode("utf-8", "replace").strip()
+            detail = proc.stderr.decode("utf-8", "replace").strip().replace(
+                self.remote, self.describe())
             where = f" (remote {self.describe()})" if remote_op else ""
             verb = next((a for a in args if not a.startswith("-") and "=" not in a), args[0])
             raise SyncError(f"git {verb} failed{where}: {detail}")
@@ -217,7 +218,7 @@ class GitTransport(Transport):
                              f"{tip}:{self.own_ref}", check=False)
             if proc.returncode == 0:
                 return
-            detail = proc.stderr.decode("utf-8", "replace")
+            detail = proc.stderr.decode("utf-8", "replace").replace(self.remote, self.describe())
             if "rejected" not in detail and "non-fast-forward" not in detail:
                 raise SyncError(f"git push to {self.describe()} failed: {detail.strip()}")
             # non-fast-forward on our own ref: adopt the remote's chain and rebuild on it
