@@ -12,6 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from nixx.log.workspace import init_workspace
+from nixx.nxc.outcomes import KINDS as DELIVERY_KINDS
 from nixx.nxc.reducer import snapshot
 
 from .conftest import bare_repo, bind, open_store, sync
@@ -45,7 +46,7 @@ OPS = st.one_of(
                                      "kind": st.sampled_from(["task", "report"])})),
     st.tuples(st.just("message"), st.just("read_cursor"), st.sampled_from(CHANNELS),
               st.sampled_from(["0", "3", "9"]).map(lambda p: {"pos": p})),
-    st.tuples(st.just("delivery"), st.sampled_from(["spawned", "exited", "refused", "round"]),
+    st.tuples(st.just("delivery"), st.sampled_from(DELIVERY_KINDS),
               st.sampled_from(THREADS),
               st.fixed_dictionaries({"thread": st.sampled_from(THREADS),
                                      "persona": st.sampled_from(["coder", "reviewer"])})),
