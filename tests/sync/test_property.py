@@ -124,7 +124,7 @@ SETTINGS = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow,
                                                       HealthCheck.data_too_large])
 
 
-@settings(max_examples=10, **SETTINGS)
+@settings(max_examples=20, **SETTINGS)
 @given(script)
 def test_workspaces_converge_over_git(actions):
     with tempfile.TemporaryDirectory() as tmp:
@@ -136,7 +136,7 @@ def test_workspaces_converge_over_postgres(pg_url):
     """One database for every example: each binds a fresh stream (`--create`), which
     also shows that streams sharing the deployment's table stay apart."""
 
-    @settings(max_examples=20, **SETTINGS)
+    @settings(max_examples=30, **SETTINGS)
     @given(script)
     def inner(actions):
         with tempfile.TemporaryDirectory() as tmp:
