@@ -186,6 +186,7 @@ def main() -> int:
     ap.add_argument("--repeat", type=int, default=2, help="timed runs inside each round")
     ap.add_argument("--only-local", action="store_true", help="skip sentence-transformers")
     ap.add_argument("--calibrate", action="store_true", help="measure recall thresholds")
+    ap.add_argument("--only", choices=["short", "chunks"], help="run one workload")
     ap.add_argument("--worker", choices=["local", "st"], help=argparse.SUPPRESS)
     ap.add_argument("--workload", help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -230,6 +231,8 @@ def main() -> int:
 
     local = LocalEmbedder()
     for name, texts in workloads(args.n).items():
+        if args.only and not name.startswith({"short": "short", "chunks": "200"}[args.only]):
+            continue
         tokens = sum(len(t) for t in local.tokenize(texts))
         best = {e: float("inf") for e in engines}
         cpu = {e: float("inf") for e in engines}
