@@ -214,20 +214,19 @@ class _Transaction:
             raise
         return Txn(store)
 
-    def __exit__(self, exc_type: object, exc: object, tb: object) -> bool:
+    def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
         conn = self.store.conn
         try:
             if exc_type is not None:
                 if conn.in_transaction:  # (SQLite may have rolled back already: I/O, full)
                     conn.execute("ROLLBACK")
-                return False  # the exception propagates
+                return  # the exception propagates
             try:
                 conn.execute("COMMIT")
             except apsw.Error as err:
                 if conn.in_transaction:
                     conn.execute("ROLLBACK")
                 raise StoreError(f"could not commit to {self.store.path}: {err}") from err
-            return False
         finally:
             self._unlock()
 

@@ -117,12 +117,12 @@ class _Transaction:
                              f"for {BUSY_TIMEOUT_S:.0f}s: {exc}") from exc
         return self.local.conn
 
-    def __exit__(self, exc_type: object, exc: object, tb: object) -> bool:
+    def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
         conn = self.local.conn
         if exc_type is not None:
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
-            return False  # the exception propagates
+            return  # the exception propagates
         try:
             conn.execute("COMMIT")
         except apsw.Error as err:
@@ -130,7 +130,6 @@ class _Transaction:
                 conn.execute("ROLLBACK")
             raise StoreError(f"could not commit to the device-local store "
                              f"{self.local.path}: {err}") from err
-        return False
 
 
 class LocalStore:
@@ -138,9 +137,11 @@ class LocalStore:
 
     def __init__(self, path: str) -> None:
         self.path = path
-        self.conn: apsw.Connection | None = None
         try:
             self.conn = apsw.Connection(path)
+        except apsw.Error as exc:
+            raise StoreError(f"cannot open the device-local store {path}: {exc}") from exc
+        try:
             self.conn.set_busy_timeout(int(BUSY_TIMEOUT_S * 1000))
             # closing the last connection would checkpoint the WAL and fsync in every
             # one-shot process; SQLite's auto-checkpoint on commit and `close` keep the WAL
@@ -149,8 +150,7 @@ class LocalStore:
             self.conn.execute("PRAGMA synchronous=NORMAL")  # WAL: a process crash loses nothing
             self._ensure_schema()
         except apsw.Error as exc:
-            if self.conn is not None:
-                self.conn.close()
+            self.conn.close()
             raise StoreError(f"cannot open the device-local store {path}: {exc}") from exc
 
     @classmethod
@@ -183,9 +183,7 @@ class LocalStore:
 
     def close(self) -> None:
         """Close; first truncate the WAL when it has grown past `WAL_TRUNCATE_BYTES`
-        (a busy database is left for a later closer)."""
-        if self.conn is None:
-            return
+        (a busy database is left for a later closer). Closing twice is harmless."""
         try:
             if os.path.getsize(self.path + "-wal") > WAL_TRUNCATE_BYTES:
                 self.conn.set_busy_timeout(200)
@@ -193,7 +191,6 @@ class LocalStore:
         except (OSError, apsw.Error):
             pass
         self.conn.close()
-        self.conn = None
 
     def __enter__(self) -> LocalStore:
         return self

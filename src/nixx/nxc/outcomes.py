@@ -93,7 +93,7 @@ def for_threads(conn: Connection, thread_ids: list[str]) -> dict[str, list[dict]
     if not thread_ids:
         return out
     try:
-        rows = conn.execute(
+        rows: list[Any] = conn.execute(
             "SELECT coalesce(thread_id, target), kind, target, actor, payload, created"
             " FROM nxd_outcomes WHERE thread_id IN (SELECT value FROM json_each(?))"
             " OR target IN (SELECT value FROM json_each(?)) ORDER BY pos",

@@ -171,7 +171,7 @@ def sessions_of_thread(local: LocalStore, thread_id: str, role: str) -> list[str
         "SELECT session_id FROM thread_sessions WHERE thread_id = ? AND role = ? "
         "ORDER BY session_id", (thread_id, role),
     ).fetchall()
-    return [r[0] for r in rows]
+    return [str(r[0]) for r in rows]
 
 
 def deliver(
@@ -226,7 +226,7 @@ def delivered(local: LocalStore, session_id: str) -> list[str]:
     rows = local.conn.execute(
         "SELECT message_id FROM wake_queue WHERE session_id = ? AND message_id IS NOT NULL"
         " ORDER BY id", (session_id,)).fetchall()
-    return [r[0] for r in rows]
+    return [str(r[0]) for r in rows]
 
 
 def claim(local: LocalStore, session_id: str) -> None:
@@ -270,6 +270,7 @@ def finish_or_take(local: LocalStore, session_id: str, exit_code: int | None) ->
 
 
 def queued(local: LocalStore, session_id: str) -> int:
-    return local.conn.execute(
+    row = local.conn.execute(
         "SELECT count(*) FROM wake_queue WHERE session_id = ? AND taken IS NULL", (session_id,)
-    ).fetchone()[0]
+    ).fetchone()
+    return int(row[0]) if row else 0

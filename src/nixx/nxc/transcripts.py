@@ -135,8 +135,9 @@ class TranscriptStore:
                                  (session,)).fetchone()
             if known is None:
                 pruned = self._prune(conn, now, self.keep_days, dry_run=False)
-            top = conn.execute("SELECT coalesce(max(seq), 0) FROM transcript WHERE session_id = ?",
-                               (session,)).fetchone()[0]
+            last = conn.execute("SELECT coalesce(max(seq), 0) FROM transcript WHERE session_id = ?",
+                                (session,)).fetchone()
+            top = int(last[0]) if last else 0
             seq = top
             for row in rows:
                 seq += 1
@@ -189,7 +190,7 @@ class TranscriptStore:
             return self._prune(conn, self.now(), keep, dry_run=dry_run)
 
     def entries(self, session: str) -> list[dict[str, Any]]:
-        rows = self.local.conn.execute(
+        rows: list[Any] = self.local.conn.execute(
             "SELECT seq, kind, at, tool_use_id, parent_tool_use_id, subagent_type, data"
             " FROM transcript WHERE session_id = ? ORDER BY seq", (session,),
         ).fetchall()
@@ -224,7 +225,7 @@ class TranscriptStore:
         match = fts_query(query)
         if not match:
             raise ValidationError("the search query has no words", param="query")
-        rows = self.local.conn.execute(
+        rows: list[Any] = self.local.conn.execute(
             "SELECT t.session_id, t.seq, t.kind, t.at, s.persona,"
             " snippet(transcript_fts, 0, '[', ']', '…', 16)"
             " FROM transcript_fts JOIN transcript t ON t.tid = transcript_fts.rowid"
