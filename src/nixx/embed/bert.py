@@ -273,19 +273,40 @@ class BertEncoder:
             q, k, v = np.ascontiguousarray(
                 rows.reshape(g.count, g.length, 3, heads, dh).transpose(2, 0, 3, 1, 4)
             )
-            scores = np.matmul(q, k.transpose(0, 1, 3, 2))  # (n, H, L, L)
-            if g.bias is not None:
-                scores += g.bias
-            scores -= scores.max(axis=-1, keepdims=True)
-            np.exp(scores, out=scores)
-            # softmax's division is applied to the (L, dh) context, not the (L, L) weights
-            ctx = np.matmul(scores, v)
-            ctx /= scores.sum(axis=-1, keepdims=True)
+            ctx = self._softmax_context(q, k, v, g.bias, safe=False)
+            if ctx is None:  # a row's weights underflowed: redo it the textbook way
+                ctx = self._softmax_context(q, k, v, g.bias, safe=True)
+                assert ctx is not None
             ctx = ctx.transpose(0, 2, 1, 3)  # (n, L, H, dh)
             if g.index is None:
                 out[g.start : g.stop].reshape(g.count, g.length, heads, dh)[...] = ctx
             else:
                 out[g.start : g.stop] = ctx.reshape(g.count * g.length, hid)[g.index]
+
+    @staticmethod
+    def _softmax_context(
+        q: np.ndarray, k: np.ndarray, v: np.ndarray, bias: np.ndarray | None, *, safe: bool
+    ) -> np.ndarray | None:
+        """softmax(q k^T + bias) v for (n, H, L, dh) blocks, as (n, H, L, dh).
+
+        Softmax does not change when a row is shifted, and the shift only guards exp()
+        against overflow: so each row is shifted by its max only when the block's global max
+        (one cheap reduction) comes near float32's exp limit, or when `safe`. The row sums
+        come from a matmul with ones and divide the small (L, dh) context rather than the
+        (L, L) weights. Returns None when a row's weights underflowed (sum ~ 0) unshifted.
+        """
+        scores = np.matmul(q, k.transpose(0, 1, 3, 2))  # (n, H, L, L)
+        if bias is not None:
+            scores += bias
+        if safe or float(scores.max()) > 60.0:
+            scores -= scores.max(axis=-1, keepdims=True)
+        np.exp(scores, out=scores)
+        sums = np.matmul(scores, np.ones((scores.shape[-1], 1), dtype=_F32))  # (n, H, L, 1)
+        if not safe and not float(sums.min()) > 1e-30:
+            return None
+        ctx = np.matmul(scores, v)
+        ctx /= sums
+        return ctx
 
     def encode(self, sequences: Sequence[np.ndarray]) -> np.ndarray:
         """Mean-pooled last hidden states of token-id sequences (one forward pass)."""
