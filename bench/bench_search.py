@@ -119,7 +119,7 @@ def bench_vectors(size: int, root: Path, ann_threshold: int, noise: float) -> No
 
     first_ms, lat, results = time_searches(store, queries)
     approx = store._indexes["memories"].approximate
-    method = "HNSW (usearch i8) + exact re-score" if approx else "exact (numpy matmul)"
+    method = "HNSW (usearch i8) + exact re-score" if approx else "exact (numpy dot)"
     print(f"[{method}] first search (builds the index): {first_ms / 1000:,.1f} s")
     p50, p95 = pct(lat, 50), pct(lat, 95)
     print(f"[{method}] p50 {p50:.2f} ms  p95 {p95:.2f} ms  recall@10 {recall(results, truth):.3f}")
@@ -146,7 +146,7 @@ def bench_vectors(size: int, root: Path, ann_threshold: int, noise: float) -> No
             first_ms, lat_e, res_e = time_searches(exact, queries)
             e50, e95 = pct(lat_e, 50), pct(lat_e, 95)
             print(
-                f"[exact (numpy matmul)] p50 {e50:.2f} ms  p95 {e95:.2f} ms  "
+                f"[exact (numpy dot)] p50 {e50:.2f} ms  p95 {e95:.2f} ms  "
                 f"recall@10 {recall(res_e, truth):.3f}  (load {first_ms / 1000:.1f} s)"
             )
             print(f"ratio exact/HNSW p50: {e50 / p50:.1f}x")
