@@ -239,3 +239,12 @@ def test_failing_summaries_back_off_and_manual_still_tries(nixx: Nixx, llm: Fake
     r = nixx.client.post("/v1/episodic/summary", json={"tags": []})
     assert r.status_code == 200
     assert r.json()["summary"]["start_buffer_id"] == 1
+
+
+def test_status_reports_the_context_length_the_tui_gauges_against(make_settings) -> None:
+    from fastapi.testclient import TestClient
+
+    from nixx.server.app import create_app
+
+    with TestClient(create_app(make_settings(chat_context_length=4096))) as client:
+        assert client.get("/v1/episodic/status").json()["context_length"] == 4096

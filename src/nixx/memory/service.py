@@ -367,6 +367,7 @@ class NixxService:
         data = await self.run(self.episodic.status)
         data["threshold"] = self.threshold
         data["recall_limit"] = self.settings.recall_limit
+        data["context_length"] = self.settings.chat_context_length
         data["summary_running"] = self.jobs.running(SUMMARY_JOB)
         data["summary_error"] = self.jobs.last_error.get(SUMMARY_JOB)
         data["intent_error"] = self.jobs.last_error.get(INTENT_JOB)
