@@ -66,7 +66,11 @@ def raw_fts(conn: apsw.Connection, table: str, match: str | None) -> list[int]:
 
 
 def main() -> int:
-    root = Path(tempfile.mkdtemp(prefix="nixx-quality-"))
+    with tempfile.TemporaryDirectory(prefix="nixx-quality-") as root:
+        return run(Path(root))
+
+
+def run(root: Path) -> int:
     store = SQLiteStore(root / "q.db")
     store.migrate()
     ids = [store.append_buffer(role, text, "tui").id for role, text in ROWS]
