@@ -390,3 +390,19 @@ def test_reindex_also_embeds_rows_written_while_it_ran(tmp_path: Path):
     finally:
         store.close()
         other.close()
+
+
+@pytest.mark.parametrize(
+    ("url", "path"),
+    [
+        ("sqlite:////srv/nixx/a.db", "/srv/nixx/a.db"),
+        ("sqlite:///srv/nixx/a.db", "/srv/nixx/a.db"),
+        ("sqlite:///~/a.db", str(Path.home() / "a.db")),
+        ("sqlite://~/a.db", str(Path.home() / "a.db")),
+        ("/plain/a.db", "/plain/a.db"),
+    ],
+)
+def test_sqlite_urls_name_files(url: str, path: str):
+    from nixx.store.sqlite import sqlite_path
+
+    assert str(sqlite_path(url)) == path

@@ -1064,9 +1064,11 @@ class SQLiteStore(MemoryStore):
 
 def sqlite_path(url_or_path: str) -> Path:
     """The file of ``sqlite:///PATH`` (or a plain path); ``sqlite:////abs`` and
-    ``sqlite:///abs`` both name ``/abs``."""
+    ``sqlite:///abs`` both name ``/abs``; ``sqlite:///~/x`` is in the home folder."""
     text = url_or_path.removeprefix("sqlite://")
     while text.startswith("//"):
+        text = text[1:]
+    if text.startswith("/~"):  # sqlite:///~/nixx.db
         text = text[1:]
     return Path(text).expanduser()
 
