@@ -39,6 +39,7 @@ from nixx.errors import (
     StoreError,
     ValidationError,
 )
+from nixx.store import validation
 from nixx.store.base import EmbedFn, MemoryStore
 from nixx.store.portable import as_vector
 from nixx.store.postgres_schema import (
@@ -49,9 +50,6 @@ from nixx.store.postgres_schema import (
     VECTOR_TABLES,
 )
 from nixx.store.records import (
-    ORIGINS,
-    ROLES,
-    SOURCE_TYPES,
     BufferHit,
     BufferRow,
     EmbeddingInfo,
@@ -356,9 +354,7 @@ class PostgresStore(MemoryStore):
         return EmbeddingInfo(model=row[0], dim=int(row[1])) if row else None
 
     def bind_embedder(self, model: str, dim: int) -> None:
-        if not model or int(dim) <= 0:
-            raise ValidationError("bind_embedder needs a model name and a positive dimension")
-        dim = int(dim)
+        dim = validation.embedder(model, dim, "bind_embedder")
         with self._conn() as conn:
             conn.execute("SELECT pg_advisory_xact_lock(%s)", (_EMBEDDER_LOCK,))
             current = self._embedder(conn)
@@ -434,9 +430,7 @@ class PostgresStore(MemoryStore):
         batch_size: int = 64,
         progress: Callable[[int, int], None] | None = None,
     ) -> int:
-        if not model or int(dim) <= 0:
-            raise ValidationError(f"invalid embedder {model!r} with dimension {dim}")
-        dim = int(dim)
+        dim = validation.embedder(model, dim, "reindex")
         written = 0
         with self._conn() as conn:
             conn.execute("SELECT pg_advisory_xact_lock(%s)", (_EMBEDDER_LOCK,))
@@ -483,17 +477,7 @@ class PostgresStore(MemoryStore):
     def append_buffer(
         self, role: str, content: str, origin: str = "api", meta: dict[str, Any] | None = None
     ) -> BufferRow:
-        if role not in ROLES:
-            raise ValidationError(
-                f"role must be one of {', '.join(ROLES)}, got {role!r}", param="role"
-            )
-        if origin not in ORIGINS:
-            raise ValidationError(
-                f"origin must be one of {', '.join(ORIGINS)}, got {origin!r}", param="origin"
-            )
-        if not isinstance(content, str):
-            raise ValidationError("content must be text", param="content")
-        meta = _json_object(meta, "meta")
+        meta = validation.buffer_row(role, content, origin, meta)
         with self._conn() as conn:
             row = conn.execute(
                 f"INSERT INTO buffer (role, content, origin, meta) VALUES (%s, %s, %s, %s) "
@@ -503,7 +487,7 @@ class PostgresStore(MemoryStore):
         return _buffer_row(row)  # type: ignore[arg-type]
 
     def update_buffer_meta(self, row_id: int, meta: dict[str, Any]) -> None:
-        meta = _json_object(meta, "meta")
+        meta = validation.json_object(meta, "meta")
         with self._conn() as conn:
             cur = conn.execute(
                 "UPDATE buffer SET meta = meta || %s WHERE id = %s", (Jsonb(meta), row_id)
@@ -575,15 +559,7 @@ class PostgresStore(MemoryStore):
         start_buffer_id: int,
         end_buffer_id: int,
     ) -> Summary:
-        if not isinstance(content, str) or not content.strip():
-            raise ValidationError("a summary needs content", param="content")
-        tags = _string_list(tags, "tags")
-        entities = _entities(entities)
-        if start_buffer_id > end_buffer_id:
-            raise ValidationError(
-                f"summary range is reversed: {start_buffer_id} > {end_buffer_id}",
-                param="start_buffer_id",
-            )
+        tags, entities = validation.summary(content, tags, entities, start_buffer_id, end_buffer_id)
         with self._conn() as conn:
             (vec,) = self._vectors(conn, [embedding], "summary embedding")
             found = conn.execute(
@@ -681,16 +657,7 @@ class PostgresStore(MemoryStore):
         end_id: int | None = None,
         meta: dict[str, Any] | None = None,
     ) -> Source:
-        if type not in SOURCE_TYPES:
-            raise ValidationError(
-                f"source type must be one of {', '.join(SOURCE_TYPES)}, got {type!r}",
-                param="type",
-            )
-        if not isinstance(name, str) or not name.strip():
-            raise ValidationError("a source needs a name", param="name")
-        if start_id is not None and end_id is not None and start_id > end_id:
-            raise ValidationError(f"source range is reversed: {start_id} > {end_id}")
-        meta = _json_object(meta, "meta")
+        meta = validation.source(name, type, start_id, end_id, meta)
         with self._conn() as conn:
             for row_id in {start_id, end_id} - {None}:
                 if not conn.execute("SELECT 1 FROM buffer WHERE id = %s", (row_id,)).fetchone():
@@ -711,11 +678,10 @@ class PostgresStore(MemoryStore):
     ) -> list[tuple[str, np.ndarray, dict[str, Any]]]:
         """Validate every chunk before anything is written."""
         for i, chunk in enumerate(chunks):
-            if not isinstance(chunk.content, str):
-                raise ValidationError(f"chunk {i} content must be text")
+            validation.chunk_content(i, chunk.content)
         vectors = self._vectors(conn, [c.embedding for c in chunks], "chunk embedding")
         return [
-            (c.content, vec, _json_object(c.metadata, "metadata"))
+            (c.content, vec, validation.json_object(c.metadata, "metadata"))
             for c, vec in zip(chunks, vectors, strict=True)
         ]
 
@@ -755,7 +721,7 @@ class PostgresStore(MemoryStore):
             if meta is not None:
                 conn.execute(
                     "UPDATE sources SET meta = %s WHERE id = %s",
-                    (Jsonb(_json_object(meta, "meta")), source_id),
+                    (Jsonb(validation.json_object(meta, "meta")), source_id),
                 )
             return self._get_source(conn, source_id)
 
@@ -855,8 +821,7 @@ class PostgresStore(MemoryStore):
         return default if row is None else row[0]
 
     def set_state(self, key: str, value: Any) -> None:
-        if not isinstance(key, str) or not key:
-            raise ValidationError("a state key must be a non-empty string")
+        validation.state_key(key)
         try:
             json.dumps(value)
         except (TypeError, ValueError) as exc:
@@ -1109,30 +1074,6 @@ _LOAD: dict[str, tuple[str, tuple[str, ...], Callable[[dict[str, Any]], tuple[An
         ),
     ),
 }
-
-
-def _json_object(value: Any, name: str) -> dict[str, Any]:
-    if value is None:
-        return {}
-    if not isinstance(value, dict):
-        raise ValidationError(f"{name} must be a JSON object", param=name)
-    try:
-        json.dumps(value, allow_nan=False)
-    except (TypeError, ValueError) as exc:
-        raise ValidationError(f"{name} must be JSON-serialisable: {exc}", param=name) from None
-    return dict(value)
-
-
-def _string_list(value: Sequence[str], name: str) -> list[str]:
-    if isinstance(value, str) or not all(isinstance(v, str) for v in value):
-        raise ValidationError(f"{name} must be a list of strings", param=name)
-    return list(value)
-
-
-def _entities(value: dict[str, list[str]]) -> dict[str, list[str]]:
-    if not isinstance(value, dict):
-        raise ValidationError("entities must be an object of lists", param="entities")
-    return {str(k): _string_list(v, f"entities.{k}") for k, v in value.items()}
 
 
 def _mismatch(current: EmbeddingInfo, model: str, dim: int) -> EmbedderMismatch:

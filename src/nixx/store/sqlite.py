@@ -26,7 +26,7 @@ import apsw
 import numpy as np
 
 from nixx.errors import Conflict, EmbedderMismatch, NotFound, StoreError, ValidationError
-from nixx.store import sqlite_migrations
+from nixx.store import sqlite_migrations, validation
 from nixx.store.base import EmbedFn, MemoryStore
 from nixx.store.fts_query import fts5_match
 from nixx.store.portable import (
@@ -36,9 +36,6 @@ from nixx.store.portable import (
     vector_to_list,
 )
 from nixx.store.records import (
-    ORIGINS,
-    ROLES,
-    SOURCE_TYPES,
     BufferHit,
     BufferRow,
     EmbeddingInfo,
@@ -221,8 +218,7 @@ class SQLiteStore(MemoryStore):
         )
 
     def bind_embedder(self, model: str, dim: int) -> None:
-        if not model or dim <= 0:
-            raise ValidationError("bind_embedder needs a model name and a positive dimension")
+        dim = validation.embedder(model, dim, "bind_embedder")
         info = self.embedding_info()
         if info is not None and (info.model, info.dim) == (model, dim):
             return  # the common case, without taking the write lock
@@ -266,8 +262,7 @@ class SQLiteStore(MemoryStore):
         batch_size: int = 64,
         progress: Callable[[int, int], None] | None = None,
     ) -> int:
-        if not model or dim <= 0:
-            raise ValidationError("reindex needs a model name and a positive dimension")
+        dim = validation.embedder(model, dim, "reindex")
         with self._read() as conn:
             texts = {
                 table: dict(conn.execute(f"SELECT id, content FROM {table} ORDER BY id"))
@@ -329,17 +324,7 @@ class SQLiteStore(MemoryStore):
     def append_buffer(
         self, role: str, content: str, origin: str = "api", meta: dict[str, Any] | None = None
     ) -> BufferRow:
-        if role not in ROLES:
-            raise ValidationError(
-                f"role must be one of {', '.join(ROLES)}, got {role!r}", param="role"
-            )
-        if origin not in ORIGINS:
-            raise ValidationError(
-                f"origin must be one of {', '.join(ORIGINS)}, got {origin!r}", param="origin"
-            )
-        if not isinstance(content, str):
-            raise ValidationError("content must be text", param="content")
-        meta = _json_object(meta, "meta")
+        meta = validation.buffer_row(role, content, origin, meta)
         created = utc_now()
         with self._write() as conn:
             conn.execute(
@@ -351,7 +336,7 @@ class SQLiteStore(MemoryStore):
         return BufferRow(row_id, role, content, origin, created, meta)
 
     def update_buffer_meta(self, row_id: int, meta: dict[str, Any]) -> None:
-        meta = _json_object(meta, "meta")
+        meta = validation.json_object(meta, "meta")
         with self._write() as conn:
             row = conn.execute("SELECT meta FROM buffer WHERE id = ?", (row_id,)).fetchone()
             if row is None:
@@ -426,15 +411,7 @@ class SQLiteStore(MemoryStore):
         start_buffer_id: int,
         end_buffer_id: int,
     ) -> Summary:
-        if not isinstance(content, str) or not content.strip():
-            raise ValidationError("a summary needs content", param="content")
-        tags = _string_list(tags, "tags")
-        entities = _entities(entities)
-        if start_buffer_id > end_buffer_id:
-            raise ValidationError(
-                f"summary range is reversed: {start_buffer_id} > {end_buffer_id}",
-                param="start_buffer_id",
-            )
+        tags, entities = validation.summary(content, tags, entities, start_buffer_id, end_buffer_id)
         created = utc_now()
         with self._write() as conn:
             vec = as_vector(embedding, self._bound_dim(conn), what="summary embedding")
@@ -505,16 +482,7 @@ class SQLiteStore(MemoryStore):
         end_id: int | None = None,
         meta: dict[str, Any] | None = None,
     ) -> Source:
-        if not isinstance(name, str) or not name.strip():
-            raise ValidationError("a source needs a name", param="name")
-        if type not in SOURCE_TYPES:
-            raise ValidationError(
-                f"source type must be one of {', '.join(SOURCE_TYPES)}, got {type!r}",
-                param="type",
-            )
-        if start_id is not None and end_id is not None and start_id > end_id:
-            raise ValidationError(f"source range is reversed: {start_id} > {end_id}")
-        meta = _json_object(meta, "meta")
+        meta = validation.source(name, type, start_id, end_id, meta)
         created = utc_now()
         with self._write() as conn:
             for row_id in {start_id, end_id} - {None}:
@@ -539,15 +507,14 @@ class SQLiteStore(MemoryStore):
         dim = self._bound_dim(conn)
         rows = []
         for i, chunk in enumerate(chunks):
-            if not isinstance(chunk.content, str):
-                raise ValidationError(f"chunk {i} content must be text")
+            validation.chunk_content(i, chunk.content)
             vec = as_vector(chunk.embedding, dim, what=f"chunk {i} embedding")
             dim = vec.shape[0]
             rows.append(
                 (
                     chunk.content,
                     vec.astype("<f4").tobytes(),
-                    _dumps(_json_object(chunk.metadata, "metadata")),
+                    _dumps(validation.json_object(chunk.metadata, "metadata")),
                 )
             )
         if rows and dim is not None:
@@ -572,7 +539,7 @@ class SQLiteStore(MemoryStore):
         summary: str | None = None,
         meta: dict[str, Any] | None = None,
     ) -> Source:
-        new_meta = None if meta is None else _json_object(meta, "meta")
+        new_meta = None if meta is None else validation.json_object(meta, "meta")
         with self._write() as conn:
             self._require_source(conn, source_id)
             rows = self._chunk_rows(conn, chunks)
@@ -881,8 +848,7 @@ class SQLiteStore(MemoryStore):
         return default if row is None else json.loads(row[0])
 
     def set_state(self, key: str, value: Any) -> None:
-        if not isinstance(key, str) or not key:
-            raise ValidationError("a state key must be a non-empty string")
+        validation.state_key(key)
         try:
             text = _dumps(value)
         except (TypeError, ValueError) as exc:
@@ -1078,30 +1044,6 @@ def sqlite_path(url_or_path: str) -> Path:
 
 def _dumps(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-
-
-def _json_object(value: Any, name: str) -> dict[str, Any]:
-    if value is None:
-        return {}
-    if not isinstance(value, dict):
-        raise ValidationError(f"{name} must be a JSON object", param=name)
-    try:
-        _dumps(value)
-    except (TypeError, ValueError) as exc:
-        raise ValidationError(f"{name} must be JSON-serialisable: {exc}", param=name) from None
-    return dict(value)
-
-
-def _string_list(value: Sequence[str], name: str) -> list[str]:
-    if isinstance(value, str) or not all(isinstance(v, str) for v in value):
-        raise ValidationError(f"{name} must be a list of strings", param=name)
-    return list(value)
-
-
-def _entities(value: dict[str, list[str]]) -> dict[str, list[str]]:
-    if not isinstance(value, dict):
-        raise ValidationError("entities must be an object of lists", param="entities")
-    return {str(k): _string_list(v, f"entities.{k}") for k, v in value.items()}
 
 
 def _buffer_row(r: Sequence[Any]) -> BufferRow:
