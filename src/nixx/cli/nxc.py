@@ -9,11 +9,11 @@ one-shot CLI starts fast.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from collections.abc import Sequence
 
-from nixx.cli.output import emit_json, run_command
+from nixx.cli.output import emit_json
+from nixx.cli.shell import Formatter, common_parser, run_parsed
 
 EXIT_STALE = 3
 EXIT_TIMEOUT = 4
@@ -216,27 +216,6 @@ def _wait(args: argparse.Namespace) -> int:
     return {"complete": 0, "stale": EXIT_STALE, "timeout": EXIT_TIMEOUT}[outcome]
 
 
-class _Formatter(argparse.HelpFormatter):
-    """argparse's formatter imports shutil (and with it bz2, lzma...) for the terminal
-    width on every add_argument; ask os directly instead."""
-
-    def __init__(self, prog: str) -> None:
-        try:
-            width = os.get_terminal_size(sys.stdout.fileno()).columns
-        except (OSError, ValueError):
-            width = 100
-        super().__init__(prog, width=max(width - 2, 40))
-
-
-def _common() -> argparse.ArgumentParser:
-    common = argparse.ArgumentParser(add_help=False, formatter_class=_Formatter)
-    common.add_argument("--json", action="store_true", default=argparse.SUPPRESS,
-                        help="one JSON document on stdout (errors too)")
-    common.add_argument("--db", default=argparse.SUPPRESS, metavar="PATH",
-                        help="the workspace log (default: NXC_DB, else the nearest .nxs/db.sqlite)")
-    return common
-
-
 def _body_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("body", nargs="?", metavar="BODY", help="the message (Markdown); `-` reads stdin")
     p.add_argument("--body-file", metavar="FILE", help="read the message from FILE")
@@ -244,19 +223,19 @@ def _body_args(p: argparse.ArgumentParser) -> None:
 
 
 def _add_list(sub, common) -> None:
-    p = sub.add_parser("list", parents=[common], formatter_class=_Formatter,
+    p = sub.add_parser("list", parents=[common], formatter_class=Formatter,
                        help="declared personas and channels")
     p.set_defaults(func=_list)
 
 
 def _add_whoami(sub, common) -> None:
-    p = sub.add_parser("whoami", parents=[common], formatter_class=_Formatter,
+    p = sub.add_parser("whoami", parents=[common], formatter_class=Formatter,
                        help="the handle this process acts as")
     p.set_defaults(func=_whoami)
 
 
 def _add_send(sub, common) -> None:
-    p = sub.add_parser("send", parents=[common], formatter_class=_Formatter,
+    p = sub.add_parser("send", parents=[common], formatter_class=Formatter,
                        help="open a thread to a persona or channel")
     p.add_argument("--to", required=True, help="a declared persona handle or channel name")
     p.add_argument("--expect", metavar="H1,H2", help="who must reply (default: the persona, or "
@@ -272,7 +251,7 @@ def _add_send(sub, common) -> None:
 
 
 def _add_reply(sub, common) -> None:
-    p = sub.add_parser("reply", parents=[common], formatter_class=_Formatter,
+    p = sub.add_parser("reply", parents=[common], formatter_class=Formatter,
                        help="post into a thread")
     p.add_argument("--thread", help="the thread (default: your one open conversation)")
     p.add_argument("--kind", default="report", help="task | question | report | decision | info")
@@ -282,7 +261,7 @@ def _add_reply(sub, common) -> None:
 
 
 def _add_expect(sub, common) -> None:
-    p = sub.add_parser("expect", parents=[common], formatter_class=_Formatter,
+    p = sub.add_parser("expect", parents=[common], formatter_class=Formatter,
                        help="re-declare who must reply (opener only)")
     p.add_argument("--thread", required=True)
     p.add_argument("handles", metavar="H1,H2", help="comma-separated handles")
@@ -291,29 +270,29 @@ def _add_expect(sub, common) -> None:
 
 
 def _add_threads(sub, common) -> None:
-    p = sub.add_parser("threads", parents=[common], formatter_class=_Formatter,
+    p = sub.add_parser("threads", parents=[common], formatter_class=Formatter,
                        help="list or show threads")
     tsub = p.add_subparsers(dest="threads_command", metavar="list|show")
-    q = tsub.add_parser("list", parents=[common], formatter_class=_Formatter,
+    q = tsub.add_parser("list", parents=[common], formatter_class=Formatter,
                         help="threads you may read, newest first")
     q.add_argument("--channel", help="only this channel id")
     q.add_argument("--open", action="store_true", help="only threads somebody still owes")
     q.add_argument("--limit", type=int, default=50)
     q.set_defaults(func=_threads_list)
-    q = tsub.add_parser("show", parents=[common], formatter_class=_Formatter,
+    q = tsub.add_parser("show", parents=[common], formatter_class=Formatter,
                         help="one thread, its quorum and messages")
     q.add_argument("thread_id")
     q.set_defaults(func=_threads_show)
 
 
 def _add_prime(sub, common) -> None:
-    p = sub.add_parser("prime", parents=[common], formatter_class=_Formatter,
+    p = sub.add_parser("prime", parents=[common], formatter_class=Formatter,
                        help="what is unread for you (no bodies)")
     p.set_defaults(func=_prime)
 
 
 def _add_status(sub, common) -> None:
-    p = sub.add_parser("status", parents=[common], formatter_class=_Formatter,
+    p = sub.add_parser("status", parents=[common], formatter_class=Formatter,
                        help="operations: trees of threads")
     g = p.add_mutually_exclusive_group()
     g.add_argument("--thread", help="the operation containing this thread")
@@ -323,7 +302,7 @@ def _add_status(sub, common) -> None:
 
 
 def _add_search(sub, common) -> None:
-    p = sub.add_parser("search", parents=[common], formatter_class=_Formatter,
+    p = sub.add_parser("search", parents=[common], formatter_class=Formatter,
                        help="full-text search over messages")
     p.add_argument("query")
     p.add_argument("--limit", type=int, default=20)
@@ -333,7 +312,7 @@ def _add_search(sub, common) -> None:
 
 
 def _add_wait(sub, common) -> None:
-    p = sub.add_parser("wait", parents=[common], formatter_class=_Formatter,
+    p = sub.add_parser("wait", parents=[common], formatter_class=Formatter,
                        help="block until a thread is complete (0), stale (3) or timed out (4)")
     p.add_argument("--thread", required=True)
     p.add_argument("--timeout", type=float, metavar="SECONDS", help="give up after SECONDS")
@@ -352,7 +331,7 @@ VERBS = {
 def _delivery_verb(name: str, sub, common) -> None:
     from nixx.cli import nxc_delivery
 
-    getattr(nxc_delivery, name)(sub, common, _Formatter)
+    getattr(nxc_delivery, name)(sub, common, Formatter)
 
 
 def _verb_of(argv: Sequence[str]) -> str | None:
@@ -370,8 +349,8 @@ def _verb_of(argv: Sequence[str]) -> str | None:
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     """The argument parser; with `only`, just that verb's sub-parser (a faster start)."""
-    common = _common()
-    parser = argparse.ArgumentParser(prog="nxc", parents=[common], formatter_class=_Formatter,
+    common = common_parser()
+    parser = argparse.ArgumentParser(prog="nxc", parents=[common], formatter_class=Formatter,
                                      description="Agent chat over the workspace log.")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, add in VERBS.items():
@@ -408,12 +387,7 @@ def _parse(argv: list[str]) -> tuple[argparse.ArgumentParser, argparse.Namespace
 def main(argv: Sequence[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     parser, args = _parse(argv)
-    args.json = getattr(args, "json", False)
-    args.db = getattr(args, "db", None)
-    if not getattr(args, "func", None):
-        parser.print_help()
-        return 2
-    return run_command(lambda: args.func(args), as_json=args.json)
+    return run_parsed(parser, args)
 
 
 if __name__ == "__main__":

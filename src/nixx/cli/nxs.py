@@ -12,11 +12,11 @@ error, 2 usage, 130 interrupted.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from collections.abc import Sequence
 
-from nixx.cli.output import emit_json, run_command
+from nixx.cli.output import emit_json
+from nixx.cli.shell import Formatter, common_parser, run_parsed
 
 
 def _reducers() -> list:
@@ -88,64 +88,38 @@ def _refold(args: argparse.Namespace) -> int:
     return 0
 
 
-class _Formatter(argparse.HelpFormatter):
-    """argparse's formatter imports shutil (and with it bz2, lzma...) for the terminal
-    width on every add_argument; ask os directly instead."""
-
-    def __init__(self, prog: str) -> None:
-        try:
-            width = os.get_terminal_size(sys.stdout.fileno()).columns
-        except (OSError, ValueError):
-            width = 100
-        super().__init__(prog, width=max(width - 2, 40))
-
-
-def _common() -> argparse.ArgumentParser:
-    common = argparse.ArgumentParser(add_help=False, formatter_class=_Formatter)
-    common.add_argument("--json", action="store_true", default=argparse.SUPPRESS,
-                        help="one JSON document on stdout (errors too)")
-    common.add_argument("--db", default=argparse.SUPPRESS, metavar="PATH",
-                        help="the workspace log (default: NXC_DB, else the nearest .nxs/db.sqlite)")
-    return common
-
-
 def build_parser() -> argparse.ArgumentParser:
-    common = _common()
-    parser = argparse.ArgumentParser(prog="nxs", parents=[common], formatter_class=_Formatter,
+    common = common_parser()
+    parser = argparse.ArgumentParser(prog="nxs", parents=[common], formatter_class=Formatter,
                                      description="The workspace operation log.")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
-    p = sub.add_parser("init", parents=[common], formatter_class=_Formatter,
+    p = sub.add_parser("init", parents=[common], formatter_class=Formatter,
                        help="create .nxs/db.sqlite at the git top level (else here)")
     p.add_argument("--replica", help="replica prefix to mint (default: 4 random characters)")
     p.set_defaults(func=_init)
 
-    p = sub.add_parser("log", parents=[common], formatter_class=_Formatter, help="show the operations in the log")
+    p = sub.add_parser("log", parents=[common], formatter_class=Formatter, help="show the operations in the log")
     p.add_argument("--domain", help="only this domain (e.g. message)")
     p.add_argument("--after", type=int, default=0, metavar="SEQ", help="only ops past this seq")
     p.add_argument("--limit", type=int, metavar="N", help="at most N ops (the newest, or the "
                    "first N past --after)")
     p.set_defaults(func=_log)
 
-    p = sub.add_parser("refold", parents=[common], formatter_class=_Formatter, help="rebuild the views from the whole log")
+    p = sub.add_parser("refold", parents=[common], formatter_class=Formatter, help="rebuild the views from the whole log")
     p.add_argument("--domain", help="only this domain")
     p.set_defaults(func=_refold)
 
     from nixx.cli.nxs_sync import add_sync
 
-    add_sync(sub, common, _Formatter)
+    add_sync(sub, common, Formatter)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    args.json = getattr(args, "json", False)
-    args.db = getattr(args, "db", None)
-    if not getattr(args, "func", None):
-        parser.print_help()
-        return 2
-    return run_command(lambda: args.func(args), as_json=args.json)
+    return run_parsed(parser, args)
 
 
 if __name__ == "__main__":
