@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from nixx.errors import EmbedderMismatch, ValidationError
+from nixx.store.records import BufferRow, Memory, Source, Summary
 
 EXPORT_FORMAT = "nixx-export"
 EXPORT_VERSION = 1
@@ -93,3 +94,57 @@ def vector_to_list(vec: np.ndarray) -> list[float]:
 
 def vectors_from_records(values: Sequence[Sequence[float]]) -> np.ndarray:
     return np.asarray(values, dtype=np.float32)
+
+
+def buffer_record(b: BufferRow) -> dict[str, Any]:
+    return {
+        "type": "buffer",
+        "id": b.id,
+        "role": b.role,
+        "content": b.content,
+        "origin": b.origin,
+        "created_at": b.created_at,
+        "meta": b.meta,
+    }
+
+
+def summary_record(s: Summary) -> dict[str, Any]:
+    assert s.embedding is not None
+    return {
+        "type": "summary",
+        "id": s.id,
+        "content": s.content,
+        "embedding": vector_to_list(s.embedding),
+        "tags": s.tags,
+        "entities": s.entities,
+        "start_buffer_id": s.start_buffer_id,
+        "end_buffer_id": s.end_buffer_id,
+        "created_at": s.created_at,
+    }
+
+
+def source_record(src: Source) -> dict[str, Any]:
+    return {
+        "type": "source",
+        "id": src.id,
+        "name": src.name,
+        "source_type": src.type,
+        "summary": src.summary,
+        "start_id": src.start_id,
+        "end_id": src.end_id,
+        "meta": src.meta,
+        "created_at": src.created_at,
+    }
+
+
+def memory_record(m: Memory) -> dict[str, Any]:
+    assert m.embedding is not None
+    return {
+        "type": "memory",
+        "id": m.id,
+        "source_id": m.source_id,
+        "content": m.content,
+        "embedding": vector_to_list(m.embedding),
+        "metadata": m.metadata,
+        "created_at": m.created_at,
+    }

@@ -839,7 +839,13 @@ class PostgresStore(MemoryStore):
 
     # ---- export / import ------------------------------------------------------------
     def export_records(self) -> Iterator[dict[str, Any]]:
-        from nixx.store.portable import header_record
+        from nixx.store.portable import (
+            buffer_record,
+            header_record,
+            memory_record,
+            source_record,
+            summary_record,
+        )
 
         with self._conn() as conn:
             # One snapshot for the whole export, however long it takes to consume.
@@ -851,57 +857,21 @@ class PostgresStore(MemoryStore):
             for key, value in conn.execute("SELECT key, value FROM state ORDER BY key"):
                 yield {"type": "state", "key": key, "value": value}
             for r in self._stream(conn, f"SELECT {_BUFFER_COLS} FROM buffer ORDER BY id"):
-                yield {
-                    "type": "buffer",
-                    "id": r[0],
-                    "role": r[1],
-                    "content": r[2],
-                    "origin": r[3],
-                    "created_at": iso_utc(r[4]),
-                    "meta": r[5],
-                }
+                yield buffer_record(_buffer_row(r))
             for r in self._stream(
                 conn, f"SELECT {_SUMMARY_COLS}, {_VEC_OUT} FROM summaries ORDER BY id"
             ):
-                yield {
-                    "type": "summary",
-                    "id": r[0],
-                    "content": r[1],
-                    "embedding": _parse_vector(r[7]).tolist(),
-                    "tags": list(r[2]),
-                    "entities": r[3],
-                    "start_buffer_id": r[4],
-                    "end_buffer_id": r[5],
-                    "created_at": iso_utc(r[6]),
-                }
+                yield summary_record(_summary(r, r[7]))
             for r in self._stream(
                 conn,
-                "SELECT id, name, type, summary, start_id, end_id, meta, created_at "
+                "SELECT id, name, type, summary, start_id, end_id, created_at, meta, 0 "
                 "FROM sources ORDER BY id",
             ):
-                yield {
-                    "type": "source",
-                    "id": r[0],
-                    "name": r[1],
-                    "source_type": r[2],
-                    "summary": r[3],
-                    "start_id": r[4],
-                    "end_id": r[5],
-                    "meta": r[6],
-                    "created_at": iso_utc(r[7]),
-                }
+                yield source_record(_source(r))  # chunk_count (0) is not exported
             for r in self._stream(
                 conn, f"SELECT {_MEMORY_COLS}, {_VEC_OUT} FROM memories ORDER BY id"
             ):
-                yield {
-                    "type": "memory",
-                    "id": r[0],
-                    "source_id": r[1],
-                    "content": r[2],
-                    "embedding": _parse_vector(r[5]).tolist(),
-                    "metadata": r[3],
-                    "created_at": iso_utc(r[4]),
-                }
+                yield memory_record(_memory(r, r[5]))
 
     @staticmethod
     def _stream(conn: psycopg.Connection[Any], sql: str) -> Iterator[Any]:

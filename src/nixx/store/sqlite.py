@@ -31,9 +31,12 @@ from nixx.store.base import EmbedFn, MemoryStore
 from nixx.store.fts_query import fts5_match
 from nixx.store.portable import (
     as_vector,
+    buffer_record,
     header_record,
+    memory_record,
+    source_record,
+    summary_record,
     utc_now,
-    vector_to_list,
 )
 from nixx.store.records import (
     BufferHit,
@@ -878,55 +881,13 @@ class SQLiteStore(MemoryStore):
             for key, value in conn.execute("SELECT key, value FROM state ORDER BY key"):
                 yield {"type": "state", "key": key, "value": json.loads(value)}
             for r in conn.execute(f"SELECT {_BUFFER_COLS} FROM buffer ORDER BY id"):
-                b = _buffer_row(r)
-                yield {
-                    "type": "buffer",
-                    "id": b.id,
-                    "role": b.role,
-                    "content": b.content,
-                    "origin": b.origin,
-                    "created_at": b.created_at,
-                    "meta": b.meta,
-                }
+                yield buffer_record(_buffer_row(r))
             for r in conn.execute(f"SELECT {_SUMMARY_COLS} FROM summaries ORDER BY id"):
-                s = _summary(r, with_embedding=True)
-                assert s.embedding is not None
-                yield {
-                    "type": "summary",
-                    "id": s.id,
-                    "content": s.content,
-                    "embedding": vector_to_list(s.embedding),
-                    "tags": s.tags,
-                    "entities": s.entities,
-                    "start_buffer_id": s.start_buffer_id,
-                    "end_buffer_id": s.end_buffer_id,
-                    "created_at": s.created_at,
-                }
+                yield summary_record(_summary(r, with_embedding=True))
             for r in conn.execute(f"SELECT {_SOURCE_COLS} FROM sources s ORDER BY s.id"):
-                src = _source(r)
-                yield {
-                    "type": "source",
-                    "id": src.id,
-                    "name": src.name,
-                    "source_type": src.type,
-                    "summary": src.summary,
-                    "start_id": src.start_id,
-                    "end_id": src.end_id,
-                    "meta": src.meta,
-                    "created_at": src.created_at,
-                }
+                yield source_record(_source(r))
             for r in conn.execute(f"SELECT {_MEMORY_COLS} FROM memories ORDER BY id"):
-                m = _memory(r, with_embedding=True)
-                assert m.embedding is not None
-                yield {
-                    "type": "memory",
-                    "id": m.id,
-                    "source_id": m.source_id,
-                    "content": m.content,
-                    "embedding": vector_to_list(m.embedding),
-                    "metadata": m.metadata,
-                    "created_at": m.created_at,
-                }
+                yield memory_record(_memory(r, with_embedding=True))
         finally:
             conn.close()
 
