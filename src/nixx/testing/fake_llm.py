@@ -70,6 +70,17 @@ def _text_of(content: Any) -> str:
     return ""
 
 
+class _QuietServer(ThreadingHTTPServer):
+    """A client hanging up mid-request (a cut test, a benchmark ending) is not an error."""
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        import sys
+
+        if isinstance(sys.exc_info()[1], (ConnectionError, TimeoutError)):
+            return
+        super().handle_error(request, client_address)
+
+
 class FakeLLM:
     """Scripted OpenAI-compatible server on 127.0.0.1 (a free port unless given)."""
 
@@ -85,7 +96,7 @@ class FakeLLM:
         self.embed_responder: Callable[[dict[str, Any]], Reply | None] | None = None
         self._queue: list[Reply] = []
         self._lock = threading.Lock()
-        self._server = ThreadingHTTPServer(("127.0.0.1", port), self._handler_class())
+        self._server = _QuietServer(("127.0.0.1", port), self._handler_class())
         self._server.daemon_threads = True
         self._thread = threading.Thread(
             target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
