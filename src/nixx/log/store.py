@@ -113,7 +113,7 @@ class Txn:
     def _next_clock(self) -> str:
         if self._last_clock is None:
             row = self.conn.execute("SELECT max(clock) FROM ops").fetchone()
-            self._last_clock = row[0]
+            self._last_clock = row[0] if row else None
         self._last_clock = hlc.tick(self._last_clock)
         return self._last_clock
 
@@ -245,7 +245,7 @@ class LogStore:
         self.path = path
         self.conn = conn
         self.registry = registry
-        meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
+        meta: dict[str, str] = {r[0]: r[1] for r in conn.execute("SELECT key, value FROM meta")}
         if meta.get("schema") != SCHEMA_VERSION or "replica" not in meta:
             raise SchemaError(
                 f"{path} is not a workspace log of this version "
@@ -358,18 +358,22 @@ class LogStore:
 
     def count(self, domain: str | None = None) -> int:
         if domain is None:
-            return self.conn.execute("SELECT count(*) FROM ops").fetchone()[0]
-        return self.conn.execute("SELECT count(*) FROM ops WHERE domain = ?", (domain,)).fetchone()[0]
+            row = self.conn.execute("SELECT count(*) FROM ops").fetchone()
+        else:
+            row = self.conn.execute("SELECT count(*) FROM ops WHERE domain = ?", (domain,)).fetchone()
+        return int(row[0]) if row else 0
 
     def max_seq(self) -> int:
-        return self.conn.execute("SELECT coalesce(max(seq), 0) FROM ops").fetchone()[0]
+        row = self.conn.execute("SELECT coalesce(max(seq), 0) FROM ops").fetchone()
+        return int(row[0]) if row else 0
 
     def get_meta(self, key: str) -> str | None:
         row = self.conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
         return row[0] if row else None
 
     def data_version(self) -> int:
-        return self.conn.execute("PRAGMA data_version").fetchone()[0]
+        row = self.conn.execute("PRAGMA data_version").fetchone()
+        return int(row[0]) if row else 0
 
     # -- folding ----------------------------------------------------------------------
 
@@ -406,7 +410,7 @@ class LogStore:
         folded = 0
         last = 0
         while True:  # batches, so no read cursor stays open across the folds' writes
-            rows = self.conn.execute(
+            rows: list[Any] = self.conn.execute(
                 f"SELECT {_OP_COLUMNS} FROM ops WHERE domain = ? AND seq > ? ORDER BY seq"
                 " LIMIT 5000",
                 (reducer.domain, last),

@@ -23,7 +23,8 @@ class DataVersionWatcher:
         self._last = self._version()
 
     def _version(self) -> int:
-        return self._conn.execute("PRAGMA data_version").fetchone()[0]
+        row = self._conn.execute("PRAGMA data_version").fetchone()
+        return int(row[0]) if row else 0
 
     def changed(self) -> bool:
         """True (once) if another connection committed since the last call."""
