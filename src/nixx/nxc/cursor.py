@@ -33,7 +33,7 @@ def unread(conn: Connection, me: str, channel: str | None = None) -> list[dict[s
     if channel is not None:
         sql += " AND m.channel_id = :channel"
         args["channel"] = channel
-    rows = conn.execute(sql + " ORDER BY m.pos", args).fetchall()
+    rows: list[Any] = conn.execute(sql + " ORDER BY m.pos", args).fetchall()
     return [
         {
             "message_id": r[0], "thread_id": r[1], "channel_id": r[2], "sender": r[3],
@@ -55,7 +55,7 @@ def latest_pos(conn: Connection, channel: str) -> str | None:
     row = conn.execute(
         "SELECT max(pos) FROM nxc_messages WHERE channel_id = ?", (channel,)
     ).fetchone()
-    return row[0]
+    return row[0] if row else None
 
 
 def prime(conn: Connection, me: str) -> dict[str, Any]:

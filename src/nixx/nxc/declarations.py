@@ -250,7 +250,7 @@ def _read_raw(folder: str, cache_dir: str | None) -> dict[str, dict[str, Any]]:
         else:
             raw[name] = _parse_yaml(os.path.join(folder, name))
             dirty = True
-    if dirty and cache_path is not None:
+    if dirty and cache_dir is not None and cache_path is not None:
         body = {"version": _CACHE_VERSION, "folder": folder, "files": stats, "data": raw}
         tmp = os.path.join(cache_dir, f".{CACHE_FILE}.{os.getpid()}.tmp")
         try:

@@ -34,6 +34,7 @@ from nixx.nxc.reducer import DOMAIN, MESSAGE_KINDS, PRIORITIES, ChatReducer
 
 TYPE_CHECKING = False  # `typing` costs ~2 ms of every CLI start; only annotations use it
 if TYPE_CHECKING:
+    import builtins
     from typing import Any
 
     from nixx.nxc.delivery import Delivery
@@ -238,7 +239,7 @@ class Engine:
         to: str,
         body: str,
         *,
-        expect: list[str] | str | None = None,
+        expect: builtins.list[str] | str | None = None,
         deadline: str | int | None = None,
         kind: str = "task",
         priority: str = "normal",
@@ -277,9 +278,9 @@ class Engine:
                 raise NotFound(f"parent thread {parent} is not in the log", param="parent")
         thread_id, message_id = "t-" + new_ulid(now), "m-" + new_ulid(now)
         with self.store.transaction() as txn:
-            stored = dict(txn.conn.execute(
+            stored: dict[str, str] = {r[0]: r[1] for r in txn.conn.execute(
                 "SELECT field, value FROM nxc_channel_fields WHERE channel_id = ?", (channel_id,)
-            ).fetchall())
+            )}
             changed = {k: v for k, v in fields.items() if stored.get(k) != _dumps(v)}
             if changed:
                 txn.append(DOMAIN, "channel", channel_id, me, {"fields": changed})
@@ -323,7 +324,7 @@ class Engine:
         }
 
     def _deadline(
-        self, deadline: str | int | None, now: int, channel: ChannelDecl | None, expects: list[str]
+        self, deadline: str | int | None, now: int, channel: ChannelDecl | None, expects: builtins.list[str]
     ) -> int | None:
         if isinstance(deadline, int):
             return deadline
@@ -401,7 +402,7 @@ class Engine:
         }
 
     def expect(
-        self, thread: str, handles: list[str] | str, *, deadline: str | int | None = None
+        self, thread: str, handles: builtins.list[str] | str, *, deadline: str | int | None = None
     ) -> dict[str, Any]:
         """Re-declare who must reply (opener only); starts a new turn for everyone named."""
         from nixx.nxc import threads
@@ -468,7 +469,7 @@ class Engine:
 
     def threads(
         self, *, channel: str | None = None, open_only: bool = False, limit: int | None = 50
-    ) -> list[dict[str, Any]]:
+    ) -> builtins.list[dict[str, Any]]:
         from nixx.nxc import threads
 
         found = threads.list_threads(self.conn, self.handle, self.now_ms(), channel=channel,
@@ -482,7 +483,7 @@ class Engine:
 
         return cursor.prime(self.conn, self.handle)
 
-    def unread(self, channel: str | None = None) -> list[dict[str, Any]]:
+    def unread(self, channel: str | None = None) -> builtins.list[dict[str, Any]]:
         from nixx.nxc import cursor
 
         return cursor.unread(self.conn, self.handle, channel)
@@ -503,7 +504,7 @@ class Engine:
         annotate = getattr(self.delivery, "annotate_status", None)
         return annotate(self, out) if annotate is not None else out
 
-    def search(self, query: str, *, limit: int = 20) -> list[dict[str, Any]]:
+    def search(self, query: str, *, limit: int = 20) -> builtins.list[dict[str, Any]]:
         from nixx.nxc.search import search
 
         return search(self.conn, self.handle, query, limit=limit)

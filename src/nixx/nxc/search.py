@@ -28,7 +28,7 @@ def fts_query(text: str) -> str:
 
 
 def search(conn: Connection, me: str, query: str, *, limit: int = 20) -> list[dict[str, Any]]:
-    rows = conn.execute(
+    rows: list[Any] = conn.execute(
         "SELECT m.message_id, m.channel_id, m.thread_id, m.sender, m.body, m.created"
         " FROM nxc_messages_fts f JOIN nxc_messages m ON m.mrow = f.rowid"
         f" WHERE nxc_messages_fts MATCH :q AND {MESSAGE_READABLE} AND {MESSAGE_VISIBLE}"

@@ -35,15 +35,16 @@ def operations(
     include_finished: bool = False,
 ) -> list[dict[str, Any]]:
     """Every operation with a thread `me` may read, shown whole (states only, no bodies)."""
-    parents = dict(conn.execute("SELECT thread_id, parent FROM nxc_threads").fetchall())
+    parents: dict[str, str | None] = {
+        r[0]: r[1] for r in conn.execute("SELECT thread_id, parent FROM nxc_threads")}
     readable = {r[0] for r in conn.execute(
         "SELECT t.thread_id FROM nxc_threads t LEFT JOIN nxc_thread_state s USING (thread_id)"
         " WHERE " + THREAD_READABLE, {"me": me}).fetchall()}
 
     def root_of(tid: str) -> str:
         seen = {tid}
-        while parents.get(tid) in parents and parents[tid] not in seen:
-            tid = parents[tid]
+        while (up := parents.get(tid)) is not None and up in parents and up not in seen:
+            tid = up
             seen.add(tid)
         return tid
 

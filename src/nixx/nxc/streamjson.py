@@ -78,7 +78,7 @@ class StreamJsonParser:
                 base["subagentType"] = self.subagents[parent]
         if kind == "system" and obj.get("subtype") == "init":
             self.session_id = obj.get("session_id") or self.session_id
-            data = {k: obj[k] for k in ("session_id", "model", "cwd", "tools") if k in obj}
+            data: dict[str, Any] = {k: obj[k] for k in ("session_id", "model", "cwd", "tools") if k in obj}
             return [{"kind": "session_init", **base, "data": data}]
         if kind in ("assistant", "user"):
             message = obj.get("message") or {}
@@ -104,7 +104,8 @@ class StreamJsonParser:
                 elif btype == "tool_use":
                     tool_id = block.get("id")
                     tool_input = block.get("input") or {}
-                    if block.get("name") in ("Task", "Agent") and isinstance(tool_input, dict):
+                    if (block.get("name") in ("Task", "Agent") and isinstance(tool_id, str)
+                            and isinstance(tool_input, dict)):
                         self.subagents[tool_id] = str(tool_input.get("subagent_type") or "task")
                     out.append({"kind": "tool_use", **base, "toolUseId": tool_id,
                                 "data": {"name": block.get("name"), "input": tool_input}})

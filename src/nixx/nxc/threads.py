@@ -63,7 +63,8 @@ def _summary(conn: Connection, row: tuple, now_ms: int) -> dict[str, Any]:
     outstanding = [h for h in expects if h not in replied]
     complete = bool(expects) and not outstanding
     stale = deadline is not None and now_ms > deadline and bool(outstanding)
-    count = conn.execute("SELECT count(*) FROM nxc_messages WHERE thread_id = ?", (tid,)).fetchone()[0]
+    counted = conn.execute("SELECT count(*) FROM nxc_messages WHERE thread_id = ?", (tid,)).fetchone()
+    count = int(counted[0]) if counted else 0
     out = {
         "thread_id": tid,
         "channel_id": channel,
@@ -96,7 +97,7 @@ def get_thread(conn: Connection, thread_id: str, now_ms: int) -> dict[str, Any] 
 def messages(conn: Connection, thread_id: str, me: str | None = None) -> list[dict[str, Any]]:
     """The thread's messages in order; with `me`, only those `me` may see (the channel's
     `visibility`, access.MESSAGE_VISIBLE). Without: all of them (the engine's own use)."""
-    rows = conn.execute(
+    rows: list[Any] = conn.execute(
         "SELECT m.message_id, m.sender, m.kind, m.priority, m.disposition, m.escalate, m.body,"
         " m.refs, m.created, m.channel_id FROM nxc_messages m WHERE m.thread_id = :tid"
         + ("" if me is None else f" AND {MESSAGE_VISIBLE}") + " ORDER BY m.pos",
