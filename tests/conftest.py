@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from nixx.testing.fake_llm import FakeLLM
+
 
 @pytest.fixture(autouse=True)
 def nixx_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
@@ -18,6 +20,20 @@ def nixx_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
         if name.startswith(("NIXX_", "NXC_")) and name != "NIXX_HOME":
             monkeypatch.delenv(name)
     return home
+
+
+@pytest.fixture
+def llm(fake_llm: FakeLLM) -> FakeLLM:
+    """The scripted backend (`nixx.testing.fixtures.fake_llm`), under its short name."""
+    return fake_llm
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    """An empty folder for file tools and ingest to be confined to."""
+    root = tmp_path / "workspace"
+    root.mkdir()
+    return root
 
 
 pytest_plugins = ["nixx.testing.fixtures"]

@@ -31,19 +31,6 @@ def local_embedder() -> Iterator[Embedder]:
 
 
 @pytest.fixture
-def llm() -> Iterator[FakeLLM]:
-    with FakeLLM() as fake:
-        yield fake
-
-
-@pytest.fixture
-def workspace(tmp_path: Path) -> Path:
-    root = tmp_path / "workspace"
-    root.mkdir()
-    return root
-
-
-@pytest.fixture
 def make_settings(llm: FakeLLM, workspace: Path) -> Callable[..., Settings]:
     def make(**overrides: Any) -> Settings:
         values: dict[str, Any] = {"chat_base_url": llm.base_url, "workspace": workspace}

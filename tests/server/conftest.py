@@ -21,19 +21,6 @@ SettingsFactory = Callable[..., Settings]
 
 
 @pytest.fixture
-def llm() -> Iterator[FakeLLM]:
-    with FakeLLM() as fake:
-        yield fake
-
-
-@pytest.fixture
-def workspace(tmp_path: Path) -> Path:
-    root = tmp_path / "workspace"
-    root.mkdir()
-    return root
-
-
-@pytest.fixture
 def server_db_url(request: pytest.FixtureRequest) -> str:
     """The store every server test uses: the SQLite file in NIXX_HOME, or with
     ``NIXXTEST_SERVER_DB=postgres`` a fresh embedded-PostgreSQL database per test (the whole

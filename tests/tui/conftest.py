@@ -18,12 +18,6 @@ def anyio_backend() -> str:
 
 
 @pytest.fixture
-def fake_llm() -> Iterator[FakeLLM]:
-    with FakeLLM() as llm:
-        yield llm
-
-
-@pytest.fixture
 def live_server(tmp_path: Path, fake_llm: FakeLLM) -> Iterator[LiveServer]:
     settings = llm_settings(tmp_path, fake_llm.base_url, fake_llm.base_url)
     with ThreadedServer(settings) as url:
