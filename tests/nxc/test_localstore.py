@@ -9,8 +9,9 @@ import apsw
 import pytest
 
 from nixx.errors import StoreError
+from nixx.log.connection import WAL_TRUNCATE_BYTES
 from nixx.nxc import sessions
-from nixx.nxc.localstore import SCHEMA_VERSION, WAL_TRUNCATE_BYTES, LocalStore
+from nixx.nxc.localstore import SCHEMA_VERSION, LocalStore
 from nixx.nxc.transcripts import TranscriptStore
 
 

@@ -23,6 +23,7 @@ import apsw
 
 from nixx.errors import SchemaError, StoreError, ValidationError, WorkspaceError
 from nixx.log import clock as hlc
+from nixx.log import connection
 from nixx.log.op import Op
 from nixx.log.reducer import Reducer, ReducerRegistry
 
@@ -31,9 +32,6 @@ if TYPE_CHECKING:
     from typing import Any
 
 SCHEMA_VERSION = "1"
-BUSY_TIMEOUT_S = 60.0
-#: a closing connection truncates the WAL once it is past this size (see `LogStore.close`)
-WAL_TRUNCATE_BYTES = 1 << 20
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
@@ -65,13 +63,7 @@ def _row_to_op(row: tuple) -> Op:
 
 def _connect(path: str) -> apsw.Connection:
     try:
-        conn = apsw.Connection(path)
-        conn.set_busy_timeout(int(BUSY_TIMEOUT_S * 1000))
-        # Closing the last connection would checkpoint the WAL and fsync (~25 ms on this
-        # machine's disk) in every one-shot CLI process; SQLite's auto-checkpoint on
-        # commit (every 1000 pages) keeps the WAL bounded instead.
-        conn.config(apsw.SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1)
-        conn.execute("PRAGMA synchronous=NORMAL")  # WAL: a process crash loses nothing
+        conn = connection.connect(path)
         # page cache up to 32 MB (allocated only as used): the random-keyed indexes (op ids,
         # message ids, full text) of a large log stop thrashing the default 2,000 pages
         conn.execute("PRAGMA cache_size=-32768")
@@ -207,7 +199,7 @@ class _Transaction:
         except apsw.Error as exc:
             self._unlock()
             raise StoreError(
-                f"the workspace log {store.path} stayed locked for {BUSY_TIMEOUT_S:.0f}s: {exc}"
+                f"the workspace log {store.path} stayed locked for {connection.BUSY_TIMEOUT_S:.0f}s: {exc}"
             ) from exc
         except BaseException:
             self._unlock()
@@ -273,19 +265,8 @@ class LogStore:
         return store
 
     def close(self) -> None:
-        """Close; first truncate the WAL when it has grown past `WAL_TRUNCATE_BYTES`.
-
-        Each one-shot process is usually the only connection, and SQLite rebuilds the WAL
-        index by reading the whole WAL when the first connection opens it, and re-copies it
-        on every later checkpoint; so the WAL is kept small here (one fsync every ~1 MB
-        of writes) instead of on every close."""
-        try:
-            if os.path.getsize(self.path + "-wal") > WAL_TRUNCATE_BYTES:
-                self.conn.set_busy_timeout(200)
-                self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
-        except (OSError, apsw.Error):
-            pass  # busy: a later writer will do it
-        self.conn.close()
+        """Close (truncating an oversized WAL first: `nixx.log.connection.close`)."""
+        connection.close(self.conn, self.path)
         if self._lock_fd is not None:
             os.close(self._lock_fd)
             self._lock_fd = None

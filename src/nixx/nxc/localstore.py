@@ -33,12 +33,10 @@ import os
 import apsw
 
 from nixx.errors import StoreError
+from nixx.log import connection
 
 LOCAL_DB = "local.sqlite"
 SCHEMA_VERSION = "2"
-BUSY_TIMEOUT_S = 60.0
-#: a closing connection truncates the WAL once it is past this size (see `LocalStore.close`)
-WAL_TRUNCATE_BYTES = 1 << 20
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
@@ -114,7 +112,7 @@ class _Transaction:
             self.local.conn.execute("BEGIN IMMEDIATE")
         except apsw.Error as exc:
             raise StoreError(f"the device-local store {self.local.path} stayed locked "
-                             f"for {BUSY_TIMEOUT_S:.0f}s: {exc}") from exc
+                             f"for {connection.BUSY_TIMEOUT_S:.0f}s: {exc}") from exc
         return self.local.conn
 
     def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
@@ -138,16 +136,10 @@ class LocalStore:
     def __init__(self, path: str) -> None:
         self.path = path
         try:
-            self.conn = apsw.Connection(path)
+            self.conn = connection.connect(path)
         except apsw.Error as exc:
             raise StoreError(f"cannot open the device-local store {path}: {exc}") from exc
         try:
-            self.conn.set_busy_timeout(int(BUSY_TIMEOUT_S * 1000))
-            # closing the last connection would checkpoint the WAL and fsync in every
-            # one-shot process; SQLite's auto-checkpoint on commit and `close` keep the WAL
-            # bounded instead (as the workspace log does)
-            self.conn.config(apsw.SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1)
-            self.conn.execute("PRAGMA synchronous=NORMAL")  # WAL: a process crash loses nothing
             self._ensure_schema()
         except apsw.Error as exc:
             self.conn.close()
@@ -182,15 +174,8 @@ class LocalStore:
         return _Transaction(self)
 
     def close(self) -> None:
-        """Close; first truncate the WAL when it has grown past `WAL_TRUNCATE_BYTES`
-        (a busy database is left for a later closer). Closing twice is harmless."""
-        try:
-            if os.path.getsize(self.path + "-wal") > WAL_TRUNCATE_BYTES:
-                self.conn.set_busy_timeout(200)
-                self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
-        except (OSError, apsw.Error):
-            pass
-        self.conn.close()
+        """Close (truncating an oversized WAL first: `nixx.log.connection.close`)."""
+        connection.close(self.conn, self.path)
 
     def __enter__(self) -> LocalStore:
         return self
