@@ -97,11 +97,22 @@ def _round(d, thread_id: str) -> dict[str, Any] | None:
             "timeout_ms": row[5], "settled": bool(row[6]), "config": json.loads(row[7])}
 
 
+def _existing_round(d, thread_id: str) -> dict[str, Any]:
+    """A round known to exist (rounds are never deleted)."""
+    r = _round(d, thread_id)
+    if r is None:
+        from nixx.errors import StoreError
+
+        raise StoreError(f"round {thread_id} is missing from the device-local store")
+    return r
+
+
 def is_round(d, thread_id: str) -> bool:
     return _round(d, thread_id) is not None
 
 
-def _take_turn(d, thread_id: str, expected_index: int | None = None) -> tuple[int, dict] | None:
+def _take_turn(d, thread_id: str,
+               expected_index: int | None = None) -> tuple[int, dict[str, Any]] | None:
     """Compare-and-set the next member index; None when nobody is left (or someone else
     advanced first)."""
     with d.local.transaction() as conn:
@@ -116,8 +127,7 @@ def _take_turn(d, thread_id: str, expected_index: int | None = None) -> tuple[in
             return None
         conn.execute("UPDATE rounds SET next_index = ? WHERE thread_id = ?",
                      (index + 1, thread_id))
-    r = _round(d, thread_id)
-    return index, r
+    return index, _existing_round(d, thread_id)
 
 
 def _answers(d, thread_id: str, members: list[str]) -> list[dict[str, Any]]:
@@ -181,7 +191,7 @@ def on_member_exit(d, thread_id: str, member: str) -> dict[str, Any] | None:
         current = r["next_index"] - 1
         if 0 <= current < len(r["members"]) and r["members"][current] == member:
             _start_next(d, thread_id, r["next_index"])
-    r = _round(d, thread_id)
+    r = _existing_round(d, thread_id)
     if r["next_index"] < len(r["members"]):
         return None
     for sid in sessions.sessions_of_thread(d.local, thread_id, "member"):
@@ -198,7 +208,7 @@ def settle(d, thread_id: str, *, warnings: list[str]) -> dict[str, Any]:
                      (thread_id,))
         if conn.changes() == 0:
             return {"resumed": None, "warnings": warnings}
-    r = _round(d, thread_id)
+    r = _existing_round(d, thread_id)
     answers = _answers(d, thread_id, r["members"])
     answered = {a["sender"] for a in answers}
     silent = [m for m in r["members"] if m not in answered]

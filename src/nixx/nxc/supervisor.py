@@ -125,7 +125,7 @@ def _kill_after(spec: dict[str, Any]) -> tuple[float | None, str]:
         from nixx.nxc.durations import iso
 
         left = (spec["kill_at_ms"] - time.time_ns() // 1_000_000) / 1000
-        options.append((max(0.0, left), iso(spec["kill_at_ms"])))
+        options.append((max(0.0, left), iso(spec["kill_at_ms"]) or ""))
     if not options:
         return None, ""
     return min(options)
@@ -214,7 +214,7 @@ def supervise(run_file: str) -> int:
         wakes = sessions.finish_or_take(d.local, sid, code)
         if not wakes:
             return 0
-        row = sessions.get(d.local, sid)
+        row = sessions.require(d.local, sid)
         result = _resume_spec(d, row, wakes)
         if result is None:
             return 1
