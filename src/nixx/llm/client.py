@@ -19,6 +19,7 @@ from typing import Any
 import httpx
 
 from nixx.errors import BackendError, BackendUnavailable
+from nixx.sse import aparse_lines
 
 
 class ChatClient:
@@ -142,13 +143,11 @@ class ChatClient:
             done = False
             finished = False
             try:
-                async for line in response.aiter_lines():
-                    if not line.startswith("data:"):
-                        continue  # comments, event names, blank separators
-                    data = line[5:].strip()
-                    if data == "[DONE]":
+                async for event in aparse_lines(response.aiter_lines()):
+                    if event.done:
                         done = True
                         break
+                    data = event.data
                     try:
                         chunk = json.loads(data)
                     except ValueError:

@@ -25,7 +25,7 @@ from nixx.errors import (
     Unauthorized,
     ValidationError,
 )
-from nixx.tui.sse import aparse_lines
+from nixx.sse import aparse_lines
 
 ORIGIN = "tui"
 

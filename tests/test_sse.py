@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
-from nixx.tui.sse import SSEEvent, aparse_lines, parse_lines
+from nixx.sse import SSEEvent, aparse_lines, parse_lines
 
 
 def test_events_split_on_blank_lines_with_comments_and_names():

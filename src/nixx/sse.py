@@ -1,6 +1,7 @@
 """Server-sent events: turn a stream of lines into events.
 
-Follows the WHATWG rules nixx's server and OpenAI-compatible servers use: `data:` lines
+One parser for both directions: the LLM client reading a backend (`nixx.llm.client`)
+and the terminal chat reading nixx (`nixx.tui.client`). Follows the WHATWG rules: `data:` lines
 accumulate (joined by newlines) until a blank line dispatches the event, `event:` names it,
 lines starting with `:` are comments (keep-alives), a `[DONE]` payload ends the stream.
 """
