@@ -65,6 +65,14 @@ class ChatClient:
             code="timeout",
         )
 
+    def _transport_error(self, exc: httpx.HTTPError) -> BackendError:
+        """The error for a request that got no answer (refused, timed out, broken)."""
+        if isinstance(exc, (httpx.ConnectError, httpx.ConnectTimeout)):
+            return self._unavailable(exc)
+        if isinstance(exc, httpx.TimeoutException):
+            return self._timeout()
+        return BackendError(f"the LLM backend at {self.base_url} failed: {exc}")
+
     @staticmethod
     def _http_error(response: httpx.Response, body: bytes) -> BackendError:
         message = body.decode("utf-8", "replace").strip()[:2000]
@@ -88,12 +96,8 @@ class ChatClient:
     async def _request(self, method: str, path: str, body: Any = None) -> Any:
         try:
             response = await self._http.request(method, path, json=body)
-        except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
-            raise self._unavailable(exc) from None
-        except httpx.TimeoutException:
-            raise self._timeout() from None
         except httpx.HTTPError as exc:
-            raise BackendError(f"the LLM backend at {self.base_url} failed: {exc}") from None
+            raise self._transport_error(exc) from None
         if response.status_code >= 400:
             raise self._http_error(response, response.content)
         try:
@@ -131,12 +135,8 @@ class ChatClient:
         )
         try:
             response = await self._http.send(request, stream=True)
-        except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
-            raise self._unavailable(exc) from None
-        except httpx.TimeoutException:
-            raise self._timeout() from None
         except httpx.HTTPError as exc:
-            raise BackendError(f"the LLM backend at {self.base_url} failed: {exc}") from None
+            raise self._transport_error(exc) from None
         try:
             if response.status_code >= 400:
                 raise self._http_error(response, await response.aread())
