@@ -35,9 +35,9 @@ sys.path.insert(0, str(Path(__file__).parent))
 from bench_search import (  # noqa: E402  (the shared generator and helpers)
     DIM,
     QUERIES,
-    WORDS,
     Clustered,
     exact_top10,
+    fts_corpus,
     pct,
     recall,
 )
@@ -179,37 +179,13 @@ def bench_vectors(pg: EmbeddedPostgres, size: int, exact_max: int) -> None:
 
 
 def bench_fts(pg: EmbeddedPostgres, rows: int) -> None:
-    """The rows and questions of bench_search.bench_fts (same generator, same seed; keep
-    the two in step): a Zipf distribution whose most frequent words are English stop
-    words, then content words; "typical" questions of 3 content words drawn by frequency,
-    and the 3 most frequent content words."""
-    from nixx.store.fts_query import STOP_WORDS, tsquery_text
+    """The rows and questions of bench_search.bench_fts (`fts_corpus`: same data)."""
+    from nixx.store.fts_query import tsquery_text
 
-    rng = np.random.default_rng(7)
-    content = WORDS + [f"w{i}" for i in range(30_000)]
-    rng.shuffle(content)
-    vocab = sorted(STOP_WORDS) + content
-    weights = 1.0 / np.arange(1, len(vocab) + 1) ** 1.07  # Zipf-like
-    weights /= weights.sum()
-    lengths = rng.integers(8, 60, rows)
-    tokens = rng.choice(len(vocab), size=int(lengths.sum()), p=weights)
-    bounds = np.concatenate([[0], np.cumsum(lengths)])
+    records, typical, common = fts_corpus(rows)  # generated first: time the store
     url = pg.create_database("bench_fts")
     store = PostgresStore(url)
     store.migrate()
-    records: list[dict[str, Any]] = [{"type": "header", "format": "nixx-export", "version": 1}]
-    records += [
-        {
-            "type": "buffer",
-            "id": i + 1,
-            "role": "user" if i % 2 == 0 else "assistant",
-            "content": " ".join(vocab[w] for w in tokens[bounds[i] : bounds[i + 1]]),
-            "origin": "api",
-            "created_at": "2026-01-01T00:00:00.000000Z",
-            "meta": {},
-        }
-        for i in range(rows)
-    ]  # generated first: time the store, not the generator
     t = time.perf_counter()
     store.import_records(records)
     load_s = time.perf_counter() - t
@@ -220,13 +196,6 @@ def bench_fts(pg: EmbeddedPostgres, rows: int) -> None:
     for i in range(n_single):
         store.append_buffer("user", f"single row {i} about the schema migration", "api")
     single = n_single / (time.perf_counter() - t)
-    content_w = weights[len(STOP_WORDS) :] / weights[len(STOP_WORDS) :].sum()
-
-    def questions(pick: Any) -> list[str]:
-        return [f"what did we decide about the {' '.join(pick())}?" for _ in range(200)]
-
-    typical = questions(lambda: [content[i] for i in rng.choice(len(content), 3, p=content_w)])
-    common = questions(lambda: content[:3])
     print(f"\n== full-text search over {rows:,} buffer rows")
     print(f"bulk load (import_records, COPY, one transaction): {rows / load_s:,.0f} rows/s")
     print(f"append_buffer (one transaction each): {single:,.0f} rows/s")

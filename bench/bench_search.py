@@ -24,6 +24,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -165,9 +166,12 @@ setting port host key deploy build release version
 """.split()  # noqa: SIM905 - a word list reads better as text
 
 
-def bench_fts(rows: int, root: Path) -> None:
-    """Synthetic chat text with a Zipf word distribution whose most frequent words are
-    English stop words (as in real text), then content words."""
+def fts_corpus(rows: int) -> tuple[list[dict[str, Any]], list[str], list[str]]:
+    """The full-text benchmark's data, shared by the SQLite and PostgreSQL benches: `rows`
+    buffer records of synthetic chat text with a Zipf word distribution whose most frequent
+    words are English stop words (as in real text), then content words; 200 "typical"
+    questions of 3 content words drawn by frequency, and 200 of the 3 most frequent content
+    words. Deterministic (seed 7). Returns (export records with header, typical, common)."""
     from nixx.store.fts_query import STOP_WORDS
 
     rng = np.random.default_rng(7)
@@ -179,38 +183,42 @@ def bench_fts(rows: int, root: Path) -> None:
     lengths = rng.integers(8, 60, rows)
     tokens = rng.choice(len(vocab), size=int(lengths.sum()), p=weights)
     bounds = np.concatenate([[0], np.cumsum(lengths)])
+    records: list[dict[str, Any]] = [{"type": "header", "format": "nixx-export", "version": 1}]
+    records += [
+        {
+            "type": "buffer",
+            "id": i + 1,
+            "role": "user" if i % 2 == 0 else "assistant",
+            "content": " ".join(vocab[w] for w in tokens[bounds[i] : bounds[i + 1]]),
+            "origin": "api",
+            "created_at": "2026-01-01T00:00:00.000000Z",
+            "meta": {},
+        }
+        for i in range(rows)
+    ]
+    content_w = weights[len(STOP_WORDS) :] / weights[len(STOP_WORDS) :].sum()
+
+    def questions(pick: Any) -> list[str]:
+        return [f"what did we decide about the {' '.join(pick())}?" for _ in range(200)]
+
+    typical = questions(lambda: [content[i] for i in rng.choice(len(content), 3, p=content_w)])
+    common = questions(lambda: content[:3])  # the three most frequent content words
+    return records, typical, common
+
+
+def bench_fts(rows: int, root: Path) -> None:
+    records, typical, common = fts_corpus(rows)  # generated first: time the store
     path = root / "fts.db"
     store = SQLiteStore(path)
     store.migrate()
-
-    def records():
-        yield {"type": "header", "format": "nixx-export", "version": 1}
-        for i in range(rows):
-            yield {
-                "type": "buffer",
-                "id": i + 1,
-                "role": "user" if i % 2 == 0 else "assistant",
-                "content": " ".join(vocab[w] for w in tokens[bounds[i] : bounds[i + 1]]),
-                "origin": "api",
-                "created_at": "2026-01-01T00:00:00.000000Z",
-                "meta": {},
-            }
-
     t = time.perf_counter()
-    store.import_records(records())
+    store.import_records(records)
     load_s = time.perf_counter() - t
     t = time.perf_counter()
     n_single = 300
     for i in range(n_single):
         store.append_buffer("user", f"single row {i} about the schema migration", "api")
     single = n_single / (time.perf_counter() - t)
-    content_w = weights[len(STOP_WORDS) :] / weights[len(STOP_WORDS) :].sum()
-
-    def questions(pick) -> list[str]:
-        return [f"what did we decide about the {' '.join(pick())}?" for _ in range(200)]
-
-    typical = questions(lambda: [content[i] for i in rng.choice(len(content), 3, p=content_w)])
-    common = questions(lambda: content[:3])  # the three most frequent content words
     print(f"\n== full-text search over {rows:,} buffer rows")
     print(f"bulk load (import_records, one transaction): {rows / load_s:,.0f} rows/s")
     print(f"append_buffer (one transaction each, synchronous=FULL): {single:,.0f} rows/s")
