@@ -95,9 +95,13 @@ class Deliverer:
         self, persona, *, thread_id: str, task: str, sender: str, channel: str | None = None,
         earlier: list[dict[str, Any]] | None = None, timeout_ms: int | None = None,
         round_thread: str | None = None, kill_at_ms: int | None = None,
+        chain: tuple[int, int, str | None] | None = None,
     ) -> dict[str, Any]:
         """Start a fresh session of `persona` answering `thread_id`; its run is killed
         `timeout_ms` after it starts, or at the instant `kill_at_ms` (epoch ms).
+        `chain` = (hop, limit, parent session) fixed by whoever opened the work (a round:
+        every member runs at the round's depth + 1, whichever member's process starts
+        the next); default: one hop below the calling session.
         → {session, spawned, warnings}."""
         actor = sender
         if persona.runtime is None:
@@ -108,7 +112,11 @@ class Deliverer:
         from nixx.nxc.runtimes import runtime_dict
 
         current = self.current_session()
-        hop, limit = hop_limit(self.env, current)
+        if chain is not None:
+            hop, limit, parent_session = chain
+        else:
+            hop, limit = hop_limit(self.env, current)
+            parent_session = current["session"] if current else None
         if hop > limit:
             msg = (f"not started: {persona.handle} would run at hop {hop}, past the limit of "
                    f"{limit} (NXC_MAX_HOPS); the message stays in thread {thread_id}")
@@ -119,7 +127,7 @@ class Deliverer:
         runtime = runtime_dict(persona.runtime)
         sid = sessions.create(
             self.local, persona=persona.handle, thread_id=thread_id, runtime=runtime, hop=hop,
-            max_hops=limit, parent_session=current["session"] if current else None)
+            max_hops=limit, parent_session=parent_session)
         folder = session_dir(self.workspace.state_dir, sid)
         builtin = bool(runtime.get("builtin"))
         summary = {"thread_id": thread_id}

@@ -267,8 +267,18 @@ class Engine:
             expects = [decl.handle]
         else:
             expects = [h for h in decl.expects if h != me]
+        # a channel send runs a round: the thread between the sender and the channel's
+        # supervisor expects the supervisor (its hand-back), and each member answers in
+        # a slot thread of its own under it (docs/channels.md)
+        members: builtins.list[str] = []
+        if target == "channel":
+            from nixx.nxc.channels import supervisor_handle
+
+            members = expects
+            expects = [supervisor_handle(self.origin, decl.name)] if members else []
         now = self.now_ms()
-        deadline_ms = self._deadline(deadline, now, decl if target == "channel" else None, expects)
+        deadline_ms = self._deadline(deadline, now, decl if target == "channel" else None,
+                                     members or expects)
         if parent is None:
             parent = self.delivery.parent_thread(self)
         if parent is not None:
@@ -298,7 +308,7 @@ class Engine:
         ctx = SendContext(
             engine=self, sender=me, thread_id=thread_id, message_id=message_id,
             channel_id=channel_id, target=target, body=body, expects=expects,
-            deadline_ms=deadline_ms, parent=parent,
+            deadline_ms=deadline_ms, parent=parent, members=members,
             persona=decl if target == "persona" else None,
             channel=decl if target == "channel" else None,
         )
@@ -314,6 +324,7 @@ class Engine:
             "session": delivered.get("session"),
             **({"sessions": delivered["sessions"]} if "sessions" in delivered else {}),
             "expects": expects,
+            **({"members": members} if target == "channel" else {}),
             "deadline": iso(deadline_ms),
             "spawned": bool(delivered.get("spawned")),
             "warnings": warnings + list(delivered.get("warnings", [])),
