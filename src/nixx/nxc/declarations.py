@@ -4,6 +4,12 @@ Nothing in nxc creates a participant: this folder is the whole model. Parsing is
 (an unknown key is an error, so a typo never silently changes meaning) and every error
 is a `ValidationError` naming the file and the field. A missing folder is not an error.
 
+Reading is bounded, because the model's own `write_file` can reach this folder: a file
+over `MAX_FILE_BYTES` is refused unread, and a document that expands to more than
+`MAX_VALUES` values (YAML anchors and aliases can make 512 bytes mean a billion) or
+nests deeper than `MAX_DEPTH` is refused while it is walked — each a `ValidationError`
+naming the file, cached like any other verdict so every verb after it fails as fast.
+
 Parsed YAML is cached per file in `.nxs/declarations.json`, keyed by each file's
 (mtime_ns, ctime_ns, size, inode) and the folder's mtime, so a verb that needs the
 declarations does not pay for importing PyYAML when nothing changed. Validation always
@@ -24,6 +30,10 @@ if TYPE_CHECKING:
     from typing import Any
 
 CHANNELS_FILE = "channels.yaml"
+#: bounds on one declaration file (docs/limits-and-safety.md)
+MAX_FILE_BYTES = 256 * 1024
+MAX_VALUES = 100_000
+MAX_DEPTH = 64
 CACHE_FILE = "declarations.json"
 _CACHE_VERSION = 1
 
@@ -187,15 +197,32 @@ class Declarations:
 # -- loading -------------------------------------------------------------------------
 
 
+class _TooBig(Exception):
+    pass
+
+
 def _plain(value: Any) -> Any:
-    """YAML values as JSON values (timestamps become ISO strings), recursively."""
-    if isinstance(value, dict):
-        return {str(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_plain(v) for v in value]
-    if hasattr(value, "isoformat"):
-        return value.isoformat()
-    return value
+    """YAML values as JSON values (timestamps become ISO strings), recursively, counting
+    every value visited — an alias is visited each time it is used, which is exactly the
+    expansion a reader of the data pays — so a bomb stops at `MAX_VALUES`."""
+    budget = [MAX_VALUES]
+
+    def walk(v: Any, depth: int) -> Any:
+        budget[0] -= 1
+        if budget[0] < 0:
+            raise _TooBig(f"expands to more than {MAX_VALUES:,} values (YAML anchors and "
+                          "aliases); write the values out")
+        if depth > MAX_DEPTH:
+            raise _TooBig(f"nests deeper than {MAX_DEPTH} levels")
+        if isinstance(v, dict):
+            return {str(k): walk(x, depth + 1) for k, x in v.items()}
+        if isinstance(v, list):
+            return [walk(x, depth + 1) for x in v]
+        if hasattr(v, "isoformat"):
+            return v.isoformat()
+        return v
+
+    return walk(value, 0)
 
 
 def _parse_yaml(path: str) -> dict[str, Any]:
@@ -204,13 +231,21 @@ def _parse_yaml(path: str) -> dict[str, Any]:
 
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     try:
-        with open(path, encoding="utf-8") as fh:
-            text = fh.read()
+        with open(path, "rb") as fh:
+            raw = fh.read(MAX_FILE_BYTES + 1)
+        if len(raw) > MAX_FILE_BYTES:
+            return {"error": f"is larger than {MAX_FILE_BYTES // 1024} KiB; a declaration "
+                             "file is a few lines of YAML"}
+        text = raw.decode("utf-8")
         return {"data": _plain(yaml.load(text, Loader=loader))}
     except UnicodeDecodeError as exc:
         return {"error": f"not UTF-8 text: {exc}"}
     except OSError as exc:
         return {"error": f"cannot read: {exc}"}
+    except _TooBig as exc:
+        return {"error": str(exc)}
+    except RecursionError:
+        return {"error": "nests too deeply to read"}
     except yaml.YAMLError as exc:
         return {"error": "not valid YAML: " + " ".join(str(exc).split())}
 
