@@ -148,19 +148,19 @@ class LiveDelivery(Delivery):
         d = self.deliverer(engine)
         conn = engine.store.conn
         has_local = os.path.exists(local_db_path(d.workspace.state_dir))
-        for op in out.get("operations", []):
-            tree = [r[0] for r in conn.execute(
-                "WITH RECURSIVE tree(id) AS (SELECT ? UNION SELECT t.thread_id FROM nxc_threads t"
-                " JOIN tree ON t.parent = tree.id) SELECT id FROM tree", (op["root"],))]
-            found = outcomes.for_threads(conn, tree)
-            op["refusals"] = [o for tid in tree for o in found.get(tid, [])
+        ops = out.get("operations", [])
+        # one query for the outcomes of every thread shown, one for their sessions (an
+        # operation is shown whole, so its threads are the whole tree)
+        shown = [t["thread_id"] for op in ops for t in op["threads"]]
+        found = outcomes.for_threads(conn, shown)
+        latest = sessions.latest_of_threads(d.local, shown, "member") if has_local else {}
+        for op in ops:
+            op["refusals"] = [o for t in op["threads"] for o in found.get(t["thread_id"], [])
                               if o["outcome"] in ("refused", "failed")]
             for t in op["threads"]:
                 t["deliveries"] = found.get(t["thread_id"], [])
-                member = (sessions.sessions_of_thread(d.local, t["thread_id"], "member")
-                          if has_local else [])
-                if member:
-                    row = sessions.get(d.local, member[-1])
-                    t["session"] = member[-1]
-                    t["session_state"] = row["state"] if row else None
+                row = latest.get(t["thread_id"])
+                if row is not None:
+                    t["session"] = row["session"]
+                    t["session_state"] = row["state"]
         return out
