@@ -84,18 +84,22 @@ class _Record:
 class Runtime(_Record):
     """How a persona's sessions start and resume: a built-in name or argv templates."""
 
-    __slots__ = ("builtin", "start", "resume", "format")
-    _defaults = {"builtin": None, "start": (), "resume": (), "format": None}
+    __slots__ = ("builtin", "start", "resume", "format", "preset")
+    _defaults = {"builtin": None, "start": (), "resume": (), "format": None, "preset": None}
     builtin: str | None
     start: tuple[str, ...]
     resume: tuple[str, ...]
-    format: str | None  # how its stdout becomes a transcript (nixx.nxc.runtimes)
+    format: str | None  # how its stdout becomes a transcript (nixx.nxc.agentstreams)
+    preset: str | None  # `runtime: claude-code` etc. (nixx.nxc.presets)
 
     def to_dict(self) -> dict[str, Any]:
         if self.builtin:
             return {"builtin": self.builtin}
-        return {"start": list(self.start), "resume": list(self.resume),
-                "transcript": self.format or "stream-json"}
+        out = {"start": list(self.start), "resume": list(self.resume),
+               "transcript": self.format or "stream-json"}
+        if self.preset:
+            out["preset"] = self.preset
+        return out
 
 
 class Addressable(_Record):
@@ -396,10 +400,17 @@ def _runtime(path: str, value: Any) -> Runtime | None:
     if value is None:
         return None
     if isinstance(value, str):
+        from nixx.nxc.presets import PRESETS
+
+        preset = PRESETS.get(value)
+        if preset is not None:
+            return Runtime(start=tuple(preset["start"]), resume=tuple(preset["resume"]),
+                           format=preset["format"], preset=value)
         if value not in BUILTIN_RUNTIMES:
+            names = sorted(BUILTIN_RUNTIMES | set(PRESETS))
             raise _err(
                 path, "runtime",
-                f"names no built-in runtime ({', '.join(sorted(BUILTIN_RUNTIMES))}); "
+                f"names no built-in runtime or preset ({', '.join(names)}); "
                 "declare `{start: [...], resume: [...]}` for another one",
             )
         return Runtime(builtin=value)
@@ -410,8 +421,10 @@ def _runtime(path: str, value: Any) -> Runtime | None:
         raise _err(path, f"runtime.{sorted(unknown)[0]}",
                    "is not a runtime field (start, resume, transcript)")
     fmt = value.get("transcript", "stream-json")
-    if fmt not in ("stream-json", "nixx", "none"):
-        raise _err(path, "runtime.transcript", f"must be stream-json, nixx or none; got {fmt!r}")
+    from nixx.nxc.agentstreams import FORMATS
+
+    if fmt not in FORMATS:
+        raise _err(path, "runtime.transcript", f"must be one of {', '.join(FORMATS)}; got {fmt!r}")
     if "start" not in value:
         raise _err(path, "runtime.start", "is required")
     start = _argv(path, value["start"], "runtime.start")

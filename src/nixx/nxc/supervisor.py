@@ -5,7 +5,8 @@ it is the only process that lives while an agent runs (there is no daemon):
 
 1. starts the runtime's argv (cwd: the workspace root; env: exactly the allowlist);
 2. reads its stdout line by line into the transcript (format `stream-json`: Claude
-   Code's JSON lines; `nixx`: normalised entries; `none`: ignored), binding the
+   Code's JSON lines; `codex-json`, `gemini-json`: those CLIs' JSON lines
+   (`nixx.nxc.agentstreams`); `nixx`: normalised entries; `none`: ignored), binding the
    runtime's own session id from its init line; stderr goes to
    `.nxs/sessions/<session>/stderr.log` (its tail becomes an `error` entry on failure);
 3. kills the runtime's process group at a channel round's per-member timeout (a
@@ -49,21 +50,21 @@ def _open(spec: dict[str, Any]):
 
 class _Transcript:
     def __init__(self, d, session: str, fmt: str, keep_days: int) -> None:
-        from nixx.nxc.streamjson import StreamJsonParser
+        from nixx.nxc.agentstreams import parser_for
         from nixx.nxc.transcripts import TranscriptStore
 
         self.d = d
         self.session = session
         self.fmt = fmt
         self.store = TranscriptStore(d.local, keep_days=keep_days)
-        self.parser = StreamJsonParser()
+        self.parser = parser_for(fmt)
         self.pending: list[dict[str, Any]] = []
         self.bound = False
 
     def line(self, text: str) -> None:
         if self.fmt == "none" or not text.strip():
             return
-        if self.fmt == "stream-json":
+        if self.parser is not None:
             entries = self.parser.parse_line(text)
         else:
             try:
@@ -86,6 +87,12 @@ class _Transcript:
             e.get("kind") in ("result", "tool_use") for e in entries
         ):
             self.flush()
+
+    def end_of_output(self) -> None:
+        """The runtime's stdout closed: what its parser still holds is written."""
+        finish = getattr(self.parser, "finish", None)
+        if finish is not None:
+            self.pending.extend(finish())
 
     def add(self, entry: dict[str, Any]) -> None:
         self.pending.append(entry)
@@ -158,6 +165,7 @@ def run_once(d, spec: dict[str, Any], transcript: _Transcript) -> tuple[int | No
         assert proc.stdout is not None
         for raw in proc.stdout:
             transcript.line(raw.decode("utf-8", "replace"))
+        transcript.end_of_output()
         code = proc.wait()
         if timer is not None:
             timer.cancel()
