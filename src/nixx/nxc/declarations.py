@@ -30,6 +30,8 @@ if TYPE_CHECKING:
     from typing import Any
 
 CHANNELS_FILE = "channels.yaml"
+#: the workspace's own settings that travel with the repository: `origin`
+WORKSPACE_FILE = "workspace.yaml"
 #: bounds on one declaration file (docs/limits-and-safety.md)
 MAX_FILE_BYTES = 256 * 1024
 MAX_VALUES = 100_000
@@ -318,6 +320,9 @@ def load_declarations(
         entry = raw[name]
         if "error" in entry:
             raise ValidationError(f"{path}: {entry['error']}", file=str(path))
+        if name in (WORKSPACE_FILE, "workspace.yml"):
+            _workspace_origin(path, entry["data"])
+            continue
         if name in (CHANNELS_FILE, "channels.yml"):
             for channel in _channels(path, entry["data"], origin):
                 if channel.name in decls.channels:
@@ -330,6 +335,46 @@ def load_declarations(
                 raise _err(path, "handle", f"{persona.handle!r} is also declared in {other.file}")
             decls.personas[persona.handle] = persona
     return decls
+
+
+def declared_origin(folder: str | os.PathLike[str], *,
+                    cache_dir: str | os.PathLike[str] | None = None) -> str | None:
+    """The handle origin `.nxs-personas/workspace.yaml` declares (`origin: team`), or None
+    when the file is absent (one `stat`, no parse). Every clone of the repository reads
+    the same file, so a bare handle is the same qualified handle on every machine."""
+    folder = os.path.abspath(os.fspath(folder))
+    for name in (WORKSPACE_FILE, "workspace.yml"):
+        if os.path.isfile(os.path.join(folder, name)):
+            break
+    else:
+        return None
+    raw = _read_raw(folder, None if cache_dir is None else os.fspath(cache_dir))
+    entry = raw.get(name)
+    path = os.path.join(folder, name)
+    if entry is None:
+        return None
+    if "error" in entry:
+        raise ValidationError(f"{path}: {entry['error']}", file=str(path))
+    return _workspace_origin(path, entry["data"])
+
+
+def _workspace_origin(path: str, data: Any) -> str | None:
+    if data is None:
+        return None
+    if not isinstance(data, dict):
+        raise ValidationError(f"{path}: workspace.yaml must be a YAML map (`origin: team`)",
+                              file=str(path))
+    unknown = sorted(set(data) - {"origin"})
+    if unknown:
+        raise _err(path, unknown[0], "is not a workspace field (origin)")
+    origin = data.get("origin")
+    if origin is None:
+        return None
+    if (not isinstance(origin, str) or not origin or "/" in origin
+            or any(c in origin for c in " \t\r\n\x00,")):
+        raise _err(path, "origin", "must be a name without '/', spaces or commas "
+                   "(e.g. `origin: team`)")
+    return origin
 
 
 # -- validation ----------------------------------------------------------------------

@@ -44,6 +44,9 @@ def _now_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
+_UNSET = object()
+
+
 class Engine:
     def __init__(
         self,
@@ -65,6 +68,7 @@ class Engine:
         self.now_ms = now_ms
         self._store: LogStore | None = None
         self._decls: Declarations | None = None
+        self._declared_origin: object = _UNSET
 
     @classmethod
     def open(
@@ -87,12 +91,22 @@ class Engine:
         return self.store.conn
 
     @property
+    def declared_origin(self) -> str | None:
+        """The origin `.nxs-personas/workspace.yaml` declares (read once), or None."""
+        if self._declared_origin is _UNSET:
+            from nixx.nxc.declarations import declared_origin
+
+            self._declared_origin = declared_origin(self.workspace.personas_dir,
+                                                    cache_dir=self.workspace.state_dir)
+        return self._declared_origin  # type: ignore[return-value]
+
+    @property
     def origin(self) -> str:
-        return resolve_origin(self.store.replica, self.env)
+        return resolve_origin(self.store.replica, self.env, self.declared_origin)
 
     @property
     def handle(self) -> str:
-        return resolve_handle(self.store.replica, self.env)
+        return resolve_handle(self.store.replica, self.env, self.declared_origin)
 
     @property
     def declarations(self) -> Declarations:

@@ -301,6 +301,41 @@ def on_member_exit(d, thread_id: str, member: str) -> dict[str, Any] | None:
     return settle(d, thread_id, warnings=[])
 
 
+def catch_up(workspace, env) -> list[str]:
+    """Move on the rounds this machine runs with answers that arrived by sync (a member
+    answered in its slot in another clone: no process here saw the reply). Called after
+    a sync pass stored new ops. → the rounds settled now."""
+    import os
+
+    from nixx.nxc.localstore import local_db_path
+
+    if not os.path.exists(local_db_path(workspace.state_dir)):
+        return []  # no round ever ran here
+    from nixx.nxc.supervisor import _open
+
+    d = _open({"db": workspace.db_path, "env": dict(env)})
+    try:
+        rows = d.local.conn.execute(
+            "SELECT thread_id FROM rounds WHERE settled = 0 ORDER BY created").fetchall()
+        settled = []
+        for (root,) in rows:
+            r = _existing_round(d, root)
+            if r["flow"] == "sequential" and r["next_index"] > 0:
+                from nixx.nxc.threads import get_thread
+
+                member = r["members"][r["next_index"] - 1]
+                slot = slots(d.store.conn, root, _supervisor(r)).get(member)
+                summary = get_thread(d.store.conn, slot, _now_ms()) if slot else None
+                if summary is not None and summary["complete"]:
+                    _start_next(d, root, r["next_index"])
+                    r = _existing_round(d, root)
+            if _all_answered(d, r) and settle(d, root, warnings=[]).get("settled"):
+                settled.append(root)
+        return settled
+    finally:
+        d.store.close()
+
+
 def member_sessions(d, round_thread: str) -> list[str]:
     """The sessions started for the round's members (one per slot), in member order."""
     r = _round(d, round_thread)

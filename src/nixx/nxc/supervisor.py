@@ -35,7 +35,7 @@ STDERR_TAIL = 2_000
 def _open(spec: dict[str, Any]):
     from nixx.log.store import LogStore
     from nixx.log.workspace import Workspace
-    from nixx.nxc.declarations import load_declarations
+    from nixx.nxc.declarations import declared_origin, load_declarations
     from nixx.nxc.deliverer import Deliverer
     from nixx.nxc.handles import resolve_origin
     from nixx.nxc.outcomes import DeliveryReducer
@@ -43,7 +43,8 @@ def _open(spec: dict[str, Any]):
 
     ws = Workspace.for_db(spec["db"])
     store = LogStore.open(ws.db_path, [ChatReducer(), DeliveryReducer()])
-    origin = resolve_origin(store.replica, spec["env"])
+    origin = resolve_origin(store.replica, spec["env"],
+                            declared_origin(ws.personas_dir, cache_dir=ws.state_dir))
     decls = load_declarations(ws.personas_dir, origin, cache_dir=ws.state_dir)
     return Deliverer(workspace=ws, store=store, decls=decls, origin=origin, env=spec["env"])
 
