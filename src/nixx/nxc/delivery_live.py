@@ -96,7 +96,11 @@ class LiveDelivery(Delivery):
             return out
         is_round = rounds.is_round(d, ctx.thread_id)
         if is_round and ctx.sender != thread["opener"]:
-            return {"resumed": None, "warnings": []}  # members answer in their slots
+            # members answer in their slots: a post here is kept but answers nothing
+            slot = rounds.slot_of_member(d, ctx.thread_id, ctx.sender)
+            return {"resumed": None, "warnings": [] if slot is None else [
+                f"{ctx.sender} answers this round in its own thread {slot} (nxc reply "
+                f"--thread {slot}); this message does not count as its answer"]}
         targets: list[str] = []
         if ctx.sender == thread["opener"] and is_round:
             # the requester follows up in the round's thread: every member hears it

@@ -45,8 +45,9 @@ TYPE_CHECKING = False  # `typing` costs ~2 ms of every CLI start; only annotatio
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["is_round", "on_member_exit", "on_slot_reply", "open_round", "round_of_slot",
-           "settle", "slots", "supervisor_handle"]
+__all__ = ["catch_up", "is_round", "member_sessions", "on_member_exit", "on_slot_reply",
+           "open_round", "round_of_slot", "settle", "slot_of_member", "slots",
+           "supervisor_handle"]
 
 
 def _now_ms() -> int:
@@ -151,6 +152,14 @@ def slots(conn, round_thread: str, supervisor: str) -> dict[str, str]:
         for handle in json.loads(expects)[:1]:
             out.setdefault(handle, tid)
     return out
+
+
+def slot_of_member(d, round_thread: str, member: str) -> str | None:
+    """`member`'s slot in the round (None: not a member, or its turn has not come)."""
+    r = _round(d, round_thread)
+    if r is None:
+        return None
+    return slots(d.store.conn, round_thread, _supervisor(r)).get(member)
 
 
 def _take_turn(d, thread_id: str,

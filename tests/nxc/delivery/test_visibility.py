@@ -89,6 +89,21 @@ def test_requester_only_is_the_default_and_hides_members_from_each_other(tmp_pat
     assert "keywordben" not in human.stdout
 
 
+def test_a_member_posting_in_the_round_thread_is_told_where_it_answers(tmp_path):
+    ws = make_workspace(tmp_path)
+    for m in ("ann", "ben"):
+        ws.persona(m)
+    ws.channel(name="panel", members=["ann", "ben"])
+    tid = ws.nxc_json("send", "--to", "panel", "ship it?")["thread_id"]
+    out = _as(ws, "ann", "reply", "--thread", tid, "yes")
+    slot = slots(ws, tid)["ab12/ann"]["thread_id"]
+    assert out["posted"] is True and out["complete"] is False
+    assert out["warnings"] == [
+        f"ab12/ann answers this round in its own thread {slot} (nxc reply --thread {slot}); "
+        "this message does not count as its answer"]
+    assert slots(ws, tid)["ab12/ann"]["state"] == "open"
+
+
 def test_requester_follow_ups_reach_every_member(tmp_path):
     ws = make_workspace(tmp_path)
     tid = _round(ws, flow="parallel", visibility="requester_only", members=("ann", "ben"))
