@@ -28,20 +28,27 @@ def as_(agent: str, **extra: str) -> dict[str, str]:
     return cli_env(NXC_ACTOR=agent, **extra)
 
 
-@pytest.fixture
-def two_clones(tmp_path):
-    """A bare repository with a channel declaration, cloned twice: workspaces A and B."""
+def _clones(tmp_path, declarations: dict[str, str]):
+    """A bare repository holding `declarations` in `.nxs-personas/`, cloned twice:
+    workspaces A (replica aaaa) and B (bbbb)."""
     remote = bare_repo(tmp_path)
     seed = clone(remote, tmp_path / "seed")
     (seed / ".nxs-personas").mkdir()
-    (seed / ".nxs-personas" / "channels.yaml").write_text(CHANNELS)
+    for name, text in declarations.items():
+        (seed / ".nxs-personas" / name).write_text(text)
     git("add", ".", cwd=seed)
-    git("commit", "-qm", "declare the team channel", cwd=seed)
+    git("commit", "-qm", "declarations", cwd=seed)
     git("push", "-q", "origin", "HEAD", cwd=seed)
     a, b = clone(remote, tmp_path / "a"), clone(remote, tmp_path / "b")
     for folder, replica in ((a, "aaaa"), (b, "bbbb")):
         ok_json("nxs", "init", "--replica", replica, cwd=folder)
     return remote, a, b
+
+
+@pytest.fixture
+def two_clones(tmp_path):
+    """A bare repository with a channel declaration, cloned twice: workspaces A and B."""
+    return _clones(tmp_path, {"channels.yaml": CHANNELS})
 
 
 def test_the_seed_scenario_a_sends_b_reads_and_replies_a_sees_it(two_clones):
@@ -343,18 +350,11 @@ def test_two_clones_one_origin_a_person_in_b_answers_a_thread_sent_in_a(tmp_path
     (`.nxs-personas/workspace.yaml`), so `reviewer` is `team/reviewer` in both; a thread
     alice sends to it in clone A is in clone B's `threads list` after a pass each way,
     whoever acts as the reviewer in B answers it, and A sees it complete."""
-    remote = bare_repo(tmp_path)
-    seed = clone(remote, tmp_path / "seed")
-    (seed / ".nxs-personas").mkdir()
-    (seed / ".nxs-personas" / "reviewer.yaml").write_text(
-        "handle: reviewer\nsystem_prompt: You review.\n")
-    (seed / ".nxs-personas" / "workspace.yaml").write_text("origin: team\n")  # the one step
-    git("add", ".", cwd=seed)
-    git("commit", "-qm", "personas and the shared origin", cwd=seed)
-    git("push", "-q", "origin", "HEAD", cwd=seed)
-    a, b = clone(remote, tmp_path / "a"), clone(remote, tmp_path / "b")
-    for folder, replica in ((a, "aaaa"), (b, "bbbb")):
-        ok_json("nxs", "init", "--replica", replica, cwd=folder)
+    _, a, b = _clones(tmp_path, {
+        "reviewer.yaml": "handle: reviewer\nsystem_prompt: You review.\n",
+        "workspace.yaml": "origin: team\n",  # the one step
+    })
+    for folder in (a, b):
         ok_json("nxs", "sync", "bind", "--no-daemon", cwd=folder)
     assert ok_json("nxc", "whoami", cwd=b, env=as_("alice"))["handle"] == "team/alice"
 

@@ -50,7 +50,9 @@ if TYPE_CHECKING:
 FORMATS = ("stream-json", "codex-json", "gemini-json", "nixx", "none")
 
 
-class _LineParser:
+class LineParser:
+    """One JSON object per line → entries; subclasses implement `parse`."""
+
     def parse_line(self, line: str) -> list[dict[str, Any]]:
         line = line.strip()
         if not line:
@@ -79,7 +81,7 @@ def _str(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
-class CodexJsonParser(_LineParser):
+class CodexJsonParser(LineParser):
     def __init__(self) -> None:
         self.started: set[str] = set()  # tool items whose tool_use entry was written
 
@@ -163,7 +165,7 @@ class CodexJsonParser(_LineParser):
         return [{"kind": str(kind or "item"), "data": item}]
 
 
-class GeminiJsonParser(_LineParser):
+class GeminiJsonParser(LineParser):
     def __init__(self) -> None:
         self.pending: list[str] = []  # streamed assistant chunks not written yet
 
