@@ -65,7 +65,8 @@ def build_parser() -> argparse.ArgumentParser:
     add_ingest_parser(sub)
 
     p = sub.add_parser(
-        "reindex", help="re-embed every summary and memory with the configured embedder"
+        "reindex",
+        help="re-embed every summary, memory and buffer row with the configured embedder",
     )
     p.add_argument("--db-url", help="store to re-embed (default NIXX_DB_URL)")
     p.set_defaults(func=_reindex)
