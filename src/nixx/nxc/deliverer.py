@@ -75,13 +75,15 @@ class Deliverer:
             except (OSError, ValueError):
                 continue
         if base is None:
-            from nixx.config import load_settings
+            from nixx.config import config_file_path, load_settings
 
             s = load_settings()
+            config = config_file_path()
             base = {"base_url": s.chat_base_url, "api_key": s.chat_api_key,
                     "model": s.chat_model, "timeout": s.chat_timeout,
                     "max_rounds": s.tool_max_rounds, "tools_write": s.tools_write,
-                    "tools_delete": s.tools_delete}
+                    "tools_delete": s.tools_delete,
+                    "config_file": str(config)}
         out = dict(base)
         if persona is not None:
             out["persona_model"] = persona.model

@@ -129,6 +129,16 @@ class LiveDelivery(Delivery):
             "thread": thread, "persona": persona.handle, "reason": reason, "msg": msg,
             "to": to})
 
+    def annotate_thread(self, engine, summary: dict[str, Any]) -> dict[str, Any]:
+        """Add `failures`: the personas still owed a reply whose last delivery failed or was
+        refused, with the cause (`reason`, `msg`)."""
+        from nixx.nxc import outcomes
+
+        outs = outcomes.for_threads(engine.store.conn, [summary["thread_id"]])
+        summary["failures"] = outcomes.failures(outs.get(summary["thread_id"], []),
+                                                summary["outstanding"])
+        return summary
+
     def annotate_status(self, engine, out: dict[str, Any]) -> dict[str, Any]:
         """Add each thread's session and delivery outcomes, and each operation's refusals
         (also from threads of the tree the caller may not read)."""
@@ -147,6 +157,7 @@ class LiveDelivery(Delivery):
                               if o["outcome"] in ("refused", "failed")]
             for t in op["threads"]:
                 t["deliveries"] = found.get(t["thread_id"], [])
+                t["failures"] = outcomes.failures(t["deliveries"], t["outstanding"])
                 member = (sessions.sessions_of_thread(d.local, t["thread_id"], "member")
                           if has_local else [])
                 if member:

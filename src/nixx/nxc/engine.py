@@ -465,7 +465,8 @@ class Engine:
             raise Forbidden(f"{me} may not read {thread_id} (a member-only channel)")
         if with_messages:
             summary["messages"] = threads.messages(self.conn, thread_id, me)
-        return summary
+        annotate = getattr(self.delivery, "annotate_thread", None)
+        return annotate(self, summary) if annotate is not None else summary
 
     def threads(
         self, *, channel: str | None = None, open_only: bool = False, limit: int | None = 50
@@ -510,8 +511,10 @@ class Engine:
         return search(self.conn, self.handle, query, limit=limit)
 
     def wait(self, thread: str, *, timeout: float | None = None) -> tuple[str, dict[str, Any]]:
-        """Block until the thread's quorum is complete or stale, or `timeout` seconds pass.
-        Returns (`complete` | `stale` | `timeout`, the thread summary)."""
+        """Block until the thread's quorum is complete or stale, every persona still owed
+        a reply failed (its runtime failed or its spawn was refused: nobody will answer,
+        `failures` says why), or `timeout` seconds pass.
+        Returns (`complete` | `stale` | `failed` | `timeout`, the thread summary)."""
         from nixx.log.watcher import DataVersionWatcher
 
         summary = self.thread(thread, with_messages=False)
@@ -525,6 +528,9 @@ class Engine:
                     return "complete", summary
                 if summary["stale"]:
                     return "stale", summary
+                failed = {f["persona"] for f in summary.get("failures", [])}
+                if summary["outstanding"] and failed.issuperset(summary["outstanding"]):
+                    return "failed", summary
                 step = 60.0
                 if give_up is not None:
                     step = give_up - time.monotonic()

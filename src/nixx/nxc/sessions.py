@@ -7,7 +7,8 @@ are all keyed on the internal id. All of it is device-local (`localstore`).
 
 State machine, one process per session at a time:
 
-    running  --(process exits, wake queue empty)-->  exited
+    running  --(process exits, wake queue empty)-->  exited (code 0) | failed (non-zero:
+                                                     `detail` says why, `stderr_tail` kept)
     running  --(process exits, answers queued)--->   running (resumed with them)
     exited   --(resume)------------------------->    running
     (start fails: executable missing, ...)        -> failed
@@ -38,7 +39,7 @@ if TYPE_CHECKING:
 STATES = ("running", "exited", "failed", "lost")
 
 _COLS = ("session_id, persona, thread_id, runtime, runtime_session, hop, max_hops, "
-         "parent_session, state, pid, runs, exit_code, detail, created, updated")
+         "parent_session, state, pid, runs, exit_code, detail, created, updated, stderr_tail")
 
 
 def _now_ms() -> int:
@@ -69,15 +70,15 @@ def pid_alive(pid: int | None) -> bool:
 
 def _row(row: tuple) -> dict[str, Any]:
     (sid, persona, thread, runtime, rsid, hop, max_hops, parent, state, pid, runs, code,
-     detail, created, updated) = row
+     detail, created, updated, stderr_tail) = row
     if state == "running" and not pid_alive(pid):
         state = "lost"
     return {
         "session": sid, "persona": persona, "thread_id": thread,
         "runtime": json.loads(runtime), "runtime_session": rsid, "hop": hop,
         "max_hops": max_hops, "parent_session": parent, "state": state, "pid": pid,
-        "runs": runs, "exit_code": code, "detail": detail, "created": _iso(created),
-        "updated": _iso(updated),
+        "runs": runs, "exit_code": code, "detail": detail, "stderr_tail": stderr_tail,
+        "created": _iso(created), "updated": _iso(updated),
     }
 
 
@@ -94,9 +95,9 @@ def create(
     now = _now_ms()
     with local.transaction() as conn:
         conn.execute(
-            f"INSERT INTO sessions({_COLS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            f"INSERT INTO sessions({_COLS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
             (sid, persona, thread_id, json.dumps(runtime), None, hop, max_hops, parent_session,
-             "running", None, 0, None, None, now, now),
+             "running", None, 0, None, None, now, now, None),
         )
         if thread_id is not None:
             conn.execute("INSERT OR IGNORE INTO thread_sessions VALUES (?, 'member', ?)",
@@ -247,20 +248,24 @@ def claim(local: LocalStore, session_id: str) -> None:
                      "updated = ? WHERE session_id = ?", (now, session_id))
 
 
-def finish_or_take(local: LocalStore, session_id: str, exit_code: int | None) -> list[dict]:
+def finish_or_take(local: LocalStore, session_id: str, exit_code: int | None, *,
+                   failure: str | None = None, stderr_tail: str | None = None) -> list[dict]:
     """The process ended. With answers queued: take them all (the session stays running
-    and is resumed with them). Else the session becomes `exited`."""
+    and is resumed with them). Else the session becomes `exited` — or `failed` with the
+    cause (`failure`) as its detail when the run failed. The run's stderr tail is kept
+    with the session either way."""
     now = _now_ms()
     with local.transaction() as conn:
         rows = conn.execute(
             "SELECT id, thread_id, message_id, sender, body FROM wake_queue "
             "WHERE session_id = ? AND taken IS NULL ORDER BY id", (session_id,),
         ).fetchall()
-        conn.execute("UPDATE sessions SET exit_code = ?, updated = ? WHERE session_id = ?",
-                     (exit_code, now, session_id))
+        conn.execute("UPDATE sessions SET exit_code = ?, stderr_tail = ?, updated = ? "
+                     "WHERE session_id = ?", (exit_code, stderr_tail, now, session_id))
         if not rows:
-            conn.execute("UPDATE sessions SET state = 'exited', pid = NULL WHERE session_id = ?",
-                         (session_id,))
+            conn.execute("UPDATE sessions SET state = ?, detail = ?, pid = NULL "
+                         "WHERE session_id = ?",
+                         ("failed" if failure else "exited", failure, session_id))
             return []
         conn.execute(
             f"UPDATE wake_queue SET taken = ? WHERE id IN ({','.join('?' * len(rows))})",
