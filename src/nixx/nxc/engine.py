@@ -350,7 +350,9 @@ class Engine:
         refs: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
         """Post into an existing thread (the only way to). Without `thread`: the caller's
-        one open conversation (a thread where it still owes a reply)."""
+        one open conversation (a thread where it still owes a reply). The opener's reply to
+        a persona conversation (`dm:`) whose expectation was met is a follow-up: it
+        re-declares the same expectation first (`follow_up: true`), opening a new turn."""
         from nixx.nxc import access, threads
 
         _check_body(body)
@@ -377,7 +379,14 @@ class Engine:
                 f"a member of {summary['channel_id']}"
             )
         message_id = "m-" + new_ulid(now)
+        # A follow-up: the opener writes again in a conversation with a persona whose
+        # expectation was met. It opens a new turn for the same personas (the expectation
+        # is re-declared, as `expect` would), so their answer is owed — and delivered.
+        follow_up = (me == summary["opener"] and summary["complete"] and bool(summary["expects"])
+                     and summary["channel_id"].startswith("dm:"))
         with self.store.transaction() as txn:
+            if follow_up:
+                txn.append(DOMAIN, "thread_expects", thread, me, {"expects": summary["expects"]})
             txn.append(DOMAIN, "post", message_id, me, {
                 "thread": thread, "channel": summary["channel_id"], "body": body, "kind": kind,
                 "priority": priority, "disposition": "in_turn", "escalate": escalate,
@@ -397,6 +406,8 @@ class Engine:
             "channel_id": summary["channel_id"],
             "escalate": escalate,
             "complete": after["complete"],
+            "follow_up": follow_up,
+            "expects": after["expects"] if follow_up else None,
             "resumed": delivered.get("resumed"),
             "warnings": list(delivered.get("warnings", [])),
         }
