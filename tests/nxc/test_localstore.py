@@ -63,7 +63,7 @@ def test_a_version_1_store_is_upgraded_in_place(tmp_path):
     conn.close()
     with LocalStore(path) as local:
         assert local.conn.execute(
-            "SELECT value FROM meta WHERE key = 'schema'").fetchone()[0] == SCHEMA_VERSION == "3"
+            "SELECT value FROM meta WHERE key = 'schema'").fetchone()[0] == SCHEMA_VERSION == "4"
         assert [r[0] for r in local.conn.execute(
             "SELECT id FROM wake_queue ORDER BY id")] == [1, 3]  # the duplicate went
         assert sessions.delivered(local, "s-1") == ["m-a", "m-b"]

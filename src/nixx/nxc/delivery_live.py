@@ -48,9 +48,10 @@ class LiveDelivery(Delivery):
         return d
 
     def parent_thread(self, engine) -> str | None:
-        if not engine.env.get("NXC_SESSION"):
+        d = self.deliverer(engine)
+        if not d.in_session():  # a person's shell: no store opened
             return None
-        current = self.deliverer(engine).current_session()
+        current = d.current_session()
         return current["thread_id"] if current else None
 
     def on_send(self, ctx) -> dict[str, Any]:

@@ -3,7 +3,10 @@
 Started detached by `spawn.launch_supervisor` with the session's cleared environment,
 it is the only process that lives while an agent runs (there is no daemon):
 
-1. starts the runtime's argv (cwd: the workspace root; env: exactly the allowlist);
+1. makes itself a child subreaper (Linux), so whatever the runtime starts stays below it
+   in the process tree even if it detaches — the tree, not the environment, says which
+   session a process runs in (`spawn.enclosing_sessions`);
+   starts the runtime's argv (cwd: the workspace root; env: exactly the allowlist);
 2. reads its stdout line by line into the transcript (format `stream-json`: Claude
    Code's JSON lines; `nixx`: normalised entries; `none`: ignored), binding the
    runtime's own session id from its init line; stderr goes to
@@ -12,7 +15,8 @@ it is the only process that lives while an agent runs (there is no daemon):
    duration from the run's start, or the declared RFC3339 instant);
 4. records `exited` (with the exit code) in the log, tells the round, and then either
    marks the session `exited` or — when answers were queued while it ran — resumes it
-   with all of them together, and goes back to 1.
+   with all of them together (unless that resume passes a loop bound: then a `refused`
+   outcome, reason `resume_limit`), and goes back to 1.
 """
 
 from __future__ import annotations
@@ -207,6 +211,11 @@ def supervise(run_file: str) -> int:
         keep_days = int(spec.get("keep_days") or DEFAULT_KEEP_DAYS)
     except ValueError:
         keep_days = DEFAULT_KEEP_DAYS
+    from nixx.nxc.spawn import become_subreaper
+
+    # the runtime's descendants stay below this process even when they detach (double
+    # fork, `setsid -f`): `spawn.enclosing_sessions` finds their session in the tree
+    become_subreaper()
     sessions.set_pid(d.local, sid, os.getpid())
     transcript = _Transcript(d, sid, spec.get("format") or "stream-json", keep_days)
     while True:
@@ -235,8 +244,12 @@ def supervise(run_file: str) -> int:
                 print(f"round bookkeeping failed: {exc!r}", file=sys.stderr)
         if code is None:
             return 1
+        refused: list[dict[str, Any]] = []
         wakes = sessions.finish_or_take(d.local, sid, code, failure=run["failure"],
-                                        stderr_tail=run["stderr"] or None)
+                                        stderr_tail=run["stderr"] or None,
+                                        agents=d.decls.personas, refused=refused)
+        for info in refused:
+            d.record_refusal(info, actor=persona)
         if not wakes:
             return 0
         row = sessions.require(d.local, sid)
