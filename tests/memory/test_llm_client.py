@@ -160,9 +160,9 @@ def test_sync_client_maps_failures_like_the_async_one() -> None:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         dead = f"http://127.0.0.1:{s.getsockname()[1]}/v1"
-    with SyncChatClient(dead, env_var="NIXX_CHAT_BASE_URL (or `chat_base_url` in x.toml)") as c:
-        with pytest.raises(BackendUnavailable) as err:
-            c.create(BODY)
+    hint = "NIXX_CHAT_BASE_URL (or `chat_base_url` in x.toml)"
+    with SyncChatClient(dead, env_var=hint) as c, pytest.raises(BackendUnavailable) as err:
+        c.create(BODY)
     assert dead in err.value.message and "`chat_base_url` in x.toml" in err.value.message
     with FakeLLM() as llm:
         llm.queue(Reply(status=429, error="slow down"))
