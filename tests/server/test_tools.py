@@ -209,3 +209,27 @@ def test_a_disabled_tool_called_anyway_does_not_run(
         assert Nixx(client).chat("write it").status_code == 200
     assert not (workspace / "w.txt").exists()
     assert "disabled on this server" in llm.chat_requests[-1]["messages"][-1]["content"]
+
+
+@pytest.mark.parametrize("path", [".git/hooks/pre-commit", ".nxs-personas/evil.yaml", ".env"])
+def test_write_file_cannot_plant_code_that_runs_later(
+    nixx: Nixx, llm: FakeLLM, workspace: Path, path: str
+) -> None:
+    (workspace / ".git" / "hooks").mkdir(parents=True)
+    result = run_tool(nixx, llm, "write_file", {"path": path, "content": "runtime: sh -c evil"})
+    assert result.startswith("error: ") and "is protected" in result
+    assert "NIXX_TOOLS_PROTECTED" in result
+    assert not (workspace / path).exists()
+    assert not (workspace / ".nxs-personas").exists()
+
+
+def test_protected_paths_follow_the_setting(
+    make_settings: Any, llm: FakeLLM, workspace: Path
+) -> None:
+    with TestClient(create_app(make_settings(tools_protected="drafts/*"))) as client:
+        nixx = Nixx(client)
+        assert "protected" in run_tool(
+            nixx, llm, "write_file", {"path": "drafts/a", "content": "x"}
+        )
+        ok = run_tool(nixx, llm, "write_file", {"path": ".env", "content": "A=1"})
+        assert ok == "wrote 3 bytes to .env"
