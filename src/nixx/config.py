@@ -52,6 +52,12 @@ class Settings(BaseSettings):
         description="When set, every request must carry `Authorization: Bearer <key>` "
         "(`/health` excepted). Required to bind a non-loopback address.",
     )
+    max_request_bytes: int = Field(
+        default=16 * 1024 * 1024,
+        gt=0,
+        description="Largest request body `nixx serve` accepts, in bytes; a larger one is "
+        "refused with 413 while it is being read.",
+    )
     chat_base_url: str = Field(
         default="http://127.0.0.1:8080/v1",
         description="OpenAI-compatible LLM backend (llama.cpp, Ollama `http://127.0.0.1:11434/v1`, "
