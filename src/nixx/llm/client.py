@@ -8,7 +8,9 @@ reused for every call. Failures become nixx errors:
   `BackendUnavailable` naming the URL and the variable that sets it;
 - the backend answers an HTTP error → `BackendError` carrying the backend's own message;
 - a stream that breaks before it finished → `BackendError` with ``code="stream_interrupted"``
-  (raised from the iterator, after the chunks already received were yielded).
+  (raised from the iterator, after the chunks already received were yielded);
+- a chunk or completion of the wrong shape (`check_chunk`, `check_completion`) →
+  `BackendError` too (a stream: ``stream_interrupted``, after the good chunks).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from typing import Any
 import httpx
 
 from nixx.errors import BackendError, BackendUnavailable
+from nixx.llm.stream import check_chunk, check_completion
 from nixx.sse import aparse_lines
 
 
@@ -89,17 +92,6 @@ class _Errors:
             raise BackendError(f"the LLM backend at {self.base_url} sent a malformed model list")
         return data
 
-    def _check_completion(self, data: Any) -> dict[str, Any]:
-        if (
-            not isinstance(data, dict)
-            or not isinstance(data.get("choices"), list)
-            or not data["choices"]
-        ):
-            raise BackendError(
-                f"the LLM backend at {self.base_url} sent a completion without choices"
-            )
-        return data
-
 
 def _setup(client: _Errors, base_url: str, timeout: float, env_var: str) -> None:
     client.base_url = base_url.rstrip("/")
@@ -156,7 +148,7 @@ class SyncChatClient(_Errors):
 
     def create(self, body: dict[str, Any]) -> dict[str, Any]:
         """A non-streaming chat completion; returns the backend's JSON answer."""
-        return self._check_completion(
+        return check_completion(
             self._request("POST", "/chat/completions", {**body, "stream": False}))
 
 
@@ -198,7 +190,7 @@ class ChatClient(_Errors):
 
     async def create(self, body: dict[str, Any]) -> dict[str, Any]:
         """A non-streaming chat completion; returns the backend's JSON answer."""
-        return self._check_completion(
+        return check_completion(
             await self._request("POST", "/chat/completions", {**body, "stream": False}))
 
     async def stream(self, body: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
@@ -235,8 +227,7 @@ class ChatClient(_Errors):
                             f"the LLM backend reported an error mid-stream: {msg}",
                             code="stream_interrupted",
                         )
-                    if not isinstance(chunk, dict):
-                        continue
+                    check_chunk(chunk)
                     for choice in chunk.get("choices") or []:
                         if choice.get("finish_reason"):
                             finished = True
