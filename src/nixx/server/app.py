@@ -43,13 +43,9 @@ def create_app(settings: Settings) -> FastAPI:
             tools = ToolRegistry(settings, store)
             service = NixxService(settings, store, embedder, llm, tools)
             app.state.service = service
-            log.info(
-                "nixx %s: store %s, backend %s, embedder %s",
-                __version__,
-                store.backend,
-                settings.chat_base_url,
-                embedder.model,
-            )
+            from nixx.server.run import startup_line
+
+            log.info("%s", startup_line(settings, embedder.model))
             try:
                 yield
             finally:

@@ -93,7 +93,10 @@ class SQLiteStore(MemoryStore):
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
-            raise StoreError(f"cannot create the folder for {self.path}: {exc}") from None
+            raise StoreError(
+                f"cannot create the folder for {self.path}: {exc}; set NIXX_HOME or NIXX_DB_URL "
+                "to a writable place"
+            ) from None
         self._local = threading.local()
         self._conns: list[apsw.Connection] = []
         self._conns_lock = threading.Lock()
@@ -106,23 +109,43 @@ class SQLiteStore(MemoryStore):
         try:
             conn = apsw.Connection(str(self.path))
         except apsw.Error as exc:
-            raise StoreError(f"cannot open the SQLite store {self.path}: {exc}") from None
-        conn.setbusytimeout(self.busy_timeout_ms)
-        deadline = time.monotonic() + self.busy_timeout_ms / 1000
-        while True:  # switching to WAL needs a moment of exclusive access on a new file
-            try:
-                conn.execute("PRAGMA journal_mode = WAL")
-                break
-            except apsw.BusyError:
-                if time.monotonic() > deadline:
-                    raise StoreError(
-                        f"the SQLite store {self.path} stayed busy; is another program "
-                        "holding it open in exclusive mode?"
-                    ) from None
-                time.sleep(0.01)
-        conn.execute("PRAGMA foreign_keys = ON")
-        conn.execute("PRAGMA synchronous = FULL")
+            raise self._open_error(exc) from None
+        try:
+            conn.setbusytimeout(self.busy_timeout_ms)
+            deadline = time.monotonic() + self.busy_timeout_ms / 1000
+            while True:  # switching to WAL needs a moment of exclusive access on a new file
+                try:
+                    conn.execute("PRAGMA journal_mode = WAL")
+                    break
+                except apsw.BusyError:
+                    if time.monotonic() > deadline:
+                        raise StoreError(
+                            f"the SQLite store {self.path} stayed busy; is another program "
+                            "holding it open in exclusive mode?"
+                        ) from None
+                    time.sleep(0.01)
+            conn.execute("PRAGMA foreign_keys = ON")
+            conn.execute("PRAGMA synchronous = FULL")
+        except apsw.Error as exc:
+            conn.close()
+            raise self._open_error(exc) from None
         return conn
+
+    def _open_error(self, exc: apsw.Error) -> StoreError:
+        """A one-line error naming the file and what to do, for a store that cannot be
+        opened: not a database, or not writable."""
+        if isinstance(exc, (apsw.NotADBError, apsw.CorruptError)):
+            return StoreError(
+                f"{self.path} is not a usable SQLite database ({exc}): move it aside and run "
+                "`nixx db init` (or `nixx import` an export), or point NIXX_DB_URL elsewhere"
+            )
+        if isinstance(exc, (apsw.CantOpenError, apsw.ReadOnlyError, apsw.PermissionsError)):
+            return StoreError(
+                f"cannot open the SQLite store {self.path} for writing ({exc}): make "
+                f"{self.path.parent} and the file writable, or set NIXX_HOME or NIXX_DB_URL "
+                "to a writable place"
+            )
+        return StoreError(f"cannot open the SQLite store {self.path}: {exc}")
 
     def _conn(self) -> apsw.Connection:
         if self._closed:
@@ -196,6 +219,8 @@ class SQLiteStore(MemoryStore):
             return sqlite_migrations.apply_pending(self._conn())
         except apsw.BusyError:
             raise StoreError(f"the SQLite store {self.path} stayed busy while migrating") from None
+        except (apsw.NotADBError, apsw.CorruptError, apsw.ReadOnlyError, apsw.CantOpenError) as exc:
+            raise self._open_error(exc) from None
 
     # ---- embedder identity ---------------------------------------------------------
     def embedding_info(self) -> EmbeddingInfo | None:
