@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from nixx.cli.ingest import add_parser as add_ingest_parser
-from nixx.cli.output import emit_json, run_command
+from nixx.cli.output import emit_json, guard_pipe, run_command
 
 
 def _serve(args: argparse.Namespace) -> int:
@@ -230,12 +230,15 @@ def _version(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    if not getattr(args, "func", None):
-        parser.print_help()
-        return 0
-    return run_command(lambda: args.func(args), as_json=args.json)
+    def run() -> int:
+        parser = build_parser()
+        args = parser.parse_args(argv)
+        if not getattr(args, "func", None):
+            parser.print_help()
+            return 0
+        return run_command(lambda: args.func(args), as_json=args.json)
+
+    return guard_pipe(run)
 
 
 if __name__ == "__main__":
