@@ -27,7 +27,7 @@ import numpy as np
 
 from nixx.errors import Conflict, EmbedderMismatch, NotFound, StoreError, ValidationError
 from nixx.store import sqlite_migrations, validation
-from nixx.store.base import EmbedFn, MemoryStore
+from nixx.store.base import RETRY_TAIL, EmbedFn, MemoryStore, retried_user_row
 from nixx.store.fts_query import fts5_match
 from nixx.store.portable import (
     as_vector,
@@ -362,6 +362,27 @@ class SQLiteStore(MemoryStore):
             )
             row_id = conn.last_insert_rowid()
         return BufferRow(row_id, role, content, origin, created, meta)
+
+    def append_user_once(self, content: str, origin: str = "api") -> BufferRow:
+        meta = validation.buffer_row("user", content, origin, None)
+        with self._write() as conn:  # BEGIN IMMEDIATE: the check and the insert are one
+            marker = _one(conn, "SELECT coalesce(max(id), 0) FROM buffer WHERE role = 'marker'")
+            tail = conn.execute(
+                f"SELECT {_BUFFER_COLS} FROM buffer WHERE id > ? AND role != 'marker' "
+                "ORDER BY id DESC LIMIT ?",
+                (marker[0], RETRY_TAIL),
+            )
+            reuse = retried_user_row([_buffer_row(r) for r in tail], content, origin)
+            if reuse is not None:
+                return reuse
+            created = utc_now()
+            conn.execute(
+                "INSERT INTO buffer (role, content, origin, meta, created_at) "
+                "VALUES ('user', ?, ?, ?, ?)",
+                (content, origin, _dumps(meta), created),
+            )
+            row_id = conn.last_insert_rowid()
+        return BufferRow(row_id, "user", content, origin, created, meta)
 
     def update_buffer_meta(self, row_id: int, meta: dict[str, Any]) -> None:
         meta = validation.json_object(meta, "meta")
