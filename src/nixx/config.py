@@ -229,7 +229,10 @@ def nearest(name: str, choices: Iterable[str]) -> str:
     """``"; did you mean X?"`` for the closest of `choices` to `name`, or ``""``."""
     import difflib
 
-    found = difflib.get_close_matches(name, list(choices), n=1, cutoff=0.6)
+    choices = list(choices)
+    found = difflib.get_close_matches(name, choices, n=1, cutoff=0.6) or [
+        c for c in choices if name and (c.startswith(name) or name.startswith(c))
+    ]  # an abbreviation: `q` for `query`
     return f"; did you mean {found[0]}?" if found else ""
 
 

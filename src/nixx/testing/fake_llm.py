@@ -52,6 +52,7 @@ class Reply:
     delay: float = 0.0  # seconds to sleep before each streamed chunk (and before a JSON answer)
     finish_reason: str | None = None  # default: "tool_calls" with tool calls, else "stop"
     raw_body: str | None = None  # JSON mode: send this text verbatim (malformed-body tests)
+    usage: bool = True  # False: report no token counts (as some backends and gateways do)
 
 
 @dataclass
@@ -298,14 +299,15 @@ class FakeLLM:
                 message: dict[str, Any] = {"role": "assistant", "content": reply.content}
                 if calls:
                     message["tool_calls"] = calls
-                payload = {
+                payload: dict[str, Any] = {
                     "id": "chatcmpl-fake",
                     "object": "chat.completion",
                     "created": int(time.time()),
                     "model": model,
                     "choices": [{"index": 0, "message": message, "finish_reason": finish}],
-                    "usage": usage,
                 }
+                if reply.usage:
+                    payload["usage"] = usage
                 self._json(200, payload, raw=reply.raw_body)
 
             def _stream(
@@ -368,7 +370,8 @@ class FakeLLM:
                     for part in (args[:half], args[half:]):
                         send(chunk({"tool_calls": [{"index": i, "function": {"arguments": part}}]}))
                 final = chunk({}, finish)
-                final["usage"] = usage
+                if reply.usage:
+                    final["usage"] = usage
                 send(final)
                 send("[DONE]")
                 self.wfile.write(b"0\r\n\r\n")
