@@ -403,9 +403,15 @@ def _parse(argv: list[str]) -> tuple[argparse.ArgumentParser, argparse.Namespace
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    from nixx.cli.output import guard_pipe
+
     argv = sys.argv[1:] if argv is None else list(argv)
-    parser, args = _parse(argv)
-    return run_parsed(parser, args)
+
+    def run() -> int:
+        parser, args = _parse(argv)
+        return run_parsed(parser, args)
+
+    return guard_pipe(run)
 
 
 if __name__ == "__main__":

@@ -22,7 +22,7 @@ from anyio import to_thread
 
 from nixx.config import Settings
 from nixx.embed.base import Embedder
-from nixx.errors import BackendError, NixxError, ValidationError
+from nixx.errors import BackendError, NixxError, NotFound, ValidationError
 from nixx.llm.client import ChatClient
 from nixx.memory import intent as intent_state
 from nixx.memory import semantic
@@ -126,6 +126,19 @@ class NixxService:
         data = await self.llm.list_models()
         self._models = [str(m.get("id")) for m in data["data"] if m.get("id")]
         return data
+
+    async def model(self, model_id: str) -> dict[str, Any]:
+        """One model of the backend's list, in OpenAI's `model` shape."""
+        data = await self.models()
+        for entry in data["data"]:
+            if str(entry.get("id")) == model_id:
+                return {"object": "model", "created": 0, "owned_by": "nixx", **entry}
+        known = ", ".join(self._models) or "none"
+        raise NotFound(
+            f"the backend at {self.settings.chat_base_url} has no model {model_id!r} "
+            f"(it has: {known})",
+            param="model",
+        )
 
     # ---- recall -----------------------------------------------------------------------
     def _context_sync(

@@ -44,13 +44,9 @@ def create_app(settings: Settings) -> FastAPI:
             service = NixxService(settings, store, embedder, llm, tools)
             app.state.service = service
             service.row_vectors.start()  # embeds buffer rows without a vector (backfill)
-            log.info(
-                "nixx %s: store %s, backend %s, embedder %s",
-                __version__,
-                store.backend,
-                settings.chat_base_url,
-                embedder.model,
-            )
+            from nixx.server.run import startup_line
+
+            log.info("%s", startup_line(settings, embedder.model))
             try:
                 yield
             finally:
