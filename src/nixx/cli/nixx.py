@@ -60,14 +60,19 @@ def _mcp_install(args: argparse.Namespace) -> int:
 def _print_changes(changes: list[dict], root: str) -> None:
     import os
 
-    verbs = {"created": "created", "added": "added the nixx entry to",
-             "replaced": "replaced the nixx entry in", "unchanged": "already set up:",
-             "kept": "kept the existing nixx entry (differs; --force replaces it) in"}
+    done = {"created": "created", "added": "added the nixx entry to",
+            "replaced": "replaced the nixx entry in"}
+    would = {"created": "would create", "added": "would add the nixx entry to",
+             "replaced": "would replace the nixx entry in"}
     for c in changes:
         rel = os.path.relpath(c["file"], root)
-        verb = verbs[c["action"]]
-        prefix = "would have " if c["dry_run"] and c["action"] not in ("unchanged", "kept") else ""
-        print(f"{c['client']}: {prefix}{verb} {rel}")
+        if c["action"] == "unchanged":
+            verb = "already set up:"
+        elif c["action"] == "kept":
+            verb = "kept the existing nixx entry (it differs; --force replaces it) in"
+        else:
+            verb = (would if c["dry_run"] else done)[c["action"]]
+        print(f"{c['client']}: {verb} {rel}")
 
 
 def build_parser() -> argparse.ArgumentParser:

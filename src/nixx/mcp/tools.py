@@ -139,7 +139,7 @@ def _memory_tools(server: MCPServer, api: MemoryAPI, path_base: str | None) -> N
 
     async def intent_get() -> Json:
         """The user's current intent (what they are working on), with where it came from
-        (`derived` from the conversation or `user`) and when it changed."""
+        (`manual` when set, else derived from the conversation) and when it changed."""
         return await api.request("GET", "/v1/intent")
 
     async def intent_set(
