@@ -79,13 +79,20 @@ async def stdio_client(*args: str, cwd: Path, env: dict[str, str]) -> AsyncItera
 
 
 @contextlib.asynccontextmanager
-async def http_client(url: str, key: str | None) -> AsyncIterator[Any]:
+async def http_client(url: str, key: str | None,
+                      statuses: list[int] | None = None) -> AsyncIterator[Any]:
+    """An official-SDK client on streamable HTTP; `statuses` collects every HTTP status."""
     import httpx2
     from mcp import Client
     from mcp.client.streamable_http import streamable_http_client
 
+    async def record(response: Any) -> None:
+        if statuses is not None:
+            statuses.append(response.status_code)
+
     headers = {"Authorization": f"Bearer {key}"} if key else {}
-    async with httpx2.AsyncClient(headers=headers, timeout=60) as http, Client(
+    async with httpx2.AsyncClient(headers=headers, timeout=60,
+                                  event_hooks={"response": [record]}) as http, Client(
         streamable_http_client(url, http_client=http)  # a Transport: yields the two streams
     ) as client:
         yield client
