@@ -147,6 +147,10 @@ def test_send_reply_threads_prime_status_search(ws, tmp_path):
     assert prime["count"] == 2 and prime["actor"] == "ab12/coder"
     block = run("nxc", "prime", cwd=ws.root, env=env("coder")).stdout
     assert block.startswith("nxc: you are ab12/coder") and "\nUnread: 2 (" in block
+    assert f'  {tid} from ab12/alice in ' in block  # a thread coder owes, and how to answer it
+    assert f'nxc reply --thread {tid} "<answer>"' in block
+    assert tid in [t["thread_id"] for t in prime["owes"]]
+    assert "please fix the parser" not in block  # no bodies
 
     listed = run_json("nxc", "threads", "list", cwd=ws.root, env=env("coder"))
     assert {t["thread_id"] for t in listed} >= {tid}
