@@ -173,13 +173,14 @@ def _threads_list(args: argparse.Namespace) -> int:
 
 
 def _prime(args: argparse.Namespace) -> int:
+    from nixx.nxc.prime import render
+
     with _engine(args) as engine:
         out = engine.prime()
     if args.json:
         emit_json(out)
     else:
-        print(f"{out['actor']}: {out['count']} unread ({len(out['in_turn'])} in turn, "
-              f"{len(out['next_session'])} for the next session)")
+        print(render(out))
     return 0
 
 
@@ -305,7 +306,7 @@ def _add_threads(sub, common) -> None:
 
 def _add_prime(sub, common) -> None:
     p = sub.add_parser("prime", parents=[common], formatter_class=Formatter,
-                       help="what is unread for you (no bodies)")
+                       help="the session-start block: who you are, unread count, threads you owe (no bodies)")
     p.set_defaults(func=_prime)
 
 

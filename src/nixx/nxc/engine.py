@@ -491,9 +491,11 @@ class Engine:
         return found
 
     def prime(self) -> dict[str, Any]:
-        from nixx.nxc import cursor
+        """The session-start block's data (`nixx.nxc.prime`): who you are, unread counts,
+        the threads you owe a reply, how many you opened still wait on others."""
+        from nixx.nxc.prime import prime
 
-        return cursor.prime(self.conn, self.handle)
+        return prime(self)
 
     def unread(self, channel: str | None = None) -> builtins.list[dict[str, Any]]:
         from nixx.nxc import cursor

@@ -2,7 +2,8 @@
 
 The lifespan opens the store (`settings.database_url`), the embedder, one LLM client
 and the tool registry, and holds them in a `NixxService` at ``app.state.service``;
-routes reach it through `nixx.server.deps.get_service`. Nothing is opened at import.
+routes reach it through `nixx.server.deps.get_service`. `/mcp` serves the MCP tools over
+streamable HTTP (`nixx.mcp.http`). Nothing is opened at import.
 """
 
 from __future__ import annotations
@@ -48,7 +49,10 @@ def create_app(settings: Settings) -> FastAPI:
 
             log.info("%s", startup_line(settings, embedder.model))
             try:
-                yield
+                from nixx.mcp.http import run_mcp
+
+                async with run_mcp(app, settings):
+                    yield
             finally:
                 await service.close()
         finally:
@@ -74,6 +78,9 @@ def create_app(settings: Settings) -> FastAPI:
     install_error_handlers(app)
     include_routes(app)
     app.add_middleware(RequestSizeLimit, max_bytes=settings.max_request_bytes)
+    from nixx.mcp.http import PATH, MCPEndpoint
+
+    app.router.add_route(PATH, MCPEndpoint(), include_in_schema=False)
     if settings.api_key:
         from nixx.server.auth import APIKeyMiddleware
 
