@@ -53,6 +53,9 @@ def create_app(settings: Settings) -> FastAPI:
             try:
                 yield
             finally:
+                jobs = getattr(app.state, "web_jobs", None)
+                if jobs is not None:
+                    await jobs.close()
                 await service.close()
         finally:
             if llm is not None:
@@ -75,6 +78,9 @@ def create_app(settings: Settings) -> FastAPI:
 
     install_error_handlers(app)
     include_routes(app)
+    from nixx.web.routes import router as web_router
+
+    app.include_router(web_router)
     if settings.api_key:
         from nixx.server.auth import APIKeyMiddleware
 
