@@ -33,7 +33,7 @@ from nixx.memory.row_vectors import RowVectors
 from nixx.memory.recall import RecallContext, build_system_prompt, default_threshold
 from nixx.memory.summarize import merge_tags, select_window, summarise
 from nixx.store.base import MemoryStore
-from nixx.store.records import BufferHit, MemoryHit, Source, Summary, SummaryHit
+from nixx.store.records import BufferHit, BufferRow, MemoryHit, Source, Summary, SummaryHit
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -442,6 +442,102 @@ class NixxService:
     async def search_sources(self, query: str, limit: int) -> list[MemoryHit]:
         vector = (await self.embed([query]))[0]
         return await self.run(lambda: self.store.search_memories(vector, limit=limit))
+
+
+    # ---- one door per use case for the shells (routes, web page, CLI, MCP) -------------
+    async def ingest(
+        self,
+        *,
+        path: str | None = None,
+        url: str | None = None,
+        text: str | None = None,
+        name: str | None = None,
+        tags: Sequence[str] | str | None = None,
+        progress: Callable[[Any], None] | None = None,
+    ) -> tuple[Any, str | None]:
+        """Ingest one of `path` (inside the workspace), `url` or `text` (needs `name`),
+        then ask the LLM for the source's display summary. Returns the
+        `nixx.ingest.pipeline.IngestResult` and why there is no summary (None if fine)."""
+        from nixx.ingest.pipeline import Ingestor
+        from nixx.ingest.summary import summarise as summarise_source
+
+        given = [k for k, v in (("path", path), ("url", url), ("text", text)) if v is not None]
+        if len(given) != 1:
+            raise ValidationError(
+                'give exactly one of "path", "url" or "text"'
+                + (f" (got {', '.join(given)})" if given else ""),
+                param="path",
+            )
+        if text is not None and not name:
+            raise ValidationError('"text" needs a "name" for the source', param="name")
+        ingestor = Ingestor(self.store, self.embedder, self.settings, progress=progress)
+        if path is not None:
+            result = await self.run(
+                lambda: ingestor.ingest_path(path, name=name, tags=tags, root=self.settings.workspace)
+            )
+        elif url is not None:
+            result = await self.run(lambda: ingestor.ingest_url(url, name=name, tags=tags))
+        else:
+            result = await self.run(
+                lambda: ingestor.ingest_text(text or "", name=name or "", tags=tags)
+            )
+        problem = None
+        if result.status != "unchanged" and result.summary_input:
+            try:
+                model = await self.resolve_model(None)
+                summary = await summarise_source(
+                    self.llm, model, result.source.name, result.summary_input
+                )
+            except BackendError as exc:
+                problem = exc.message
+            else:
+                if summary:
+                    source_id = result.source.id
+                    await self.run(self.store.set_source_summary, source_id, summary)
+                    result.source = await self.run(self.store.get_source, source_id)
+        return result, problem
+
+    async def list_sources(self) -> list[Source]:
+        return await self.run(self.store.list_sources)
+
+    async def get_source(self, source_id: int) -> Source:
+        return await self.run(self.store.get_source, source_id)
+
+    async def source_chunks(self, source_id: int) -> list[Any]:
+        return await self.run(self.store.source_chunks, source_id)
+
+    async def list_summaries(self, limit: int = 50, offset: int = 0) -> list[Summary]:
+        return await self.run(lambda: self.store.list_summaries(limit=limit, offset=offset))
+
+    async def configure(
+        self, *, interval: int | None = None, recall: bool | None = None
+    ) -> dict[str, Any]:
+        """Change the summary interval and/or recall (kept across restarts); the status after."""
+        await self.run(lambda: self.episodic.configure(interval=interval, recall=recall))
+        if interval is not None:
+            self.after_turn()  # a lower interval may make a summary due now
+        return await self.status()
+
+    async def buffer_page(self, *, before_id: int | None, limit: int) -> list[BufferRow]:
+        """The newest `limit` buffer rows (markers included) with id < `before_id`, oldest
+        first: keyset paging by id, as fast on the last page of 100,000 rows as the first."""
+
+        def work() -> list[BufferRow]:
+            end = (before_id if before_id is not None else self.store.buffer_stats()["max_id"] + 1) - 1
+            width = limit
+            while True:
+                start = max(1, end - width + 1)
+                rows = self.store.get_buffer(start, end) if end >= 1 else []
+                if len(rows) >= limit or start == 1:
+                    return rows[-limit:]
+                width *= 4  # ids have gaps where rows were deleted
+
+        return await self.run(work)
+
+    async def buffer_around(self, row_id: int, *, before: int = 10, after: int = 10) -> list[BufferRow]:
+        """The rows around `row_id` (markers included), for a transcript view of a hit."""
+        start = max(1, row_id - before)
+        return await self.run(self.store.get_buffer, start, row_id + after)
 
 
 class _BoundEmbedder(Embedder):

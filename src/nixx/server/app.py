@@ -54,6 +54,9 @@ def create_app(settings: Settings) -> FastAPI:
                 async with run_mcp(app, settings):
                     yield
             finally:
+                jobs = getattr(app.state, "web_jobs", None)
+                if jobs is not None:
+                    await jobs.close()
                 await service.close()
         finally:
             if llm is not None:
@@ -81,6 +84,9 @@ def create_app(settings: Settings) -> FastAPI:
     from nixx.mcp.http import PATH, MCPEndpoint
 
     app.router.add_route(PATH, MCPEndpoint(), include_in_schema=False)
+    from nixx.web.routes import router as web_router
+
+    app.include_router(web_router)
     if settings.api_key:
         from nixx.server.auth import APIKeyMiddleware
 
