@@ -66,13 +66,15 @@ class Episodic:
         return self.store.append_buffer("marker", SESSION_CLEAR, origin=origin)
 
     # ---- writes ---------------------------------------------------------------------
-    def record_user(self, text: str, origin: str) -> BufferRow:
+    def record_user(
+        self, text: str, origin: str, meta: dict[str, Any] | None = None
+    ) -> BufferRow:
         """Append the turn's user message, once: a retried request (the newest row of the
         session is this same message, still unanswered) reuses that row."""
         last = self.store.last_buffer_rows(1, after_id=self.session_start() - 1)
         if last and last[0].role == "user" and last[0].content == text:
             return last[0]
-        return self.store.append_buffer("user", text, origin=origin)
+        return self.store.append_buffer("user", text, origin=origin, meta=meta or None)
 
     def record_assistant(
         self, text: str, origin: str, meta: dict[str, Any] | None = None
