@@ -1,10 +1,18 @@
 """The built-in runtime ``nixx``: ``python -m nixx.nxc.agent --session S --prompt-file F``.
 
-It runs a persona through any OpenAI-compatible `/chat/completions` backend (the one
-nixx is configured with: `NIXX_CHAT_BASE_URL`, `NIXX_CHAT_MODEL`, or the persona's
-`model`), so nxc works with no third-party agent installed. The backend settings come
-from a 0600 file the spawner wrote (`--backend-file`), never from the environment, which
-holds only the allowlist.
+It runs a persona on the LLM nixx is configured with, so nxc works with no third-party
+agent installed. Its settings are nixx's `Settings` (environment over
+`$NIXX_HOME/config.toml`) as resolved by the process that started the chain, handed over
+in a 0600 file (`--backend-file`), never through the environment, which holds only the
+allowlist. The model: the persona's `model`, else `NIXX_CHAT_MODEL`, else the backend's
+first listed model (`resolve_model`). HTTP goes through `nixx.llm.SyncChatClient`, so
+failures are nixx errors naming the URL and the setting; a failed run prints the cause
+(an `error` entry and a line on stderr) and exits 1.
+
+Route: when `nixx serve` answers where the settings place it (and the persona did not
+say `shared_memory: false`), turns go through its `/v1/chat/completions` with
+`X-Nixx-Agent: <persona>` — recall, intent and the buffer are shared with the workspace
+owner's memory; else straight to the backend.
 
 Tools offered to the model:
 
