@@ -11,6 +11,8 @@ import pytest
 
 from .harness import PYTHON, all_idle, make_workspace, poll
 
+pytestmark = pytest.mark.slow  # chains of real supervisors and runtimes
+
 # argv: CFG LOG PROMPT. Each persona sends "relay" to cfg["next"][its name] (if any), with
 # its environment edited as cfg["mode"] says, and exits.
 RELAY = r'''
