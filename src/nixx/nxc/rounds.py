@@ -57,14 +57,9 @@ def _now_ms() -> int:
 def open_round(d, *, channel, thread_id: str, members: list[str], body: str, sender: str,
                opener_session: str | None) -> dict[str, Any]:
     """Record the round and start its first member(s). → receipt fields."""
-    from nixx.nxc.spawn import hop_limit
-
-    current = d.current_session()
-    hop, limit = hop_limit(d.env, current)
     config = {"on_complete": channel.on_complete, "summary_prompt": channel.summary_prompt,
               "body": body, "sender": sender, "origin": d.origin,
-              "timeout_at_ms": channel.timeout_at_ms, "hop": hop, "max_hops": limit,
-              "parent_session": current["session"] if current else None}
+              "timeout_at_ms": channel.timeout_at_ms}
     with d.local.transaction() as conn:
         conn.execute(
             "INSERT OR IGNORE INTO rounds VALUES (?,?,?,?,?,?,?,?,?,?)",
@@ -234,13 +229,12 @@ def _start_next(d, thread_id: str, expected_index: int | None = None) -> dict[st
             f"started (it can still answer in thread {slot})"]}
     else:
         cfg = r["config"]
-        chain = None
-        if cfg.get("hop") is not None:
-            chain = (cfg["hop"], cfg["max_hops"], cfg.get("parent_session"))
+        # `round_thread`: the member runs at the round's depth + 1 (the deliverer counts
+        # from the round's opener, whichever member's process starts this one)
         result = d.start(persona, thread_id=slot, task=cfg["body"], sender=cfg["sender"],
                          channel=r["channel"], earlier=earlier or None,
                          timeout_ms=r["timeout_ms"], kill_at_ms=cfg.get("timeout_at_ms"),
-                         round_thread=thread_id, chain=chain)
+                         round_thread=thread_id)
     result["sessions"] = [result["session"]] if result.get("spawned") else []
     # nobody runs for this member: in a sequential round the next one goes now
     if r["flow"] == "sequential" and not result.get("spawned"):
