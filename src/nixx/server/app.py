@@ -61,8 +61,13 @@ def create_app(settings: Settings) -> FastAPI:
                 embedder.close()
             await to_thread.run_sync(store.close)
 
+    from fastapi import Depends
+
+    from nixx.server.edge import check_json_values
+
     app = FastAPI(
         title="nixx",
+        dependencies=[Depends(check_json_values)],
         version=__version__,
         description="An OpenAI-compatible memory server: every turn is remembered, "
         "summarised, recalled and steered by the current intent. See docs/api.md.",
@@ -81,4 +86,7 @@ def create_app(settings: Settings) -> FastAPI:
         from nixx.server.auth import APIKeyMiddleware
 
         app.add_middleware(APIKeyMiddleware, api_key=settings.api_key)
+    from nixx.server.errors import ErrorBarrier
+
+    app.add_middleware(ErrorBarrier)  # added last: the outermost
     return app

@@ -4,11 +4,12 @@
 
 `NixxError`s answer their `http_status` (``code`` is their `kind`); request validation
 failures answer 400 (never FastAPI's 422); unknown routes 404; anything unexpected a
-500 that names no internals.
+500 that names no internals (`ErrorBarrier`, which also keeps the connection open).
 """
 
 from __future__ import annotations
 
+import json
 import logging
 from typing import Any
 
@@ -110,9 +111,59 @@ def install_error_handlers(app: FastAPI) -> None:
             headers=dict(exc.headers) if exc.headers else None,
         )
 
-    @app.exception_handler(Exception)
-    async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
-        log.exception("unexpected error on %s %s", request.method, request.url.path)
-        return error_response(
-            f"internal error ({type(exc).__name__}); see the server log", 500, code="internal"
-        )
+
+class ErrorBarrier:
+    """The outermost of nixx's ASGI middlewares: an unexpected exception becomes a 500
+    envelope that names no internals (logged with its traceback) and does not travel on,
+    so the server does not close the keep-alive connection after it (Starlette's own
+    error middleware re-raises, and uvicorn then drops the connection). An exception
+    after a response was complete is logged and dropped; one in the middle of a
+    response (a stream) goes on, since only closing the connection can end that."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        state = {"started": False, "complete": False}
+
+        async def tracked(message: dict[str, Any]) -> None:
+            if message["type"] == "http.response.start":
+                state["started"] = True
+            elif message["type"] == "http.response.body" and not message.get("more_body"):
+                state["complete"] = True
+            await send(message)
+
+        try:
+            await self.app(scope, receive, tracked)
+        except Exception as exc:
+            log.error(
+                "unexpected error on %s %s",
+                scope.get("method"),
+                scope.get("path"),
+                exc_info=exc,
+            )
+            if state["started"] and not state["complete"]:
+                raise
+            if state["complete"]:
+                return
+            body = json.dumps(
+                envelope(
+                    f"internal error ({type(exc).__name__}); see the server log",
+                    500,
+                    code="internal",
+                )
+            ).encode()
+            await send(
+                {
+                    "type": "http.response.start",
+                    "status": 500,
+                    "headers": [
+                        (b"content-type", b"application/json"),
+                        (b"content-length", str(len(body)).encode()),
+                    ],
+                }
+            )
+            await send({"type": "http.response.body", "body": body})
