@@ -2,7 +2,7 @@
 store, the embedder or the backend (where it would be a 500):
 
 - ids and offsets: `MAX_ID` (SQLite's and PostgreSQL's 64-bit integer) bounds every id,
-  offset and count a route takes (`Id`, `Offset` and ``le=MAX_ID`` on the route's own
+  offset and count a route takes (`Id` and ``le=MAX_ID`` on the route's own
   fields); a negative or too large one is a 400 naming the parameter;
 - `check_json_values`, an app-wide dependency: a JSON body may not carry NaN or
   ±Infinity (Python's parser accepts them; JSON does not, and the backend request could
@@ -13,43 +13,17 @@ store, the embedder or the backend (where it would be a 500):
 
 from __future__ import annotations
 
-import math
-import re
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import Request
 from pydantic import Field
 
 from nixx.errors import ValidationError
+from nixx.values import MAX_ID, bad_json_value
 
-MAX_ID = 2**63 - 1
+__all__ = ["MAX_ID", "Id", "bad_json_value", "check_json_values"]
+
 Id = Annotated[int, Field(ge=1, le=MAX_ID)]
-Offset = Annotated[int, Field(ge=0, le=MAX_ID)]
-
-_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
-def bad_json_value(value: Any, path: str = "") -> tuple[str, str] | None:
-    """(param, problem) for the first NaN/Infinity or lone surrogate in `value`, or None."""
-    stack: list[tuple[Any, str]] = [(value, path)]
-    while stack:
-        item, where = stack.pop()
-        if isinstance(item, float):
-            if not math.isfinite(item):
-                return where, f"{item!r} is not a JSON number"
-        elif isinstance(item, str):
-            if _SURROGATE.search(item):
-                return where, "contains a lone UTF-16 surrogate (not valid Unicode text)"
-        elif isinstance(item, dict):
-            for key, sub in reversed(list(item.items())):
-                at = f"{where}.{key}" if where else str(key)
-                if _SURROGATE.search(str(key)):
-                    return at, "the key contains a lone UTF-16 surrogate"
-                stack.append((sub, at))
-        elif isinstance(item, list):
-            for i in range(len(item) - 1, -1, -1):
-                stack.append((item[i], f"{where}.{i}" if where else str(i)))
-    return None
 
 
 async def check_json_values(request: Request) -> None:
