@@ -69,7 +69,7 @@ async def ingest(body: IngestRequest, service: ServiceDep) -> dict[str, Any]:
         result = await service.run(lambda: ingestor.ingest_text(text, name=name, tags=body.tags))
 
     summary_error = None
-    if result.status != "unchanged" and result.summary_input:
+    if result.summary_input:  # changed, or unchanged but still without a summary
         from nixx.ingest.summary import summarise
 
         try:
