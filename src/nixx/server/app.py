@@ -75,11 +75,12 @@ def create_app(settings: Settings) -> FastAPI:
     )
     app.state.settings = settings
 
-    from nixx.server.errors import install_error_handlers
+    from nixx.server.errors import install_error_handlers, install_openapi
     from nixx.server.limits import RequestSizeLimit
     from nixx.server.routes import include_routes
 
     install_error_handlers(app)
+    install_openapi(app)
     include_routes(app)
     app.add_middleware(RequestSizeLimit, max_bytes=settings.max_request_bytes)
     if settings.api_key:

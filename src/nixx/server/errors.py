@@ -167,3 +167,57 @@ class ErrorBarrier:
                 }
             )
             await send({"type": "http.response.body", "body": body})
+
+
+ERROR_SCHEMA: dict[str, Any] = {
+    "title": "Error",
+    "description": "OpenAI's error envelope: every refusal and failure has this shape.",
+    "type": "object",
+    "required": ["error"],
+    "properties": {
+        "error": {
+            "type": "object",
+            "required": ["message", "type", "param", "code"],
+            "properties": {
+                "message": {"type": "string"},
+                "type": {"type": "string"},
+                "param": {"type": ["string", "null"]},
+                "code": {"type": ["string", "null"]},
+            },
+        }
+    },
+}
+
+
+def install_openapi(app: FastAPI) -> None:
+    """Make `/openapi.json` say what the server really answers: a 400 with the error
+    envelope for bad input (FastAPI would advertise 422 `HTTPValidationError`, which nixx
+    never sends), 413 for a body over the size limit, and the envelope for 500."""
+    from fastapi.openapi.utils import get_openapi
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema:
+            return app.openapi_schema
+        schema = get_openapi(
+            title=app.title, version=app.version, description=app.description, routes=app.routes
+        )
+        components = schema.setdefault("components", {}).setdefault("schemas", {})
+        components.pop("HTTPValidationError", None)
+        components.pop("ValidationError", None)
+        components["Error"] = ERROR_SCHEMA
+        ref = {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}
+        for item in schema.get("paths", {}).values():
+            for operation in item.values():
+                responses = operation.setdefault("responses", {})
+                responses.pop("422", None)
+                responses["400"] = {"description": "Invalid request", "content": ref}
+                if "requestBody" in operation:
+                    responses["413"] = {
+                        "description": "Request body over NIXX_MAX_REQUEST_BYTES",
+                        "content": ref,
+                    }
+                responses["500"] = {"description": "Internal error", "content": ref}
+        app.openapi_schema = schema
+        return schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
