@@ -216,3 +216,9 @@ def test_errors_never_reset_the_keep_alive_connection(settings: Any, llm: FakeLL
                 )
                 assert client.get("/health").status_code == 200
         assert len(ports) == 1, ports  # every request went over the same connection
+
+
+def test_the_largest_id_is_served_not_overflowed(nixx: Nixx) -> None:
+    # found by the schemathesis fuzz: start + limit - 1 passed 2^63 - 1
+    r = nixx.client.get(f"/v1/episodic/transcript?start={BIG - 1}&limit=1000")
+    assert r.status_code == 200 and r.json()["rows"] == []

@@ -89,7 +89,7 @@ async def transcript(
     """Buffer rows with start <= id <= end (markers included), at most `limit`."""
     if end is not None and end < start:
         raise ValidationError(f"end ({end}) must be >= start ({start})", param="end")
-    last = end if end is not None else start + limit - 1
+    last = end if end is not None else min(start + limit - 1, MAX_ID)
     rows = await service.run(service.store.get_buffer, start, last)
     rows = rows[:limit]
     return {
