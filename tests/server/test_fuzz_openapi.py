@@ -8,13 +8,15 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+import schemathesis  # the dev extra
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis.errors import Unsatisfiable
 
 from nixx.server.app import create_app
+from nixx.testing.fake_llm import FakeLLM
 from nixx.testing.live_server import LiveServer
 
-schemathesis = pytest.importorskip("schemathesis")  # in the dev extras
+from .conftest import standalone_settings
 
 pytestmark = pytest.mark.slow
 EXAMPLES = 12
@@ -22,23 +24,12 @@ EXAMPLES = 12
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
-    from nixx.config import load_settings
-    from nixx.testing.fake_llm import FakeLLM
-
     base = tmp_path_factory.mktemp("fuzz")
     (base / "ws").mkdir()
     (base / "ws" / "note.md").write_text("# Note\n\nSomething to ingest.\n")
     with FakeLLM() as llm:
-        s = load_settings(
-            home=base,
-            db_url=f"sqlite:///{base / 'nixx.db'}",
-            chat_base_url=llm.base_url,
-            embed_provider="openai",
-            embed_base_url=llm.base_url,
-            embed_model="fake-embed",
-            workspace=base / "ws",
-            ingest_url_timeout=2,
-            max_request_bytes=1024 * 1024,
+        s = standalone_settings(
+            base, llm, workspace=base / "ws", ingest_url_timeout=2, max_request_bytes=1 << 20
         )
         with LiveServer(create_app(s)) as live:
             yield live
@@ -67,6 +58,27 @@ def _check(response: Any, label: str, problems: list[str]) -> None:
             problems.append(f"{label}: {status} is not the error envelope: {response.text[:300]}")
 
 
+def _runner(
+    server: LiveServer, strategy: Any, label: str, problems: list[str], calls: dict[str, int]
+) -> Any:
+    """A bounded hypothesis run over one operation's generated cases."""
+
+    @settings(
+        max_examples=EXAMPLES,
+        deadline=None,
+        database=None,
+        phases=[Phase.generate],
+        suppress_health_check=list(HealthCheck),
+    )
+    @given(case=strategy)
+    def run(case: Any) -> None:
+        response = case.call(base_url=server.base_url, timeout=30)
+        calls["n"] += 1
+        _check(response, label, problems)
+
+    return run
+
+
 @pytest.mark.parametrize("mode", ["positive", "negative"])
 def test_fuzz_every_operation_gives_no_server_error(server: LiveServer, mode: str) -> None:
     from schemathesis import GenerationMode
@@ -78,19 +90,7 @@ def test_fuzz_every_operation_gives_no_server_error(server: LiveServer, mode: st
         label = f"{operation.method.upper()} {operation.path}"
         strategy = operation.as_strategy(generation_mode=generation)
 
-        @settings(
-            max_examples=EXAMPLES,
-            deadline=None,
-            database=None,
-            phases=[Phase.generate],
-            suppress_health_check=list(HealthCheck),
-        )
-        @given(case=strategy)
-        def run(case: Any, label: str = label) -> None:
-            response = case.call(base_url=server.base_url, timeout=30)
-            calls["n"] += 1
-            _check(response, label, problems)
-
+        run = _runner(server, strategy, label, problems, calls)
         try:
             run()
         except Unsatisfiable:  # nothing to make invalid (no parameters, no body)

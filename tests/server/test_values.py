@@ -15,7 +15,7 @@ from nixx.server.app import create_app
 from nixx.testing.fake_llm import FakeLLM, Reply
 from nixx.testing.live_server import LiveServer
 
-from .conftest import Nixx
+from .conftest import Nixx, standalone_settings
 from .test_failures import assert_envelope
 
 BIG = 2**63
@@ -157,20 +157,9 @@ def test_any_id_value_answers_without_a_server_error(
 def shared_nixx(tmp_path_factory: pytest.TempPathFactory) -> Any:
     from fastapi.testclient import TestClient
 
-    from nixx.config import load_settings
-    from nixx.testing.fake_llm import FakeLLM
-
     base = tmp_path_factory.mktemp("values")
     with FakeLLM() as llm:
-        s = load_settings(
-            home=base,
-            db_url=f"sqlite:///{base / 'nixx.db'}",
-            chat_base_url=llm.base_url,
-            embed_provider="openai",
-            embed_base_url=llm.base_url,
-            embed_model="fake-embed",
-            workspace=base,
-        )
+        s = standalone_settings(base, llm)
         with TestClient(create_app(s)) as client:
             yield Nixx(client)
 

@@ -5,10 +5,9 @@ A plain ASGI middleware (it does not buffer responses, so streaming is untouched
 from __future__ import annotations
 
 import hmac
-import json
 from typing import Any
 
-from nixx.server.errors import envelope
+from nixx.server.errors import send_error
 
 OPEN_PATHS = frozenset({"/health"})
 
@@ -36,16 +35,6 @@ class APIKeyMiddleware:
             if not header
             else "wrong API key: send Authorization: Bearer <NIXX_API_KEY>"
         )
-        body = json.dumps(envelope(message, 401, code="invalid_api_key")).encode()
-        await send(
-            {
-                "type": "http.response.start",
-                "status": 401,
-                "headers": [
-                    (b"content-type", b"application/json"),
-                    (b"content-length", str(len(body)).encode()),
-                    (b"www-authenticate", b"Bearer"),
-                ],
-            }
+        await send_error(
+            send, message, 401, code="invalid_api_key", headers=[(b"www-authenticate", b"Bearer")]
         )
-        await send({"type": "http.response.body", "body": body})

@@ -58,6 +58,31 @@ def error_response(
     )
 
 
+async def send_error(
+    send: Any,
+    message: str,
+    status: int,
+    *,
+    code: str | None = None,
+    headers: list[tuple[bytes, bytes]] | None = None,
+) -> None:
+    """Answer the envelope straight over ASGI `send` (for plain ASGI middlewares that
+    refuse a request before the app sees it)."""
+    body = json.dumps(envelope(message, status, code=code)).encode()
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(body)).encode()),
+                *(headers or []),
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})
+
+
 def nixx_error_body(exc: NixxError) -> dict[str, Any]:
     return envelope(exc.message, exc.http_status, param=exc.param, code=exc.kind)
 
@@ -149,24 +174,8 @@ class ErrorBarrier:
                 raise
             if state["complete"]:
                 return
-            body = json.dumps(
-                envelope(
-                    f"internal error ({type(exc).__name__}); see the server log",
-                    500,
-                    code="internal",
-                )
-            ).encode()
-            await send(
-                {
-                    "type": "http.response.start",
-                    "status": 500,
-                    "headers": [
-                        (b"content-type", b"application/json"),
-                        (b"content-length", str(len(body)).encode()),
-                    ],
-                }
-            )
-            await send({"type": "http.response.body", "body": body})
+            message = f"internal error ({type(exc).__name__}); see the server log"
+            await send_error(send, message, 500, code="internal")
 
 
 ERROR_SCHEMA: dict[str, Any] = {
