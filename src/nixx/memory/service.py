@@ -488,7 +488,7 @@ class NixxService:
                 lambda: ingestor.ingest_text(text or "", name=name or "", tags=tags)
             )
         problem = None
-        if result.status != "unchanged" and result.summary_input:
+        if result.summary_input:  # changed, or unchanged but still without a summary
             try:
                 model = await self.resolve_model(None)
                 summary = await summarise_source(
