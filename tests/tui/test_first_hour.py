@@ -7,7 +7,7 @@ import pytest
 
 from nixx.testing.fake_llm import Reply
 
-from .drive import SIZE, make, settle, submit
+from .drive import SIZE, make, notice_text, notices, settle, submit
 
 pytestmark = pytest.mark.anyio
 
@@ -22,3 +22,15 @@ async def test_gauge_is_hidden_when_the_backend_reports_no_usage(live_server):
         assert app.status.info.prompt_tokens > 0
         await submit(pilot, "two")
         assert app.status.info.prompt_tokens is None  # not 0, not the previous turn's
+
+
+async def test_intent_shows_where_it_came_from(live_server):
+    app = make(live_server.url)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await submit(pilot, "/intent writing the tax return")
+        assert app.status.info.intent_source == "manual"
+        assert "intent (manual): writing the tax return" in app.status.render().plain
+        await submit(pilot, "/intent")
+        [notice] = [n for n in notices(app) if "writing the tax return" in notice_text(n)][-1:]
+        assert "(manual, " in notice_text(notice) and " UTC)" in notice_text(notice)

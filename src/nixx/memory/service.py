@@ -332,6 +332,9 @@ class NixxService:
 
     # ---- intent -----------------------------------------------------------------------
     async def _auto_intent(self) -> None:
+        current = await self.run(intent_state.get, self.store)
+        if current and current.get("source") == "manual":
+            return  # a manual intent stays until it is cleared or re-derived on request
         start = await self.run(self.episodic.session_start)
         due = await self.run(
             lambda: intent_state.due(

@@ -200,7 +200,8 @@ class NixxApp(App[None]):
             words=_int(status.get("unsummarised_words", status.get("words"))),
             interval=_int(status.get("interval")),
             context_length=_int(status.get("context_length")) or self.status.info.context_length,
-            intent=intent,
+            intent=intent.text if intent else None,
+            intent_source=intent.source if intent else None,
         )
 
     @work(group="status")
@@ -434,8 +435,11 @@ class NixxApp(App[None]):
             intent = await self.client.derive_intent()
         else:
             intent = await self.client.intent()
-        self.status.set(intent=intent)
-        await self.show(Notice(Text(intent or "(no intent set)"), title="intent"))
+        self.status.set(
+            intent=intent.text if intent else None, intent_source=intent.source if intent else None
+        )
+        shown = f"{intent.text}\n({intent.provenance})" if intent else "(no intent set)"
+        await self.show(Notice(Text(shown), title="intent"))
 
     async def _cmd_source(self, name: str, start: int | None, end: int | None) -> None:
         if start is None:

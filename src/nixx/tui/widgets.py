@@ -115,6 +115,7 @@ class StatusInfo:
     model: str = ""
     recall: bool | None = None
     intent: str | None = None
+    intent_source: str | None = None  # manual | derived
     words: int | None = None
     interval: int | None = None
     prompt_tokens: int | None = None
@@ -154,7 +155,12 @@ def render_status(info: StatusInfo) -> Text:
         text.append(f"  ctx {info.prompt_tokens}{ctx}t")
     if info.busy:
         text.append(f"  {info.busy}…", style="italic")
-    text.append("  intent: ", style="dim")
+    text.append(
+        "  intent"
+        + (f" ({info.intent_source})" if info.intent and info.intent_source else "")
+        + ": ",
+        style="dim",
+    )
     text.append(info.intent or "(none)", style="italic" if info.intent else "dim")
     text.no_wrap = True
     text.overflow = "ellipsis"
