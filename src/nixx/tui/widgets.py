@@ -39,20 +39,28 @@ KEYS: tuple[tuple[str, str], ...] = (
 class UserMessage(Static):
     """What the user sent, as plain text."""
 
-    def __init__(self, content: str) -> None:
+    def __init__(self, content: str, *, note: str | None = None) -> None:
         super().__init__(Text(content), classes="message user")
         self.body_text = content
         self.border_title = "you"
+        if note:  # e.g. "unanswered": restored, but not part of what is sent
+            self.border_subtitle = note
+            self.add_class("unanswered")
 
 
 class AssistantMessage(Vertical):
     """The answer: plain text while it streams, Markdown once it is complete."""
 
-    def __init__(self, content: str = "", *, streaming: bool = False) -> None:
+    def __init__(
+        self, content: str = "", *, streaming: bool = False, note: str | None = None
+    ) -> None:
         super().__init__(classes="message assistant")
         self.body_text = content
         self.streaming = streaming
         self.border_title = "nixx"
+        if note:
+            self.border_subtitle = note
+            self.add_class("incomplete")
 
     def compose(self) -> ComposeResult:
         if self.streaming:
