@@ -97,3 +97,20 @@ async def test_restores_only_what_it_can_send(live_server):
     ]
     roles = [r for r, _ in sent]
     assert all(a != b for a, b in zip(roles, roles[1:], strict=False))  # alternating, never user twice
+
+
+async def test_newest_message_stays_in_view_after_a_resize(live_server):
+    live_server.llm.responder = lambda body: Reply(content="a line\n\n" * 6 + "the newest end")
+    app = make(live_server.url)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        for n in range(4):
+            await submit(pilot, f"message {n}")
+        await pilot.resize_terminal(50, 18)
+        await settle(pilot)
+        conversation = app.conversation
+        last = list(conversation.query(AssistantMessage))[-1]
+        visible = conversation.content_region
+        assert last.region.bottom <= visible.bottom + 1
+        assert last.region.bottom > visible.y
+        assert conversation.scroll_y == conversation.max_scroll_y

@@ -5,7 +5,8 @@ None (nothing to stop). When none does and the URL is on this machine, it starts
 ``python -m nixx.cli.nixx serve --host H --port P`` in its own process group with the
 current environment (so the same `NIXX_*` settings: embedded SQLite store and local
 embedder by default), its output going to ``$NIXX_HOME/logs/chat-server.log``, waits
-for ``/health`` and returns a `ServerProcess` whose `stop()` ends it.
+for ``/health`` and returns a `ServerProcess` whose `stop()` ends it. On Linux the kernel
+also ends it when the chat dies any other way (its terminal closed or killed).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -71,7 +73,32 @@ class ServerProcess:
         return "\n".join(text.strip().splitlines()[-lines:])
 
 
-def start_server(url: str, settings: Settings, *, timeout: float = START_TIMEOUT) -> ServerProcess:
+def _die_with_parent(parent: int):  # type: ignore[no-untyped-def]
+    """A `preexec_fn` that has the kernel send the server SIGTERM when the chat dies
+    (Linux `prctl(PR_SET_PDEATHSIG)`), so a chat killed with its terminal (SIGHUP,
+    SIGKILL: no `finally` runs) does not leave its server behind. Elsewhere: None."""
+    if not sys.platform.startswith("linux"):
+        return None
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    pr_set_pdeathsig = 1
+
+    def arm() -> None:
+        libc.prctl(pr_set_pdeathsig, signal.SIGTERM, 0, 0, 0)
+        if os.getppid() != parent:  # the chat died before the line above
+            os._exit(1)
+
+    return arm
+
+
+def start_server(
+    url: str,
+    settings: Settings,
+    *,
+    timeout: float = START_TIMEOUT,
+    on_start: Callable[[], None] | None = None,
+) -> ServerProcess:
     """Start `nixx serve` for `url` and wait until `/health` answers."""
     parts = urlsplit(url)
     host = parts.hostname or "127.0.0.1"
@@ -83,6 +110,8 @@ def start_server(url: str, settings: Settings, *, timeout: float = START_TIMEOUT
     port = parts.port or (443 if parts.scheme == "https" else 80)
     if parts.scheme == "https":
         raise ConfigError(f"cannot start a server for {url}: nixx serve speaks plain http")
+    if on_start is not None:
+        on_start()
     log_dir = settings.home / "logs"
     log_dir.mkdir(parents=True, exist_ok=True)
     log_path = log_dir / "chat-server.log"
@@ -100,6 +129,7 @@ def start_server(url: str, settings: Settings, *, timeout: float = START_TIMEOUT
             stderr=subprocess.STDOUT,
             env=env,
             start_new_session=True,  # the terminal's signals are the chat's, not the server's
+            preexec_fn=_die_with_parent(os.getpid()),
         )
     server = ServerProcess(proc, url, log_path)
     deadline = time.monotonic() + timeout
@@ -120,8 +150,11 @@ def start_server(url: str, settings: Settings, *, timeout: float = START_TIMEOUT
         time.sleep(0.1)
 
 
-def ensure_server(url: str, settings: Settings) -> ServerProcess | None:
-    """None when a server answers at `url`; otherwise the server started for it."""
+def ensure_server(
+    url: str, settings: Settings, *, on_start: Callable[[], None] | None = None
+) -> ServerProcess | None:
+    """None when a server answers at `url`; otherwise the server started for it
+    (`on_start` is called first, to tell the user about the wait)."""
     if server_answers(url):
         return None
-    return start_server(url, settings)
+    return start_server(url, settings, on_start=on_start)

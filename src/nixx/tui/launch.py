@@ -25,8 +25,18 @@ def run_chat(
     from nixx.tui.app import default_url, make_app
     from nixx.tui.autostart import ensure_server
 
+    import sys
+
     base = (url or default_url(settings)).rstrip("/")
-    server = ensure_server(base, settings)
+
+    def starting() -> None:  # the wait is seconds: say what it is, not a blank screen
+        sys.stderr.write(
+            f"nixx chat: no server answers at {base}; starting one "
+            f"(log: {settings.home / 'logs' / 'chat-server.log'}) ...\n"
+        )
+        sys.stderr.flush()
+
+    server = ensure_server(base, settings, on_start=starting)
     try:
         app = make_app(settings, url=base)
         if runner is None:

@@ -111,9 +111,13 @@ class Progress(Vertical):
 
 
 class Conversation(VerticalScroll):
-    """The scrollable list of messages."""
+    """The scrollable list of messages. A resize scrolls it to its (new) end, so the
+    newest message stays in view in a smaller terminal."""
 
     can_focus = False
+
+    def on_resize(self) -> None:
+        self.call_after_refresh(self.scroll_end, animate=False)
 
 
 @dataclass
