@@ -22,10 +22,10 @@ def run_chat(
     `runner` runs the app (default `app.run()` in the terminal); tests pass one that
     runs it headless with a pilot script.
     """
+    import sys
+
     from nixx.tui.app import default_url, make_app
     from nixx.tui.autostart import ensure_server
-
-    import sys
 
     base = (url or default_url(settings)).rstrip("/")
 
