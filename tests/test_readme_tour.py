@@ -17,10 +17,10 @@ import sys
 import time
 from pathlib import Path
 
-import httpx
 import pytest
 
 from nixx.testing.fake_llm import FakeLLM, Reply
+from nixx.testing.live_server import wait_until_serving
 
 pytestmark = pytest.mark.slow
 
@@ -113,16 +113,7 @@ def test_the_readme_tour_works_as_written(llm: FakeLLM, tmp_path: Path) -> None:
                     ["bash", "-c", "make run"], cwd=cwd, env=env,
                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                 )
-                deadline = time.monotonic() + 120
-                while True:
-                    try:
-                        if httpx.get(f"http://127.0.0.1:{port}/health").status_code == 200:
-                            break
-                    except httpx.HTTPError:
-                        pass
-                    assert server.poll() is None, server.stdout.read() if server.stdout else ""
-                    assert time.monotonic() < deadline, "make run did not start a server"
-                    time.sleep(0.2)
+                wait_until_serving(f"http://127.0.0.1:{port}", server, timeout=120)
                 continue
             if "<thread>" in command:
                 assert thread, "nxc send printed no thread"

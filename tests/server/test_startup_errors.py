@@ -9,11 +9,11 @@ import shutil
 import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
-import httpx
 import pytest
+
+from nixx.testing.live_server import wait_until_serving
 
 NIXX = str(Path(sys.executable).with_name("nixx"))
 
@@ -175,15 +175,7 @@ def test_second_server_on_the_same_store_is_refused_and_start_line_names_everyth
         [NIXX, "serve", "--port", str(port)], env=env, stderr=subprocess.PIPE, text=True
     )
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                if httpx.get(f"http://127.0.0.1:{port}/health").status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            assert first.poll() is None and time.monotonic() < deadline
-            time.sleep(0.1)
+        wait_until_serving(f"http://127.0.0.1:{port}", first)
         second = subprocess.run(
             [NIXX, "serve", "--port", str(_free_port())],
             env=env,
