@@ -197,3 +197,28 @@ def test_second_server_on_the_same_store_is_refused_and_start_line_names_everyth
         str(workspace),
     ):
         assert part in line, line
+
+
+@pytest.mark.slow
+def test_a_second_server_on_a_postgres_store_is_warned_about(
+    tmp_path: Path, pg_url: str
+) -> None:
+    import psycopg
+
+    from nixx.server.run import PG_SERVER_LOCK
+
+    port = _free_port()
+    env = _env(tmp_path, NIXX_DB_URL=pg_url, NIXX_EMBED_PROVIDER="openai",
+               NIXX_EMBED_MODEL="fake-embed", NIXX_EMBED_BASE_URL="http://127.0.0.1:9/v1")
+    with psycopg.connect(pg_url, autocommit=True) as held:  # the "first server"
+        held.execute("SELECT pg_advisory_lock(%s)", (PG_SERVER_LOCK,))
+        proc = subprocess.Popen(
+            [NIXX, "serve", "--port", str(port)], env=env, stderr=subprocess.PIPE, text=True
+        )
+        try:
+            wait_until_serving(f"http://127.0.0.1:{port}", proc)
+        finally:
+            proc.terminate()
+            proc.wait(30)
+    log = proc.stderr.read() if proc.stderr else ""
+    assert "WARNING:" in log and "another nixx server is serving the store" in log, log

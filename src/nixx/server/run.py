@@ -45,7 +45,8 @@ def server_lock(settings: Settings) -> Iterator[None]:
     `nixx serve` on the same SQLite store is refused, naming the first one."""
     path = lock_path(settings)
     if path is None:
-        yield
+        with _postgres_lock(settings):
+            yield
         return
     import fcntl
 
@@ -70,6 +71,36 @@ def server_lock(settings: Settings) -> Iterator[None]:
         yield
     finally:
         os.close(fd)  # releases the lock
+
+
+PG_SERVER_LOCK = 7_346_104  # pg_try_advisory_lock key held by a serving nixx
+
+
+@contextlib.contextmanager
+def _postgres_lock(settings: Settings) -> Iterator[None]:
+    """On PostgreSQL, hold a session advisory lock while serving; when another nixx
+    server holds it already, warn (servers may share a database on purpose, but their
+    background summaries and intents then race)."""
+    import psycopg
+
+    from nixx.store.maintenance import display_url
+
+    try:
+        conn = psycopg.connect(settings.database_url, autocommit=True, connect_timeout=10)
+    except psycopg.Error:
+        yield  # the store itself reports an unreachable server
+        return
+    try:
+        row = conn.execute("SELECT pg_try_advisory_lock(%s)", (PG_SERVER_LOCK,)).fetchone()
+        if not (row and row[0]):
+            log.warning(
+                "another nixx server is serving the store %s; both write to it "
+                "(give this one its own database with NIXX_DB_URL unless you mean it)",
+                display_url(settings.database_url),
+            )
+        yield
+    finally:
+        conn.close()
 
 
 def preflight(settings: Settings) -> None:
@@ -141,8 +172,8 @@ def serve(settings: Settings) -> None:
 
     check_bind(settings)
     preflight(settings)
+    _log_to_stderr(settings)
     with server_lock(settings):
-        _log_to_stderr(settings)
         app = create_app(settings)
         config = uvicorn.Config(
             app, host=settings.host, port=settings.port, log_level=settings.log_level
