@@ -222,3 +222,8 @@ def test_a_second_server_on_a_postgres_store_is_warned_about(
             proc.wait(30)
     log = proc.stderr.read() if proc.stderr else ""
     assert "WARNING:" in log and "another nixx server is serving the store" in log, log
+
+
+def test_unknown_scheme_on_the_command_line(tmp_path: Path) -> None:
+    one_line_error(nixx(tmp_path, "db", "status", "--db-url", "mysql://me@db/nixx"),
+                   "--db-url", "sqlite:///PATH")
