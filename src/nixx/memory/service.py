@@ -129,7 +129,7 @@ class NixxService:
         for entry in data["data"]:
             if str(entry.get("id")) == model_id:
                 return {"object": "model", "created": 0, "owned_by": "nixx", **entry}
-        known = ", ".join(self._models) or "none"
+        known = ", ".join(self._models or []) or "none"
         raise NotFound(
             f"the backend at {self.settings.chat_base_url} has no model {model_id!r} "
             f"(it has: {known})",
