@@ -12,18 +12,19 @@ import ipaddress
 import os
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, field_validator
 from pydantic_settings import (
     BaseSettings,
+    NoDecode,
     PydanticBaseSettingsSource,
     SettingsConfigDict,
     TomlConfigSettingsSource,
 )
 
 from nixx.errors import ConfigError
-from nixx.paths import default_home
+from nixx.paths import DEFAULT_PROTECTED, default_home
 
 LOCAL_EMBED_MODEL = "all-MiniLM-L6-v2"
 
@@ -52,6 +53,12 @@ class Settings(BaseSettings):
         default=None,
         description="When set, every request must carry `Authorization: Bearer <key>` "
         "(`/health` excepted). Required to bind a non-loopback address.",
+    )
+    max_request_bytes: int = Field(
+        default=16 * 1024 * 1024,
+        gt=0,
+        description="Largest request body `nixx serve` accepts, in bytes; a larger one is "
+        "refused with 413 while it is being read.",
     )
     chat_base_url: str = Field(
         default="http://127.0.0.1:8080/v1",
@@ -142,11 +149,15 @@ class Settings(BaseSettings):
     ingest_url_timeout: float = Field(
         default=30.0, gt=0, description="Seconds a web page fetched by ingest may take in all."
     )
-    tools_write: bool = Field(
-        default=True, description="Offer the `write_file` tool to the model."
-    )
+    tools_write: bool = Field(default=True, description="Offer the `write_file` tool to the model.")
     tools_delete: bool = Field(
         default=True, description="Offer the `delete_file` tool to the model."
+    )
+    tools_protected: Annotated[list[str], NoDecode] = Field(
+        default_factory=lambda: list(DEFAULT_PROTECTED),
+        description="Workspace paths `write_file` and `delete_file` refuse: glob patterns, "
+        "comma-separated (a pattern without `/` matches any one path component, one with `/` "
+        "the path from the workspace root). Empty: nothing is protected.",
     )
     tool_max_rounds: int = Field(
         default=8, gt=0, description="Tool-call rounds per turn before nixx stops and answers."
@@ -157,6 +168,13 @@ class Settings(BaseSettings):
     log_level: Literal["debug", "info", "warning", "error"] = Field(
         default="info", description="Server log level."
     )
+
+    @field_validator("tools_protected", mode="before")
+    @classmethod
+    def _split_patterns(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            return [p.strip() for p in value.split(",") if p.strip()]
+        return value
 
     @field_validator("home", "workspace", mode="after")
     @classmethod

@@ -69,8 +69,12 @@ class MemoryStore(ABC):
         *,
         batch_size: int = 64,
         progress: Callable[[int, int], None] | None = None,
+        buffer_text: Callable[[Sequence[BufferRow]], list[str]] | None = None,
     ) -> int:
         """Re-embed every summary and memory with `embed` and record (model, dim).
+        Buffer row vectors are re-embedded too when `buffer_text` is given (it maps a
+        batch of non-marker rows, in id order, to the texts to embed), else dropped
+        (they are derived data: the background queue makes them again).
         Atomic: on failure the old vectors and embedder stay. Returns vectors written."""
 
     # ---- episodic: buffer ----------------------------------------------------------
@@ -81,7 +85,9 @@ class MemoryStore(ABC):
         """Append one row. Raises `ValidationError` on an unknown role or origin."""
 
     @abstractmethod
-    def append_user_once(self, content: str, origin: str = "api") -> BufferRow:
+    def append_user_once(
+        self, content: str, origin: str = "api", meta: dict[str, Any] | None = None
+    ) -> BufferRow:
         """Append a turn's user message unless it is a retry, atomically (one transaction,
         so concurrent identical requests give one row): when the session's newest row,
         skipping answers marked incomplete, is this same message from the same origin,
@@ -112,6 +118,29 @@ class MemoryStore(ABC):
     @abstractmethod
     def buffer_stats(self) -> dict[str, int]:
         """``{"rows", "max_id"}``."""
+
+    # ---- episodic: buffer row vectors ------------------------------------------------
+    @abstractmethod
+    def buffer_rows_without_vector(self, limit: int, *, after_id: int = 0) -> list[BufferRow]:
+        """Up to `limit` non-marker rows with id > after_id that have no vector yet,
+        oldest first (the background queue's work list)."""
+
+    @abstractmethod
+    def add_buffer_vectors(self, items: Sequence[tuple[int, np.ndarray]]) -> int:
+        """Store (buffer id, vector) pairs in one transaction, replacing a row's earlier
+        vector. Ids of missing or marker rows are skipped. Returns the vectors stored.
+        Raises `EmbedderMismatch` on a wrong dimension."""
+
+    @abstractmethod
+    def search_buffer_vectors(
+        self, embedding: np.ndarray, *, limit: int, before_id: int | None = None
+    ) -> list[BufferHit]:
+        """Buffer rows by cosine similarity of their vectors, best first
+        (`BufferHit.score` is the cosine); `before_id` keeps rows with id < before_id."""
+
+    @abstractmethod
+    def buffer_vector_stats(self) -> dict[str, int]:
+        """``{"embedded", "pending"}``: non-marker rows with and without a vector."""
 
     # ---- episodic: summaries -------------------------------------------------------
     @abstractmethod

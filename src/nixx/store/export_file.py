@@ -35,7 +35,7 @@ FIELDS: dict[str, tuple[str, ...]] = {
     "header": ("type", "format", "version"),
     "embedder": ("type", "model", "dim"),
     "state": ("type", "key", "value"),
-    "buffer": ("type", "id", "role", "content", "origin", "created_at", "meta"),
+    "buffer": ("type", "id", "role", "content", "origin", "created_at", "meta", "embedding"),
     "summary": (
         "type",
         "id",
@@ -202,6 +202,7 @@ _CHECKS: dict[str, dict[str, tuple[type | tuple[type, ...], Any]]] = {
         "origin": (str, _REQUIRED),
         "created_at": (str, _REQUIRED),
         "meta": (dict, {}),
+        "embedding": ((list, type(None)), None),
     },
     "summary": {
         "id": (int, _REQUIRED),

@@ -52,6 +52,9 @@ class Reply:
     delay: float = 0.0  # seconds to sleep before each streamed chunk (and before a JSON answer)
     finish_reason: str | None = None  # default: "tool_calls" with tool calls, else "stop"
     raw_body: str | None = None  # JSON mode: send this text verbatim (malformed-body tests)
+    # SSE: after the content chunks, send these `data:` payloads verbatim (malformed-chunk
+    # tests), then finish as usual
+    raw_chunks: list[str] | None = None
     usage: bool = True  # False: report no token counts (as some backends and gateways do)
 
 
@@ -350,6 +353,8 @@ class FakeLLM:
                     if reply.delay:
                         time.sleep(reply.delay)
                     send(chunk({"content": piece}))
+                for raw in reply.raw_chunks or []:
+                    send(raw)
                 for i, call in enumerate(calls):
                     send(
                         chunk(

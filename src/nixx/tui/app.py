@@ -23,6 +23,7 @@ from textual.widgets import Footer
 
 from nixx.config import Settings
 from nixx.errors import NixxError
+from nixx.server.autostart import default_url
 from nixx.tui import render
 from nixx.tui.client import NixxClient
 from nixx.tui.commands import Command, CommandError, parse, unescape_message
@@ -62,16 +63,6 @@ HelpScreen, TagsScreen { align: center middle; }
         padding: 0 1; background: $surface; }
 #tags { width: 60; height: auto; border: round $primary; padding: 0 1; background: $surface; }
 """
-
-
-def default_url(settings: Settings) -> str:
-    """The URL of the server `nixx serve` would start with these settings."""
-    host = settings.host
-    if host in ("0.0.0.0", "::", ""):
-        host = "127.0.0.1"
-    if ":" in host and not host.startswith("["):
-        host = f"[{host}]"
-    return f"http://{host}:{settings.port}"
 
 
 class NixxApp(App[None]):

@@ -24,8 +24,8 @@ def run_chat(
     """
     import sys
 
-    from nixx.tui.app import default_url, make_app
-    from nixx.tui.autostart import ensure_server
+    from nixx.server.autostart import default_url, ensure_server
+    from nixx.tui.app import make_app
 
     base = (url or default_url(settings)).rstrip("/")
 

@@ -1,12 +1,15 @@
-"""Start a nixx server for `nixx chat` when none answers, and stop it afterwards.
+"""Start a nixx server for a client (`nixx chat`, `nixx mcp`) when none answers, and stop
+it afterwards.
 
-`ensure_server(url, settings)` probes ``URL/health``. When a server answers it returns
-None (nothing to stop). When none does and the URL is on this machine, it starts
+`ensure_server(url, settings, client=...)` probes ``URL/health``. When a server answers it
+returns None (nothing to stop). When none does and the URL is on this machine, it starts
 ``python -m nixx.cli.nixx serve --host H --port P`` in its own process group with the
 current environment (so the same `NIXX_*` settings: embedded SQLite store and local
-embedder by default), its output going to ``$NIXX_HOME/logs/chat-server.log``, waits
-for ``/health`` and returns a `ServerProcess` whose `stop()` ends it. On Linux the kernel
-also ends it when the chat dies any other way (its terminal closed or killed).
+embedder by default), its output going to ``$NIXX_HOME/logs/<client>-server.log``
+(``chat-server.log``, ``mcp-server.log``), waits for ``/health`` and returns a
+`ServerProcess` whose `stop()` ends it. On Linux the kernel also ends it when the
+client dies any other way (its terminal closed or killed). `default_url(settings)` is the URL clients use
+when none is given.
 """
 
 from __future__ import annotations
@@ -29,6 +32,16 @@ from nixx.errors import BackendUnavailable, ConfigError
 START_TIMEOUT = 60.0
 
 
+def default_url(settings: Settings) -> str:
+    """The URL of the server `nixx serve` would start with these settings."""
+    host = settings.host
+    if host in ("0.0.0.0", "::", ""):
+        host = "127.0.0.1"
+    if ":" in host and not host.startswith("["):
+        host = f"[{host}]"
+    return f"http://{host}:{settings.port}"
+
+
 def server_answers(url: str, *, timeout: float = 2.0) -> bool:
     try:
         resp = httpx.get(url.rstrip("/") + "/health", timeout=timeout)
@@ -38,7 +51,7 @@ def server_answers(url: str, *, timeout: float = 2.0) -> bool:
 
 
 class ServerProcess:
-    """A `nixx serve` child process started for the chat."""
+    """A `nixx serve` child process started for a client."""
 
     def __init__(self, proc: subprocess.Popen[bytes], url: str, log_path: Path) -> None:
         self.proc = proc
@@ -97,14 +110,17 @@ def start_server(
     settings: Settings,
     *,
     timeout: float = START_TIMEOUT,
+    client: str = "chat",
     on_start: Callable[[], None] | None = None,
 ) -> ServerProcess:
-    """Start `nixx serve` for `url` and wait until `/health` answers."""
+    """Start `nixx serve` for `url` and wait until `/health` answers. `client` names the
+    verb it is started for (`chat`, `mcp`) in messages and in the log file's name;
+    `on_start` is called before the wait, to tell the user about it."""
     parts = urlsplit(url)
     host = parts.hostname or "127.0.0.1"
     if not is_loopback_host(host):
         raise BackendUnavailable(
-            f"no nixx server answers at {url}, and nixx chat only starts one on this "
+            f"no nixx server answers at {url}, and nixx {client} only starts one on this "
             "machine: start it there with `nixx serve`, or check --url"
         )
     port = parts.port or (443 if parts.scheme == "https" else 80)
@@ -114,13 +130,13 @@ def start_server(
         on_start()
     log_dir = settings.home / "logs"
     log_dir.mkdir(parents=True, exist_ok=True)
-    log_path = log_dir / "chat-server.log"
+    log_path = log_dir / f"{client}-server.log"
     env = dict(os.environ)
     env["NIXX_HOST"] = host
     env["NIXX_PORT"] = str(port)
     cmd = [sys.executable, "-m", "nixx.cli.nixx", "serve", "--host", host, "--port", str(port)]
     with log_path.open("ab") as log:
-        log.write(f"\n--- nixx chat started: {' '.join(cmd)}\n".encode())
+        log.write(f"\n--- nixx {client} started: {' '.join(cmd)}\n".encode())
         log.flush()
         proc = subprocess.Popen(
             cmd,
@@ -128,7 +144,7 @@ def start_server(
             stdout=log,
             stderr=subprocess.STDOUT,
             env=env,
-            start_new_session=True,  # the terminal's signals are the chat's, not the server's
+            start_new_session=True,  # the terminal's signals are the client's, not the server's
             preexec_fn=_die_with_parent(os.getpid()),
         )
     server = ServerProcess(proc, url, log_path)
@@ -136,7 +152,7 @@ def start_server(
     while True:
         if proc.poll() is not None:
             raise BackendUnavailable(
-                f"the nixx server started for the chat exited with code {proc.returncode}; "
+                f"the nixx server started for nixx {client} exited with code {proc.returncode}; "
                 f"its log ({log_path}) ends with:\n{server.log_tail()}"
             )
         if server_answers(url, timeout=1.0):
@@ -144,17 +160,21 @@ def start_server(
         if time.monotonic() > deadline:
             server.stop()
             raise BackendUnavailable(
-                f"the nixx server started for the chat did not answer at {url} within "
+                f"the nixx server started for nixx {client} did not answer at {url} within "
                 f"{timeout:.0f}s; see {log_path}"
             )
         time.sleep(0.1)
 
 
 def ensure_server(
-    url: str, settings: Settings, *, on_start: Callable[[], None] | None = None
+    url: str,
+    settings: Settings,
+    *,
+    client: str = "chat",
+    on_start: Callable[[], None] | None = None,
 ) -> ServerProcess | None:
     """None when a server answers at `url`; otherwise the server started for it
     (`on_start` is called first, to tell the user about the wait)."""
     if server_answers(url):
         return None
-    return start_server(url, settings, on_start=on_start)
+    return start_server(url, settings, client=client, on_start=on_start)
