@@ -9,11 +9,11 @@ import shutil
 import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
-import httpx
 import pytest
+
+from nixx.testing.live_server import wait_until_serving
 
 NIXX = str(Path(sys.executable).with_name("nixx"))
 
@@ -175,15 +175,7 @@ def test_second_server_on_the_same_store_is_refused_and_start_line_names_everyth
         [NIXX, "serve", "--port", str(port)], env=env, stderr=subprocess.PIPE, text=True
     )
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                if httpx.get(f"http://127.0.0.1:{port}/health").status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            assert first.poll() is None and time.monotonic() < deadline
-            time.sleep(0.1)
+        wait_until_serving(f"http://127.0.0.1:{port}", first)
         second = subprocess.run(
             [NIXX, "serve", "--port", str(_free_port())],
             env=env,
@@ -205,3 +197,33 @@ def test_second_server_on_the_same_store_is_refused_and_start_line_names_everyth
         str(workspace),
     ):
         assert part in line, line
+
+
+@pytest.mark.slow
+def test_a_second_server_on_a_postgres_store_is_warned_about(
+    tmp_path: Path, pg_url: str
+) -> None:
+    import psycopg
+
+    from nixx.server.run import PG_SERVER_LOCK
+
+    port = _free_port()
+    env = _env(tmp_path, NIXX_DB_URL=pg_url, NIXX_EMBED_PROVIDER="openai",
+               NIXX_EMBED_MODEL="fake-embed", NIXX_EMBED_BASE_URL="http://127.0.0.1:9/v1")
+    with psycopg.connect(pg_url, autocommit=True) as held:  # the "first server"
+        held.execute("SELECT pg_advisory_lock(%s)", (PG_SERVER_LOCK,))
+        proc = subprocess.Popen(
+            [NIXX, "serve", "--port", str(port)], env=env, stderr=subprocess.PIPE, text=True
+        )
+        try:
+            wait_until_serving(f"http://127.0.0.1:{port}", proc)
+        finally:
+            proc.terminate()
+            proc.wait(30)
+    log = proc.stderr.read() if proc.stderr else ""
+    assert "WARNING:" in log and "another nixx server is serving the store" in log, log
+
+
+def test_unknown_scheme_on_the_command_line(tmp_path: Path) -> None:
+    one_line_error(nixx(tmp_path, "db", "status", "--db-url", "mysql://me@db/nixx"),
+                   "--db-url", "sqlite:///PATH")

@@ -41,8 +41,9 @@ class LiveServer:
         resp.raise_for_status()
         return resp.json()
 
-    def post(self, path: str, body: Any = None) -> Any:
-        resp = httpx.post(self.url + path, json=body, timeout=30)
+    def post(self, path: str, body: Any = None, *, origin: str | None = None) -> Any:
+        headers = {"X-Nixx-Origin": origin} if origin else None
+        resp = httpx.post(self.url + path, json=body, timeout=30, headers=headers)
         resp.raise_for_status()
         return resp.json() if resp.content else None
 

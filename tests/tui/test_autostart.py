@@ -31,7 +31,7 @@ def server_env(monkeypatch, fake_llm, tmp_path):
     return fake_llm
 
 
-def test_run_chat_autostarts_a_server_and_stops_it_on_exit(server_env, nixx_home):
+def test_run_chat_autostarts_a_server_and_stops_it_on_exit(server_env, nixx_home, capsys):
     server_env.queue(Reply(content="hello from the autostarted server"))
     port = _free_port()
     url = f"http://127.0.0.1:{port}"
@@ -59,6 +59,8 @@ def test_run_chat_autostarts_a_server_and_stops_it_on_exit(server_env, nixx_home
     )
     assert seen == {"answering_during_chat": True, "answer": "hello from the autostarted server"}
     assert report["autostarted"] is True and report["turns"] == 1
+    # the seconds before the chat draws are explained, not a blank screen
+    assert f"no server answers at {url}; starting one" in capsys.readouterr().err
     assert report["server_exit_code"] is not None
     assert not server_answers(url)  # stopped on exit
     store = open_store(f"sqlite:///{nixx_home / 'nixx.db'}")  # the embedded default store

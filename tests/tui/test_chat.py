@@ -122,6 +122,7 @@ async def test_session_is_restored_at_start(live_server):
     live_server.post(
         "/v1/chat/completions",
         {"messages": [{"role": "user", "content": "remember [/] me"}]},
+        origin="tui",  # the TUI restores its own rows (tests/tui/test_first_hour.py)
     )
     app = make(live_server.url)
     async with app.run_test(size=SIZE) as pilot:

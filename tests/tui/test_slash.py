@@ -105,7 +105,12 @@ async def test_intent_set_show_clear_derive(live_server):
 
 
 async def test_clear_ends_the_session(live_server):
-    _chat(live_server, "before the clear", "answer before")
+    live_server.llm.queue(Reply(content="answer before"))
+    live_server.post(
+        "/v1/chat/completions",
+        {"messages": [{"role": "user", "content": "before the clear"}]},
+        origin="tui",  # restored: the TUI shows its own rows
+    )
     app = make(live_server.url)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)

@@ -29,7 +29,9 @@ def greet(name: str) -> str:
 
 def _chat(server, text: str, answer: str) -> None:
     server.llm.queue(Reply(content=answer))
-    server.post("/v1/chat/completions", {"messages": [{"role": "user", "content": text}]})
+    server.post(
+        "/v1/chat/completions", {"messages": [{"role": "user", "content": text}]}, origin="tui"
+    )
 
 
 def test_main_screen(snap_compare, live_server):

@@ -5,6 +5,11 @@ LLM every `intent_interval` buffer rows of the current session, from its last
 `intent_lookback` rows (each cut to `ROW_CHARS` characters); also set and cleared by
 hand. The position of the last derivation is kept too (``intent.derived_at``), so the
 schedule carries across restarts.
+
+The value says where it came from: ``source`` is ``manual`` (set by hand) or ``derived``
+(by the LLM), with ``updated_at``. A manual intent is never replaced by an automatic
+derivation: it stays until it is cleared or re-derived on request
+(`POST /v1/intent/derive`, `/intent --derive`), after which the schedule resumes.
 """
 
 from __future__ import annotations

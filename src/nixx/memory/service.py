@@ -133,7 +133,7 @@ class NixxService:
         for entry in data["data"]:
             if str(entry.get("id")) == model_id:
                 return {"object": "model", "created": 0, "owned_by": "nixx", **entry}
-        known = ", ".join(self._models) or "none"
+        known = ", ".join(self._models or []) or "none"
         raise NotFound(
             f"the backend at {self.settings.chat_base_url} has no model {model_id!r} "
             f"(it has: {known})",
@@ -343,6 +343,9 @@ class NixxService:
 
     # ---- intent -----------------------------------------------------------------------
     async def _auto_intent(self) -> None:
+        current = await self.run(intent_state.get, self.store)
+        if current and current.get("source") == "manual":
+            return  # a manual intent stays until it is cleared or re-derived on request
         start = await self.run(self.episodic.session_start)
         due = await self.run(
             lambda: intent_state.due(

@@ -7,7 +7,8 @@ returns None (nothing to stop). When none does and the URL is on this machine, i
 current environment (so the same `NIXX_*` settings: embedded SQLite store and local
 embedder by default), its output going to ``$NIXX_HOME/logs/<client>-server.log``
 (``chat-server.log``, ``mcp-server.log``), waits for ``/health`` and returns a
-`ServerProcess` whose `stop()` ends it. `default_url(settings)` is the URL clients use
+`ServerProcess` whose `stop()` ends it. On Linux the kernel also ends it when the
+client dies any other way (its terminal closed or killed). `default_url(settings)` is the URL clients use
 when none is given.
 """
 
@@ -19,6 +20,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -84,11 +86,36 @@ class ServerProcess:
         return "\n".join(text.strip().splitlines()[-lines:])
 
 
+def _die_with_parent(parent: int):  # type: ignore[no-untyped-def]
+    """A `preexec_fn` that has the kernel send the server SIGTERM when the chat dies
+    (Linux `prctl(PR_SET_PDEATHSIG)`), so a chat killed with its terminal (SIGHUP,
+    SIGKILL: no `finally` runs) does not leave its server behind. Elsewhere: None."""
+    if not sys.platform.startswith("linux"):
+        return None
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    pr_set_pdeathsig = 1
+
+    def arm() -> None:
+        libc.prctl(pr_set_pdeathsig, signal.SIGTERM, 0, 0, 0)
+        if os.getppid() != parent:  # the chat died before the line above
+            os._exit(1)
+
+    return arm
+
+
 def start_server(
-    url: str, settings: Settings, *, timeout: float = START_TIMEOUT, client: str = "chat"
+    url: str,
+    settings: Settings,
+    *,
+    timeout: float = START_TIMEOUT,
+    client: str = "chat",
+    on_start: Callable[[], None] | None = None,
 ) -> ServerProcess:
     """Start `nixx serve` for `url` and wait until `/health` answers. `client` names the
-    verb it is started for (`chat`, `mcp`) in messages and in the log file's name."""
+    verb it is started for (`chat`, `mcp`) in messages and in the log file's name;
+    `on_start` is called before the wait, to tell the user about it."""
     parts = urlsplit(url)
     host = parts.hostname or "127.0.0.1"
     if not is_loopback_host(host):
@@ -99,6 +126,8 @@ def start_server(
     port = parts.port or (443 if parts.scheme == "https" else 80)
     if parts.scheme == "https":
         raise ConfigError(f"cannot start a server for {url}: nixx serve speaks plain http")
+    if on_start is not None:
+        on_start()
     log_dir = settings.home / "logs"
     log_dir.mkdir(parents=True, exist_ok=True)
     log_path = log_dir / f"{client}-server.log"
@@ -116,6 +145,7 @@ def start_server(
             stderr=subprocess.STDOUT,
             env=env,
             start_new_session=True,  # the terminal's signals are the client's, not the server's
+            preexec_fn=_die_with_parent(os.getpid()),
         )
     server = ServerProcess(proc, url, log_path)
     deadline = time.monotonic() + timeout
@@ -136,8 +166,15 @@ def start_server(
         time.sleep(0.1)
 
 
-def ensure_server(url: str, settings: Settings, *, client: str = "chat") -> ServerProcess | None:
-    """None when a server answers at `url`; otherwise the server started for it."""
+def ensure_server(
+    url: str,
+    settings: Settings,
+    *,
+    client: str = "chat",
+    on_start: Callable[[], None] | None = None,
+) -> ServerProcess | None:
+    """None when a server answers at `url`; otherwise the server started for it
+    (`on_start` is called first, to tell the user about the wait)."""
     if server_answers(url):
         return None
-    return start_server(url, settings, client=client)
+    return start_server(url, settings, client=client, on_start=on_start)

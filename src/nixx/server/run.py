@@ -10,11 +10,13 @@ import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from nixx.config import Settings
 from nixx.errors import AlreadyRunning, ConfigError, StoreError
 
 log = logging.getLogger("nixx")
+SHUTDOWN_WRITES_TIMEOUT = 10.0  # seconds a forced shutdown waits for turns to store answers
 
 
 def check_bind(settings: Settings) -> None:
@@ -43,7 +45,8 @@ def server_lock(settings: Settings) -> Iterator[None]:
     `nixx serve` on the same SQLite store is refused, naming the first one."""
     path = lock_path(settings)
     if path is None:
-        yield
+        with _postgres_lock(settings):
+            yield
         return
     import fcntl
 
@@ -68,6 +71,36 @@ def server_lock(settings: Settings) -> Iterator[None]:
         yield
     finally:
         os.close(fd)  # releases the lock
+
+
+PG_SERVER_LOCK = 7_346_104  # pg_try_advisory_lock key held by a serving nixx
+
+
+@contextlib.contextmanager
+def _postgres_lock(settings: Settings) -> Iterator[None]:
+    """On PostgreSQL, hold a session advisory lock while serving; when another nixx
+    server holds it already, warn (servers may share a database on purpose, but their
+    background summaries and intents then race)."""
+    import psycopg
+
+    from nixx.store.maintenance import display_url
+
+    try:
+        conn = psycopg.connect(settings.database_url, autocommit=True, connect_timeout=10)
+    except psycopg.Error:
+        yield  # the store itself reports an unreachable server
+        return
+    try:
+        row = conn.execute("SELECT pg_try_advisory_lock(%s)", (PG_SERVER_LOCK,)).fetchone()
+        if not (row and row[0]):
+            log.warning(
+                "another nixx server is serving the store %s; both write to it "
+                "(give this one its own database with NIXX_DB_URL unless you mean it)",
+                display_url(settings.database_url),
+            )
+        yield
+    finally:
+        conn.close()
 
 
 def preflight(settings: Settings) -> None:
@@ -100,6 +133,38 @@ def _log_to_stderr(settings: Settings) -> None:
     log.propagate = False
 
 
+def _server_class():  # type: ignore[no-untyped-def]
+    import asyncio
+
+    import uvicorn
+
+    class Server(uvicorn.Server):
+        """uvicorn, except that a second Ctrl+C (force exit) still shuts the app down in
+        order: the connections still open are closed, so a streaming turn sees its client
+        go away and stores its partial answer (marked incomplete); then the lifespan
+        closes the store. Plain uvicorn skips the lifespan shutdown then, the store was
+        closed under the writes and the partial answer lost."""
+
+        async def shutdown(self, sockets: Any = None) -> None:
+            await super().shutdown(sockets)
+            if not self.force_exit:
+                return
+            for connection in list(self.server_state.connections):
+                transport = getattr(connection, "transport", None)
+                if transport is not None:
+                    transport.close()  # the request sees `http.disconnect`
+            tasks = list(self.server_state.tasks)
+            if tasks:
+                _, pending = await asyncio.wait(tasks, timeout=SHUTDOWN_WRITES_TIMEOUT)
+                for task in pending:  # stuck: cancel (its writes are shielded tasks)
+                    task.cancel()
+                if pending:
+                    await asyncio.wait(pending, timeout=1.0)
+            await self.lifespan.shutdown()
+
+    return Server
+
+
 def serve(settings: Settings) -> None:
     import uvicorn
 
@@ -107,7 +172,10 @@ def serve(settings: Settings) -> None:
 
     check_bind(settings)
     preflight(settings)
+    _log_to_stderr(settings)
     with server_lock(settings):
-        _log_to_stderr(settings)
         app = create_app(settings)
-        uvicorn.run(app, host=settings.host, port=settings.port, log_level=settings.log_level)
+        config = uvicorn.Config(
+            app, host=settings.host, port=settings.port, log_level=settings.log_level
+        )
+        _server_class()(config).run()

@@ -22,7 +22,8 @@ def open_store(url: str, *, migrate: bool = True) -> MemoryStore:
         store = PostgresStore(url)
     else:
         raise ConfigError(
-            f"NIXX_DB_URL {url!r} is not understood: use sqlite:///PATH or postgresql://..."
+            f"the store URL {url!r} (NIXX_DB_URL or --db-url) is not understood: use "
+            "sqlite:///PATH or postgresql://USER@HOST/DB"
         )
     if migrate:
         store.migrate()

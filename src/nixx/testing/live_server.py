@@ -87,3 +87,19 @@ class LiveServer:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def wait_until_serving(url: str, proc: Any, *, timeout: float = 60.0) -> None:
+    """Wait until the server process `proc` (a `subprocess.Popen`) answers `url`/health;
+    raise with its output when it exits first or `timeout` passes."""
+    from nixx.server.autostart import server_answers
+
+    deadline = time.monotonic() + timeout
+    while not server_answers(url, timeout=1.0):
+        if proc.poll() is not None:
+            out = proc.stdout or proc.stderr
+            raise AssertionError(f"the server exited ({proc.returncode}): "
+                                 f"{out.read() if out else ''}")
+        if time.monotonic() > deadline:
+            raise AssertionError(f"no server answered at {url} within {timeout:.0f}s")
+        time.sleep(0.1)

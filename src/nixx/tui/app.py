@@ -9,6 +9,7 @@ in workers so the input never freezes: the answer stream in the exclusive `chat`
 from __future__ import annotations
 
 import asyncio
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +47,7 @@ Conversation { height: 1fr; padding: 0 1; scrollbar-size-vertical: 1; }
 .message.user { border: round $primary; margin-left: 8; }
 .message.assistant { border: round $success; margin-right: 4; }
 .message.assistant.incomplete { border: round $warning; }
+.message.user.unanswered { border: round $warning; }
 .message Markdown { margin: 0; padding: 0; }
 .message Markdown > MarkdownBlock:last-child { margin-bottom: 0; }
 .tool { height: auto; padding: 0 2; }
@@ -170,13 +172,21 @@ class NixxApp(App[None]):
         except NixxError as err:
             await self.show_error(f"could not restore the session: {err.message}")
             rows = []
-        for row in rows:
-            role, content = row.get("role"), row.get("content")
-            if role not in ("user", "assistant") or not isinstance(content, str):
-                continue
-            self._history.append({"role": role, "content": content})
-            widget: Widget = UserMessage(content) if role == "user" else AssistantMessage(content)
+        plan = restore_plan(rows)
+        for item in plan.shown:
+            widget: Widget
+            if item.role == "user":
+                widget = UserMessage(item.content, note=item.note)
+            else:
+                widget = AssistantMessage(item.content, note=item.note)
             await self.conversation.mount(widget)
+        self._history.extend(plan.history)
+        if plan.other_clients:
+            self.notify(
+                f"{plan.other_clients} rows of this session came from other clients and are "
+                "not restored here; /transcript shows everything",
+                title="session",
+            )
         self.conversation.scroll_end(animate=False)
         await self.refresh_status()
 
@@ -191,7 +201,8 @@ class NixxApp(App[None]):
             words=_int(status.get("unsummarised_words", status.get("words"))),
             interval=_int(status.get("interval")),
             context_length=_int(status.get("context_length")) or self.status.info.context_length,
-            intent=intent,
+            intent=intent.text if intent else None,
+            intent_source=intent.source if intent else None,
         )
 
     @work(group="status")
@@ -425,8 +436,11 @@ class NixxApp(App[None]):
             intent = await self.client.derive_intent()
         else:
             intent = await self.client.intent()
-        self.status.set(intent=intent)
-        await self.show(Notice(Text(intent or "(no intent set)"), title="intent"))
+        self.status.set(
+            intent=intent.text if intent else None, intent_source=intent.source if intent else None
+        )
+        shown = f"{intent.text}\n({intent.provenance})" if intent else "(no intent set)"
+        await self.show(Notice(Text(shown), title="intent"))
 
     async def _cmd_source(self, name: str, start: int | None, end: int | None) -> None:
         if start is None:
@@ -448,6 +462,56 @@ class NixxApp(App[None]):
 
 class CommandUsage(NixxError):
     kind = "usage"
+
+
+@dataclass(frozen=True)
+class Shown:
+    role: str
+    content: str
+    note: str | None = None  # "unanswered", "incomplete": shown, not sent to the LLM
+
+
+@dataclass
+class RestorePlan:
+    shown: list[Shown] = field(default_factory=list)
+    history: list[dict[str, str]] = field(default_factory=list)
+    other_clients: int = 0
+
+
+def restore_plan(rows: list[dict[str, Any]]) -> RestorePlan:
+    """What the TUI restores from the server's session: only its own rows (origin
+    `tui`), and a history it can send — user and assistant alternating, each user
+    message with the last answer it got. A message that got no answer is shown as
+    `unanswered` and an answer superseded by a retry as `incomplete`; neither is sent,
+    so the LLM never gets two user messages in a row."""
+    plan = RestorePlan()
+    turns: list[tuple[str, list[tuple[str, bool]]]] = []  # (user text, its answers)
+    for row in rows:
+        role, content = row.get("role"), row.get("content")
+        if role not in ("user", "assistant") or not isinstance(content, str):
+            continue
+        if row.get("origin") != "tui":
+            plan.other_clients += 1
+            continue
+        incomplete = bool((row.get("meta") or {}).get("incomplete"))
+        if role == "user":
+            turns.append((content, []))
+        elif turns:
+            turns[-1][1].append((content, incomplete))
+        # an answer with no user message of ours before it cannot be sent: skipped
+    for user, answers in turns:
+        if not answers:
+            plan.shown.append(Shown("user", user, "unanswered"))
+            continue
+        plan.shown.append(Shown("user", user))
+        *earlier, (last, last_incomplete) = answers
+        plan.shown.extend(Shown("assistant", text, "incomplete") for text, _ in earlier)
+        plan.shown.append(Shown("assistant", last, "incomplete" if last_incomplete else None))
+        plan.history += [
+            {"role": "user", "content": user},
+            {"role": "assistant", "content": last},
+        ]
+    return plan
 
 
 def _int(value: Any) -> int | None:

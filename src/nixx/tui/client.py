@@ -223,16 +223,16 @@ class NixxClient:
         return await self._request("GET", "/v1/debug/context") or {}
 
     # ---- intent --------------------------------------------------------------------
-    async def intent(self) -> str | None:
+    async def intent(self) -> Intent | None:
         return _intent_of(await self._request("GET", "/v1/intent"))
 
-    async def set_intent(self, text: str) -> str | None:
+    async def set_intent(self, text: str) -> Intent | None:
         return _intent_of(await self._request("POST", "/v1/intent", json={"intent": text}))
 
     async def clear_intent(self) -> None:
         await self._request("DELETE", "/v1/intent")
 
-    async def derive_intent(self) -> str | None:
+    async def derive_intent(self) -> Intent | None:
         return _intent_of(await self._request("POST", "/v1/intent/derive"))
 
     # ---- semantic memory -----------------------------------------------------------
@@ -281,11 +281,35 @@ def _rows(body: Any) -> list[dict[str, Any]]:
     return []
 
 
-def _intent_of(body: Any) -> str | None:
-    """The intent text from `{"intent": "..."}`, `{"intent": {"text": ...}}` or `{"text"}`."""
+@dataclass(frozen=True)
+class Intent:
+    """The current intent and where it came from (`manual` or `derived`, and when)."""
+
+    text: str
+    source: str | None = None
+    updated_at: str | None = None
+
+    @property
+    def provenance(self) -> str:
+        """``manual, 2026-12-01 11:50`` (UTC), or what of it is known."""
+        when = (self.updated_at or "").replace("T", " ")[:16]
+        return ", ".join(p for p in (self.source, when and f"{when} UTC") if p)
+
+
+def _intent_of(body: Any) -> Intent | None:
+    """The intent from `{"intent": "...", "source", "updated_at"}` (or `{"intent":
+    {"text": ...}}`, `{"text"}`)."""
     if not isinstance(body, dict):
         return None
     value = body.get("intent", body.get("text"))
+    meta = body
     if isinstance(value, dict):
-        value = value.get("text")
-    return value if isinstance(value, str) and value else None
+        meta, value = value, value.get("text")
+    if not (isinstance(value, str) and value):
+        return None
+    source, updated = meta.get("source"), meta.get("updated_at")
+    return Intent(
+        value,
+        source if isinstance(source, str) else None,
+        updated if isinstance(updated, str) else None,
+    )

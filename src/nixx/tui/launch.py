@@ -22,11 +22,21 @@ def run_chat(
     `runner` runs the app (default `app.run()` in the terminal); tests pass one that
     runs it headless with a pilot script.
     """
+    import sys
+
     from nixx.server.autostart import default_url, ensure_server
     from nixx.tui.app import make_app
 
     base = (url or default_url(settings)).rstrip("/")
-    server = ensure_server(base, settings)
+
+    def starting() -> None:  # the wait is seconds: say what it is, not a blank screen
+        sys.stderr.write(
+            f"nixx chat: no server answers at {base}; starting one "
+            f"(log: {settings.home / 'logs' / 'chat-server.log'}) ...\n"
+        )
+        sys.stderr.flush()
+
+    server = ensure_server(base, settings, on_start=starting)
     try:
         app = make_app(settings, url=base)
         if runner is None:

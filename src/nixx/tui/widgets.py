@@ -39,20 +39,28 @@ KEYS: tuple[tuple[str, str], ...] = (
 class UserMessage(Static):
     """What the user sent, as plain text."""
 
-    def __init__(self, content: str) -> None:
+    def __init__(self, content: str, *, note: str | None = None) -> None:
         super().__init__(Text(content), classes="message user")
         self.body_text = content
         self.border_title = "you"
+        if note:  # e.g. "unanswered": restored, but not part of what is sent
+            self.border_subtitle = note
+            self.add_class("unanswered")
 
 
 class AssistantMessage(Vertical):
     """The answer: plain text while it streams, Markdown once it is complete."""
 
-    def __init__(self, content: str = "", *, streaming: bool = False) -> None:
+    def __init__(
+        self, content: str = "", *, streaming: bool = False, note: str | None = None
+    ) -> None:
         super().__init__(classes="message assistant")
         self.body_text = content
         self.streaming = streaming
         self.border_title = "nixx"
+        if note:
+            self.border_subtitle = note
+            self.add_class("incomplete")
 
     def compose(self) -> ComposeResult:
         if self.streaming:
@@ -103,9 +111,13 @@ class Progress(Vertical):
 
 
 class Conversation(VerticalScroll):
-    """The scrollable list of messages."""
+    """The scrollable list of messages. A resize scrolls it to its (new) end, so the
+    newest message stays in view in a smaller terminal."""
 
     can_focus = False
+
+    def on_resize(self) -> None:
+        self.call_after_refresh(self.scroll_end, animate=False)
 
 
 @dataclass
@@ -115,6 +127,7 @@ class StatusInfo:
     model: str = ""
     recall: bool | None = None
     intent: str | None = None
+    intent_source: str | None = None  # manual | derived
     words: int | None = None
     interval: int | None = None
     prompt_tokens: int | None = None
@@ -154,7 +167,12 @@ def render_status(info: StatusInfo) -> Text:
         text.append(f"  ctx {info.prompt_tokens}{ctx}t")
     if info.busy:
         text.append(f"  {info.busy}…", style="italic")
-    text.append("  intent: ", style="dim")
+    text.append(
+        "  intent"
+        + (f" ({info.intent_source})" if info.intent and info.intent_source else "")
+        + ": ",
+        style="dim",
+    )
     text.append(info.intent or "(none)", style="italic" if info.intent else "dim")
     text.no_wrap = True
     text.overflow = "ellipsis"

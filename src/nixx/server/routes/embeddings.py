@@ -31,14 +31,15 @@ class EmbeddingsRequest(BaseModel):
 
 @router.post("/v1/embeddings")
 async def embeddings(body: EmbeddingsRequest, service: ServiceDep) -> dict[str, Any]:
-    texts = [body.input] if isinstance(body.input, str) else list(body.input)
-    if any(not isinstance(t, str) for t in texts):
+    given: list[Any] = [body.input] if isinstance(body.input, str) else list(body.input)
+    if any(not isinstance(t, str) for t in given):
         raise ValidationError(
             "input is token ids, but nixx embeds text and cannot decode tokens made by the "
             "client's tokenizer: send the texts themselves (langchain-openai: "
             "OpenAIEmbeddings(..., check_embedding_ctx_length=False))",
             param="input",
         )
+    texts: list[str] = given
     if not texts:
         raise ValidationError("input must not be empty", param="input")
     if len(texts) > MAX_INPUTS:
