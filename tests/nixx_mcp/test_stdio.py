@@ -20,6 +20,8 @@ from nixx.testing.live_server import LiveServer
 
 from .conftest import API_KEY, call, mcp_env, refused, stdio_client
 
+pytestmark = pytest.mark.slow  # each test starts `nixx mcp` processes (the SDK import: ~1.5 s CPU)
+
 
 def test_stdio_lists_tools_with_schemas_and_runs_every_memory_tool(
     live: LiveServer, project: Path, nixx_home: Path, tmp_path: Path
@@ -153,7 +155,6 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-@pytest.mark.slow
 def test_stdio_starts_the_nixx_server_on_the_first_memory_call_and_stops_it(
     llm: FakeLLM, project: Path, nixx_home: Path
 ) -> None:
