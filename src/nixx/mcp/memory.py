@@ -77,8 +77,8 @@ class MemoryAPI:
             raise BackendUnavailable(
                 f"no nixx server answers at {self.base_url}: start it with `nixx serve`"
             )
-        if self.started is not None:
-            self.started.stop()
+        if self.started is not None:  # ours, and gone: stop what is left before a new one
+            await to_thread.run_sync(self.started.stop)
         self.started = await to_thread.run_sync(self._start_server)
 
     async def request(
@@ -115,5 +115,5 @@ class MemoryAPI:
         if self.started is not None:
             from anyio import to_thread
 
-            await to_thread.run_sync(self.started.stop)
-            self.started = None
+            started, self.started = self.started, None
+            await to_thread.run_sync(started.stop)

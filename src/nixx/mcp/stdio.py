@@ -10,6 +10,7 @@ an nxc tool is.
 from __future__ import annotations
 
 import os
+import signal
 from collections.abc import Callable
 from typing import Any
 
@@ -41,4 +42,14 @@ def run_stdio(*, url: str | None = None, actor: str | None = None, db: str | Non
         finally:
             await memory.aclose()
 
+    def terminated(signum: int, frame: object) -> None:
+        # A host that ends the session with SIGTERM must not leave a nixx server behind (it
+        # runs in its own session, so the host's signal does not reach it). Exit at once
+        # after: the SDK reads stdin in a worker thread that a still-open stdin would block
+        # an orderly shutdown on; every answer is already written.
+        if memory.started is not None:
+            memory.started.stop()
+        os._exit(128 + signum)
+
+    signal.signal(signal.SIGTERM, terminated)
     anyio.run(main)
