@@ -45,6 +45,9 @@ def test_stdio_lists_tools_with_schemas_and_runs_every_memory_tool(
             assert search_schema["required"] == ["query"]
             assert search_schema["properties"]["limit"]["maximum"] == 100
             assert all(t.description for t in listed)
+            assert by_name["memory_search"].description.startswith("Search past conversations")
+            assert by_name["memory_search"].annotations.read_only_hint is True
+            assert by_name["memory_remember"].annotations.read_only_hint is False
 
             found = await call(client, "memory_search", {"query": "what is the staging database"})
             assert found["query"] == "what is the staging database"

@@ -60,11 +60,22 @@ def _guard(fn: Callable[..., Awaitable[Json]]) -> Callable[..., Awaitable[Any]]:
     return wrapper
 
 
+READ_ONLY = frozenset({"memory_search", "sources_search", "intent_get", "transcript_view",
+                       "nxc_prime", "nxc_list", "nxc_threads_show", "nxc_threads_list",
+                       "nxc_status", "nxc_wait", "nxc_search"})
+
+
 def _add(server: MCPServer, fn: Callable[..., Awaitable[Json]]) -> None:
+    import inspect
+
+    from mcp.types import ToolAnnotations
+
     # structured_output=False: the wrapper builds the result itself, and the SDK skips
     # deriving an output schema (an open object here) for each tool at start-up
-    server.add_tool(_guard(fn), name=fn.__name__, description=fn.__doc__,
-                    structured_output=False)
+    name = fn.__name__
+    server.add_tool(_guard(fn), name=name, description=inspect.cleandoc(fn.__doc__ or ""),
+                    structured_output=False,
+                    annotations=ToolAnnotations(read_only_hint=name in READ_ONLY))
 
 
 def build_server(*, memory: MemoryAPI | None = None, chat: ChatTools | None = None,
