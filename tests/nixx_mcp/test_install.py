@@ -41,7 +41,7 @@ def repo(tmp_path: Path) -> Path:
 
 
 def test_mcp_install_twice_keeps_other_entries_and_adds_one_nixx(repo: Path) -> None:
-    first = run("nixx", "--json", "mcp", "install", cwd=repo / "src")  # finds the git top
+    first = run("nixx", "mcp", "install", "--json", cwd=repo / "src")  # finds the git top
     assert first.returncode == 0, first.stderr
     out = json.loads(first.stdout)
     assert out["root"] == str(repo)
@@ -81,6 +81,7 @@ def test_mcp_install_dry_run_one_client_and_refusals(repo: Path, tmp_path: Path)
     empty = tmp_path / "empty"
     empty.mkdir()
     made = run("nixx", "mcp", "install", "--client", "cursor", "--client", "codex", cwd=empty)
+    assert made.returncode == 0, made.stderr
     assert made.stdout.splitlines() == ["cursor: created .cursor/mcp.json",
                                         "codex: created .codex/config.toml"]
     assert not (empty / ".mcp.json").exists()
