@@ -149,9 +149,12 @@ def _toml_server(path: str, *, dry_run: bool, force: bool) -> str:
         except tomllib.TOMLDecodeError as exc:
             raise ConfigError(f"{path} is not valid TOML ({exc}): fix it, nothing was "
                               "changed") from exc
-        old = (data.get("mcp_servers") or {}).get(SERVER_NAME)
+        servers = data.get("mcp_servers") or {}
+        if not isinstance(servers, dict):
+            raise ConfigError(f"mcp_servers is not a table in {path}: fix the file first")
+        old = servers.get(SERVER_NAME)
         if old is not None:
-            if old.get("command") == COMMAND and old.get("args") == ARGS:
+            if isinstance(old, dict) and old.get("command") == COMMAND and old.get("args") == ARGS:
                 return "unchanged"
             if not force:
                 return "kept"
