@@ -6,9 +6,10 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 from nixx.cli.ingest import add_parser as add_ingest_parser
-from nixx.cli.output import emit_json, run_command
+from nixx.cli.output import emit_json, guard_pipe, run_command
 
 
 def _serve(args: argparse.Namespace) -> int:
@@ -80,7 +81,8 @@ def build_parser() -> argparse.ArgumentParser:
         prog="nixx", description="A local-first AI workspace with memory."
     )
     parser.add_argument("--json", action="store_true", help="machine-readable output")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    # every verb's parser takes `--json` too (`nixx db status --json`), as nxc's do
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_VerbParser)
 
     p = sub.add_parser("chat", help="the terminal chat (starts a server if none answers)")
     p.add_argument(
@@ -129,7 +131,8 @@ def build_parser() -> argparse.ArgumentParser:
     add_ingest_parser(sub)
 
     p = sub.add_parser(
-        "reindex", help="re-embed every summary and memory with the configured embedder"
+        "reindex",
+        help="re-embed every summary, memory and buffer row with the configured embedder",
     )
     p.add_argument("--db-url", help="store to re-embed (default NIXX_DB_URL)")
     p.set_defaults(func=_reindex)
@@ -142,6 +145,21 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("version", help="print the version")
     p.set_defaults(func=_version)
     return parser
+
+
+class _VerbParser(argparse.ArgumentParser):
+    """A verb's parser: inherits the shared `--json` unless the verb defines its own."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.add_argument(
+            "--json", action="store_true", default=argparse.SUPPRESS, help="machine-readable output"
+        )
+
+    def add_argument(self, *args: Any, **kwargs: Any) -> argparse.Action:
+        if "--json" in args and any("--json" in a.option_strings for a in self._actions):
+            return next(a for a in self._actions if "--json" in a.option_strings)
+        return super().add_argument(*args, **kwargs)
 
 
 def _transfer_store(args: argparse.Namespace):  # type: ignore[no-untyped-def]
@@ -170,9 +188,12 @@ def _progress_printer(verb: str):  # type: ignore[no-untyped-def]
 
 def _transfer(args: argparse.Namespace, verb: str) -> int:
     import json
+    from pathlib import Path
 
-    from nixx.store.export_file import read_export, write_export
+    from nixx.store.export_file import check_export_target, read_export, write_export
 
+    if verb == "exported" and args.file != "-":
+        check_export_target(Path(args.file))  # before the store is opened
     store, shown = _transfer_store(args)
     quiet = args.json or args.file == "-"
     progress = None if quiet else _progress_printer(verb)
@@ -274,12 +295,15 @@ def _version(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    if not getattr(args, "func", None):
-        parser.print_help()
-        return 0
-    return run_command(lambda: args.func(args), as_json=args.json)
+    def run() -> int:
+        parser = build_parser()
+        args = parser.parse_args(argv)
+        if not getattr(args, "func", None):
+            parser.print_help()
+            return 0
+        return run_command(lambda: args.func(args), as_json=args.json)
+
+    return guard_pipe(run)
 
 
 if __name__ == "__main__":

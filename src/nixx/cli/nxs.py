@@ -149,9 +149,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    return run_parsed(parser, args)
+    from nixx.cli.output import guard_pipe
+
+    def run() -> int:
+        parser = build_parser()
+        return run_parsed(parser, parser.parse_args(argv))
+
+    return guard_pipe(run)
 
 
 if __name__ == "__main__":

@@ -237,6 +237,7 @@ class NixxApp(App[None]):
         bubble = AssistantMessage(streaming=True)
         await self.show(bubble)
         self.status.set(busy="answering")
+        counted = False
         try:
             async for event in self.client.stream_chat([*self._history, message], model=self.model):
                 if event.kind == "delta":
@@ -245,7 +246,10 @@ class NixxApp(App[None]):
                 elif event.kind == "tool":
                     await self.conversation.mount(ToolLine(event.text), before=bubble)
                 elif event.kind == "usage":
+                    counted = True
                     self.status.set(prompt_tokens=_int(event.data.get("prompt_tokens")))
+            if not counted:  # the backend reports no token counts: no gauge, not a stale one
+                self.status.set(prompt_tokens=None)
         except asyncio.CancelledError:
             self._history.append(message)
             if bubble.body_text:
