@@ -30,7 +30,8 @@ def test_mcp_endpoint_refuses_requests_without_the_key(live: LiveServer) -> None
     assert "NIXX_API_KEY" in missing.json()["error"]["message"]
     wrong = httpx.post(url, json=INIT, headers={**HEADERS, "Authorization": "Bearer nope"})
     assert wrong.status_code == 401 and wrong.json()["error"]["code"] == "invalid_api_key"
-    right = httpx.post(url, json=INIT, headers={**HEADERS, "Authorization": f"Bearer {API_KEY}"})
+    right = httpx.post(url, json=INIT, headers={**HEADERS, "Authorization": f"Bearer {API_KEY}"},
+                       timeout=60)  # the first /mcp request builds the MCP server
     assert right.status_code == 200, right.text
 
     statuses: list[int] = []

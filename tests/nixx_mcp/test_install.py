@@ -41,7 +41,7 @@ def repo(tmp_path: Path) -> Path:
 
 
 def test_mcp_install_twice_keeps_other_entries_and_adds_one_nixx(repo: Path) -> None:
-    first = run("nixx", "--json", "mcp", "install", cwd=repo / "src")  # finds the git top
+    first = run("nixx", "mcp", "install", "--json", cwd=repo / "src")  # finds the git top
     assert first.returncode == 0, first.stderr
     out = json.loads(first.stdout)
     assert out["root"] == str(repo)
@@ -81,6 +81,7 @@ def test_mcp_install_dry_run_one_client_and_refusals(repo: Path, tmp_path: Path)
     empty = tmp_path / "empty"
     empty.mkdir()
     made = run("nixx", "mcp", "install", "--client", "cursor", "--client", "codex", cwd=empty)
+    assert made.returncode == 0, made.stderr
     assert made.stdout.splitlines() == ["cursor: created .cursor/mcp.json",
                                         "codex: created .codex/config.toml"]
     assert not (empty / ".mcp.json").exists()
@@ -115,12 +116,15 @@ def test_nxs_init_twice_keeps_other_hooks_and_adds_one_prime_hook(repo: Path) ->
         },
     }
     settings.write_text(json.dumps(theirs))
+    gemini = repo / ".gemini" / "settings.json"  # the repo fixture's: a theme and a server
     first = run("nxs", "init", "--json", cwd=repo / "src")
     assert first.returncode == 0, first.stderr
     hooks = json.loads(first.stdout)["hooks"]
-    assert [(h["file"], h["action"]) for h in hooks] == [(str(settings), "added")]
+    assert [(h["file"], h["command"], h["action"]) for h in hooks] == [
+        (str(settings), "nxs prime", "added"), (str(gemini), "nxs prime --hook gemini", "added")]
     second = run("nxs", "init", cwd=repo)
-    assert second.returncode == 0 and "SessionStart already runs `nxs prime`" in second.stdout
+    assert second.returncode == 0
+    assert second.stdout.count("SessionStart already runs `nxs prime") == 2
 
     data = json.loads(settings.read_text())
     assert data["permissions"] == theirs["permissions"]
@@ -129,13 +133,21 @@ def test_nxs_init_twice_keeps_other_hooks_and_adds_one_prime_hook(repo: Path) ->
         *theirs["hooks"]["SessionStart"],
         {"hooks": [{"type": "command", "command": "nxs prime"}]},
     ]
-    # what the hook prints: the prime block of this workspace
+    gdata = json.loads(gemini.read_text())
+    assert gdata["theme"] == "Dracula" and set(gdata["mcpServers"]) == {"git"}
+    assert gdata["hooks"] == {"SessionStart": [{"hooks": [
+        {"name": "nxs-prime", "type": "command", "command": "nxs prime --hook gemini"}]}]}
+
+    # what the hooks print: the prime block of this workspace (text; JSON for Gemini CLI)
     primed = run("nxs", "prime", cwd=repo / "src")
     assert primed.returncode == 0 and primed.stdout.startswith("nxc: you are ")
     assert "Unread: none." in primed.stdout and "You owe no replies." in primed.stdout
+    as_gemini = run("nxs", "prime", "--hook", "gemini", cwd=repo / "src")
+    assert json.loads(as_gemini.stdout) == {"hookSpecificOutput": {
+        "hookEventName": "SessionStart", "additionalContext": primed.stdout.rstrip("\n")}}
 
 
 def test_nxs_init_no_hooks_writes_no_client_file(tmp_path: Path) -> None:
     out = run("nxs", "init", "--no-hooks", "--json", cwd=tmp_path)
     assert out.returncode == 0 and json.loads(out.stdout)["hooks"] == []
-    assert not (tmp_path / ".claude").exists()
+    assert not (tmp_path / ".claude").exists() and not (tmp_path / ".gemini").exists()

@@ -20,6 +20,8 @@ from nixx.testing.live_server import LiveServer
 
 from .conftest import API_KEY, call, mcp_env, refused, stdio_client
 
+pytestmark = pytest.mark.slow  # each test starts `nixx mcp` processes (the SDK import: ~1.5 s CPU)
+
 
 def test_stdio_lists_tools_with_schemas_and_runs_every_memory_tool(
     live: LiveServer, project: Path, nixx_home: Path, tmp_path: Path
@@ -43,6 +45,9 @@ def test_stdio_lists_tools_with_schemas_and_runs_every_memory_tool(
             assert search_schema["required"] == ["query"]
             assert search_schema["properties"]["limit"]["maximum"] == 100
             assert all(t.description for t in listed)
+            assert by_name["memory_search"].description.startswith("Search past conversations")
+            assert by_name["memory_search"].annotations.read_only_hint is True
+            assert by_name["memory_remember"].annotations.read_only_hint is False
 
             found = await call(client, "memory_search", {"query": "what is the staging database"})
             assert found["query"] == "what is the staging database"
@@ -153,7 +158,6 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-@pytest.mark.slow
 def test_stdio_starts_the_nixx_server_on_the_first_memory_call_and_stops_it(
     llm: FakeLLM, project: Path, nixx_home: Path
 ) -> None:
@@ -176,3 +180,39 @@ def test_stdio_starts_the_nixx_server_on_the_first_memory_call_and_stops_it(
     asyncio.run(scenario())
     assert not server_answers(url), "the server started for nixx mcp stops with it"
     assert "nixx mcp started" in (nixx_home / "logs" / "mcp-server.log").read_text()
+
+
+def test_stdio_stops_the_server_it_started_when_the_host_sends_sigterm(
+    llm: FakeLLM, project: Path, nixx_home: Path
+) -> None:
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    port = _free_port()
+    url = f"http://127.0.0.1:{port}"
+    env = {"PATH": os.environ["PATH"], **mcp_env(
+        nixx_home, NIXX_PORT=str(port), NIXX_CHAT_BASE_URL=llm.base_url,
+        NIXX_EMBED_PROVIDER="openai", NIXX_EMBED_BASE_URL=llm.base_url,
+        NIXX_EMBED_MODEL="fake-embed")}
+    proc = subprocess.Popen([sys.executable, "-m", "nixx.cli.nixx", "mcp"], cwd=project, env=env,
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdin and proc.stdout
+    messages = [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "host", "version": "0"}}},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+         "params": {"name": "intent_get", "arguments": {}}},
+    ]
+    proc.stdin.write("".join(json.dumps(m) + "\n" for m in messages).encode())
+    proc.stdin.flush()
+    while (answer := json.loads(proc.stdout.readline())).get("id") != 2:
+        pass
+    assert answer["result"]["structuredContent"]["intent"] is None
+    assert server_answers(url)
+    proc.send_signal(signal.SIGTERM)  # the stdin stays open: only the signal ends it
+    assert proc.wait(60) == 128 + signal.SIGTERM
+    assert not server_answers(url), "the server started for nixx mcp outlived it"

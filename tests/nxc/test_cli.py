@@ -32,7 +32,7 @@ def test_nxs_init_log_refold(tmp_path):
     sub = tmp_path / "src"
     sub.mkdir()
     out = run_json("nxs", "init", "--replica", "ab12", cwd=sub)
-    assert [h["action"] for h in out.pop("hooks")] == ["created"]  # tests/nixx_mcp/test_install.py
+    assert [h["action"] for h in out.pop("hooks")] == ["created", "created"]  # nixx_mcp/test_install
     assert out == {"root": str(tmp_path), "db": str(tmp_path / ".nxs" / "db.sqlite"),
                    "replica": "ab12", "created": True}
     again = run_json("nxs", "init", cwd=tmp_path)

@@ -114,6 +114,8 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument("--dry-run", action="store_true", help="print what would change, write nothing")
     q.add_argument("--force", action="store_true",
                    help="replace a nixx entry that differs from nixx's own")
+    q.add_argument("--json", action="store_true", default=argparse.SUPPRESS,
+                   help="machine-readable output (same as `nixx --json mcp install`)")
     q.set_defaults(func=_mcp)
 
     p = sub.add_parser("export", help="write the whole memory store to a JSONL file")

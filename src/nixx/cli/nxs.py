@@ -1,8 +1,8 @@
 """`nxs`: the workspace log. A thin shell over `nixx.log`.
 
     nxs init [--replica P] [--no-hooks]    create .nxs/db.sqlite (idempotent) and register
-                                           the session-start hook (`nxs prime`)
-    nxs prime                              the block a session needs before it acts
+                                           the session-start hooks (`nxs prime`)
+    nxs prime [--hook gemini]              the block a session needs before it acts
     nxs log [--domain D] [--after SEQ] [--limit N]
     nxs refold [--domain D]                rebuild views from the whole log
     nxs sync bind|run|status|daemon        exchange the log with other workspaces
@@ -62,7 +62,12 @@ def _prime(args: argparse.Namespace) -> int:
 
     with Engine.open(db=args.db, delivery=LiveDelivery()) as engine:
         out = engine.prime()
-    if args.json:
+    if args.hook == "gemini":  # Gemini CLI's SessionStart hooks print one JSON object
+        import json
+
+        print(json.dumps({"hookSpecificOutput": {"hookEventName": "SessionStart",
+                                                 "additionalContext": render(out)}}))
+    elif args.json:
         emit_json(out)
     else:
         print(render(out))
@@ -123,12 +128,15 @@ def build_parser() -> argparse.ArgumentParser:
                        help="create .nxs/db.sqlite at the git top level (else here)")
     p.add_argument("--replica", help="replica prefix to mint (default: 4 random characters)")
     p.add_argument("--no-hooks", action="store_true", help="do not register the session-start "
-                   "hook (Claude Code: .claude/settings.json SessionStart runs `nxs prime`)")
+                   "hooks (SessionStart runs `nxs prime` in .claude/settings.json and "
+                   ".gemini/settings.json)")
     p.set_defaults(func=_init)
 
     p = sub.add_parser("prime", parents=[common], formatter_class=Formatter,
                        help="the block a session needs before it acts: who you are, unread "
                        "count, threads you owe")
+    p.add_argument("--hook", choices=["gemini"], help="print it as the client's session-start "
+                   "hook output (gemini: hookSpecificOutput.additionalContext JSON)")
     p.set_defaults(func=_prime)
 
     p = sub.add_parser("log", parents=[common], formatter_class=Formatter, help="show the operations in the log")

@@ -44,27 +44,62 @@ def workspace_log(settings: Settings) -> str | None:
     return str(path) if path.is_file() else None
 
 
+class _LazyMCP:
+    """Builds the MCP server and starts its session manager on the first `/mcp` request
+    (so an app that is never asked over MCP pays nothing: not the SDK's import, not the
+    tools' schemas), inside the task group the lifespan holds open."""
+
+    def __init__(self, app: Any, settings: Settings, tg: Any) -> None:
+        import anyio
+
+        self.app, self.settings, self.tg = app, settings, tg
+        self.lock = anyio.Lock()
+        self.stop = anyio.Event()
+        self.handler: Any = None
+        self.memory: Any = None
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if self.handler is None:
+            async with self.lock:
+                if self.handler is None:
+                    await self.tg.start(self._run)
+        await self.handler(scope, receive, send)
+
+    async def _run(self, *, task_status: Any) -> None:
+        import httpx
+        from mcp.server.streamable_http_manager import StreamableHTTPASGIApp
+
+        from nixx.mcp.chat import ChatTools
+        from nixx.mcp.memory import MemoryAPI
+        from nixx.mcp.tools import build_server
+
+        settings = self.settings
+        self.memory = MemoryAPI(INTERNAL_URL, api_key=settings.api_key,
+                                transport=httpx.ASGITransport(app=self.app))
+        db = workspace_log(settings)
+        chat = ChatTools(db=db, cwd=str(settings.workspace)) if db else None
+        server = build_server(memory=self.memory, chat=chat)
+        server.streamable_http_app(streamable_http_path=PATH, host=settings.host)
+        manager = server.session_manager
+        try:
+            async with manager.run():
+                self.handler = StreamableHTTPASGIApp(manager)
+                task_status.started()
+                await self.stop.wait()
+        finally:
+            await self.memory.aclose()
+
+
 @contextlib.asynccontextmanager
 async def run_mcp(app: Any, settings: Settings) -> AsyncIterator[None]:
-    """Build the MCP server for `app` and run its session manager while the app runs."""
-    import httpx
-    from mcp.server.streamable_http_manager import StreamableHTTPASGIApp
+    """Serve `/mcp` while the app runs (the MCP server itself starts on first use)."""
+    import anyio
 
-    from nixx.mcp.chat import ChatTools
-    from nixx.mcp.memory import MemoryAPI
-    from nixx.mcp.tools import build_server
-
-    memory = MemoryAPI(INTERNAL_URL, api_key=settings.api_key,
-                       transport=httpx.ASGITransport(app=app))
-    db = workspace_log(settings)
-    chat = ChatTools(db=db, cwd=str(settings.workspace)) if db else None
-    server = build_server(memory=memory, chat=chat)
-    server.streamable_http_app(streamable_http_path=PATH, host=settings.host)
-    manager = server.session_manager
-    async with manager.run():
-        app.state.mcp_http = StreamableHTTPASGIApp(manager)
+    async with anyio.create_task_group() as tg:
+        lazy = _LazyMCP(app, settings, tg)
+        app.state.mcp_http = lazy
         try:
             yield
         finally:
             app.state.mcp_http = None
-            await memory.aclose()
+            lazy.stop.set()

@@ -7,8 +7,10 @@ Each client's PROJECT configuration (checked in their documentation, docs/mcp.md
     codex         .codex/config.toml      [mcp_servers.nixx]  (read in trusted projects)
     gemini        .gemini/settings.json   {"mcpServers": {"nixx": {...}}}
 
-Session-start hooks (`nxs init`): Claude Code's `.claude/settings.json` `hooks.SessionStart`
-runs `nxs prime`, whose output the session starts with.
+Session-start hooks (`nxs init`): `hooks.SessionStart` in Claude Code's
+`.claude/settings.json` runs `nxs prime` (its text is added to the session's context), in
+Gemini CLI's `.gemini/settings.json` `nxs prime --hook gemini` (the same block as the JSON
+Gemini reads: `hookSpecificOutput.additionalContext`).
 
 Every change merges with what is there: other servers, hooks and settings are kept; an
 existing `nixx` entry is left as it is unless `force`; a file that does not parse is an
@@ -37,6 +39,7 @@ SERVER_NAME = "nixx"
 COMMAND, ARGS = "nixx", ["mcp"]
 PRIME_COMMAND = "nxs prime"
 CLAUDE_SETTINGS = os.path.join(".claude", "settings.json")
+GEMINI_SETTINGS = os.path.join(".gemini", "settings.json")
 
 
 def server_entry(client: str) -> dict[str, Any]:
@@ -85,27 +88,39 @@ def install_servers(root: str, clients: list[str], *, dry_run: bool = False,
     return changes
 
 
+HOOKS = {  # client: (project settings file, the hook's command, extra fields of the hook)
+    "claude-code": (CLAUDE_SETTINGS, PRIME_COMMAND, {}),
+    "gemini": (GEMINI_SETTINGS, PRIME_COMMAND + " --hook gemini", {"name": "nxs-prime"}),
+}
+
+
 def install_hooks(root: str, *, dry_run: bool = False) -> list[dict[str, Any]]:
-    """Register `nxs prime` as Claude Code's SessionStart hook in `.claude/settings.json`."""
-    path = os.path.join(root, CLAUDE_SETTINGS)
+    """Register `nxs prime` as the SessionStart hook of every client that has one: Claude
+    Code (`.claude/settings.json`, plain text is added to the context) and Gemini CLI
+    (`.gemini/settings.json`, which wants JSON: `nxs prime --hook gemini`)."""
+    changes = []
+    for client, (rel, command, extra) in HOOKS.items():
+        path = os.path.join(root, rel)
 
-    def add(data: dict[str, Any]) -> str:
-        hooks = data.setdefault("hooks", {})
-        if not isinstance(hooks, dict):
-            raise ConfigError(f'"hooks" is not an object in {path}: fix the file first')
-        groups = hooks.setdefault("SessionStart", [])
-        if not isinstance(groups, list):
-            raise ConfigError(f'"hooks.SessionStart" is not a list in {path}: fix the file first')
-        for group in groups:
-            for hook in (group.get("hooks") or []) if isinstance(group, dict) else []:
-                if isinstance(hook, dict) and hook.get("command") == PRIME_COMMAND:
-                    return "unchanged"
-        groups.append({"hooks": [{"type": "command", "command": PRIME_COMMAND}]})
-        return "added"
+        def add(data: dict[str, Any], path: str = path, command: str = command,
+                extra: dict[str, Any] = extra) -> str:
+            hooks = data.setdefault("hooks", {})
+            if not isinstance(hooks, dict):
+                raise ConfigError(f'"hooks" is not an object in {path}: fix the file first')
+            groups = hooks.setdefault("SessionStart", [])
+            if not isinstance(groups, list):
+                raise ConfigError(f'"hooks.SessionStart" is not a list in {path}: fix the file first')
+            for group in groups:
+                for hook in (group.get("hooks") or []) if isinstance(group, dict) else []:
+                    if isinstance(hook, dict) and hook.get("command") == command:
+                        return "unchanged"
+            groups.append({"hooks": [{**extra, "type": "command", "command": command}]})
+            return "added"
 
-    action = _merge_json(path, add, dry_run=dry_run)
-    return [{"client": "claude-code", "file": path, "hook": "SessionStart",
-             "command": PRIME_COMMAND, "action": action, "dry_run": dry_run}]
+        action = _merge_json(path, add, dry_run=dry_run)
+        changes.append({"client": client, "file": path, "hook": "SessionStart",
+                        "command": command, "action": action, "dry_run": dry_run})
+    return changes
 
 
 def _read(path: str) -> str | None:
@@ -149,9 +164,12 @@ def _toml_server(path: str, *, dry_run: bool, force: bool) -> str:
         except tomllib.TOMLDecodeError as exc:
             raise ConfigError(f"{path} is not valid TOML ({exc}): fix it, nothing was "
                               "changed") from exc
-        old = (data.get("mcp_servers") or {}).get(SERVER_NAME)
+        servers = data.get("mcp_servers") or {}
+        if not isinstance(servers, dict):
+            raise ConfigError(f"mcp_servers is not a table in {path}: fix the file first")
+        old = servers.get(SERVER_NAME)
         if old is not None:
-            if old.get("command") == COMMAND and old.get("args") == ARGS:
+            if isinstance(old, dict) and old.get("command") == COMMAND and old.get("args") == ARGS:
                 return "unchanged"
             if not force:
                 return "kept"

@@ -12,11 +12,15 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-import httpx
-
 from nixx.errors import BackendUnavailable, NixxError
 
-TIMEOUT = httpx.Timeout(300.0, connect=5.0)  # ingesting a folder or a page can take a while
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import httpx
+
+# httpx (~0.2 s with its CLI's imports) and the settings are loaded on the first call, not
+# at start-up: `nixx mcp` must answer `tools/list` fast.
+TIMEOUT, CONNECT_TIMEOUT = 300.0, 5.0  # ingesting a folder or a page can take a while
 
 
 class APIError(NixxError):
@@ -33,27 +37,36 @@ class APIError(NixxError):
 class MemoryAPI:
     def __init__(
         self,
-        base_url: str,
+        base_url: str = "",
         *,
         api_key: str | None = None,
         transport: httpx.AsyncBaseTransport | None = None,
         start_server: Callable[[], Any] | None = None,
+        configure: Callable[[], tuple[str, str | None, Callable[[], Any] | None]] | None = None,
     ) -> None:
         """`start_server` (blocking, run in a worker thread) is called when the server does
-        not answer; it returns an object with `stop()` (or None when one answered after all)."""
+        not answer; it returns an object with `stop()` (or None when one answered after all).
+        `configure`, called once on first use, returns (base_url, api_key, start_server)
+        instead (so reading the settings waits until a memory tool is called)."""
         self.base_url = base_url.rstrip("/")
         self._api_key = api_key
         self._transport = transport
         self._start_server = start_server
+        self._configure = configure
         self._client: httpx.AsyncClient | None = None
         self.started: Any = None  # the server started for us, if any
 
     def _http(self) -> httpx.AsyncClient:
         if self._client is None:
+            import httpx
+
+            if self._configure is not None:
+                base, self._api_key, self._start_server = self._configure()
+                self.base_url, self._configure = base.rstrip("/"), None
             headers = {"Authorization": f"Bearer {self._api_key}"} if self._api_key else {}
             self._client = httpx.AsyncClient(
-                base_url=self.base_url, headers=headers, timeout=TIMEOUT,
-                transport=self._transport,
+                base_url=self.base_url, headers=headers, transport=self._transport,
+                timeout=httpx.Timeout(TIMEOUT, connect=CONNECT_TIMEOUT),
             )
         return self._client
 
@@ -64,8 +77,8 @@ class MemoryAPI:
             raise BackendUnavailable(
                 f"no nixx server answers at {self.base_url}: start it with `nixx serve`"
             )
-        if self.started is not None:
-            self.started.stop()
+        if self.started is not None:  # ours, and gone: stop what is left before a new one
+            await to_thread.run_sync(self.started.stop)
         self.started = await to_thread.run_sync(self._start_server)
 
     async def request(
@@ -73,12 +86,15 @@ class MemoryAPI:
     ) -> dict[str, Any]:
         """One API call; the body of a 2xx answer, else `APIError` with the server's message.
         A server that does not answer is started (once per failure) when this shell may."""
+        import httpx
+
+        http = self._http()
         try:
-            resp = await self._http().request(method, path, json=json, params=params)
+            resp = await http.request(method, path, json=json, params=params)
         except httpx.TransportError:
             await self._ensure_server()
             try:
-                resp = await self._http().request(method, path, json=json, params=params)
+                resp = await http.request(method, path, json=json, params=params)
             except httpx.TransportError as exc:
                 raise BackendUnavailable(
                     f"the nixx server at {self.base_url} does not answer ({exc})"
@@ -99,5 +115,5 @@ class MemoryAPI:
         if self.started is not None:
             from anyio import to_thread
 
-            await to_thread.run_sync(self.started.stop)
-            self.started = None
+            started, self.started = self.started, None
+            await to_thread.run_sync(started.stop)

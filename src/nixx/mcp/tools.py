@@ -10,6 +10,7 @@ is a tool error whose text says what to do; nothing raised in a tool crashes the
 from __future__ import annotations
 
 import functools
+import json
 import os
 from collections.abc import Awaitable, Callable
 from typing import Annotated, Any, Literal
@@ -40,18 +41,41 @@ Priority = Literal["urgent", "normal", "background"]
 Thread = Annotated[str, Field(min_length=1, max_length=200, description="A thread id (t-…).")]
 
 
-def _guard(fn: Callable[..., Awaitable[Json]]) -> Callable[..., Awaitable[Json]]:
-    """A nixx error becomes a tool error with its message (and kind), never a crash."""
+def _guard(fn: Callable[..., Awaitable[Json]]) -> Callable[..., Awaitable[Any]]:
+    """The tool's JSON object as text and as structured content; a nixx error becomes a
+    tool error with its kind and message, never a crash."""
     from mcp.server.mcpserver.exceptions import ToolError
+    from mcp.types import CallToolResult, TextContent
 
     @functools.wraps(fn)
-    async def wrapper(*args: Any, **kwargs: Any) -> Json:
+    async def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
-            return await fn(*args, **kwargs)
+            data = await fn(*args, **kwargs)
         except NixxError as err:
             raise ToolError(f"{err.kind}: {err.message}") from err
+        text = json.dumps(data, ensure_ascii=False, indent=2, default=str)
+        return CallToolResult(content=[TextContent(type="text", text=text)],
+                              structured_content=json.loads(text))
 
     return wrapper
+
+
+READ_ONLY = frozenset({"memory_search", "sources_search", "intent_get", "transcript_view",
+                       "nxc_prime", "nxc_list", "nxc_threads_show", "nxc_threads_list",
+                       "nxc_status", "nxc_wait", "nxc_search"})
+
+
+def _add(server: MCPServer, fn: Callable[..., Awaitable[Json]]) -> None:
+    import inspect
+
+    from mcp.types import ToolAnnotations
+
+    # structured_output=False: the wrapper builds the result itself, and the SDK skips
+    # deriving an output schema (an open object here) for each tool at start-up
+    name = fn.__name__
+    server.add_tool(_guard(fn), name=name, description=inspect.cleandoc(fn.__doc__ or ""),
+                    structured_output=False,
+                    annotations=ToolAnnotations(read_only_hint=name in READ_ONLY))
 
 
 def build_server(*, memory: MemoryAPI | None = None, chat: ChatTools | None = None,
@@ -71,9 +95,6 @@ def build_server(*, memory: MemoryAPI | None = None, chat: ChatTools | None = No
 
 
 def _memory_tools(server: MCPServer, api: MemoryAPI, path_base: str | None) -> None:
-    def tool(fn: Callable[..., Awaitable[Json]]) -> None:
-        server.add_tool(_guard(fn), name=fn.__name__, description=fn.__doc__)
-
     async def memory_search(
         query: Annotated[str, Field(min_length=1, max_length=4000,
                                     description="A question or keywords, in plain words.")],
@@ -162,13 +183,10 @@ def _memory_tools(server: MCPServer, api: MemoryAPI, path_base: str | None) -> N
 
     for fn in (memory_search, memory_remember, sources_search, ingest, intent_get, intent_set,
                transcript_view):
-        tool(fn)
+        _add(server, fn)
 
 
 def _chat_tools(server: MCPServer, chat: ChatTools) -> None:
-    def tool(fn: Callable[..., Awaitable[Json]]) -> None:
-        server.add_tool(_guard(fn), name=fn.__name__, description=fn.__doc__)
-
     async def nxc_prime() -> Json:
         """Call first in a session: who you are in this workspace, how many messages are
         unread, and the threads that await your reply (no bodies)."""
@@ -252,7 +270,7 @@ def _chat_tools(server: MCPServer, chat: ChatTools) -> None:
 
     for fn in (nxc_prime, nxc_list, nxc_send, nxc_reply, nxc_threads_show, nxc_threads_list,
                nxc_status, nxc_wait, nxc_search):
-        tool(fn)
+        _add(server, fn)
 
 
 MEMORY_TOOLS = ("memory_search", "memory_remember", "sources_search", "ingest", "intent_get",
