@@ -272,3 +272,49 @@ def test_concurrent_turns_while_deleting_lose_nothing_else(nixx: Nixx, llm: Fake
     users = sorted(r["content"] for r in rows if r["role"] == "user")
     assert users == sorted(f"worker {w} turn {i}" for w in range(3) for i in range(8))
     assert len(rows) == 48
+
+
+def _disk_bytes(db_path: Any) -> dict[str, bytes]:
+    """The SQLite file, its WAL and every sidecar next to it, by name."""
+    return {
+        p.name: p.read_bytes()
+        for p in db_path.parent.iterdir()
+        if p.name.startswith(db_path.name) and p.is_file()
+    }
+
+
+def test_forgotten_secret_is_gone_from_the_sqlite_file_and_wal(
+    make_settings: Any, llm: FakeLLM
+) -> None:
+    from fastapi.testclient import TestClient
+
+    from nixx.server.app import create_app
+
+    settings = make_settings(intent_interval=2)
+    if not settings.database_url.startswith("sqlite"):
+        return  # the PostgreSQL run of the suite: docs/storage.md says what VACUUM does
+    with TestClient(create_app(settings)) as client:
+        nixx = Nixx(client)
+        setup_talk(nixx, llm, "the weather is fine", f"remember {SECRET} for me", "thanks")
+        assert client.post("/v1/episodic/summary", json={}).status_code == 200
+        assert client.post("/v1/sources", json={"name": "chat"}).status_code == 200
+        nixx.idle()
+        path = nixx.service.store.path
+        secret = SECRET.encode()
+        before = _disk_bytes(path)
+        assert any(secret in data for data in before.values())  # it was on disk
+        dry = client.post("/v1/forget", json={"query": SECRET}).json()
+        assert {i.split(":")[0] for i in dry["ids"]} == {"buffer", "summary", "memory"}
+        r = client.post("/v1/forget", json={"query": SECRET, "dry_run": False, "ids": dry["ids"]})
+        assert r.status_code == 200, r.text
+        after = _disk_bytes(path)
+        assert {name: secret in data for name, data in after.items()} == dict.fromkeys(after, False)
+        assert after.get(path.name + "-wal", b"") == b""  # checkpointed and truncated
+        nixx.idle()  # the re-summary, the source rebuild and the intent, from what remains
+        for _ in range(3):  # and after more turns, summaries and checkpoints
+            assert nixx.chat("more chat").status_code == 200
+        nixx.idle()
+        client.post("/v1/episodic/summary", json={})
+        assert not any(secret in data for data in _disk_bytes(path).values())
+        assert client.get("/v1/episodic/summaries").json()["total"] >= 1
+    assert not any(secret in data for data in _disk_bytes(path).values())
