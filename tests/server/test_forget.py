@@ -241,10 +241,17 @@ def test_forget_query_dry_run_then_exactly_the_listed_ids(nixx: Nixx, llm: FakeL
     assert r.status_code == 200, r.text
     done = r.json()["forgotten"]
     assert done["buffer_ids"] == [user] and done["summary_ids"] == [summary["id"]]
-    assert done["resummarise"] == []  # the summary was asked for: not summarised again
+    # the summary covered a deleted row: the rest of its window is summarised again
+    assert done["resummarise"] == [[summary["start_buffer_id"], summary["end_buffer_id"]]]
+    nixx.idle()
+    [again_summary] = nixx.client.get("/v1/episodic/summaries").json()["summaries"]
+    assert f"Bob's PIN is {SECRET}" not in again_summary["content"]
+    assert f"again: pin {SECRET}" in again_summary["content"]  # the user kept that one
     assert [r["id"] for r in nixx.rows()] == [rows[1]["id"], again, rows[3]["id"]]
     [entry] = nixx.client.get("/v1/forget/log").json()["log"]
     assert entry["kind"] == "query" and SECRET not in json.dumps(entry)
+    assert entry["counts"] == {"buffer": 1, "summaries": 1, "sources": 0, "memories": 0,
+                               "rebuilt_sources": 0, "memories_removed": 0}  # fmt: skip
 
 
 def test_concurrent_turns_while_deleting_lose_nothing_else(nixx: Nixx, llm: FakeLLM) -> None:

@@ -617,6 +617,14 @@ class NixxService:
             self.jobs.schedule(INTENT_JOB, self._rederive_intent)
         return {"forgotten": result.to_dict(), "intent_cleared": intent_cleared, "disk": scrub}
 
+    async def resume_repairs(self) -> None:
+        """Schedule the repairs a forget left queued (say `nixx forget` while the LLM
+        backend was down): the server calls this when it starts."""
+        if await self.run(self.store.get_state, RESUMMARISE_KEY):
+            self.jobs.schedule(SUMMARY_JOB, self._auto_summary_now)
+        if await self.run(self.store.get_state, REBUILD_KEY):
+            self.jobs.schedule(SOURCES_JOB, self._rebuild_sources)
+
     async def _auto_summary_now(self) -> None:
         """The summary job, without the back-off wait (a forget asked for it)."""
         self._summary_skip = 0

@@ -43,6 +43,7 @@ def create_app(settings: Settings) -> FastAPI:
             tools = ToolRegistry(settings, store)
             service = NixxService(settings, store, embedder, llm, tools)
             app.state.service = service
+            await service.resume_repairs()
             log.info(
                 "nixx %s: store %s, backend %s, embedder %s",
                 __version__,

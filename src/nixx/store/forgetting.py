@@ -121,14 +121,14 @@ def plan(
     of every buffer source; `rows_in(start, end)`: [(id, role)] of the buffer rows in a
     range as stored now."""
     gone = set(buffer_ids)
-    asked_summaries = set(summary_ids)
     all_summaries = set(summary_ids)
     windows: list[tuple[int, int]] = []
     for sid, start, end in summaries:
+        # covering a deleted row: removed, and its window summarised again from what
+        # remains (also when it was asked for: the rest of its window keeps a summary)
         if buffer_ids and covers_any(start, end, buffer_ids):
             all_summaries.add(sid)
-            if sid not in asked_summaries:
-                windows.append((start, end))
+            windows.append((start, end))
     sources = set(source_ids)
     rebuild: dict[int, tuple[int, int]] = {}
     for src_id, start, end in buffer_sources:
