@@ -19,11 +19,11 @@ many — never any of the text.
 from __future__ import annotations
 
 import bisect
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
-from nixx.errors import ValidationError
+from nixx.errors import NotFound, ValidationError
 
 RESUMMARISE_KEY = "forget.resummarise"  # [[start_id, end_id], ...] windows to summarise again
 REBUILD_KEY = "forget.rebuild_sources"  # [source_id, ...] buffer sources to re-chunk
@@ -131,17 +131,96 @@ def plan(
             windows.append((start, end))
     sources = set(source_ids)
     rebuild: dict[int, tuple[int, int]] = {}
-    for src_id, start, end in buffer_sources:
-        if src_id in sources or start is None or end is None:
+    for src_id, src_start, src_end in buffer_sources:
+        if src_id in sources or src_start is None or src_end is None:
             continue
-        if not covers_any(start, end, buffer_ids):
+        if not covers_any(src_start, src_end, buffer_ids):
             continue
-        left = [(i, role) for i, role in rows_in(start, end) if i not in gone]
+        left = [(i, role) for i, role in rows_in(src_start, src_end) if i not in gone]
         if not any(role != "marker" for _, role in left):
             sources.add(src_id)
         else:
             rebuild[src_id] = (left[0][0], left[-1][0])
     return Plan(sorted(all_summaries), sorted(set(windows)), sorted(sources), rebuild)
+
+
+class Ops(Protocol):
+    """What `execute` needs of a backend, all inside one open write transaction."""
+
+    def existing(self, table: str, ids: Sequence[int]) -> set[int]: ...
+    def rows_in(self, start: int, end: int) -> list[tuple[int, str]]: ...
+    def summary_windows(self) -> Iterable[tuple[int, int, int]]: ...
+    def buffer_sources(self) -> Iterable[tuple[int, int | None, int | None]]: ...
+    def delete(self, table: str, column: str, ids: Sequence[int]) -> int: ...
+    def narrow_source(self, source_id: int, start: int, end: int) -> None: ...
+    def update_state(self, key: str, fn: Callable[[Any], Any]) -> Any: ...
+    def log(
+        self, kind: str, ids: dict[str, list[int]], counts: dict[str, int]
+    ) -> tuple[int, str]: ...
+
+
+def execute(
+    ops: Ops,
+    kind: str,
+    buffer_ids: Iterable[Any],
+    summary_ids: Iterable[Any],
+    source_ids: Iterable[Any],
+    memory_ids: Iterable[Any],
+) -> ForgetResult:
+    """One forget, on a backend's open transaction (see the module docstring)."""
+    kind = check_kind(kind)
+    buffer = clean_ids(buffer_ids, "buffer")
+    summaries = clean_ids(summary_ids, "summary")
+    sources = clean_ids(source_ids, "source")
+    memories = clean_ids(memory_ids, "memory")
+    for table, asked, what in (
+        ("buffer", buffer, "buffer row"),
+        ("summaries", summaries, "summary"),
+        ("sources", sources, "source"),
+        ("memories", memories, "memory"),
+    ):
+        if asked:
+            found = ops.existing(table, asked)
+            missing = [i for i in asked if i not in found]
+            if missing:
+                raise NotFound(f"{what} {missing[0]} does not exist")
+    todo = plan(
+        buffer, summaries, sources, ops.summary_windows(), ops.buffer_sources(), ops.rows_in
+    )
+    rebuild = sorted(todo.rebuild)
+    # children before parents: the foreign keys are checked statement by statement
+    removed = ops.delete("memories", "id", memories)
+    removed += ops.delete("memories", "source_id", rebuild)
+    for source_id, (start, end) in todo.rebuild.items():
+        ops.narrow_source(source_id, start, end)
+    ops.delete("summaries", "id", todo.summary_ids)
+    removed += ops.delete("memories", "source_id", todo.source_ids)
+    ops.delete("sources", "id", todo.source_ids)
+    ops.delete("buffer", "id", buffer)
+    if todo.resummarise:
+        ops.update_state(RESUMMARISE_KEY, lambda cur: merged_windows(cur, todo.resummarise))
+    if rebuild:
+        ops.update_state(REBUILD_KEY, lambda cur: merged_ids(cur, rebuild))
+    ids = log_ids(buffer, todo.summary_ids, todo.source_ids, memories, rebuild)
+    log_id, at = ops.log(kind, ids, log_counts(ids, removed))
+    return ForgetResult(
+        log_id=log_id,
+        kind=kind,
+        at=at,
+        buffer_ids=buffer,
+        summary_ids=todo.summary_ids,
+        source_ids=todo.source_ids,
+        memory_ids=memories,
+        memories_removed=removed,
+        resummarise=todo.resummarise,
+        rebuild_source_ids=rebuild,
+    )
+
+
+def edit_log(summary_id: int) -> tuple[dict[str, list[int]], dict[str, int]]:
+    """The forget-log ids and counts of a summary edit."""
+    ids = log_ids([], [summary_id], [], [], [])
+    return ids, log_counts(ids, 0)
 
 
 def log_ids(

@@ -825,101 +825,12 @@ class PostgresStore(MemoryStore):
         source_ids: Sequence[int] = (),
         memory_ids: Sequence[int] = (),
     ) -> ForgetResult:
-        kind = forgetting.check_kind(kind)
-        buffer_ids = forgetting.clean_ids(buffer_ids, "buffer")
-        summary_ids = forgetting.clean_ids(summary_ids, "summary")
-        source_ids = forgetting.clean_ids(source_ids, "source")
-        memory_ids = forgetting.clean_ids(memory_ids, "memory")
         with self._conn() as conn:
             # no summary or source may appear (or change) between the plan and the deletes
             conn.execute("LOCK TABLE summaries, sources IN EXCLUSIVE MODE")
-            for table, ids, what in (
-                ("buffer", buffer_ids, "buffer row"),
-                ("summaries", summary_ids, "summary"),
-                ("sources", source_ids, "source"),
-                ("memories", memory_ids, "memory"),
-            ):
-                if not ids:
-                    continue
-                found = {
-                    r[0]
-                    for r in conn.execute(
-                        f"SELECT id FROM {table} WHERE id = ANY(%s)", (list(ids),)
-                    ).fetchall()
-                }
-                missing = [i for i in ids if i not in found]
-                if missing:
-                    raise NotFound(f"{what} {missing[0]} does not exist")
-
-            def rows_in(start: int, end: int) -> list[tuple[int, str]]:
-                return [
-                    (int(r[0]), r[1])
-                    for r in conn.execute(
-                        "SELECT id, role FROM buffer WHERE id BETWEEN %s AND %s ORDER BY id",
-                        (start, end),
-                    ).fetchall()
-                ]
-
-            plan = forgetting.plan(
-                buffer_ids,
-                summary_ids,
-                source_ids,
-                conn.execute("SELECT id, start_buffer_id, end_buffer_id FROM summaries").fetchall(),
-                conn.execute(
-                    "SELECT id, start_id, end_id FROM sources WHERE type = 'buffer'"
-                ).fetchall(),
-                rows_in,
+            return forgetting.execute(
+                _ForgetOps(conn), kind, buffer_ids, summary_ids, source_ids, memory_ids
             )
-
-            def delete(table: str, column: str, ids: Sequence[int]) -> int:
-                if not ids:
-                    return 0
-                cur = conn.execute(f"DELETE FROM {table} WHERE {column} = ANY(%s)", (list(ids),))
-                return int(cur.rowcount)
-
-            rebuild = sorted(plan.rebuild)
-            removed = delete("memories", "id", memory_ids)
-            removed += delete("memories", "source_id", rebuild)
-            for src_id, (start, end) in plan.rebuild.items():
-                conn.execute(
-                    "UPDATE sources SET start_id = %s, end_id = %s, summary = NULL WHERE id = %s",
-                    (start, end, src_id),
-                )
-            delete("summaries", "id", plan.summary_ids)
-            removed += delete("memories", "source_id", plan.source_ids)
-            delete("sources", "id", plan.source_ids)
-            delete("buffer", "id", buffer_ids)
-            if plan.resummarise:
-                self._update_state(
-                    conn,
-                    forgetting.RESUMMARISE_KEY,
-                    lambda cur: forgetting.merged_windows(cur, plan.resummarise),
-                )
-            if rebuild:
-                self._update_state(
-                    conn, forgetting.REBUILD_KEY, lambda cur: forgetting.merged_ids(cur, rebuild)
-                )
-            ids = forgetting.log_ids(
-                buffer_ids, plan.summary_ids, plan.source_ids, memory_ids, rebuild
-            )
-            row = conn.execute(
-                "INSERT INTO forget_log (kind, ids, counts) VALUES (%s, %s, %s) "
-                "RETURNING id, forgotten_at",
-                (kind, Jsonb(ids), Jsonb(forgetting.log_counts(ids, removed))),
-            ).fetchone()
-        assert row is not None
-        return ForgetResult(
-            log_id=int(row[0]),
-            kind=kind,
-            at=iso_utc(row[1]),
-            buffer_ids=buffer_ids,
-            summary_ids=plan.summary_ids,
-            source_ids=plan.source_ids,
-            memory_ids=memory_ids,
-            memories_removed=removed,
-            resummarise=plan.resummarise,
-            rebuild_source_ids=rebuild,
-        )
 
     def get_summary(self, summary_id: int) -> Summary:
         with self._conn() as conn:
@@ -965,11 +876,7 @@ class PostgresStore(MemoryStore):
                 "UPDATE summaries SET tags = %s, entities = %s WHERE id = %s",
                 (new_tags, Jsonb(new_entities), summary_id),
             )
-            ids = forgetting.log_ids([], [summary_id], [], [], [])
-            conn.execute(
-                "INSERT INTO forget_log (kind, ids, counts) VALUES ('summary_edit', %s, %s)",
-                (Jsonb(ids), Jsonb(forgetting.log_counts(ids, 0))),
-            )
+            _ForgetOps(conn).log("summary_edit", *forgetting.edit_log(summary_id))
             row = conn.execute(
                 f"SELECT {_SUMMARY_COLS} FROM summaries WHERE id = %s", (summary_id,)
             ).fetchone()
@@ -1148,6 +1055,57 @@ class PostgresStore(MemoryStore):
                 loader.load(kind, batch)
             loader.finish()
         return reader.counts
+
+
+class _ForgetOps:
+    """`nixx.store.forgetting.Ops` on an open PostgreSQL transaction."""
+
+    def __init__(self, conn: psycopg.Connection[Any]) -> None:
+        self.conn = conn
+
+    def existing(self, table: str, ids: Sequence[int]) -> set[int]:
+        cur = self.conn.execute(f"SELECT id FROM {table} WHERE id = ANY(%s)", (list(ids),))
+        return {int(r[0]) for r in cur.fetchall()}
+
+    def rows_in(self, start: int, end: int) -> list[tuple[int, str]]:
+        cur = self.conn.execute(
+            "SELECT id, role FROM buffer WHERE id BETWEEN %s AND %s ORDER BY id", (start, end)
+        )
+        return [(int(r[0]), r[1]) for r in cur.fetchall()]
+
+    def summary_windows(self) -> Iterable[tuple[int, int, int]]:
+        return self.conn.execute(
+            "SELECT id, start_buffer_id, end_buffer_id FROM summaries"
+        ).fetchall()
+
+    def buffer_sources(self) -> Iterable[tuple[int, int | None, int | None]]:
+        return self.conn.execute(
+            "SELECT id, start_id, end_id FROM sources WHERE type = 'buffer'"
+        ).fetchall()
+
+    def delete(self, table: str, column: str, ids: Sequence[int]) -> int:
+        if not ids:
+            return 0
+        cur = self.conn.execute(f"DELETE FROM {table} WHERE {column} = ANY(%s)", (list(ids),))
+        return int(cur.rowcount)
+
+    def narrow_source(self, source_id: int, start: int, end: int) -> None:
+        self.conn.execute(
+            "UPDATE sources SET start_id = %s, end_id = %s, summary = NULL WHERE id = %s",
+            (start, end, source_id),
+        )
+
+    def update_state(self, key: str, fn: Callable[[Any], Any]) -> Any:
+        return PostgresStore._update_state(self.conn, key, fn)
+
+    def log(self, kind: str, ids: dict[str, list[int]], counts: dict[str, int]) -> tuple[int, str]:
+        row = self.conn.execute(
+            "INSERT INTO forget_log (kind, ids, counts) VALUES (%s, %s, %s) "
+            "RETURNING id, forgotten_at",
+            (kind, Jsonb(ids), Jsonb(counts)),
+        ).fetchone()
+        assert row is not None
+        return int(row[0]), iso_utc(row[1])
 
 
 class _Loader:

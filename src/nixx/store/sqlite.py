@@ -647,83 +647,10 @@ class SQLiteStore(MemoryStore):
         source_ids: Sequence[int] = (),
         memory_ids: Sequence[int] = (),
     ) -> ForgetResult:
-        kind = forgetting.check_kind(kind)
-        buffer_ids = forgetting.clean_ids(buffer_ids, "buffer")
-        summary_ids = forgetting.clean_ids(summary_ids, "summary")
-        source_ids = forgetting.clean_ids(source_ids, "source")
-        memory_ids = forgetting.clean_ids(memory_ids, "memory")
-        at = utc_now()
         with self._write() as conn:
-            for table, ids, what in (
-                ("buffer", buffer_ids, "buffer row"),
-                ("summaries", summary_ids, "summary"),
-                ("sources", source_ids, "source"),
-                ("memories", memory_ids, "memory"),
-            ):
-                _require_ids(conn, table, ids, what)
-
-            def rows_in(start: int, end: int) -> list[tuple[int, str]]:
-                return [
-                    (int(r[0]), r[1])
-                    for r in conn.execute(
-                        "SELECT id, role FROM buffer WHERE id BETWEEN ? AND ? ORDER BY id",
-                        (start, end),
-                    )
-                ]
-
-            plan = forgetting.plan(
-                buffer_ids,
-                summary_ids,
-                source_ids,
-                conn.execute("SELECT id, start_buffer_id, end_buffer_id FROM summaries"),
-                conn.execute("SELECT id, start_id, end_id FROM sources WHERE type = 'buffer'"),
-                rows_in,
+            return forgetting.execute(
+                _ForgetOps(conn), kind, buffer_ids, summary_ids, source_ids, memory_ids
             )
-            removed = 0
-            removed += _delete_ids(conn, "memories", "id", memory_ids)
-            rebuild = sorted(plan.rebuild)
-            removed += _delete_ids(conn, "memories", "source_id", rebuild)
-            for src_id, (start, end) in plan.rebuild.items():
-                conn.execute(
-                    "UPDATE sources SET start_id = ?, end_id = ?, summary = NULL WHERE id = ?",
-                    (start, end, src_id),
-                )
-            _delete_ids(conn, "summaries", "id", plan.summary_ids)
-            removed += _delete_ids(conn, "memories", "source_id", plan.source_ids)
-            _delete_ids(conn, "sources", "id", plan.source_ids)
-            _delete_ids(conn, "buffer", "id", buffer_ids)
-            if plan.resummarise:
-                self._update_state(
-                    conn,
-                    forgetting.RESUMMARISE_KEY,
-                    lambda cur: forgetting.merged_windows(cur, plan.resummarise),
-                )
-            if rebuild:
-                self._update_state(
-                    conn,
-                    forgetting.REBUILD_KEY,
-                    lambda cur: forgetting.merged_ids(cur, rebuild),
-                )
-            ids = forgetting.log_ids(
-                buffer_ids, plan.summary_ids, plan.source_ids, memory_ids, rebuild
-            )
-            conn.execute(
-                "INSERT INTO forget_log (forgotten_at, kind, ids, counts) VALUES (?, ?, ?, ?)",
-                (at, kind, _dumps(ids), _dumps(forgetting.log_counts(ids, removed))),
-            )
-            log_id = conn.last_insert_rowid()
-        return ForgetResult(
-            log_id=log_id,
-            kind=kind,
-            at=at,
-            buffer_ids=buffer_ids,
-            summary_ids=plan.summary_ids,
-            source_ids=plan.source_ids,
-            memory_ids=memory_ids,
-            memories_removed=removed,
-            resummarise=plan.resummarise,
-            rebuild_source_ids=rebuild,
-        )
 
     def get_summary(self, summary_id: int) -> Summary:
         row = (
@@ -774,14 +701,8 @@ class SQLiteStore(MemoryStore):
                 "UPDATE summaries SET tags = ?, entities = ? WHERE id = ?",
                 (_dumps(new_tags), _dumps(new_entities), summary_id),
             )
-            ids = forgetting.log_ids([], [summary_id], [], [], [])
-            conn.execute(
-                "INSERT INTO forget_log (forgotten_at, kind, ids, counts) VALUES (?, ?, ?, ?)",
-                (utc_now(), "summary_edit", _dumps(ids), _dumps(forgetting.log_counts(ids, 0))),
-            )
-            row = conn.execute(
-                f"SELECT {_SUMMARY_COLS} FROM summaries WHERE id = ?", (summary_id,)
-            ).fetchone()
+            _ForgetOps(conn).log("summary_edit", *forgetting.edit_log(summary_id))
+            row = _one(conn, f"SELECT {_SUMMARY_COLS} FROM summaries WHERE id = ?", (summary_id,))
         return _summary(row, with_embedding=False)
 
     def find_text(
@@ -1338,30 +1259,58 @@ def _one(conn: apsw.Connection, sql: str, params: Sequence[Any] = ()) -> tuple[A
     return tuple(row)
 
 
-def _require_ids(conn: apsw.Connection, table: str, ids: Sequence[int], what: str) -> None:
-    if not ids:
-        return
-    found = {
-        int(r[0])
-        for r in conn.execute(
+class _ForgetOps:
+    """`nixx.store.forgetting.Ops` on an open SQLite write transaction."""
+
+    def __init__(self, conn: apsw.Connection) -> None:
+        self.conn = conn
+
+    def existing(self, table: str, ids: Sequence[int]) -> set[int]:
+        cur = self.conn.execute(
             f"SELECT id FROM {table} WHERE id IN (SELECT value FROM json_each(?))",
             (_dumps(list(ids)),),
         )
-    }
-    missing = [i for i in ids if i not in found]
-    if missing:
-        raise NotFound(f"{what} {missing[0]} does not exist")
+        return {int(r[0]) for r in cur}
 
+    def rows_in(self, start: int, end: int) -> list[tuple[int, str]]:
+        cur = self.conn.execute(
+            "SELECT id, role FROM buffer WHERE id BETWEEN ? AND ? ORDER BY id", (start, end)
+        )
+        return [(int(r[0]), r[1]) for r in cur]
 
-def _delete_ids(conn: apsw.Connection, table: str, column: str, ids: Sequence[int]) -> int:
-    """Delete the rows whose `column` is in `ids`; returns how many."""
-    if not ids:
-        return 0
-    conn.execute(
-        f"DELETE FROM {table} WHERE {column} IN (SELECT value FROM json_each(?))",
-        (_dumps(list(ids)),),
-    )
-    return int(conn.changes())
+    def summary_windows(self) -> Iterable[tuple[int, int, int]]:
+        return list(self.conn.execute("SELECT id, start_buffer_id, end_buffer_id FROM summaries"))
+
+    def buffer_sources(self) -> Iterable[tuple[int, int | None, int | None]]:
+        return list(
+            self.conn.execute("SELECT id, start_id, end_id FROM sources WHERE type = 'buffer'")
+        )
+
+    def delete(self, table: str, column: str, ids: Sequence[int]) -> int:
+        if not ids:
+            return 0
+        self.conn.execute(
+            f"DELETE FROM {table} WHERE {column} IN (SELECT value FROM json_each(?))",
+            (_dumps(list(ids)),),
+        )
+        return int(self.conn.changes())
+
+    def narrow_source(self, source_id: int, start: int, end: int) -> None:
+        self.conn.execute(
+            "UPDATE sources SET start_id = ?, end_id = ?, summary = NULL WHERE id = ?",
+            (start, end, source_id),
+        )
+
+    def update_state(self, key: str, fn: Callable[[Any], Any]) -> Any:
+        return SQLiteStore._update_state(self.conn, key, fn)
+
+    def log(self, kind: str, ids: dict[str, list[int]], counts: dict[str, int]) -> tuple[int, str]:
+        at = utc_now()
+        self.conn.execute(
+            "INSERT INTO forget_log (forgotten_at, kind, ids, counts) VALUES (?, ?, ?, ?)",
+            (at, kind, _dumps(ids), _dumps(counts)),
+        )
+        return self.conn.last_insert_rowid(), at
 
 
 def _rows_by_id(
