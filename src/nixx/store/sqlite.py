@@ -61,6 +61,7 @@ from nixx.store.vector_index import (
 )
 
 BUSY_TIMEOUT_MS = 60_000
+CHECKPOINT_WAIT_MS = 5_000  # how long a forget's checkpoint waits for old readers
 _LOAD_CHUNK = 20_000
 _VECTOR_TABLES = ("summaries", "memories")
 
@@ -92,6 +93,7 @@ class SQLiteStore(MemoryStore):
         self.path = sqlite_path(str(path))
         self.ann_threshold = ann_threshold
         self.busy_timeout_ms = busy_timeout_ms
+        self.checkpoint_wait_ms = CHECKPOINT_WAIT_MS
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
@@ -763,13 +765,16 @@ class SQLiteStore(MemoryStore):
         return {"checkpoint": self._checkpoint(conn), "sidecars_removed": removed}
 
     def _checkpoint(self, conn: apsw.Connection) -> dict[str, int]:
-        """`wal_checkpoint(TRUNCATE)`, retried while readers of this store hold old pages."""
-        deadline = time.monotonic() + self.busy_timeout_ms / 1000
-        while True:
+        """`wal_checkpoint(TRUNCATE)`: it waits (busy handler) for readers of older
+        snapshots, here at most `checkpoint_wait_ms`, so a long reader elsewhere cannot
+        hold a deletion up; ``busy`` = 1 then says the WAL was not truncated yet (the next
+        checkpoint finishes it)."""
+        conn.setbusytimeout(self.checkpoint_wait_ms)
+        try:
             busy, log, done = _one(conn, "PRAGMA wal_checkpoint(TRUNCATE)")
-            if not busy or time.monotonic() > deadline:
-                return {"busy": int(busy), "wal_frames": int(log), "checkpointed": int(done)}
-            time.sleep(0.01)
+        finally:
+            conn.setbusytimeout(self.busy_timeout_ms)
+        return {"busy": int(busy), "wal_frames": int(log), "checkpointed": int(done)}
 
     def vacuum(self) -> dict[str, Any]:
         conn = self._conn()
