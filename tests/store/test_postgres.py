@@ -667,3 +667,15 @@ def test_user_who_may_not_create_the_extension_is_told_what_to_do(pg_server) -> 
         pg_server.drop_database(admin)
         with psycopg.connect(pg_server.url(), autocommit=True) as conn:
             conn.execute("DROP ROLE IF EXISTS nixx_plain")
+
+
+def test_vacuum_rewrites_the_tables_after_a_forget(store: PostgresStore) -> None:
+    """`nixx db vacuum` on PostgreSQL: VACUUM FULL of nixx's tables; the store keeps working."""
+    rows = [store.append_buffer("user", f"row {i} " + "padding " * 200, "api") for i in range(200)]
+    store.forget("buffer", buffer_ids=[r.id for r in rows[:190]])
+    assert store.scrub() == {}  # nothing is done to the files automatically (docs/storage.md)
+    result = store.vacuum()
+    assert result["backend"] == "postgres"
+    assert result["bytes_after"] < result["bytes_before"]
+    assert [r.id for r in store.get_buffer(1)] == [r.id for r in rows[190:]]
+    assert store.append_buffer("user", "after vacuum", "api").id > rows[-1].id
