@@ -325,3 +325,20 @@ def test_forgotten_secret_is_gone_from_the_sqlite_file_and_wal(
         assert not any(secret in data for data in _disk_bytes(path).values())
         assert client.get("/v1/episodic/summaries").json()["total"] >= 1
     assert not any(secret in data for data in _disk_bytes(path).values())
+
+
+def test_forgotten_row_loses_its_vector_and_vector_search_skips_it(
+    nixx: Nixx, llm: FakeLLM
+) -> None:
+    rows = setup_talk(nixx, llm, f"the code is {SECRET}", "something else")
+    flush = nixx.service.row_vectors.flush
+    assert nixx.client.portal.call(flush)["embedded"] == 4
+    store = nixx.service.store
+    query = FakeLLM.embedding_of(f"the code is {SECRET}")
+    assert store.search_buffer_vectors(query, limit=1)[0].row.id == rows[0]["id"]
+    assert nixx.client.delete(f"/v1/buffer/{rows[0]['id']}").status_code == 200
+    assert store.buffer_vector_stats() == {"embedded": 3, "pending": 0}
+    hits = store.search_buffer_vectors(query, limit=10)
+    assert rows[0]["id"] not in [h.row.id for h in hits] and len(hits) == 3
+    search = nixx.client.post("/v1/episodic/search", json={"query": SECRET}).json()
+    assert all(SECRET not in json.dumps(h) for h in search["buffer"])

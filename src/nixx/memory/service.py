@@ -33,6 +33,7 @@ from nixx.memory.background import BackgroundJobs
 from nixx.memory.episodic import Episodic
 from nixx.memory.prompts import SOURCE_SUMMARY_PROMPT, SYSTEM_PROMPT
 from nixx.memory.recall import RecallContext, build_system_prompt, default_threshold
+from nixx.memory.row_vectors import RowVectors
 from nixx.memory.summarize import merge_tags, select_window, summarise
 from nixx.store.base import MemoryStore
 from nixx.store.forgetting import REBUILD_KEY, RESUMMARISE_KEY, ForgetLogEntry, ForgetResult
@@ -66,6 +67,8 @@ class NixxService:
         self.tools = tools
         self.episodic = Episodic(settings, store)
         self.jobs = BackgroundJobs()
+        # every buffer row's vector, made in a thread of its own (started by the server)
+        self.row_vectors = RowVectors(store, self._embed_sync)
         self._bound = False
         self._models: list[str] | None = None
         self.recall_error: str | None = None
@@ -79,6 +82,7 @@ class NixxService:
         self._forget_epoch = 0
 
     async def close(self) -> None:
+        await self.run(self.row_vectors.close)
         if self._writes:
             await asyncio.gather(*self._writes, return_exceptions=True)
         await self.jobs.close()
@@ -136,6 +140,19 @@ class NixxService:
         data = await self.llm.list_models()
         self._models = [str(m.get("id")) for m in data["data"] if m.get("id")]
         return data
+
+    async def model(self, model_id: str) -> dict[str, Any]:
+        """One model of the backend's list, in OpenAI's `model` shape."""
+        data = await self.models()
+        for entry in data["data"]:
+            if str(entry.get("id")) == model_id:
+                return {"object": "model", "created": 0, "owned_by": "nixx", **entry}
+        known = ", ".join(self._models) or "none"
+        raise NotFound(
+            f"the backend at {self.settings.chat_base_url} has no model {model_id!r} "
+            f"(it has: {known})",
+            param="model",
+        )
 
     # ---- recall -----------------------------------------------------------------------
     def _context_sync(
@@ -252,17 +269,24 @@ class NixxService:
 
     # ---- the chat turn ----------------------------------------------------------------
     def turn(
-        self, body: dict[str, Any], origin: str = "api", info: dict[str, Any] | None = None
+        self,
+        body: dict[str, Any],
+        origin: str = "api",
+        info: dict[str, Any] | None = None,
+        *,
+        agent: str | None = None,
     ) -> AsyncIterator[Any]:
-        """Run one chat turn; yields `nixx.memory.turn` events (see there)."""
+        """Run one chat turn; yields `nixx.memory.turn` events (see there). `agent`: the nxc
+        persona the turn runs for (recorded on its buffer rows; no nixx tools offered)."""
         from nixx.memory.turn import run_turn
 
-        return run_turn(self, body, origin, info)
+        return run_turn(self, body, origin, info, agent=agent)
 
     def after_turn(self) -> None:
         """Schedule the background work a new buffer row may make due."""
         self.jobs.schedule(SUMMARY_JOB, self._auto_summary)
         self.jobs.schedule(INTENT_JOB, self._auto_intent)
+        self.row_vectors.notify()
 
     # ---- summaries --------------------------------------------------------------------
     def _max_transcript_chars(self) -> int:
@@ -466,6 +490,7 @@ class NixxService:
         data["summary_error"] = self.jobs.last_error.get(SUMMARY_JOB)
         data["intent_error"] = self.jobs.last_error.get(INTENT_JOB)
         data["recall_error"] = self.recall_error
+        data["buffer_vectors"] = await self.run(self.row_vectors.status)
         return data
 
     async def search(self, query: str, limit: int) -> tuple[list[BufferHit], list[SummaryHit]]:
@@ -550,6 +575,10 @@ class NixxService:
     async def forget_source(self, source_id: int) -> dict[str, Any]:
         return await self._forget("source", source_ids=[source_id])
 
+    # the names the web page (nixx.web) calls
+    delete_summary = forget_summary
+    delete_source = forget_source
+
     async def forget_refs(self, refs: Sequence[str]) -> dict[str, Any]:
         """Delete the items named by references such as ``buffer:12``, ``summary:3``,
         ``source:2``, ``memory:40`` (all or nothing)."""
@@ -571,7 +600,10 @@ class NixxService:
     async def forget_log(self, limit: int = 100) -> list[ForgetLogEntry]:
         return await self.run(self.store.forget_log, limit)
 
-    async def edit_summary(
+    async def get_summary(self, summary_id: int) -> Summary:
+        return await self.run(self.store.get_summary, summary_id)
+
+    async def update_summary(
         self,
         summary_id: int,
         *,
@@ -673,6 +705,104 @@ class NixxService:
     async def _store_if_current_or_skip(self, epoch: int, fn: Callable[[], Any]) -> None:
         with contextlib.suppress(_Stale):
             await self._store_if_current(epoch, fn)
+
+    # ---- one door per use case for the shells (routes, web page, CLI, MCP) -------------
+    async def ingest(
+        self,
+        *,
+        path: str | None = None,
+        url: str | None = None,
+        text: str | None = None,
+        name: str | None = None,
+        tags: Sequence[str] | str | None = None,
+        progress: Callable[[Any], None] | None = None,
+    ) -> tuple[Any, str | None]:
+        """Ingest one of `path` (inside the workspace), `url` or `text` (needs `name`),
+        then ask the LLM for the source's display summary. Returns the
+        `nixx.ingest.pipeline.IngestResult` and why there is no summary (None if fine)."""
+        from nixx.ingest.pipeline import Ingestor
+        from nixx.ingest.summary import summarise as summarise_source
+
+        given = [k for k, v in (("path", path), ("url", url), ("text", text)) if v is not None]
+        if len(given) != 1:
+            raise ValidationError(
+                'give exactly one of "path", "url" or "text"'
+                + (f" (got {', '.join(given)})" if given else ""),
+                param="path",
+            )
+        if text is not None and not name:
+            raise ValidationError('"text" needs a "name" for the source', param="name")
+        ingestor = Ingestor(self.store, self.embedder, self.settings, progress=progress)
+        if path is not None:
+            result = await self.run(
+                lambda: ingestor.ingest_path(
+                    path, name=name, tags=tags, root=self.settings.workspace
+                )
+            )
+        elif url is not None:
+            result = await self.run(lambda: ingestor.ingest_url(url, name=name, tags=tags))
+        else:
+            result = await self.run(
+                lambda: ingestor.ingest_text(text or "", name=name or "", tags=tags)
+            )
+        problem = None
+        if result.status != "unchanged" and result.summary_input:
+            try:
+                model = await self.resolve_model(None)
+                summary = await summarise_source(
+                    self.llm, model, result.source.name, result.summary_input
+                )
+            except BackendError as exc:
+                problem = exc.message
+            else:
+                if summary:
+                    source_id = result.source.id
+                    await self.run(self.store.set_source_summary, source_id, summary)
+                    result.source = await self.run(self.store.get_source, source_id)
+        return result, problem
+
+    async def get_source(self, source_id: int) -> Source:
+        return await self.run(self.store.get_source, source_id)
+
+    async def source_chunks(self, source_id: int) -> list[Any]:
+        return await self.run(self.store.source_chunks, source_id)
+
+    async def list_summaries(self, limit: int = 50, offset: int = 0) -> list[Summary]:
+        return await self.run(lambda: self.store.list_summaries(limit=limit, offset=offset))
+
+    async def configure(
+        self, *, interval: int | None = None, recall: bool | None = None
+    ) -> dict[str, Any]:
+        """Change the summary interval and/or recall (kept across restarts); the status after."""
+        await self.run(lambda: self.episodic.configure(interval=interval, recall=recall))
+        if interval is not None:
+            self.after_turn()  # a lower interval may make a summary due now
+        return await self.status()
+
+    async def buffer_page(self, *, before_id: int | None, limit: int) -> list[BufferRow]:
+        """The newest `limit` buffer rows (markers included) with id < `before_id`, oldest
+        first: keyset paging by id, as fast on the last page of 100,000 rows as the first."""
+
+        def work() -> list[BufferRow]:
+            end = (
+                before_id if before_id is not None else self.store.buffer_stats()["max_id"] + 1
+            ) - 1
+            width = limit
+            while True:
+                start = max(1, end - width + 1)
+                rows = self.store.get_buffer(start, end) if end >= 1 else []
+                if len(rows) >= limit or start == 1:
+                    return rows[-limit:]
+                width *= 4  # ids have gaps where rows were deleted
+
+        return await self.run(work)
+
+    async def buffer_around(
+        self, row_id: int, *, before: int = 10, after: int = 10
+    ) -> list[BufferRow]:
+        """The rows around `row_id` (markers included), for a transcript view of a hit."""
+        start = max(1, row_id - before)
+        return await self.run(self.store.get_buffer, start, row_id + after)
 
 
 class _BoundEmbedder(Embedder):

@@ -196,6 +196,8 @@ def execute(
     ops.delete("summaries", "id", todo.summary_ids)
     removed += ops.delete("memories", "source_id", todo.source_ids)
     ops.delete("sources", "id", todo.source_ids)
+    # the row's vector goes with it (buffer_vectors: ON DELETE CASCADE); it is made
+    # from the row alone (nixx.memory.row_text), so no other row's vector holds its text
     ops.delete("buffer", "id", buffer)
     if todo.resummarise:
         ops.update_state(RESUMMARISE_KEY, lambda cur: merged_windows(cur, todo.resummarise))

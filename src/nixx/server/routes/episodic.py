@@ -134,7 +134,7 @@ async def edit_summary(
     body: SummaryEdit, service: ServiceDep, summary_id: int = Path(ge=1)
 ) -> dict[str, Any]:
     """Correct a summary's content, tags or entities; new content is embedded again."""
-    edited = await service.edit_summary(
+    edited = await service.update_summary(
         summary_id, content=body.content, tags=body.tags, entities=body.entities
     )
     return {"summary": shapes.summary(edited)}
