@@ -129,7 +129,7 @@ def test_migration_2_types_and_indexes_buffer_vectors_of_a_bound_store(pg_server
             conn.execute("INSERT INTO buffer (role, content) VALUES ('user', 'from version one')")
         s = open_store(url)
         try:
-            assert s.schema_version() == 2
+            assert s.schema_version() == LATEST
             assert _column_type(url, "buffer_vectors") == f"vector({DIM})"
             assert "buffer_vectors_embedding_hnsw" in _indexes(url)
             [row] = s.buffer_rows_without_vector(5)
