@@ -18,6 +18,7 @@ import pytest
 
 from nixx.errors import Conflict, EmbedderMismatch, NotFound, ValidationError
 from nixx.store.base import MemoryStore
+from nixx.store.forgetting import REBUILD_KEY, RESUMMARISE_KEY
 from nixx.store.records import NewChunk
 
 DIM = 16
@@ -738,7 +739,7 @@ class StoreContract:
         self._populate(store)
         records = list(store.export_records())
         assert records[0] == {"type": "header", "format": "nixx-export", "version": 1}
-        order = ["header", "embedder", "state", "buffer", "summary", "source", "memory"]
+        order = ["header", "embedder", "state", "buffer", "summary", "source", "memory", "forget"]
         kinds = [r["type"] for r in records]
         assert kinds == sorted(kinds, key=order.index)
         for kind in ("buffer", "summary", "source", "memory"):
@@ -807,3 +808,200 @@ class StoreContract:
         with pytest.raises(ValidationError):
             second_store.import_records(records)
         assert second_store.buffer_stats()["rows"] == 0
+
+    # ---- forgetting and editing --------------------------------------------------------
+    def _summary_over(self, store: MemoryStore, start: int, end: int, text: str, seed: int):
+        return store.add_summary(
+            text,
+            random_units(1, seed)[0],
+            tags=["t"],
+            entities={},
+            start_buffer_id=start,
+            end_buffer_id=end,
+        )
+
+    def test_forget_buffer_row_takes_its_full_text_entry_and_covering_summary(
+        self, store: MemoryStore
+    ):
+        store.bind_embedder(MODEL, DIM)
+        a = store.append_buffer("user", "my password is zebra4711", "tui").id
+        b = store.append_buffer("assistant", "noted the zebra", "tui").id
+        c = store.append_buffer("user", "unrelated question about giraffes", "tui").id
+        d = store.append_buffer("assistant", "giraffes are tall", "tui").id
+        covering = self._summary_over(store, a, b, "password zebra4711 talk", 1)
+        other = self._summary_over(store, c, d, "giraffes", 2)
+        result = store.forget("buffer", buffer_ids=[a])
+        assert result.buffer_ids == [a]
+        assert result.summary_ids == [covering.id]
+        assert result.resummarise == [(a, b)]
+        assert [r.id for r in store.get_buffer(1)] == [b, c, d]
+        assert store.search_buffer("zebra4711") == []
+        assert [h.row.id for h in store.search_buffer("zebra")] == [b]
+        assert [s.id for s in store.list_summaries()] == [other.id]
+        hits = store.search_summaries(random_units(1, 1)[0], limit=5)
+        assert [h.summary.id for h in hits] == [other.id]
+        assert store.get_state(RESUMMARISE_KEY) == [[a, b]]
+        [entry] = store.forget_log()
+        assert entry.id == result.log_id and entry.kind == "buffer"
+        assert entry.ids["buffer"] == [a] and entry.ids["summaries"] == [covering.id]
+        assert entry.counts["buffer"] == 1 and entry.counts["summaries"] == 1
+        assert TIMESTAMP.match(entry.at)
+        assert "zebra" not in repr(entry)
+
+    def test_forget_a_buffer_range(self, store: MemoryStore):
+        ids = fill_buffer(store, 6)
+        result = store.forget("buffer", buffer_ids=ids[1:4])
+        assert result.buffer_ids == ids[1:4]
+        assert [r.id for r in store.get_buffer(1)] == [ids[0], ids[4], ids[5]]
+        assert store.buffer_stats()["rows"] == 3
+        # ids never come back
+        assert store.append_buffer("user", "new", "api").id > ids[-1]
+
+    def test_forget_unknown_ids_deletes_nothing(self, store: MemoryStore):
+        store.bind_embedder(MODEL, DIM)
+        ids = fill_buffer(store, 2)
+        src = store.add_source("doc", "document", chunks(random_units(2, 3)))
+        for kwargs, what in (
+            ({"buffer_ids": [ids[0], 999]}, "buffer row 999"),
+            ({"summary_ids": [5]}, "summary 5"),
+            ({"source_ids": [src.id + 10]}, f"source {src.id + 10}"),
+            ({"memory_ids": [12345]}, "memory 12345"),
+        ):
+            with pytest.raises(NotFound) as err:
+                store.forget("buffer", **kwargs)
+            assert what in err.value.message
+        assert store.buffer_stats()["rows"] == 2 and store.count_memories() == 2
+        assert store.forget_log() == []
+        with pytest.raises(ValidationError):
+            store.forget("everything", buffer_ids=[ids[0]])
+
+    def test_forget_row_of_a_buffer_source_clears_and_queues_its_chunks(self, store: MemoryStore):
+        store.bind_embedder(MODEL, DIM)
+        ids = fill_buffer(store, 4)
+        kept = store.add_source(
+            "chat",
+            "buffer",
+            chunks(random_units(2, 4)),
+            summary="s",
+            start_id=ids[0],
+            end_id=ids[2],
+        )
+        only = store.add_source(
+            "one", "buffer", chunks(random_units(1, 5)), start_id=ids[3], end_id=ids[3]
+        )
+        doc = store.add_source("doc", "document", chunks(random_units(1, 6)))
+        result = store.forget("buffer", buffer_ids=[ids[0], ids[3]])
+        assert result.rebuild_source_ids == [kept.id]
+        assert result.source_ids == [only.id]
+        assert result.memories_removed == 3
+        src = store.get_source(kept.id)
+        assert (src.start_id, src.end_id, src.summary, src.chunk_count) == (ids[1], ids[2], None, 0)
+        with pytest.raises(NotFound):
+            store.get_source(only.id)
+        assert store.get_source(doc.id).chunk_count == 1
+        assert store.get_state(REBUILD_KEY) == [kept.id]
+        [entry] = store.forget_log()
+        assert entry.ids["rebuilt_sources"] == [kept.id] and entry.counts["memories_removed"] == 3
+
+    def test_forget_source_summary_and_memory(self, store: MemoryStore):
+        store.bind_embedder(MODEL, DIM)
+        ids = fill_buffer(store, 2)
+        summ = self._summary_over(store, ids[0], ids[1], "sum", 7)
+        doc = store.add_source("doc", "document", chunks(random_units(3, 8)))
+        other = store.add_source("other", "document", chunks(random_units(2, 9), "keep"))
+        result = store.forget("source", source_ids=[doc.id])
+        assert result.source_ids == [doc.id] and result.memories_removed == 3
+        assert store.count_memories() == 2
+        assert all(
+            h.memory.source_id == other.id
+            for h in store.search_memories(random_units(3, 8)[0], limit=5)
+        )
+        [first, _] = store.source_chunks(other.id)
+        result = store.forget("memory", memory_ids=[first.id])
+        assert result.memory_ids == [first.id] and result.memories_removed == 1
+        assert [m.id for m in store.source_chunks(other.id)] != [first.id]
+        assert store.count_memories() == 1
+        result = store.forget("summary", summary_ids=[summ.id])
+        assert result.summary_ids == [summ.id] and result.resummarise == []
+        assert store.count_summaries() == 0 and store.get_state(RESUMMARISE_KEY) is None
+        assert store.buffer_stats()["rows"] == 2  # a summary goes alone
+        assert [e.kind for e in store.forget_log()] == ["summary", "memory", "source"]
+        assert [e.kind for e in store.forget_log(limit=1)] == ["summary"]
+
+    def test_update_summary_corrects_content_tags_and_entities(self, store: MemoryStore):
+        store.bind_embedder(MODEL, DIM)
+        ids = fill_buffer(store, 3)
+        s = self._summary_over(store, ids[0], ids[2], "Ann likes tea", 10)
+        other = self._summary_over(store, ids[0], ids[1], "something else", 11)
+        assert store.search_summaries(random_units(1, 10)[0], limit=1)[0].summary.id == s.id
+        fixed = store.update_summary(
+            s.id, content="Ann likes coffee", embedding=unit(0, 0, 1), tags=["drinks"]
+        )
+        assert fixed.content == "Ann likes coffee" and fixed.tags == ["drinks"]
+        assert (fixed.start_buffer_id, fixed.end_buffer_id) == (ids[0], ids[2])
+        assert store.get_summary(s.id) == fixed
+        [hit, *_] = store.search_summaries(unit(0, 0, 1), limit=2)
+        assert hit.summary.id == s.id and hit.summary.content == "Ann likes coffee"
+        assert hit.score == pytest.approx(1.0, abs=1e-5)
+        back = store.update_summary(s.id, entities={"people": ["Ann"]})
+        assert back.entities == {"people": ["Ann"]} and back.tags == ["drinks"]
+        assert store.get_summary(other.id).content == "something else"
+        with pytest.raises(NotFound):
+            store.update_summary(999, tags=["x"])
+        with pytest.raises(NotFound):
+            store.get_summary(999)
+        with pytest.raises(ValidationError):
+            store.update_summary(s.id, content="no vector")
+        with pytest.raises(ValidationError):
+            store.update_summary(s.id, content="   ", embedding=unit(1))
+        assert [e.kind for e in store.forget_log()] == ["summary_edit", "summary_edit"]
+
+    def test_find_text_needs_every_term(self, store: MemoryStore):
+        store.bind_embedder(MODEL, DIM)
+        a = store.append_buffer("user", "The Secret code is Blue-42", "tui")
+        store.append_buffer("user", "blue sky only", "tui")
+        store.append_buffer("marker", "secret blue-42", "tui")
+        s = self._summary_over(store, a.id, a.id, "user shared a secret BLUE-42 code", 12)
+        src = store.add_source(
+            "n", "document", [NewChunk("note: secret blue-42 inside", unit(1), {})]
+        )
+        rows, summaries, memories = store.find_text(["secret", "blue-42"], 10)
+        assert [r.id for r in rows] == [a.id]
+        assert [x.id for x in summaries] == [s.id]
+        assert [m.source_id for m in memories] == [src.id]
+        assert store.find_text(["nothing-like-this"], 10) == ([], [], [])
+        rows, _, _ = store.find_text(["blue"], 1)
+        assert [r.id for r in rows] == [a.id]
+
+    def test_update_state_is_a_read_modify_write(self, store: MemoryStore):
+        assert store.update_state("q", lambda cur: (cur or []) + [1]) == [1]
+        assert store.update_state("q", lambda cur: cur + [2]) == [1, 2]
+        assert store.get_state("q") == [1, 2]
+        assert store.update_state("q", lambda cur: None) is None
+        assert store.get_state("q") is None
+
+    def test_export_after_forgetting_holds_no_text_and_round_trips_the_log(
+        self, store: MemoryStore, second_store: MemoryStore
+    ):
+        store.bind_embedder(MODEL, DIM)
+        a = store.append_buffer("user", "remember quokka991 please", "tui").id
+        b = store.append_buffer("assistant", "ok", "tui").id
+        self._summary_over(store, a, b, "user said quokka991", 13)
+        store.add_source(
+            "chat",
+            "buffer",
+            [NewChunk("USER: quokka991", unit(1), {})],
+            summary="quokka991",
+            start_id=a,
+            end_id=b,
+        )
+        store.forget("buffer", buffer_ids=[a])
+        records = list(store.export_records())
+        assert "quokka991" not in repr(records)
+        [log] = [r for r in records if r["type"] == "forget"]
+        assert log["kind"] == "buffer" and log["ids"]["buffer"] == [a]
+        second_store.import_records(iter(records))
+        assert list(second_store.export_records()) == records
+        assert second_store.forget_log()[0].ids["buffer"] == [a]
+        later = second_store.forget("buffer", buffer_ids=[b])
+        assert later.log_id > log["id"]

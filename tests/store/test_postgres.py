@@ -34,6 +34,7 @@ from nixx.store.postgres import (
     search_memories_sql,
     search_summaries_sql,
 )
+from nixx.store.postgres_schema import LATEST, MIGRATIONS
 from nixx.store.records import NewChunk
 from nixx.testing.pg_fixtures import *  # noqa: F403 - the pg_server / pg_url fixtures
 from nixx.testing.postgres import EmbeddedPostgres
@@ -108,8 +109,8 @@ def test_migrate_from_empty_database_and_again(pg_url: str) -> None:
         assert s.schema_version() == 0
         with pytest.raises(SchemaError, match="nixx db migrate"):
             s.append_buffer("user", "too early")
-        assert s.migrate() == [1, 2]
-        assert s.schema_version() == 2
+        assert s.migrate() == [m.version for m in MIGRATIONS]
+        assert s.schema_version() == LATEST
         assert s.migrate() == []
     finally:
         s.close()
@@ -128,7 +129,7 @@ def test_migration_2_types_and_indexes_buffer_vectors_of_a_bound_store(pg_server
             conn.execute("INSERT INTO buffer (role, content) VALUES ('user', 'from version one')")
         s = open_store(url)
         try:
-            assert s.schema_version() == 2
+            assert s.schema_version() == LATEST
             assert _column_type(url, "buffer_vectors") == f"vector({DIM})"
             assert "buffer_vectors_embedding_hnsw" in _indexes(url)
             [row] = s.buffer_rows_without_vector(5)
@@ -170,9 +171,11 @@ def test_concurrent_processes_migrate_once(pg_url: str) -> None:
     for t in threads:
         t.join()
     assert not errors
-    assert sorted(applied) == [[]] * 5 + [[1, 2]]
+    # each version applied exactly once, by whichever process got to it first
+    assert sorted(v for done in applied for v in done) == [m.version for m in MIGRATIONS]
     with psycopg.connect(pg_url) as conn:
-        assert conn.execute("SELECT version FROM nixx_migrations").fetchall() == [(1,), (2,)]
+        rows = conn.execute("SELECT version FROM nixx_migrations ORDER BY 1").fetchall()
+        assert rows == [(m.version,) for m in MIGRATIONS]
 
 
 def test_schema_matches_the_seed(store: PostgresStore, pg_url: str) -> None:
@@ -431,7 +434,7 @@ def _fill(store, rng: np.random.Generator) -> None:
     store.add_source(
         "doc", "document", [NewChunk("doc chunk", unit(rng, 1)[0])], meta={"path": "/p"}
     )
-    store.delete_source(doomed.id)  # ids with a gap must survive the trip
+    store.forget("source", source_ids=[doomed.id])  # ids with a gap must survive the trip
     store.set_state("intent", "ship the postgres backend")
     store.set_state("recall_enabled", False)
     store.set_state("counters", {"turns": 3, "ratio": 0.25, "list": [None, True, "s"]})
@@ -462,6 +465,7 @@ def test_export_import_round_trip_across_backends_is_identical(
         "summary": 1,
         "source": 2,
         "memory": 4,
+        "forget": 1,
     }
     write_export(second, tmp_path / "two.jsonl")
     assert (tmp_path / "one.jsonl").read_bytes() == (tmp_path / "two.jsonl").read_bytes()
@@ -489,12 +493,14 @@ def test_export_lines_are_canonical_and_typed(store: PostgresStore, tmp_path: Pa
         + ["summary"]
         + ["source"] * 2
         + ["memory"] * 4
+        + ["forget"]
     )
     buf = lines[5]
     assert list(buf) == ["type", "id", "role", "content", "origin", "created_at", "meta"]
     assert buf["created_at"].endswith("Z") and len(buf["created_at"]) == 27
-    mem = lines[-1]
+    mem = lines[-2]
     assert all(float(np.float32(x)) == x for x in mem["embedding"])
+    assert list(lines[-1]) == ["type", "id", "at", "kind", "ids", "counts"]
 
 
 def test_import_is_all_or_nothing(pg_url: str, tmp_path: Path) -> None:
@@ -502,7 +508,7 @@ def test_import_is_all_or_nothing(pg_url: str, tmp_path: Path) -> None:
     _fill(source, np.random.default_rng(7))
     records = list(source.export_records())
     source.close()
-    broken = records[:-1] + [{**records[-1], "source_id": 999}]  # memory of no source
+    broken = records[:-2] + [{**records[-2], "source_id": 999}]  # memory of no source
     target = open_store(pg_url)
     with pytest.raises(ValidationError):
         target.import_records(broken)
@@ -582,15 +588,15 @@ def test_cli_db_init_migrate_status_on_postgres(pg_url: str, tmp_path: Path) -> 
 
     before = db("status")
     assert before["backend"] == "postgres"
-    assert before["schema_version"] == 0 and before["pending"] == [1, 2]
-    assert db("init")["applied"] == [1, 2]
+    assert before["schema_version"] == 0 and before["pending"] == [m.version for m in MIGRATIONS]
+    assert db("init")["applied"] == [m.version for m in MIGRATIONS]
     assert db("migrate")["applied"] == []
     s = open_store(pg_url)
     s.bind_embedder("m", DIM)
     s.append_buffer("user", "one row")
     s.close()
     after = db("status")
-    assert after["schema_version"] == after["latest_version"] == 2
+    assert after["schema_version"] == after["latest_version"] == LATEST
     assert after["embedder"] == {"model": "m", "dim": DIM}
     assert after["counts"] == {"buffer": 1, "summaries": 0, "sources": 0, "memories": 0}
 
@@ -711,3 +717,15 @@ def test_user_who_may_not_create_the_extension_is_told_what_to_do(pg_server) -> 
         pg_server.drop_database(admin)
         with psycopg.connect(pg_server.url(), autocommit=True) as conn:
             conn.execute("DROP ROLE IF EXISTS nixx_plain")
+
+
+def test_vacuum_rewrites_the_tables_after_a_forget(store: PostgresStore) -> None:
+    """`nixx db vacuum` on PostgreSQL: VACUUM FULL of nixx's tables; the store keeps working."""
+    rows = [store.append_buffer("user", f"row {i} " + "padding " * 200, "api") for i in range(200)]
+    store.forget("buffer", buffer_ids=[r.id for r in rows[:190]])
+    assert store.scrub() == {}  # nothing is done to the files automatically (docs/storage.md)
+    result = store.vacuum()
+    assert result["backend"] == "postgres"
+    assert result["bytes_after"] < result["bytes_before"]
+    assert [r.id for r in store.get_buffer(1)] == [r.id for r in rows[190:]]
+    assert store.append_buffer("user", "after vacuum", "api").id > rows[-1].id

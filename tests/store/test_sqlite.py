@@ -440,3 +440,24 @@ def test_sqlite_urls_name_files(url: str, path: str):
     from nixx.store.sqlite import sqlite_path
 
     assert str(sqlite_path(url)) == path
+
+
+def test_scrub_does_not_wait_long_for_an_old_reader(store: SQLiteStore):
+    """A reader holding an older snapshot keeps the WAL from being truncated: the forget
+    still returns (after `checkpoint_wait_ms`) and says so; the next scrub finishes."""
+    import apsw
+
+    store.checkpoint_wait_ms = 100
+    ids = fill_buffer(store, 3)
+    reader = apsw.Connection(str(store.path))
+    reader.execute("BEGIN")
+    reader.execute("SELECT count(*) FROM buffer").fetchall()
+    store.forget("buffer", buffer_ids=[ids[0]])
+    assert store.scrub()["checkpoint"]["busy"] == 1
+    wal = store.path.with_name(store.path.name + "-wal")
+    assert wal.stat().st_size > 0
+    reader.execute("COMMIT")
+    reader.close()
+    assert store.scrub()["checkpoint"]["busy"] == 0
+    assert wal.stat().st_size == 0
+    assert b"message number 0" not in store.path.read_bytes()

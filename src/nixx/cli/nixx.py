@@ -8,6 +8,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+from nixx.cli.forget import add_parser as add_forget_parser
 from nixx.cli.ingest import add_parser as add_ingest_parser
 from nixx.cli.output import emit_json, guard_pipe, run_command
 
@@ -129,6 +130,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_import)
 
     add_ingest_parser(sub)
+    add_forget_parser(sub)
 
     p = sub.add_parser(
         "reindex",
@@ -137,8 +139,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--db-url", help="store to re-embed (default NIXX_DB_URL)")
     p.set_defaults(func=_reindex)
 
-    p = sub.add_parser("db", help="create, migrate or inspect the memory store")
-    p.add_argument("action", choices=["init", "migrate", "status"], help="what to do")
+    p = sub.add_parser("db", help="create, migrate, inspect or vacuum the memory store")
+    p.add_argument(
+        "action",
+        choices=["init", "migrate", "status", "vacuum"],
+        help="what to do (vacuum: rewrite the files so deleted rows leave no bytes behind)",
+    )
     p.add_argument("--db-url", help="store to work on (default NIXX_DB_URL)")
     p.set_defaults(func=_db)
 
@@ -263,10 +269,16 @@ def _db(args: argparse.Namespace) -> int:
         "init": maintenance.db_init,
         "migrate": maintenance.db_migrate,
         "status": maintenance.db_status,
+        "vacuum": maintenance.db_vacuum,
     }[args.action]
     result = action(url)
     if args.json:
         emit_json(result)
+    elif args.action == "vacuum":
+        print(
+            f"{result['db_url']}: vacuumed ({result['backend']}), "
+            f"{result['bytes_before']} -> {result['bytes_after']} bytes"
+        )
     elif args.action == "status":
         print(f"store:    {result['db_url']} ({result['backend']})")
         pending = f", pending {result['pending']}" if result["pending"] else ""

@@ -121,6 +121,10 @@ class Episodic:
             return False, []
         return True, self.store.unsummarised()
 
+    def forget_cache(self) -> None:
+        """Count the unsummarised words afresh next time (rows were deleted)."""
+        self._due_cache = None
+
     def status(self) -> dict[str, Any]:
         rows = self.store.unsummarised()
         stats = self.store.buffer_stats()

@@ -40,7 +40,15 @@ def text(store: MemoryStore) -> str | None:
     return str(value["text"]) if value else None
 
 
-def set_intent(store: MemoryStore, intent: str, *, source: str = "manual") -> dict[str, Any]:
+def set_intent(
+    store: MemoryStore,
+    intent: str,
+    *,
+    source: str = "manual",
+    rows: tuple[int, int] | None = None,
+) -> dict[str, Any]:
+    """Store the intent; a derived one keeps the (first, last) buffer ids it was derived
+    from, so forgetting one of those rows clears it (`nixx.memory.forget`)."""
     intent = " ".join(str(intent).split())
     if not intent:
         raise ValidationError(
@@ -55,6 +63,8 @@ def set_intent(store: MemoryStore, intent: str, *, source: str = "manual") -> di
         "source": source,
         "updated_at": datetime.now(UTC).isoformat(timespec="seconds"),
     }
+    if rows is not None:
+        value["rows"] = [int(rows[0]), int(rows[1])]
     store.set_state(KEY, value)
     return value
 

@@ -13,6 +13,8 @@ event loop never waits on them.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import functools
 import logging
 from collections.abc import AsyncIterator, Callable, Coroutine, Sequence
 from typing import Any, TypeVar
@@ -24,6 +26,7 @@ from nixx.config import Settings
 from nixx.embed.base import Embedder
 from nixx.errors import BackendError, NixxError, NotFound, ValidationError
 from nixx.llm.client import ChatClient
+from nixx.memory import forget as forgetting
 from nixx.memory import intent as intent_state
 from nixx.memory import semantic
 from nixx.memory.background import BackgroundJobs
@@ -33,6 +36,7 @@ from nixx.memory.recall import RecallContext, build_system_prompt, default_thres
 from nixx.memory.row_vectors import RowVectors
 from nixx.memory.summarize import merge_tags, select_window, summarise
 from nixx.store.base import MemoryStore
+from nixx.store.forgetting import REBUILD_KEY, RESUMMARISE_KEY, ForgetLogEntry, ForgetResult
 from nixx.store.records import BufferHit, BufferRow, MemoryHit, Source, Summary, SummaryHit
 
 log = logging.getLogger(__name__)
@@ -40,6 +44,11 @@ T = TypeVar("T")
 
 SUMMARY_JOB = "summary"
 INTENT_JOB = "intent"
+SOURCES_JOB = "sources"
+
+
+class _Stale(Exception):
+    """A forget ran while a background job read the rows it was about to store."""
 
 
 class NixxService:
@@ -66,6 +75,11 @@ class NixxService:
         self._writes: set[asyncio.Task[Any]] = set()
         self._summary_failures = 0
         self._summary_skip = 0
+        # Forgetting vs. background writes: a forget bumps the epoch under the lock; a job
+        # that read rows under an older epoch drops its result instead of storing text
+        # from a deleted row (`_store_if_current`).
+        self._forget_lock = asyncio.Lock()
+        self._forget_epoch = 0
 
     async def close(self) -> None:
         await self.run(self.row_vectors.close)
@@ -279,12 +293,19 @@ class NixxService:
         # Leave a quarter of the context for the prompt and the answer.
         return max(2000, self.settings.chat_context_length * 3)
 
-    async def _summarise_window(self, rows: Any, tags: Sequence[str]) -> Summary:
+    async def _summarise_window(
+        self,
+        rows: Any,
+        tags: Sequence[str],
+        epoch: int,
+        then: Callable[[], Any] | None = None,
+    ) -> Summary:
         model = await self.resolve_model(None)
         draft = await summarise(self.llm, model, rows, max_chars=self._max_transcript_chars())
         vector = (await self.embed([draft.summary]))[0]
-        return await self.run(
-            lambda: self.store.add_summary(
+
+        def store() -> Summary:
+            summary = self.store.add_summary(
                 draft.summary,
                 vector,
                 tags=merge_tags(tags, draft.tags),
@@ -292,7 +313,18 @@ class NixxService:
                 start_buffer_id=rows[0].id,
                 end_buffer_id=rows[-1].id,
             )
-        )
+            if then is not None:
+                then()
+            return summary
+
+        return await self._store_if_current(epoch, store)
+
+    async def _store_if_current(self, epoch: int, fn: Callable[[], T]) -> T:
+        """Run the write `fn` unless a forget ran since `epoch` (then `_Stale`)."""
+        async with self._forget_lock:
+            if epoch != self._forget_epoch:
+                raise _Stale
+            return await self.run(fn)
 
     async def _auto_summary(self) -> None:
         """Summarise every due window, oldest first; stop at the first failure (the window
@@ -311,13 +343,18 @@ class NixxService:
         self._summary_failures = 0
 
     async def _summarise_due(self) -> None:
+        await self._resummarise_pending()
         for _ in range(100):  # bounded: each pass consumes at least one row
+            epoch = self._forget_epoch
             due, rows = await self.run(self.episodic.summary_due)
             if not due:
                 return
             interval = await self.run(self.episodic.interval)
             window = select_window(rows, min_words=interval, max_chars=self._max_transcript_chars())
-            summary = await self._summarise_window(window, [])
+            try:
+                summary = await self._summarise_window(window, [], epoch)
+            except _Stale:
+                continue
             log.info(
                 "summary %s covers buffer %s..%s",
                 summary.id,
@@ -329,13 +366,54 @@ class NixxService:
         """Summarise the unsummarised window now (waits for a running background summary
         first, so two never overlap)."""
         await self._wait_for(SUMMARY_JOB)
-        rows = await self.run(self.store.unsummarised)
-        if not rows:
-            raise ValidationError(
-                "nothing to summarise: every buffer message is already in a summary"
+        await self._resummarise_pending()
+        for _ in range(10):
+            epoch = self._forget_epoch
+            rows = await self.run(self.store.unsummarised)
+            if not rows:
+                raise ValidationError(
+                    "nothing to summarise: every buffer message is already in a summary"
+                )
+            window = select_window(rows, min_words=None, max_chars=self._max_transcript_chars())
+            try:
+                return await self._summarise_window(window, list(tags), epoch)
+            except _Stale:
+                continue
+        raise ValidationError("messages kept being forgotten while summarising; try again")
+
+    async def _resummarise_pending(self) -> None:
+        """Summarise again, oldest first, each window whose summary was removed because
+        it covered a forgotten row, from the rows that remain (state ``forget.resummarise``,
+        so the work survives a restart). A window with no row left is dropped."""
+        for _ in range(1000):
+            epoch = self._forget_epoch
+            queue = await self.run(self.store.get_state, RESUMMARISE_KEY)
+            if not queue:
+                return
+            start, end = int(queue[0][0]), int(queue[0][1])
+
+            def done(window: tuple[int, int] = (start, end)) -> None:
+                self.store.update_state(
+                    RESUMMARISE_KEY,
+                    lambda cur: [w for w in (cur or []) if tuple(w) != window] or None,
+                )
+
+            rows = [
+                r for r in await self.run(self.store.get_buffer, start, end) if r.role != "marker"
+            ]
+            try:
+                if not rows:
+                    await self._store_if_current(epoch, done)
+                    continue
+                summary = await self._summarise_window(rows, [], epoch, then=done)
+            except _Stale:
+                continue
+            log.info(
+                "summary %s re-covers buffer %s..%s after a forget",
+                summary.id,
+                summary.start_buffer_id,
+                summary.end_buffer_id,
             )
-        window = select_window(rows, min_words=None, max_chars=self._max_transcript_chars())
-        return await self._summarise_window(window, list(tags))
 
     async def _wait_for(self, kind: str) -> None:
         while self.jobs.running(kind):
@@ -356,29 +434,45 @@ class NixxService:
             await self.derive_intent()
 
     async def derive_intent(self) -> dict[str, Any]:
-        start = await self.run(self.episodic.session_start)
-        rows = await self.run(
-            lambda: self.store.last_buffer_rows(self.settings.intent_lookback, after_id=start - 1)
-        )
-        if not rows:
-            raise ValidationError("no messages in the current session to derive an intent from")
-        model = await self.resolve_model(None)
-        data = await self.llm.create(
-            {
-                "model": model,
-                "messages": intent_state.intent_messages(rows),
-                "temperature": intent_state.TEMPERATURE,
-            }
-        )
-        answer = (data["choices"][0].get("message") or {}).get("content") or ""
-        text = intent_state.clean_answer(answer)
+        for _ in range(10):
+            epoch = self._forget_epoch
+            start = await self.run(self.episodic.session_start)
+            rows = await self.run(
+                functools.partial(
+                    self.store.last_buffer_rows, self.settings.intent_lookback, after_id=start - 1
+                )
+            )
+            if not rows:
+                raise ValidationError("no messages in the current session to derive an intent from")
+            model = await self.resolve_model(None)
+            data = await self.llm.create(
+                {
+                    "model": model,
+                    "messages": intent_state.intent_messages(rows),
+                    "temperature": intent_state.TEMPERATURE,
+                }
+            )
+            answer = (data["choices"][0].get("message") or {}).get("content") or ""
+            text = intent_state.clean_answer(answer)
 
-        def save() -> dict[str, Any]:
-            value = intent_state.set_intent(self.store, text, source="derived")
-            intent_state.mark_derived(self.store, rows[-1].id)
-            return value
+            def save(rows: list[BufferRow] = rows, text: str = text) -> dict[str, Any]:
+                value = intent_state.set_intent(
+                    self.store, text, source="derived", rows=(rows[0].id, rows[-1].id)
+                )
+                intent_state.mark_derived(self.store, rows[-1].id)
+                return value
 
-        return await self.run(save)
+            try:
+                return await self._store_if_current(epoch, save)
+            except _Stale:
+                continue
+        raise ValidationError("messages kept being forgotten while deriving the intent; try again")
+
+    async def _rederive_intent(self) -> None:
+        """After a forget cleared the intent: derive it from what remains (or leave it
+        cleared when the session has no message left)."""
+        with contextlib.suppress(ValidationError):
+            await self.derive_intent()
 
     async def get_intent(self) -> dict[str, Any] | None:
         return await self.run(intent_state.get, self.store)
@@ -418,24 +512,7 @@ class NixxService:
         """Store a buffer range as a named source; returns (source, summary problem)."""
         plan = await self.run(semantic.plan_source, self.store, name, start_id, end_id)
         chunks = await self.run(lambda: semantic.embed_chunks(_BoundEmbedder(self), plan))
-        summary: str | None = None
-        problem: str | None = None
-        try:
-            model = await self.resolve_model(None)
-            data = await self.llm.create(
-                {
-                    "model": model,
-                    "messages": [
-                        {"role": "system", "content": SOURCE_SUMMARY_PROMPT},
-                        {"role": "user", "content": plan.text[: self._max_transcript_chars()]},
-                    ],
-                    "temperature": 0.3,
-                }
-            )
-            summary = ((data["choices"][0].get("message") or {}).get("content") or "").strip()
-            summary = summary or None
-        except BackendError as exc:
-            problem = exc.message
+        summary, problem = await self._source_summary(plan.text)
         source = await self.run(
             lambda: self.store.add_source(
                 plan.name,
@@ -448,10 +525,189 @@ class NixxService:
         )
         return source, problem
 
+    async def _source_summary(self, text: str) -> tuple[str | None, str | None]:
+        """(the LLM's display summary of a source's text, what went wrong)."""
+        try:
+            model = await self.resolve_model(None)
+            data = await self.llm.create(
+                {
+                    "model": model,
+                    "messages": [
+                        {"role": "system", "content": SOURCE_SUMMARY_PROMPT},
+                        {"role": "user", "content": text[: self._max_transcript_chars()]},
+                    ],
+                    "temperature": 0.3,
+                }
+            )
+        except BackendError as exc:
+            return None, exc.message
+        summary = ((data["choices"][0].get("message") or {}).get("content") or "").strip()
+        return summary or None, None
+
     async def search_sources(self, query: str, limit: int) -> list[MemoryHit]:
         vector = (await self.embed([query]))[0]
         return await self.run(lambda: self.store.search_memories(vector, limit=limit))
 
+    async def list_sources(self, name: str | None = None) -> list[Source]:
+        """Every source, newest first; with `name`, those whose name contains it
+        (case-insensitive)."""
+        items = await self.run(self.store.list_sources)
+        if name is not None and name.strip():
+            needle = name.strip().casefold()
+            items = [s for s in items if needle in s.name.casefold()]
+        return items
+
+    # ---- forgetting and correcting -------------------------------------------------------
+    async def forget_buffer_row(self, row_id: int) -> dict[str, Any]:
+        return await self._forget("buffer", buffer_ids=[row_id])
+
+    async def forget_buffer_range(self, start_id: int, end_id: int) -> dict[str, Any]:
+        """Every row with start_id <= id <= end_id (markers included)."""
+        if end_id < start_id:
+            raise ValidationError(
+                f"end_id ({end_id}) must be >= start_id ({start_id})", param="end_id"
+            )
+        rows = await self.run(self.store.get_buffer, start_id, end_id)
+        if not rows:
+            raise NotFound(f"the buffer has no rows between ids {start_id} and {end_id}")
+        return await self._forget("buffer", buffer_ids=[r.id for r in rows])
+
+    async def forget_summary(self, summary_id: int) -> dict[str, Any]:
+        return await self._forget("summary", summary_ids=[summary_id])
+
+    async def forget_source(self, source_id: int) -> dict[str, Any]:
+        return await self._forget("source", source_ids=[source_id])
+
+    # the names the web page (nixx.web) calls
+    delete_summary = forget_summary
+    delete_source = forget_source
+
+    async def forget_refs(self, refs: Sequence[str]) -> dict[str, Any]:
+        """Delete the items named by references such as ``buffer:12``, ``summary:3``,
+        ``source:2``, ``memory:40`` (all or nothing)."""
+        if not refs:
+            raise ValidationError("name at least one item (buffer:ID, summary:ID, ...)")
+        grouped = forgetting.group_refs(refs)
+        kinds = [k for k, arg in forgetting.REF_KINDS.items() if grouped[arg]]
+        return await self._forget(kinds[0] if len(kinds) == 1 else "query", **grouped)
+
+    async def forget_matches(self, query: str) -> dict[str, Any]:
+        """A dry run: what `query` matches (buffer rows, summaries, memories)."""
+        return await self.run(forgetting.matches, self.store, query)
+
+    async def forget_query(self, query: str, ids: Sequence[str]) -> dict[str, Any]:
+        """Delete exactly `ids`, each of which `query` must still match."""
+        grouped = await self.run(forgetting.confirmed_refs, self.store, query, list(ids))
+        return await self._forget("query", **grouped)
+
+    async def forget_log(self, limit: int = 100) -> list[ForgetLogEntry]:
+        return await self.run(self.store.forget_log, limit)
+
+    async def get_summary(self, summary_id: int) -> Summary:
+        return await self.run(self.store.get_summary, summary_id)
+
+    async def update_summary(
+        self,
+        summary_id: int,
+        *,
+        content: str | None = None,
+        tags: Sequence[str] | None = None,
+        entities: dict[str, list[str]] | None = None,
+    ) -> Summary:
+        """Correct a summary; new content is embedded again (recall finds the new text)."""
+        if content is None and tags is None and entities is None:
+            raise ValidationError("give at least one of content, tags, entities")
+        if content is not None and not content.strip():
+            raise ValidationError("content must be non-empty text", param="content")
+        await self.run(self.store.get_summary, summary_id)  # 404 before embedding
+        vector = None if content is None else (await self.embed([content]))[0]
+        async with self._forget_lock:
+            self._forget_epoch += 1  # a re-summary in flight must not undo the edit
+            summary = await self.run(
+                lambda: self.store.update_summary(
+                    summary_id, content=content, embedding=vector, tags=tags, entities=entities
+                )
+            )
+            await self.run(self.store.scrub)
+        return summary
+
+    async def _forget(self, kind: str, **ids: Sequence[int]) -> dict[str, Any]:
+        """One deletion: the store's transaction, then the intent, then the files on
+        disk; the repairs (re-summaries, source chunks, intent) run in the background."""
+        async with self._forget_lock:
+            self._forget_epoch += 1
+
+            def work() -> tuple[ForgetResult, bool, dict[str, Any]]:
+                result = self.store.forget(kind, **ids)
+                cleared = forgetting.intent_from_deleted(self.store, result.buffer_ids)
+                return result, cleared, self.store.scrub()
+
+            result, intent_cleared, scrub = await self.run(work)
+            self.episodic.forget_cache()
+        if result.resummarise:
+            self.jobs.schedule(SUMMARY_JOB, self._auto_summary_now)
+        if result.rebuild_source_ids:
+            self.jobs.schedule(SOURCES_JOB, self._rebuild_sources)
+        if intent_cleared:
+            self.jobs.schedule(INTENT_JOB, self._rederive_intent)
+        return {"forgotten": result.to_dict(), "intent_cleared": intent_cleared, "disk": scrub}
+
+    async def resume_repairs(self) -> None:
+        """Schedule the repairs a forget left queued (say `nixx forget` while the LLM
+        backend was down): the server calls this when it starts."""
+        if await self.run(self.store.get_state, RESUMMARISE_KEY):
+            self.jobs.schedule(SUMMARY_JOB, self._auto_summary_now)
+        if await self.run(self.store.get_state, REBUILD_KEY):
+            self.jobs.schedule(SOURCES_JOB, self._rebuild_sources)
+
+    async def _auto_summary_now(self) -> None:
+        """The summary job, without the back-off wait (a forget asked for it)."""
+        self._summary_skip = 0
+        await self._auto_summary()
+
+    async def _rebuild_sources(self) -> None:
+        """Re-chunk and re-embed each buffer source that lost rows to a forget, from the
+        rows that remain (state ``forget.rebuild_sources``); then its display summary."""
+        for _ in range(1000):
+            epoch = self._forget_epoch
+            queue = await self.run(self.store.get_state, REBUILD_KEY)
+            if not queue:
+                return
+            source_id = int(queue[0])
+
+            def done(source_id: int = source_id) -> None:
+                self.store.update_state(
+                    REBUILD_KEY, lambda cur: [i for i in (cur or []) if i != source_id] or None
+                )
+
+            try:
+                src = await self.run(self.store.get_source, source_id)
+                plan = await self.run(
+                    semantic.plan_source, self.store, src.name, src.start_id, src.end_id
+                )
+                chunks = await self.run(semantic.embed_chunks, _BoundEmbedder(self), plan)
+            except (NotFound, ValidationError):  # gone, or nothing left to chunk
+                await self._store_if_current_or_skip(epoch, done)
+                continue
+
+            def replace(source_id: int = source_id, chunks: Any = chunks) -> None:
+                self.store.replace_source(source_id, chunks)
+                done()
+
+            try:
+                await self._store_if_current(epoch, replace)
+            except _Stale:
+                continue
+            summary, _problem = await self._source_summary(plan.text)
+            if summary:
+                with contextlib.suppress(_Stale, NotFound):
+                    await self._store_if_current(
+                        epoch, functools.partial(self.store.set_source_summary, source_id, summary)
+                    )
+
+    async def _store_if_current_or_skip(self, epoch: int, fn: Callable[[], Any]) -> None:
+        with contextlib.suppress(_Stale):
+            await self._store_if_current(epoch, fn)
 
     # ---- one door per use case for the shells (routes, web page, CLI, MCP) -------------
     async def ingest(
@@ -482,7 +738,9 @@ class NixxService:
         ingestor = Ingestor(self.store, self.embedder, self.settings, progress=progress)
         if path is not None:
             result = await self.run(
-                lambda: ingestor.ingest_path(path, name=name, tags=tags, root=self.settings.workspace)
+                lambda: ingestor.ingest_path(
+                    path, name=name, tags=tags, root=self.settings.workspace
+                )
             )
         elif url is not None:
             result = await self.run(lambda: ingestor.ingest_url(url, name=name, tags=tags))
@@ -505,9 +763,6 @@ class NixxService:
                     await self.run(self.store.set_source_summary, source_id, summary)
                     result.source = await self.run(self.store.get_source, source_id)
         return result, problem
-
-    async def list_sources(self) -> list[Source]:
-        return await self.run(self.store.list_sources)
 
     async def get_source(self, source_id: int) -> Source:
         return await self.run(self.store.get_source, source_id)
@@ -532,7 +787,9 @@ class NixxService:
         first: keyset paging by id, as fast on the last page of 100,000 rows as the first."""
 
         def work() -> list[BufferRow]:
-            end = (before_id if before_id is not None else self.store.buffer_stats()["max_id"] + 1) - 1
+            end = (
+                before_id if before_id is not None else self.store.buffer_stats()["max_id"] + 1
+            ) - 1
             width = limit
             while True:
                 start = max(1, end - width + 1)
@@ -543,7 +800,9 @@ class NixxService:
 
         return await self.run(work)
 
-    async def buffer_around(self, row_id: int, *, before: int = 10, after: int = 10) -> list[BufferRow]:
+    async def buffer_around(
+        self, row_id: int, *, before: int = 10, after: int = 10
+    ) -> list[BufferRow]:
         """The rows around `row_id` (markers included), for a transcript view of a hit."""
         start = max(1, row_id - before)
         return await self.run(self.store.get_buffer, start, row_id + after)

@@ -45,6 +45,7 @@ def create_app(settings: Settings) -> FastAPI:
             service = NixxService(settings, store, embedder, llm, tools)
             app.state.service = service
             service.row_vectors.start()  # embeds buffer rows without a vector (backfill)
+            await service.resume_repairs()  # re-summaries and rebuilds a forget left queued
             from nixx.server.run import startup_line
 
             log.info("%s", startup_line(settings, embedder.model))

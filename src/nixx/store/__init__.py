@@ -1,7 +1,7 @@
 """Memory store: `open_store(url)` picks the backend from the URL scheme.
 
-    sqlite:///path/to/nixx.db      the embedded default (one file)
-    postgresql://user@host/db      PostgreSQL + pgvector
+sqlite:///path/to/nixx.db      the embedded default (one file)
+postgresql://user@host/db      PostgreSQL + pgvector
 """
 
 from __future__ import annotations

@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from nixx.store.forgetting import ForgetLogEntry, ForgetResult
 from nixx.store.records import (
     BufferHit,
     BufferRow,
@@ -244,7 +245,65 @@ class MemoryStore(ABC):
     @abstractmethod
     def count_memories(self) -> int: ...
 
+    # ---- forgetting and editing (see nixx.store.forgetting) ----------------------
+    @abstractmethod
+    def forget(
+        self,
+        kind: str,
+        *,
+        buffer_ids: Sequence[int] = (),
+        summary_ids: Sequence[int] = (),
+        source_ids: Sequence[int] = (),
+        memory_ids: Sequence[int] = (),
+    ) -> ForgetResult:
+        """Delete the given rows and what would keep their text (summaries covering a
+        deleted buffer row, the memories of buffer sources that held one), queue the
+        repairs, and log the deletion, in one transaction. Raises `NotFound` naming the
+        first id that does not exist (and deletes nothing)."""
+
+    @abstractmethod
+    def get_summary(self, summary_id: int) -> Summary:
+        """Without its embedding. Raises `NotFound`."""
+
+    @abstractmethod
+    def update_summary(
+        self,
+        summary_id: int,
+        *,
+        content: str | None = None,
+        embedding: np.ndarray | None = None,
+        tags: Sequence[str] | None = None,
+        entities: dict[str, list[str]] | None = None,
+    ) -> Summary:
+        """Correct a summary (new content needs its new embedding); logged as a
+        ``summary_edit``. Raises `NotFound`."""
+
+    @abstractmethod
+    def find_text(
+        self, terms: Sequence[str], limit: int
+    ) -> tuple[list[BufferRow], list[Summary], list[Memory]]:
+        """Non-marker buffer rows, summaries and memories whose text contains every
+        term (case-insensitive substring), at most `limit` of each, oldest first."""
+
+    @abstractmethod
+    def forget_log(self, limit: int = 100) -> list[ForgetLogEntry]:
+        """The newest `limit` deletions, newest first."""
+
+    def scrub(self) -> dict[str, Any]:
+        """After a deletion: remove deleted text from the files on disk where the
+        backend can (SQLite: full-text index merged, WAL checkpointed and truncated)."""
+        return {}
+
+    @abstractmethod
+    def vacuum(self) -> dict[str, Any]:
+        """Rewrite the storage so freed space holds no old rows (`nixx db vacuum`)."""
+
     # ---- state ---------------------------------------------------------------------
+    @abstractmethod
+    def update_state(self, key: str, fn: Callable[[Any], Any]) -> Any:
+        """Atomically replace the value under `key` by `fn(current or None)`; a result
+        of None deletes the key. Returns the new value."""
+
     @abstractmethod
     def get_state(self, key: str, default: Any = None) -> Any:
         """A JSON value stored under `key` (intent, runtime switches, counters)."""

@@ -59,6 +59,7 @@ FIELDS: dict[str, tuple[str, ...]] = {
         "created_at",
     ),
     "memory": ("type", "id", "source_id", "content", "embedding", "metadata", "created_at"),
+    "forget": ("type", "id", "at", "kind", "ids", "counts"),
 }
 
 Progress = Callable[[str, int], None]  # (record type, records of that type so far)
@@ -231,6 +232,13 @@ _CHECKS: dict[str, dict[str, tuple[type | tuple[type, ...], Any]]] = {
         "embedding": (list, _REQUIRED),
         "metadata": (dict, {}),
         "created_at": (str, _REQUIRED),
+    },
+    "forget": {
+        "id": (int, _REQUIRED),
+        "at": (str, _REQUIRED),
+        "kind": (str, _REQUIRED),
+        "ids": (dict, {}),
+        "counts": (dict, {}),
     },
 }
 _ALLOWED = {"role": ROLES, "origin": ORIGINS, "source_type": SOURCE_TYPES}

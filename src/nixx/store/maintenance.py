@@ -1,4 +1,4 @@
-"""Store maintenance behind `nixx db init|migrate|status` and `nixx reindex`.
+"""Store maintenance behind `nixx db init|migrate|status|vacuum` and `nixx reindex`.
 
 The CLI only parses and renders; everything here works on any backend.
 """
@@ -65,6 +65,17 @@ def db_init(url: str) -> dict[str, Any]:
             "applied": applied,
             "schema_version": store.schema_version(),
         }
+    finally:
+        store.close()
+
+
+def db_vacuum(url: str) -> dict[str, Any]:
+    """Rewrite the store so the space of deleted rows holds none of their bytes
+    (SQLite: VACUUM + WAL truncated; PostgreSQL: VACUUM FULL; see docs/storage.md)."""
+    _require_existing(url)
+    store = open_store(url)
+    try:
+        return {"db_url": display_url(url), **store.vacuum()}
     finally:
         store.close()
 

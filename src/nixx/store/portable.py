@@ -10,6 +10,7 @@ JSONL export/import records (described in docs/storage.md).
     {"type": "source", "id", "name", "source_type", "summary", "start_id", "end_id",
      "meta", "created_at"}
     {"type": "memory", "id", "source_id", "content", "embedding", "metadata", "created_at"}
+    {"type": "forget", "id", "at", "kind", "ids", "counts"}      (the forget log)
 
 Records come in that order, each type by ascending id.
 """
@@ -35,6 +36,7 @@ RECORD_TYPES: tuple[str, ...] = (
     "summary",
     "source",
     "memory",
+    "forget",
 )
 
 
@@ -151,4 +153,16 @@ def memory_record(m: Memory) -> dict[str, Any]:
         "embedding": vector_to_list(m.embedding),
         "metadata": m.metadata,
         "created_at": m.created_at,
+    }
+
+
+def forget_record(entry: Any) -> dict[str, Any]:
+    """A forget-log entry (`nixx.store.forgetting.ForgetLogEntry`): ids and counts only."""
+    return {
+        "type": "forget",
+        "id": entry.id,
+        "at": entry.at,
+        "kind": entry.kind,
+        "ids": entry.ids,
+        "counts": entry.counts,
     }

@@ -39,8 +39,9 @@ from nixx.errors import (
     StoreError,
     ValidationError,
 )
-from nixx.store import validation
+from nixx.store import forgetting, validation
 from nixx.store.base import RETRY_TAIL, EmbedFn, MemoryStore, retried_user_row
+from nixx.store.forgetting import ForgetLogEntry, ForgetResult
 from nixx.store.portable import as_vector
 from nixx.store.postgres_schema import (
     HNSW_MAX_DIM,
@@ -945,6 +946,127 @@ class PostgresStore(MemoryStore):
         with self._conn() as conn:
             return int(conn.execute("SELECT count(*) FROM memories").fetchone()[0])  # type: ignore[index]
 
+    # ---- forgetting and editing ------------------------------------------------------
+    def forget(
+        self,
+        kind: str,
+        *,
+        buffer_ids: Sequence[int] = (),
+        summary_ids: Sequence[int] = (),
+        source_ids: Sequence[int] = (),
+        memory_ids: Sequence[int] = (),
+    ) -> ForgetResult:
+        with self._conn() as conn:
+            # no summary or source may appear (or change) between the plan and the deletes
+            conn.execute("LOCK TABLE summaries, sources IN EXCLUSIVE MODE")
+            return forgetting.execute(
+                _ForgetOps(conn), kind, buffer_ids, summary_ids, source_ids, memory_ids
+            )
+
+    def get_summary(self, summary_id: int) -> Summary:
+        with self._conn() as conn:
+            row = conn.execute(
+                f"SELECT {_SUMMARY_COLS} FROM summaries WHERE id = %s", (summary_id,)
+            ).fetchone()
+        if row is None:
+            raise NotFound(f"summary {summary_id} does not exist")
+        return _summary(row)
+
+    def update_summary(
+        self,
+        summary_id: int,
+        *,
+        content: str | None = None,
+        embedding: np.ndarray | None = None,
+        tags: Sequence[str] | None = None,
+        entities: dict[str, list[str]] | None = None,
+    ) -> Summary:
+        with self._conn() as conn:
+            old = conn.execute(
+                f"SELECT {_SUMMARY_COLS} FROM summaries WHERE id = %s FOR UPDATE", (summary_id,)
+            ).fetchone()
+            if old is None:
+                raise NotFound(f"summary {summary_id} does not exist")
+            cur = _summary(old)
+            new_tags, new_entities = validation.summary(
+                content if content is not None else cur.content,
+                cur.tags if tags is None else tags,
+                cur.entities if entities is None else entities,
+                cur.start_buffer_id,
+                cur.end_buffer_id,
+            )
+            if (content is None) != (embedding is None):
+                raise ValidationError("new summary content needs its new embedding (and only then)")
+            if content is not None:
+                (vec,) = self._vectors(conn, [embedding], "summary embedding")
+                conn.execute(
+                    "UPDATE summaries SET content = %s, embedding = %s::vector WHERE id = %s",
+                    (content, vec, summary_id),
+                )
+            conn.execute(
+                "UPDATE summaries SET tags = %s, entities = %s WHERE id = %s",
+                (new_tags, Jsonb(new_entities), summary_id),
+            )
+            _ForgetOps(conn).log("summary_edit", *forgetting.edit_log(summary_id))
+            row = conn.execute(
+                f"SELECT {_SUMMARY_COLS} FROM summaries WHERE id = %s", (summary_id,)
+            ).fetchone()
+        return _summary(row)  # type: ignore[arg-type]
+
+    def find_text(
+        self, terms: Sequence[str], limit: int
+    ) -> tuple[list[BufferRow], list[Summary], list[Memory]]:
+        terms = [t.lower() for t in terms if t]
+        if not terms or limit <= 0:
+            return [], [], []
+        where = " AND ".join("strpos(lower(content), %s) > 0" for _ in terms)
+        with self._conn() as conn:
+            conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+            buffer = conn.execute(
+                f"SELECT {_BUFFER_COLS} FROM buffer WHERE role <> 'marker' AND {where} "
+                "ORDER BY id LIMIT %s",
+                (*terms, limit),
+            ).fetchall()
+            summaries = conn.execute(
+                f"SELECT {_SUMMARY_COLS} FROM summaries WHERE {where} ORDER BY id LIMIT %s",
+                (*terms, limit),
+            ).fetchall()
+            memories = conn.execute(
+                f"SELECT {_MEMORY_COLS} FROM memories WHERE {where} ORDER BY id LIMIT %s",
+                (*terms, limit),
+            ).fetchall()
+        return (
+            [_buffer_row(r) for r in buffer],
+            [_summary(r) for r in summaries],
+            [_memory(r) for r in memories],
+        )
+
+    def forget_log(self, limit: int = 100) -> list[ForgetLogEntry]:
+        with self._conn() as conn:
+            rows = conn.execute(
+                "SELECT id, forgotten_at, kind, ids, counts FROM forget_log "
+                "ORDER BY id DESC LIMIT %s",
+                (max(0, limit),),
+            ).fetchall()
+        return [ForgetLogEntry(int(r[0]), iso_utc(r[1]), r[2], r[3], r[4]) for r in rows]
+
+    def vacuum(self) -> dict[str, Any]:
+        """``VACUUM (FULL, ANALYZE)`` of nixx's tables: each is rewritten into new files
+        without its dead rows (which plain VACUUM only marks reusable). Takes an
+        exclusive lock on each table while it runs."""
+        tables = ("buffer", "summaries", "sources", "memories", "state", "forget_log")
+        with self._pool.connection(timeout=self._timeout) as conn:
+            conn.autocommit = True
+            try:
+                size = "SELECT sum(pg_total_relation_size(t::regclass)) FROM unnest(%s::text[]) t"
+                before = int(conn.execute(size, (list(tables),)).fetchone()[0] or 0)  # type: ignore[index]
+                for table in tables:
+                    conn.execute(f"VACUUM (FULL, ANALYZE) {table}")
+                after = int(conn.execute(size, (list(tables),)).fetchone()[0] or 0)  # type: ignore[index]
+            finally:
+                conn.autocommit = False
+        return {"backend": "postgres", "bytes_before": before, "bytes_after": after}
+
     # ---- state ----------------------------------------------------------------------
     def get_state(self, key: str, default: Any = None) -> Any:
         with self._conn() as conn:
@@ -968,10 +1090,33 @@ class PostgresStore(MemoryStore):
         with self._conn() as conn:
             conn.execute("DELETE FROM state WHERE key = %s", (key,))
 
+    def update_state(self, key: str, fn: Callable[[Any], Any]) -> Any:
+        validation.state_key(key)
+        with self._conn() as conn:
+            return self._update_state(conn, key, fn)
+
+    @staticmethod
+    def _update_state(conn: psycopg.Connection[Any], key: str, fn: Callable[[Any], Any]) -> Any:
+        # the row lock serialises concurrent updates of one key; a key not there yet is
+        # guarded by a transaction-scoped advisory lock on its hash
+        conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (key,))
+        row = conn.execute("SELECT value FROM state WHERE key = %s FOR UPDATE", (key,)).fetchone()
+        value = fn(None if row is None else row[0])
+        if value is None:
+            conn.execute("DELETE FROM state WHERE key = %s", (key,))
+        else:
+            conn.execute(
+                "INSERT INTO state (key, value) VALUES (%s, %s) ON CONFLICT (key) "
+                "DO UPDATE SET value = EXCLUDED.value, updated_at = now()",
+                (key, Jsonb(value)),
+            )
+        return value
+
     # ---- export / import ------------------------------------------------------------
     def export_records(self) -> Iterator[dict[str, Any]]:
         from nixx.store.portable import (
             buffer_record,
+            forget_record,
             header_record,
             memory_record,
             source_record,
@@ -1009,6 +1154,10 @@ class PostgresStore(MemoryStore):
                 conn, f"SELECT {_MEMORY_COLS}, {_VEC_OUT} FROM memories ORDER BY id"
             ):
                 yield memory_record(_memory(r, r[5]))
+            for r in conn.execute(
+                "SELECT id, forgotten_at, kind, ids, counts FROM forget_log ORDER BY id"
+            ):
+                yield forget_record(ForgetLogEntry(int(r[0]), iso_utc(r[1]), r[2], r[3], r[4]))
 
     @staticmethod
     def _stream(conn: psycopg.Connection[Any], sql: str) -> Iterator[Any]:
@@ -1024,7 +1173,15 @@ class PostgresStore(MemoryStore):
         with self._conn() as conn:
             conn.execute("SELECT pg_advisory_xact_lock(%s)", (_EMBEDDER_LOCK,))
             conn.execute("LOCK TABLE buffer, summaries, sources, memories, state IN EXCLUSIVE MODE")
-            for table in ("buffer", "summaries", "sources", "memories", "state", "embedder"):
+            for table in (
+                "buffer",
+                "summaries",
+                "sources",
+                "memories",
+                "state",
+                "embedder",
+                "forget_log",
+            ):
                 if conn.execute(f"SELECT 1 FROM {table} LIMIT 1").fetchone():
                     raise Conflict(
                         f"cannot import into {self._safe_url}: the store is not empty (it has "
@@ -1035,6 +1192,57 @@ class PostgresStore(MemoryStore):
                 loader.load(kind, batch)
             loader.finish()
         return reader.counts
+
+
+class _ForgetOps:
+    """`nixx.store.forgetting.Ops` on an open PostgreSQL transaction."""
+
+    def __init__(self, conn: psycopg.Connection[Any]) -> None:
+        self.conn = conn
+
+    def existing(self, table: str, ids: Sequence[int]) -> set[int]:
+        cur = self.conn.execute(f"SELECT id FROM {table} WHERE id = ANY(%s)", (list(ids),))
+        return {int(r[0]) for r in cur.fetchall()}
+
+    def rows_in(self, start: int, end: int) -> list[tuple[int, str]]:
+        cur = self.conn.execute(
+            "SELECT id, role FROM buffer WHERE id BETWEEN %s AND %s ORDER BY id", (start, end)
+        )
+        return [(int(r[0]), r[1]) for r in cur.fetchall()]
+
+    def summary_windows(self) -> Iterable[tuple[int, int, int]]:
+        return self.conn.execute(
+            "SELECT id, start_buffer_id, end_buffer_id FROM summaries"
+        ).fetchall()
+
+    def buffer_sources(self) -> Iterable[tuple[int, int | None, int | None]]:
+        return self.conn.execute(
+            "SELECT id, start_id, end_id FROM sources WHERE type = 'buffer'"
+        ).fetchall()
+
+    def delete(self, table: str, column: str, ids: Sequence[int]) -> int:
+        if not ids:
+            return 0
+        cur = self.conn.execute(f"DELETE FROM {table} WHERE {column} = ANY(%s)", (list(ids),))
+        return int(cur.rowcount)
+
+    def narrow_source(self, source_id: int, start: int, end: int) -> None:
+        self.conn.execute(
+            "UPDATE sources SET start_id = %s, end_id = %s, summary = NULL WHERE id = %s",
+            (start, end, source_id),
+        )
+
+    def update_state(self, key: str, fn: Callable[[Any], Any]) -> Any:
+        return PostgresStore._update_state(self.conn, key, fn)
+
+    def log(self, kind: str, ids: dict[str, list[int]], counts: dict[str, int]) -> tuple[int, str]:
+        row = self.conn.execute(
+            "INSERT INTO forget_log (kind, ids, counts) VALUES (%s, %s, %s) "
+            "RETURNING id, forgotten_at",
+            (kind, Jsonb(ids), Jsonb(counts)),
+        ).fetchone()
+        assert row is not None
+        return int(row[0]), iso_utc(row[1])
 
 
 class _Loader:
@@ -1113,7 +1321,7 @@ class _Loader:
 
     def finish(self) -> None:
         conn = self.conn
-        for table in ("buffer", "summaries", "sources", "memories"):
+        for table in ("buffer", "summaries", "sources", "memories", "forget_log"):
             conn.execute(
                 f"SELECT setval(pg_get_serial_sequence('{table}', 'id'), "
                 f"coalesce((SELECT max(id) FROM {table}), 0) + 1, false)"
@@ -1180,6 +1388,17 @@ _LOAD: dict[str, tuple[str, tuple[str, ...], Callable[[dict[str, Any]], tuple[An
             r["end_id"],
             Jsonb(r["meta"]),
             parse_iso(r["created_at"], f"source {r['id']}"),
+        ),
+    ),
+    "forget": (
+        "forget_log",
+        ("id", "forgotten_at", "kind", "ids", "counts"),
+        lambda r: (
+            r["id"],
+            parse_iso(r["at"], f"forget {r['id']}"),
+            r["kind"],
+            Jsonb(r["ids"]),
+            Jsonb(r["counts"]),
         ),
     ),
     "memory": (

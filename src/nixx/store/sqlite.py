@@ -27,12 +27,14 @@ import apsw
 import numpy as np
 
 from nixx.errors import Conflict, EmbedderMismatch, NotFound, StoreError, ValidationError
-from nixx.store import sqlite_migrations, validation
+from nixx.store import forgetting, sqlite_migrations, validation
 from nixx.store.base import RETRY_TAIL, EmbedFn, MemoryStore, retried_user_row
+from nixx.store.forgetting import ForgetLogEntry, ForgetResult
 from nixx.store.fts_query import fts5_match
 from nixx.store.portable import (
     as_vector,
     buffer_record,
+    forget_record,
     header_record,
     memory_record,
     source_record,
@@ -60,6 +62,7 @@ from nixx.store.vector_index import (
 )
 
 BUSY_TIMEOUT_MS = 60_000
+CHECKPOINT_WAIT_MS = 5_000  # how long a forget's checkpoint waits for old readers
 _LOAD_CHUNK = 20_000
 #: Tables whose vectors are made from their own `content` (reindex re-embeds them).
 _CONTENT_VECTOR_TABLES = ("summaries", "memories")
@@ -111,6 +114,7 @@ class SQLiteStore(MemoryStore):
         self.path = sqlite_path(str(path))
         self.ann_threshold = ann_threshold
         self.busy_timeout_ms = busy_timeout_ms
+        self.checkpoint_wait_ms = CHECKPOINT_WAIT_MS
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
@@ -147,6 +151,10 @@ class SQLiteStore(MemoryStore):
                     time.sleep(0.01)
             conn.execute("PRAGMA foreign_keys = ON")
             conn.execute("PRAGMA synchronous = FULL")
+            # Deleted rows are overwritten with zeros, not just unlinked: on every
+            # connection from the start, or b-tree pages keep stale copies of moved cells
+            # (docs/storage.md "What a deletion leaves on disk").
+            conn.execute("PRAGMA secure_delete = ON")
         except apsw.Error as exc:
             conn.close()
             raise self._open_error(exc) from None
@@ -781,6 +789,156 @@ class SQLiteStore(MemoryStore):
     def count_memories(self) -> int:
         return int(_one(self._conn(), "SELECT count(*) FROM memories")[0])
 
+    # ---- forgetting and editing ----------------------------------------------------
+    def forget(
+        self,
+        kind: str,
+        *,
+        buffer_ids: Sequence[int] = (),
+        summary_ids: Sequence[int] = (),
+        source_ids: Sequence[int] = (),
+        memory_ids: Sequence[int] = (),
+    ) -> ForgetResult:
+        with self._write() as conn:
+            return forgetting.execute(
+                _ForgetOps(conn), kind, buffer_ids, summary_ids, source_ids, memory_ids
+            )
+
+    def get_summary(self, summary_id: int) -> Summary:
+        row = (
+            self._conn()
+            .execute(f"SELECT {_SUMMARY_COLS} FROM summaries WHERE id = ?", (summary_id,))
+            .fetchone()
+        )
+        if row is None:
+            raise NotFound(f"summary {summary_id} does not exist")
+        return _summary(row, with_embedding=False)
+
+    def update_summary(
+        self,
+        summary_id: int,
+        *,
+        content: str | None = None,
+        embedding: np.ndarray | None = None,
+        tags: Sequence[str] | None = None,
+        entities: dict[str, list[str]] | None = None,
+    ) -> Summary:
+        with self._write() as conn:
+            old = conn.execute(
+                f"SELECT {_SUMMARY_COLS} FROM summaries WHERE id = ?", (summary_id,)
+            ).fetchone()
+            if old is None:
+                raise NotFound(f"summary {summary_id} does not exist")
+            cur = _summary(old, with_embedding=False)
+            new_tags, new_entities = validation.summary(
+                content if content is not None else cur.content,
+                cur.tags if tags is None else tags,
+                cur.entities if entities is None else entities,
+                cur.start_buffer_id,
+                cur.end_buffer_id,
+            )
+            if (content is None) != (embedding is None):
+                raise ValidationError("new summary content needs its new embedding (and only then)")
+            if content is not None:
+                vec = as_vector(embedding, self._bound_dim(conn), what="summary embedding")
+                conn.execute(
+                    "UPDATE summaries SET content = ?, embedding = ? WHERE id = ?",
+                    (content, vec.astype("<f4").tobytes(), summary_id),
+                )
+                # the in-memory indexes hold vectors by id: make every process reload them
+                conn.execute(
+                    "UPDATE vector_state SET epoch = abs(random()) WHERE name = 'summaries'"
+                )
+            conn.execute(
+                "UPDATE summaries SET tags = ?, entities = ? WHERE id = ?",
+                (_dumps(new_tags), _dumps(new_entities), summary_id),
+            )
+            _ForgetOps(conn).log("summary_edit", *forgetting.edit_log(summary_id))
+            row = _one(conn, f"SELECT {_SUMMARY_COLS} FROM summaries WHERE id = ?", (summary_id,))
+        return _summary(row, with_embedding=False)
+
+    def find_text(
+        self, terms: Sequence[str], limit: int
+    ) -> tuple[list[BufferRow], list[Summary], list[Memory]]:
+        terms = [t.lower() for t in terms if t]
+        if not terms or limit <= 0:
+            return [], [], []
+        where = " AND ".join("instr(lower(content), ?) > 0" for _ in terms)
+        with self._read() as conn:
+            buffer = [
+                _buffer_row(r)
+                for r in conn.execute(
+                    f"SELECT {_BUFFER_COLS} FROM buffer WHERE role != 'marker' AND {where} "
+                    "ORDER BY id LIMIT ?",
+                    (*terms, limit),
+                )
+            ]
+            summaries = [
+                _summary(r, with_embedding=False)
+                for r in conn.execute(
+                    f"SELECT {_SUMMARY_COLS} FROM summaries WHERE {where} ORDER BY id LIMIT ?",
+                    (*terms, limit),
+                )
+            ]
+            memories = [
+                _memory(r, with_embedding=False)
+                for r in conn.execute(
+                    f"SELECT {_MEMORY_COLS} FROM memories WHERE {where} ORDER BY id LIMIT ?",
+                    (*terms, limit),
+                )
+            ]
+        return buffer, summaries, memories
+
+    def forget_log(self, limit: int = 100) -> list[ForgetLogEntry]:
+        cur = self._conn().execute(
+            "SELECT id, forgotten_at, kind, ids, counts FROM forget_log ORDER BY id DESC LIMIT ?",
+            (max(0, limit),),
+        )
+        return [
+            ForgetLogEntry(int(r[0]), r[1], r[2], json.loads(r[3]), json.loads(r[4])) for r in cur
+        ]
+
+    def scrub(self) -> dict[str, Any]:
+        """Merge the full-text index (its segments then hold no deleted term), checkpoint
+        the WAL into the file and truncate it, and drop the HNSW sidecar files (a cache of
+        vectors, rebuilt when needed). Deleted cells were zeroed (`secure_delete`)."""
+        conn = self._conn()
+        with self._write() as w:
+            w.execute("INSERT INTO buffer_fts (buffer_fts) VALUES ('optimize')")
+        removed = []
+        for table in _VECTOR_TABLES:
+            sidecar = self.path.with_name(f"{self.path.name}.{table}.hnsw")
+            for path in (sidecar, sidecar.with_name(sidecar.name + ".json")):
+                with contextlib.suppress(FileNotFoundError):
+                    path.unlink()
+                    removed.append(path.name)
+        return {"checkpoint": self._checkpoint(conn), "sidecars_removed": removed}
+
+    def _checkpoint(self, conn: apsw.Connection) -> dict[str, int]:
+        """`wal_checkpoint(TRUNCATE)`: it waits (busy handler) for readers of older
+        snapshots, here at most `checkpoint_wait_ms`, so a long reader elsewhere cannot
+        hold a deletion up; ``busy`` = 1 then says the WAL was not truncated yet (the next
+        checkpoint finishes it)."""
+        conn.setbusytimeout(self.checkpoint_wait_ms)
+        try:
+            busy, log, done = _one(conn, "PRAGMA wal_checkpoint(TRUNCATE)")
+        finally:
+            conn.setbusytimeout(self.busy_timeout_ms)
+        return {"busy": int(busy), "wal_frames": int(log), "checkpointed": int(done)}
+
+    def vacuum(self) -> dict[str, Any]:
+        conn = self._conn()
+        before = self.path.stat().st_size
+        conn.execute("INSERT INTO buffer_fts (buffer_fts) VALUES ('optimize')")
+        conn.execute("VACUUM")
+        checkpoint = self._checkpoint(conn)
+        return {
+            "backend": "sqlite",
+            "bytes_before": before,
+            "bytes_after": self.path.stat().st_size,
+            "checkpoint": checkpoint,
+        }
+
     # ---- vector search -------------------------------------------------------------
     def _vector_search(
         self,
@@ -1016,6 +1174,25 @@ class SQLiteStore(MemoryStore):
         with self._write() as conn:
             conn.execute("DELETE FROM state WHERE key = ?", (key,))
 
+    def update_state(self, key: str, fn: Callable[[Any], Any]) -> Any:
+        validation.state_key(key)
+        with self._write() as conn:
+            return self._update_state(conn, key, fn)
+
+    @staticmethod
+    def _update_state(conn: apsw.Connection, key: str, fn: Callable[[Any], Any]) -> Any:
+        row = conn.execute("SELECT value FROM state WHERE key = ?", (key,)).fetchone()
+        value = fn(None if row is None else json.loads(row[0]))
+        if value is None:
+            conn.execute("DELETE FROM state WHERE key = ?", (key,))
+        else:
+            conn.execute(
+                "INSERT INTO state (key, value) VALUES (?, ?) "
+                "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                (key, _dumps(value)),
+            )
+        return value
+
     # ---- export / import -----------------------------------------------------------
     def export_records(self) -> Iterator[dict[str, Any]]:
         # A connection of its own: the snapshot stays consistent while the caller
@@ -1041,6 +1218,12 @@ class SQLiteStore(MemoryStore):
                 yield source_record(_source(r))
             for r in conn.execute(f"SELECT {_MEMORY_COLS} FROM memories ORDER BY id"):
                 yield memory_record(_memory(r, with_embedding=True))
+            for r in conn.execute(
+                "SELECT id, forgotten_at, kind, ids, counts FROM forget_log ORDER BY id"
+            ):
+                yield forget_record(
+                    ForgetLogEntry(int(r[0]), r[1], r[2], json.loads(r[3]), json.loads(r[4]))
+                )
         finally:
             conn.close()
 
@@ -1049,7 +1232,15 @@ class SQLiteStore(MemoryStore):
 
         reader = RecordReader(records)  # validates order, fields and values as it goes
         with self._write() as conn:
-            for table in ("buffer", "summaries", "sources", "memories", "state", "embedder"):
+            for table in (
+                "buffer",
+                "summaries",
+                "sources",
+                "memories",
+                "state",
+                "embedder",
+                "forget_log",
+            ):
                 if _one(conn, f"SELECT EXISTS (SELECT 1 FROM {table})")[0]:
                     raise Conflict(
                         f"cannot import into {self.path}: the store is not empty "
@@ -1146,6 +1337,17 @@ class SQLiteStore(MemoryStore):
                     vec.astype("<f4").tobytes(),
                 ),
             )
+        elif kind == "forget":
+            conn.execute(
+                "INSERT INTO forget_log (id, forgotten_at, kind, ids, counts) VALUES (?, ?, ?, ?, ?)",
+                (
+                    int(rec["id"]),
+                    rec["at"],
+                    rec["kind"],
+                    _dumps(rec.get("ids") or {}),
+                    _dumps(rec.get("counts") or {}),
+                ),
+            )
         else:
             raise ValidationError(f"unknown export record type {kind!r}")
         return dim
@@ -1223,6 +1425,60 @@ def _one(conn: apsw.Connection, sql: str, params: Sequence[Any] = ()) -> tuple[A
     row = conn.execute(sql, params).fetchone()
     assert row is not None
     return tuple(row)
+
+
+class _ForgetOps:
+    """`nixx.store.forgetting.Ops` on an open SQLite write transaction."""
+
+    def __init__(self, conn: apsw.Connection) -> None:
+        self.conn = conn
+
+    def existing(self, table: str, ids: Sequence[int]) -> set[int]:
+        cur = self.conn.execute(
+            f"SELECT id FROM {table} WHERE id IN (SELECT value FROM json_each(?))",
+            (_dumps(list(ids)),),
+        )
+        return {int(r[0]) for r in cur}
+
+    def rows_in(self, start: int, end: int) -> list[tuple[int, str]]:
+        cur = self.conn.execute(
+            "SELECT id, role FROM buffer WHERE id BETWEEN ? AND ? ORDER BY id", (start, end)
+        )
+        return [(int(r[0]), r[1]) for r in cur]
+
+    def summary_windows(self) -> Iterable[tuple[int, int, int]]:
+        return list(self.conn.execute("SELECT id, start_buffer_id, end_buffer_id FROM summaries"))
+
+    def buffer_sources(self) -> Iterable[tuple[int, int | None, int | None]]:
+        return list(
+            self.conn.execute("SELECT id, start_id, end_id FROM sources WHERE type = 'buffer'")
+        )
+
+    def delete(self, table: str, column: str, ids: Sequence[int]) -> int:
+        if not ids:
+            return 0
+        self.conn.execute(
+            f"DELETE FROM {table} WHERE {column} IN (SELECT value FROM json_each(?))",
+            (_dumps(list(ids)),),
+        )
+        return int(self.conn.changes())
+
+    def narrow_source(self, source_id: int, start: int, end: int) -> None:
+        self.conn.execute(
+            "UPDATE sources SET start_id = ?, end_id = ?, summary = NULL WHERE id = ?",
+            (start, end, source_id),
+        )
+
+    def update_state(self, key: str, fn: Callable[[Any], Any]) -> Any:
+        return SQLiteStore._update_state(self.conn, key, fn)
+
+    def log(self, kind: str, ids: dict[str, list[int]], counts: dict[str, int]) -> tuple[int, str]:
+        at = utc_now()
+        self.conn.execute(
+            "INSERT INTO forget_log (forgotten_at, kind, ids, counts) VALUES (?, ?, ?, ?)",
+            (at, kind, _dumps(ids), _dumps(counts)),
+        )
+        return self.conn.last_insert_rowid(), at
 
 
 #: What a vector search returns per table: (columns, FROM clause, id column); the

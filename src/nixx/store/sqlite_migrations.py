@@ -252,3 +252,22 @@ def m002_buffer_vectors(conn: apsw.Connection) -> None:
         END;
         """
     )
+
+
+@migration
+def m003_forgetting(conn: apsw.Connection) -> None:
+    """The forget log (what was deleted: when, what kind, which ids, how many — never the
+    text), and FTS5's secure-delete, so a deleted row's terms leave the full-text index
+    itself instead of staying behind under a delete marker (docs/storage.md)."""
+    conn.execute(
+        """
+        CREATE TABLE forget_log (
+            id           INTEGER PRIMARY KEY AUTOINCREMENT,
+            forgotten_at TEXT NOT NULL,
+            kind         TEXT NOT NULL,
+            ids          TEXT NOT NULL CHECK (json_valid(ids)),
+            counts       TEXT NOT NULL CHECK (json_valid(counts))
+        );
+        INSERT INTO buffer_fts (buffer_fts, rank) VALUES ('secure-delete', 1);
+        """
+    )

@@ -30,6 +30,7 @@ from nixx.tui.commands import Command, CommandError, parse, unescape_message
 from nixx.tui.widgets import (
     AssistantMessage,
     Conversation,
+    ForgetScreen,
     HelpScreen,
     Notice,
     Progress,
@@ -58,7 +59,9 @@ Conversation { height: 1fr; padding: 0 1; scrollbar-size-vertical: 1; }
 .progress Label { padding: 0 2; color: $text-muted; }
 #prompt { height: auto; max-height: 10; min-height: 3; border: round $primary; padding: 0 1; }
 #status { height: 1; padding: 0 1; background: $panel; }
-HelpScreen, TagsScreen { align: center middle; }
+HelpScreen, TagsScreen, ForgetScreen { align: center middle; }
+#forget { width: 100; max-width: 100%; height: auto; max-height: 100%;
+          border: round $error; padding: 0 1; background: $surface; }
 #help { width: 96; max-width: 100%; height: auto; max-height: 100%; border: round $primary;
         padding: 0 1; background: $surface; }
 #tags { width: 60; height: auto; border: round $primary; padding: 0 1; background: $surface; }
@@ -357,7 +360,7 @@ class NixxApp(App[None]):
         try:
             await handler(**command.args)
         except NixxError as err:
-            await self.show_error(f"/{command.name}: {err.message}")
+            await self.show_error(f"/{command.name.split('_')[0]}: {err.message}")
         finally:
             if progress is not None:
                 await progress.remove()
@@ -458,6 +461,37 @@ class NixxApp(App[None]):
                 target = str(local.resolve())
         body = await self.client.ingest(target)
         await self.show(Notice(render.ingest_view(target, body), title="ingest"))
+
+    async def _cmd_forget(self, query: str | None, ids: list[str] | None) -> None:
+        """List what would go, then ask (`ForgetScreen`); nothing is deleted before."""
+        if query is not None:
+            found = await self.client.forget_matches(query)
+            refs = [str(i) for i in found.get("ids") or []]
+            if not refs:
+                await self.show(
+                    Notice(Text(f"nothing in memory matches {query!r}"), title="forget")
+                )
+                return
+            listing = render.forget_matches(found)
+        else:
+            refs = list(ids or [])
+            listing = render.forget_refs(refs)
+
+        def answered(ok: bool | None) -> None:
+            if not ok:
+                self.notify("nothing forgotten")
+                return
+            self.command_worker(Command("forget_do", {"query": query, "ids": refs}))
+
+        self.push_screen(ForgetScreen(listing, len(refs)), answered)
+
+    async def _cmd_forget_do(self, query: str | None, ids: list[str]) -> None:
+        if query is not None:
+            body = await self.client.forget_query(query, ids)
+        else:
+            body = await self.client.forget_ids(ids)
+        await self.show(Notice(render.forget_done(body), title="forget"))
+        await self.refresh_status()
 
 
 class CommandUsage(NixxError):

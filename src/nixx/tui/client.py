@@ -246,6 +246,17 @@ class NixxClient:
             body["end_id"] = end_id
         return await self._request("POST", "/v1/sources", json=body) or {}
 
+    # ---- forgetting ----------------------------------------------------------------
+    async def forget_matches(self, query: str) -> dict[str, Any]:
+        return await self._request("POST", "/v1/forget", json={"query": query}) or {}
+
+    async def forget_query(self, query: str, ids: list[str]) -> dict[str, Any]:
+        body = {"query": query, "dry_run": False, "ids": ids}
+        return await self._request("POST", "/v1/forget", json=body) or {}
+
+    async def forget_ids(self, ids: list[str]) -> dict[str, Any]:
+        return await self._request("POST", "/v1/forget/ids", json={"ids": ids}) or {}
+
     async def ingest(self, target: str) -> Any:
         key = "url" if target.startswith(("http://", "https://")) else "path"
         return await self._request("POST", "/v1/ingest", json={key: target})

@@ -9,6 +9,7 @@ A line starting with `//` is a message that starts with `/` (the first slash is 
 from __future__ import annotations
 
 import difflib
+import re
 import shlex
 from dataclasses import dataclass, field
 from typing import Any
@@ -50,6 +51,11 @@ COMMANDS: tuple[CommandSpec, ...] = (
         "Keep rows (default: this session) as a source",
     ),
     CommandSpec("ingest", "/ingest <file|url>", "Read a file or web page into memory"),
+    CommandSpec(
+        "forget",
+        "/forget <query | buffer:ID ...>",
+        "Find and delete from memory (asks first)",
+    ),
     CommandSpec("quit", "/quit", "Leave nixx chat", aliases=("exit", "q")),
 )
 
@@ -209,6 +215,21 @@ def _ingest(rest: str) -> dict[str, Any]:
     return {"target": parts[0]}
 
 
+_REF = re.compile(r"^(buffer|summary|source|memory):([1-9][0-9]*)$")
+
+
+def _forget(rest: str) -> dict[str, Any]:
+    """`/forget words...` searches; `/forget buffer:12 summary:3` names items."""
+    words = rest.split()
+    if not words:
+        raise _Usage("say what to forget")
+    if all(_REF.match(w.lower()) for w in words):
+        return {"query": None, "ids": [w.lower() for w in words]}
+    if any(_REF.match(w.lower()) for w in words):
+        raise _Usage("give either words to search for or item ids, not both")
+    return {"query": rest, "ids": None}
+
+
 _PARSERS = {
     "help": _none,
     "context": _none,
@@ -221,5 +242,6 @@ _PARSERS = {
     "intent": _intent,
     "source": _source,
     "ingest": _ingest,
+    "forget": _forget,
     "quit": _none,
 }

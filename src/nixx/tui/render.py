@@ -70,6 +70,7 @@ def search_results(query: str, body: dict[str, Any]) -> RenderableType:
         parts += [Text("Transcript (words, best first)", style="bold underline"), table]
     if summary_hits:
         table = Table(box=None, show_header=True, header_style="dim", padding=(0, 1, 0, 0))
+        table.add_column("id", no_wrap=True)
         table.add_column("rows", no_wrap=True)
         table.add_column("score", justify="right", no_wrap=True)
         table.add_column("summary", ratio=1)
@@ -81,11 +82,62 @@ def search_results(query: str, body: dict[str, Any]) -> RenderableType:
             text = Text(clip(summ.get("content", "")))
             if tags:
                 text.append("  " + " ".join(f"#{t}" for t in tags), style="cyan")
-            table.add_row(Text(f"{start}-{end}"), Text(_score(hit)), text)
+            table.add_row(
+                Text(f"summary:{summ.get('id', '?')}"),
+                Text(f"{start}-{end}"),
+                Text(_score(hit)),
+                text,
+            )
         parts += [Text("Summaries (meaning, cosine)", style="bold underline"), table]
     if not buffer_hits and not summary_hits:
         parts.append(Text("nothing found", style="dim"))
+    else:
+        parts.append(Text("delete a hit with /forget buffer:ID or /forget summary:ID", style="dim"))
     return Group(*parts)
+
+
+def forget_matches(found: dict[str, Any]) -> RenderableType:
+    """A forget dry run: every item that would be deleted, with its id and a snippet."""
+    table = Table(box=None, show_header=True, header_style="dim", padding=(0, 1, 0, 0))
+    table.add_column("id", no_wrap=True)
+    table.add_column("what", no_wrap=True)
+    table.add_column("text", ratio=1)
+    for item in found.get("buffer") or []:
+        table.add_row(Text(str(item.get("id"))), Text(str(item.get("role", ""))),
+                      Text(clip(item.get("snippet", ""))))  # fmt: skip
+    for item in found.get("summaries") or []:
+        span = f"rows {item.get('start_buffer_id')}-{item.get('end_buffer_id')}"
+        table.add_row(Text(str(item.get("id"))), Text("summary"),
+                      Text(clip(item.get("snippet", ""))).append(f"  {span}", style="dim"))  # fmt: skip
+    for item in found.get("memories") or []:
+        table.add_row(Text(str(item.get("id"))), Text(f"memory of {item.get('source_name', '')!s}"),
+                      Text(clip(item.get("snippet", ""))))  # fmt: skip
+    head = Text.assemble(("forget ", "bold"), (str(found.get("query", "")), "italic"))
+    parts: list[RenderableType] = [head, table]
+    if found.get("truncated"):
+        parts.append(Text("more match: run /forget again after these are gone", style="dim"))
+    return Group(*parts)
+
+
+def forget_refs(ids: list[str]) -> RenderableType:
+    return Group(Text("forget", style="bold"), *(Text(f"  {i}") for i in ids))
+
+
+def forget_done(body: dict[str, Any]) -> RenderableType:
+    done = _nested(body, "forgotten")
+    text = Text(
+        f"forgot {_count(len(done.get('buffer_ids') or []), 'transcript row')}, "
+        f"{_count(len(done.get('summary_ids') or []), 'summary', 'summaries')}, "
+        f"{_count(len(done.get('source_ids') or []), 'source')}, "
+        f"{_count(int(done.get('memories_removed') or 0), 'memory', 'memories')}"
+    )
+    if done.get("resummarise"):
+        text.append("\nsummarising again what remains of their windows", style="dim")
+    if done.get("rebuild_source_ids"):
+        text.append("\nrebuilding the sources that held them", style="dim")
+    if body.get("intent_cleared"):
+        text.append("\nthe intent came from a forgotten message: deriving it again", style="dim")
+    return text
 
 
 def transcript_rows(rows: list[dict[str, Any]]) -> RenderableType:

@@ -299,3 +299,39 @@ class TagsScreen(ModalScreen[list[str] | None]):
 
     def action_cancel(self) -> None:
         self.dismiss(None)
+
+
+class ForgetScreen(ModalScreen[bool]):
+    """Shows what a /forget would delete; y or Enter deletes, n or Escape keeps it all."""
+
+    BINDINGS = [
+        Binding("escape", "cancel", "Keep"),
+        Binding("n", "cancel", "Keep"),
+        Binding("y", "confirm", "Forget"),
+        Binding("enter", "confirm", "Forget"),
+    ]
+
+    def __init__(self, listing: RenderableType, count: int) -> None:
+        super().__init__()
+        self._listing = listing
+        self.count = count
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="forget"):
+            yield Static(self._listing)
+            yield Label(
+                Text(
+                    f"Forget these {self.count} items? y or Enter deletes them (summaries "
+                    "that covered them are made again from the rest); n or Escape keeps them.",
+                    style="bold",
+                )
+            )
+
+    def on_mount(self) -> None:
+        self.query_one("#forget").border_title = "/forget"
+
+    def action_confirm(self) -> None:
+        self.dismiss(True)
+
+    def action_cancel(self) -> None:
+        self.dismiss(False)

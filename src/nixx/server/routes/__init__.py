@@ -18,6 +18,7 @@ _ROUTERS = (
     "episodic",
     "intent",
     "sources",
+    "forget",
     "debug",
 )
 _OPTIONAL = ("ingest",)  # owned by the ingest package; mounted when present

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Path, Query
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt
 
 from nixx.errors import ValidationError
@@ -28,6 +28,17 @@ class EpisodicConfig(BaseModel):
 class SummaryRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
     tags: list[str] = Field(default_factory=list, max_length=20, description="Kept as typed.")
+
+
+class SummaryEdit(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    content: str | None = Field(
+        default=None, min_length=1, max_length=20_000, description="Corrected text (re-embedded)."
+    )
+    tags: list[str] | None = Field(default=None, max_length=20)
+    entities: dict[str, list[str]] | None = Field(
+        default=None, description="tools, people, concepts, files, urls"
+    )
 
 
 class SearchRequest(BaseModel):
@@ -113,3 +124,20 @@ async def summaries(
 
     items, total = await service.run(work)
     return {"total": total, "summaries": [shapes.summary(s) for s in items]}
+
+
+@router.delete("/v1/episodic/summaries/{summary_id}")
+async def delete_summary(service: ServiceDep, summary_id: int = Path(ge=1)) -> dict[str, Any]:
+    """Forget one summary (its buffer rows stay)."""
+    return await service.forget_summary(summary_id)
+
+
+@router.patch("/v1/episodic/summaries/{summary_id}")
+async def edit_summary(
+    body: SummaryEdit, service: ServiceDep, summary_id: int = Path(ge=1)
+) -> dict[str, Any]:
+    """Correct a summary's content, tags or entities; new content is embedded again."""
+    edited = await service.update_summary(
+        summary_id, content=body.content, tags=body.tags, entities=body.entities
+    )
+    return {"summary": shapes.summary(edited)}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Path, Query
 from pydantic import BaseModel, ConfigDict, Field, StrictInt
 
 from nixx.errors import ValidationError
@@ -40,9 +40,21 @@ async def create_source(body: SourceRequest, service: ServiceDep) -> dict[str, A
 
 
 @router.get("/v1/sources")
-async def list_sources(service: ServiceDep) -> dict[str, Any]:
-    items = await service.run(service.store.list_sources)
+async def list_sources(
+    service: ServiceDep,
+    name: str | None = Query(
+        default=None, max_length=200, description="Only sources whose name contains this."
+    ),
+) -> dict[str, Any]:
+    """Every source, newest first (with `name`: case-insensitive substring of the name)."""
+    items = await service.list_sources(name)
     return {"sources": [shapes.source(s) for s in items]}
+
+
+@router.delete("/v1/sources/{source_id}")
+async def delete_source(service: ServiceDep, source_id: int = Path(ge=1)) -> dict[str, Any]:
+    """Forget a source with all its memories."""
+    return await service.forget_source(source_id)
 
 
 @router.get("/v1/sources/{source_id}")

@@ -1,0 +1,149 @@
+"""Forgetting, the service side (synchronous helpers; `NixxService` runs them in a
+worker thread): item references such as ``buffer:12``, what a forget query matches,
+and the intent that came from a deleted row.
+
+A reference names one stored item: ``buffer:ID``, ``summary:ID``, ``source:ID`` or
+``memory:ID``. A query matches every non-marker buffer row, summary and memory whose
+text contains all of its words (case-insensitive); a dry run lists them with a snippet,
+and a confirmed forget deletes exactly the references it is given, each of which must
+still match the query.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from nixx.errors import ValidationError
+from nixx.memory import intent as intent_state
+from nixx.store.base import MemoryStore
+from nixx.store.forgetting import query_terms, snippet
+
+REF_KINDS = {"buffer": "buffer_ids", "summary": "summary_ids", "source": "source_ids",
+             "memory": "memory_ids"}  # fmt: skip
+_PLURAL = {"summaries": "summary", "sources": "source", "memories": "memory"}
+MATCH_LIMIT = 200  # per kind, in one dry run
+
+
+def parse_ref(ref: str) -> tuple[str, int]:
+    """``"buffer:12"`` -> ("buffer", 12); `ValidationError` saying the form otherwise."""
+    kind, _, number = str(ref).strip().partition(":")
+    kind = kind.strip().lower()
+    kind = _PLURAL.get(kind, kind)
+    if kind not in REF_KINDS or not number.strip().isdigit() or int(number) < 1:
+        raise ValidationError(
+            f"{ref!r} is not an item reference: write buffer:ID, summary:ID, source:ID or "
+            "memory:ID (ids as shown by search or a forget dry run)",
+            param="ids",
+        )
+    return kind, int(number)
+
+
+def group_refs(refs: Iterable[str]) -> dict[str, list[int]]:
+    """References grouped as `MemoryStore.forget` keyword arguments."""
+    out: dict[str, list[int]] = {arg: [] for arg in REF_KINDS.values()}
+    for ref in refs:
+        kind, number = parse_ref(ref)
+        if number not in out[REF_KINDS[kind]]:
+            out[REF_KINDS[kind]].append(number)
+    return out
+
+
+def matches(store: MemoryStore, query: str, limit: int = MATCH_LIMIT) -> dict[str, Any]:
+    """What `query` matches now: ``{"query", "terms", "buffer", "summaries", "memories",
+    "ids", "truncated"}``; every item has its reference (``id``) and a snippet."""
+    terms = query_terms(query)
+    rows, summaries, memories = store.find_text(terms, limit)
+    names: dict[int, str] = {}
+    if memories:
+        names = {s.id: s.name for s in store.list_sources()}
+    buffer = [
+        {
+            "id": f"buffer:{r.id}",
+            "buffer_id": r.id,
+            "role": r.role,
+            "created_at": r.created_at,
+            "snippet": snippet(r.content, terms),
+        }
+        for r in rows
+    ]
+    summ = [
+        {
+            "id": f"summary:{s.id}",
+            "summary_id": s.id,
+            "start_buffer_id": s.start_buffer_id,
+            "end_buffer_id": s.end_buffer_id,
+            "created_at": s.created_at,
+            "snippet": snippet(s.content, terms),
+        }
+        for s in summaries
+    ]
+    mems = [
+        {
+            "id": f"memory:{m.id}",
+            "memory_id": m.id,
+            "source_id": m.source_id,
+            "source_name": names.get(m.source_id, ""),
+            "created_at": m.created_at,
+            "snippet": snippet(m.content, terms),
+        }
+        for m in memories
+    ]
+    return {
+        "query": query,
+        "terms": terms,
+        "buffer": buffer,
+        "summaries": summ,
+        "memories": mems,
+        "ids": [item["id"] for item in (*buffer, *summ, *mems)],
+        "truncated": max(len(rows), len(summaries), len(memories)) >= limit,
+    }
+
+
+def confirmed_refs(store: MemoryStore, query: str, ids: Sequence[str]) -> dict[str, list[int]]:
+    """The references to delete for a confirmed forget query: each must be one the
+    query matches now (so nothing is deleted that the dry run did not show)."""
+    if not ids:
+        raise ValidationError(
+            "a forget with dry_run false needs the ids to delete: run it with dry_run true "
+            "first and pass the ids it listed",
+            param="ids",
+        )
+    grouped = group_refs(ids)
+    if grouped["source_ids"]:
+        raise ValidationError(
+            "a forget query matches buffer rows, summaries and memories; delete a source "
+            "with DELETE /v1/sources/{id}",
+            param="ids",
+        )
+    found = set(matches(store, query, limit=max(MATCH_LIMIT, len(ids)))["ids"])
+    stale = [ref for ref in ids if _normal(ref) not in found]
+    if stale:
+        raise ValidationError(
+            f"{', '.join(stale[:5])} no longer match {query!r} (deleted or changed since "
+            "the dry run); run the dry run again",
+            param="ids",
+        )
+    return grouped
+
+
+def _normal(ref: str) -> str:
+    kind, number = parse_ref(ref)
+    return f"{kind}:{number}"
+
+
+def intent_from_deleted(store: MemoryStore, buffer_ids: Sequence[int]) -> bool:
+    """Clear a derived intent that was derived from a deleted row; True when cleared.
+    An intent typed by hand is the user's own words and stays."""
+    value = intent_state.get(store)
+    if not value or value.get("source") != "derived" or not buffer_ids:
+        return False
+    rows = value.get("rows")
+    if isinstance(rows, list) and len(rows) == 2:
+        first, last = int(rows[0]), int(rows[1])
+    else:  # derived before the rows were recorded: anything up to the derivation
+        first, last = 1, int(store.get_state(intent_state.DERIVED_AT_KEY, 0) or 0)
+    if not any(first <= i <= last for i in buffer_ids):
+        return False
+    intent_state.clear(store)
+    return True
