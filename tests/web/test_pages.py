@@ -4,6 +4,10 @@ person uses, the forms that change memory, escaping, cross-site posts and the ke
 from __future__ import annotations
 
 import http.server
+import json
+import os
+import subprocess
+import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -198,3 +202,31 @@ def test_the_key_is_required_when_the_server_has_one(
 def test_agents_page_without_a_workspace_log_says_how(server: LiveServer, page: Any) -> None:
     page.goto(server.base_url + "/ui/agents")
     assert "nxs init" in page.locator("main").inner_text()
+
+
+def test_agents_page_shows_the_operation_tree_and_a_thread(
+    server: LiveServer, workspace: Path, page: Any
+) -> None:
+    from nixx.log.workspace import init_workspace
+
+    init_workspace(workspace, replica="ab12")
+    (workspace / ".nxs-personas").mkdir()
+    (workspace / ".nxs-personas" / "coder.yaml").write_text(
+        "handle: coder\nsystem_prompt: You write code.\n"
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("NXC_", "NIXX_"))}
+    proc = subprocess.run(
+        [sys.executable, "-m", "nixx.cli.nxc", "send", "--to", "coder", "--json",
+         "please write the <b>parser</b>"],
+        cwd=workspace, env=env, capture_output=True, text=True,  # as the server's user
+        timeout=60,
+    )
+    assert proc.returncode == 0, proc.stderr
+    thread = json.loads(proc.stdout)["thread_id"]
+    page.goto(server.base_url + "/ui/agents")
+    tree = page.locator("ul.tree").inner_text()
+    assert thread in tree and "open" in tree.lower()
+    page.locator("a", has_text=thread).click()
+    main = page.locator("main")
+    assert "please write the <b>parser</b>" in main.inner_text()
+    assert page.locator("main .content b").count() == 0

@@ -11,6 +11,7 @@ recall, summary interval) and agents (the workspace log's operations, read-only)
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, quote
@@ -426,9 +427,10 @@ def _engine(request: Request) -> Any:
     from nixx.log.workspace import find_workspace
     from nixx.nxc.engine import Engine
 
+    # the page reads as the person who runs the server: NXC_ACTOR, else $USER, as `nxc` does
     root = request.app.state.settings.workspace
     workspace = find_workspace(cwd=root or ".", env={})
-    return Engine(workspace)
+    return Engine(workspace, env=os.environ)
 
 
 @router.get("/ui/agents")
