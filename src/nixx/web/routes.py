@@ -261,7 +261,7 @@ async def edit_summary(request: Request, summary_id: str) -> Response:
         sid = _int(summary_id, "summary_id")
         tags = [t.strip() for t in fields.get("tags", "").split(",") if t.strip()]
         entities = _entities(fields.get("entities", ""))
-        await service.update_summary(sid, content=fields.get("content"), tags=tags,
+        await service.edit_summary(sid, content=fields.get("content"), tags=tags,
                                      entities=entities)
     except (_Refused, NixxError) as exc:
         return _failure(request, exc)
@@ -290,7 +290,7 @@ async def delete_summary(request: Request, summary_id: str) -> Response:
     try:
         await form(request)
         sid = _int(summary_id, "summary_id")
-        await service.delete_summary(sid)
+        await service.forget_summary(sid)
     except (_Refused, NixxError) as exc:
         return _failure(request, exc)
     return back("/ui/summaries", f"summary {sid} deleted")
@@ -324,7 +324,7 @@ async def delete_source(request: Request, source_id: str) -> Response:
     try:
         await form(request)
         sid = _int(source_id, "source_id")
-        await service.delete_source(sid)
+        await service.forget_source(sid)
     except (_Refused, NixxError) as exc:
         return _failure(request, exc)
     return back("/ui/sources", f"source {sid} deleted with its memories")
