@@ -102,6 +102,33 @@ class StoreContract:
         with pytest.raises(NotFound):
             store.update_buffer_meta(row.id + 100, {"x": 1})
 
+    def test_append_user_once_reuses_a_retried_message(self, store: MemoryStore):
+        first = store.append_user_once("hello", "api")
+        assert store.append_user_once("hello", "api") == first  # unanswered: a retry
+        store.append_buffer("assistant", "hel", "api", meta={"incomplete": True})
+        assert store.append_user_once("hello", "api") == first  # past a partial answer
+        assert store.append_user_once("hello", "tui").id != first.id  # another client
+        store.append_buffer("assistant", "hi", "tui")
+        again = store.append_user_once("hello", "tui")  # answered: a new message
+        assert again.id > first.id
+        store.append_buffer("marker", "", "api")
+        assert store.append_user_once("hello", "tui").id > again.id  # a new session
+
+    def test_append_user_once_is_atomic_across_threads(self, store: MemoryStore):
+        import threading
+        from concurrent.futures import ThreadPoolExecutor
+
+        barrier = threading.Barrier(8)
+
+        def send(_: int) -> int:
+            barrier.wait()
+            return store.append_user_once("same thing", "api").id
+
+        with ThreadPoolExecutor(8) as pool:
+            ids = set(pool.map(send, range(8)))
+        assert len(ids) == 1
+        assert store.buffer_stats()["rows"] == 1
+
     def test_session_starts_after_the_last_marker(self, store: MemoryStore):
         assert store.last_marker_id() == 0
         store.append_buffer("user", "old one", "tui")
@@ -468,6 +495,124 @@ class StoreContract:
         store.set_state("zero", 0)
         assert store.get_state("zero", 5) == 0
 
+    # ---- buffer row vectors ------------------------------------------------------------
+    def test_rows_without_vector_are_listed_oldest_first_until_embedded(self, store: MemoryStore):
+        ids = fill_buffer(store, 4)
+        store.append_buffer("marker", "", "tui")
+        after = store.append_buffer("assistant", "after the marker", "api").id
+        assert store.buffer_vector_stats() == {"embedded": 0, "pending": 5}
+        assert [r.id for r in store.buffer_rows_without_vector(10)] == [*ids, after]
+        assert [r.id for r in store.buffer_rows_without_vector(2)] == ids[:2]
+        assert [r.id for r in store.buffer_rows_without_vector(10, after_id=ids[2])] == [
+            ids[3],
+            after,
+        ]
+        vectors = random_units(5, seed=21)
+        written = store.add_buffer_vectors([(ids[0], vectors[0]), (ids[2], vectors[2])])
+        assert written == 2
+        assert [r.id for r in store.buffer_rows_without_vector(10)] == [ids[1], ids[3], after]
+        assert store.buffer_vector_stats() == {"embedded": 2, "pending": 3}
+        assert store.buffer_rows_without_vector(0) == []
+
+    def test_buffer_vector_search_orders_by_cosine_and_filters_by_id(self, store: MemoryStore):
+        ids = fill_buffer(store, 3)
+        store.add_buffer_vectors([(ids[0], unit(1, 0)), (ids[1], unit(1, 1)), (ids[2], unit(0, 1))])
+        hits = store.search_buffer_vectors(unit(1, 0.1), limit=5)
+        assert [h.row.id for h in hits] == [ids[0], ids[1], ids[2]]
+        assert hits[0].row.content == "message number 0" and hits[0].row.origin == "tui"
+        assert hits[0].score == pytest.approx(cosine(unit(1, 0.1), unit(1, 0)), abs=1e-5)
+        assert [h.row.id for h in store.search_buffer_vectors(unit(1, 0), limit=1)] == [ids[0]]
+        before = store.search_buffer_vectors(unit(0, 1), limit=5, before_id=ids[2])
+        assert [h.row.id for h in before] == [ids[1], ids[0]]
+        assert store.search_buffer_vectors(unit(1, 0), limit=0) == []
+
+    def test_buffer_vector_search_follows_new_and_replaced_vectors(self, store: MemoryStore):
+        ids = fill_buffer(store, 3)
+        store.add_buffer_vectors([(ids[0], unit(1, 0))])
+        assert [h.row.id for h in store.search_buffer_vectors(unit(0, 1), limit=3)] == [ids[0]]
+        # embedded out of id order (new rows first, the backfill later) and replaced
+        store.add_buffer_vectors([(ids[2], unit(0, 1))])
+        store.add_buffer_vectors([(ids[1], unit(1, 1)), (ids[0], unit(-1, 0))])
+        hits = store.search_buffer_vectors(unit(0, 1), limit=3)
+        assert [h.row.id for h in hits] == [ids[2], ids[1], ids[0]]
+        assert hits[2].score == pytest.approx(0.0, abs=1e-5)
+        assert store.buffer_vector_stats() == {"embedded": 3, "pending": 0}
+
+    def test_buffer_vectors_skip_markers_and_missing_rows_and_check_dimension(
+        self, store: MemoryStore
+    ):
+        assert store.search_buffer_vectors(unit(1, 0), limit=3) == []  # nothing stored yet
+        [row] = fill_buffer(store, 1)
+        marker = store.append_buffer("marker", "", "tui").id
+        written = store.add_buffer_vectors(
+            [(row, unit(1, 0)), (marker, unit(1, 0)), (row + 1000, unit(1, 0))]
+        )
+        assert written == 1
+        assert [h.row.id for h in store.search_buffer_vectors(unit(1, 0), limit=5)] == [row]
+        info = store.embedding_info()
+        assert info is not None and info.dim == DIM  # vectors before any binding: unnamed
+        with pytest.raises(EmbedderMismatch):
+            store.add_buffer_vectors([(row, np.ones(DIM + 1, np.float32))])
+        with pytest.raises(ValidationError):
+            store.add_buffer_vectors([(row, np.full(DIM, np.nan, np.float32))])
+        assert store.buffer_vector_stats() == {"embedded": 1, "pending": 0}
+
+    def test_rebinding_with_only_buffer_vectors_drops_them(self, store: MemoryStore):
+        store.bind_embedder(MODEL, DIM)
+        ids = fill_buffer(store, 2)
+        store.add_buffer_vectors([(ids[0], unit(1, 0))])
+        store.bind_embedder("bigger-model", 32)  # buffer vectors are derived: no mismatch
+        info = store.embedding_info()
+        assert info is not None and (info.model, info.dim) == ("bigger-model", 32)
+        assert store.buffer_vector_stats() == {"embedded": 0, "pending": 2}
+        store.add_buffer_vectors([(ids[1], unit(1, 0, dim=32))])
+        [hit] = store.search_buffer_vectors(unit(1, 0, dim=32), limit=3)
+        assert hit.row.id == ids[1]
+
+    def test_reindex_re_embeds_buffer_rows_with_their_text(self, store: MemoryStore):
+        store.bind_embedder(MODEL, DIM)
+        ids = fill_buffer(store, 3)
+        store.append_buffer("marker", "", "tui")
+        store.add_buffer_vectors([(ids[0], unit(1, 0))])
+        assert store.search_buffer_vectors(unit(1, 0), limit=1)  # warm any index
+        batches: list[list[int]] = []
+
+        def buffer_text(rows):
+            batches.append([r.id for r in rows])
+            return [f"text {r.content.split()[-1]}" for r in rows]
+
+        def embed(texts):  # "text i" → e(i)
+            out = np.zeros((len(texts), 8), np.float32)
+            for row, text in enumerate(texts):
+                out[row, int(text.split()[-1])] = 1.0
+            return out
+
+        written = store.reindex(embed, "new-model", 8, batch_size=2, buffer_text=buffer_text)
+        assert written == 3
+        assert batches == [ids[:2], ids[2:]]
+        e = np.eye(8, dtype=np.float32)
+        for i in range(3):
+            top = store.search_buffer_vectors(e[i], limit=1)[0]
+            assert top.row.id == ids[i] and top.score == pytest.approx(1.0)
+        assert store.buffer_vector_stats() == {"embedded": 3, "pending": 0}
+        # without buffer_text the row vectors are dropped, for the queue to make again
+        assert store.reindex(embed, "new-model", 8) == 0
+        assert store.buffer_vector_stats() == {"embedded": 0, "pending": 3}
+        assert store.search_buffer_vectors(e[0], limit=3) == []
+
+    def test_reindex_failure_keeps_buffer_vectors(self, store: MemoryStore):
+        store.bind_embedder(MODEL, DIM)
+        ids = fill_buffer(store, 2)
+        store.add_buffer_vectors([(ids[0], unit(1, 0)), (ids[1], unit(0, 1))])
+
+        def failing(texts):
+            raise RuntimeError("embedding backend died")
+
+        with pytest.raises(RuntimeError):
+            store.reindex(failing, "new-model", 4, buffer_text=lambda rows: ["x"] * len(rows))
+        assert store.buffer_vector_stats() == {"embedded": 2, "pending": 0}
+        assert store.search_buffer_vectors(unit(0, 1), limit=1)[0].row.id == ids[1]
+
     # ---- embedder identity -------------------------------------------------------------
     def test_embedder_is_recorded_and_a_different_one_refused(self, store: MemoryStore):
         assert store.embedding_info() is None
@@ -564,6 +709,7 @@ class StoreContract:
         ids = fill_buffer(store, 3)
         store.append_buffer("marker", "", "tui")
         store.append_buffer("assistant", 'naïve ✓ "quoted"', "vscode", meta={"incomplete": True})
+        store.add_buffer_vectors([(ids[0], random_units(1, 12)[0]), (ids[2], unit(0, 1))])
         store.add_summary(
             "sum",
             random_units(1, 9)[0],
@@ -601,6 +747,11 @@ class StoreContract:
         summary = next(r for r in records if r["type"] == "summary")
         assert TIMESTAMP.match(summary["created_at"])
         assert np.array_equal(np.asarray(summary["embedding"], np.float32), random_units(1, 9)[0])
+        buffer = [r for r in records if r["type"] == "buffer"]
+        assert [("embedding" in r) for r in buffer] == [True, False, True, False, False]
+        assert np.array_equal(
+            np.asarray(buffer[0]["embedding"], np.float32), random_units(1, 12)[0]
+        )
         counts = second_store.import_records(iter(records))
         assert counts["buffer"] == 5 and counts["summary"] == 1
         assert counts["source"] == 1 and counts["memory"] == 2 and counts["state"] == 2
@@ -612,6 +763,8 @@ class StoreContract:
             "chunk 1"
         )
         assert second_store.search_buffer("naïve quoted")[0].row.meta == {"incomplete": True}
+        assert second_store.search_buffer_vectors(unit(0, 1), limit=1)[0].row.id == buffer[2]["id"]
+        assert second_store.buffer_vector_stats() == {"embedded": 2, "pending": 2}
         new = second_store.append_buffer("user", "after import", "api")
         assert new.id > max(r["id"] for r in records if r["type"] == "buffer")
         new_src = second_store.add_source("later", "document", [])

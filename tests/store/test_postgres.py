@@ -30,6 +30,7 @@ from nixx.store.postgres import (
     SEARCH_BUFFER_SQL,
     PostgresStore,
     redact_url,
+    search_buffer_vectors_sql,
     search_memories_sql,
     search_summaries_sql,
 )
@@ -107,11 +108,37 @@ def test_migrate_from_empty_database_and_again(pg_url: str) -> None:
         assert s.schema_version() == 0
         with pytest.raises(SchemaError, match="nixx db migrate"):
             s.append_buffer("user", "too early")
-        assert s.migrate() == [1]
-        assert s.schema_version() == 1
+        assert s.migrate() == [1, 2]
+        assert s.schema_version() == 2
         assert s.migrate() == []
     finally:
         s.close()
+
+
+def test_migration_2_types_and_indexes_buffer_vectors_of_a_bound_store(pg_server) -> None:
+    from nixx.store.postgres_schema import MIGRATIONS, MIGRATIONS_TABLE
+
+    url = pg_server.create_database()
+    try:
+        with psycopg.connect(url) as conn:  # a store as nixx with schema version 1 left it
+            conn.execute(MIGRATIONS_TABLE)
+            conn.execute(MIGRATIONS[0].sql)
+            conn.execute("INSERT INTO nixx_migrations (version, name) VALUES (1, 'initial schema')")
+            conn.execute("INSERT INTO embedder (model, dim) VALUES ('m', %s)", (DIM,))
+            conn.execute("INSERT INTO buffer (role, content) VALUES ('user', 'from version one')")
+        s = open_store(url)
+        try:
+            assert s.schema_version() == 2
+            assert _column_type(url, "buffer_vectors") == f"vector({DIM})"
+            assert "buffer_vectors_embedding_hnsw" in _indexes(url)
+            [row] = s.buffer_rows_without_vector(5)
+            vec = unit(np.random.default_rng(9), 1)[0]
+            assert s.add_buffer_vectors([(row.id, vec)]) == 1
+            assert s.search_buffer_vectors(vec, limit=1)[0].row.content == "from version one"
+        finally:
+            s.close()
+    finally:
+        pg_server.drop_database(url)
 
 
 def test_migration_creates_the_vector_extension(pg_server) -> None:
@@ -143,9 +170,9 @@ def test_concurrent_processes_migrate_once(pg_url: str) -> None:
     for t in threads:
         t.join()
     assert not errors
-    assert sorted(applied) == [[]] * 5 + [[1]]
+    assert sorted(applied) == [[]] * 5 + [[1, 2]]
     with psycopg.connect(pg_url) as conn:
-        assert conn.execute("SELECT version FROM nixx_migrations").fetchall() == [(1,)]
+        assert conn.execute("SELECT version FROM nixx_migrations").fetchall() == [(1,), (2,)]
 
 
 def test_schema_matches_the_seed(store: PostgresStore, pg_url: str) -> None:
@@ -202,9 +229,13 @@ def test_bind_types_vector_columns_and_builds_hnsw(store: PostgresStore, pg_url:
     store.bind_embedder("model-a", DIM)
     assert _column_type(pg_url, "summaries") == f"vector({DIM})"
     assert _column_type(pg_url, "memories") == f"vector({DIM})"
-    assert {"summaries_embedding_hnsw", "memories_embedding_hnsw", "buffer_tsv_gin"} <= _indexes(
-        pg_url
-    )
+    assert _column_type(pg_url, "buffer_vectors") == f"vector({DIM})"
+    assert {
+        "summaries_embedding_hnsw",
+        "memories_embedding_hnsw",
+        "buffer_vectors_embedding_hnsw",
+        "buffer_tsv_gin",
+    } <= _indexes(pg_url)
     with psycopg.connect(pg_url) as conn:
         indexdef = conn.execute(
             "SELECT indexdef FROM pg_indexes WHERE indexname = 'memories_embedding_hnsw'"
@@ -313,9 +344,20 @@ def test_vector_search_uses_the_hnsw_index(store: PostgresStore, pg_url: str) ->
             "SELECT 's' || g, e.embedding, %s, %s FROM generate_series(1, 1) g, memories e",
             (first.id, first.id),
         )
+        conn.execute(
+            "INSERT INTO buffer (role, content) SELECT 'user', 'row ' || g "
+            "FROM generate_series(1, 3000) g"
+        )
+        conn.execute(
+            "INSERT INTO buffer_vectors (buffer_id, embedding) SELECT b.id, m.embedding "
+            "FROM buffer b JOIN memories m ON m.id - (SELECT min(id) FROM memories) = b.id - %s",
+            (first.id + 1,),
+        )
         conn.execute("ANALYZE")
     q = "[" + ",".join(map(str, vecs[7].tolist())) + "]"
     for sql, params in [
+        (search_buffer_vectors_sql(before=False), {"q": q, "limit": 10}),
+        (search_buffer_vectors_sql(before=True), {"q": q, "limit": 10, "before": 10**6}),
         (search_memories_sql(threshold=False), {"q": q, "limit": 10, "max_dist": None}),
         (search_memories_sql(threshold=True), {"q": q, "limit": 10, "max_dist": 0.5}),
         (
@@ -326,6 +368,7 @@ def test_vector_search_uses_the_hnsw_index(store: PostgresStore, pg_url: str) ->
         plan = _plan(pg_url, sql, params)
         assert "_embedding_hnsw" in plan, plan
     assert store.search_memories(vecs[7], limit=1)[0].memory.content == "c7"
+    assert store.search_buffer_vectors(vecs[7], limit=1)[0].row.content == "row 8"
 
 
 # ---- threads --------------------------------------------------------------------------
@@ -539,15 +582,15 @@ def test_cli_db_init_migrate_status_on_postgres(pg_url: str, tmp_path: Path) -> 
 
     before = db("status")
     assert before["backend"] == "postgres"
-    assert before["schema_version"] == 0 and before["pending"] == [1]
-    assert db("init")["applied"] == [1]
+    assert before["schema_version"] == 0 and before["pending"] == [1, 2]
+    assert db("init")["applied"] == [1, 2]
     assert db("migrate")["applied"] == []
     s = open_store(pg_url)
     s.bind_embedder("m", DIM)
     s.append_buffer("user", "one row")
     s.close()
     after = db("status")
-    assert after["schema_version"] == after["latest_version"] == 1
+    assert after["schema_version"] == after["latest_version"] == 2
     assert after["embedder"] == {"model": "m", "dim": DIM}
     assert after["counts"] == {"buffer": 1, "summaries": 0, "sources": 0, "memories": 0}
 

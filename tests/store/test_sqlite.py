@@ -114,6 +114,12 @@ def test_migrates_from_every_earlier_version_keeping_data(tmp_path: Path, from_v
         assert s.search_memories(unit(1, 2), limit=1)[0].memory.content == "chunk"
         info = s.embedding_info()
         assert info is not None and info.model == "old-model"
+        # version 2: buffer rows get vectors; the change counters still work
+        [row] = s.buffer_rows_without_vector(5)
+        assert s.add_buffer_vectors([(row.id, unit(1, 2))]) == 1
+        assert s.search_buffer_vectors(unit(1, 2), limit=1)[0].row.id == row.id
+        s.delete_source(1)
+        assert s.search_memories(unit(1, 2), limit=1) == []
     finally:
         s.close()
 
@@ -267,6 +273,30 @@ def test_approximate_search_applies_threshold_and_range_filters(ann_store: SQLit
     assert ann_store.search_summaries(q, limit=3, before_buffer_id=ids[5]) == hits
 
 
+def test_approximate_buffer_vector_search_follows_out_of_order_and_replaced_vectors(
+    ann_store: SQLiteStore,
+):
+    dim = 32
+    ann_store.bind_embedder(MODEL, dim)
+    n = 500
+    ids = [ann_store.append_buffer("user", f"m{i}", "api").id for i in range(n)]
+    vectors = _clustered(n, dim, seed=6)
+    # the newest rows first, then the backfill of the old ones: seq order != id order
+    ann_store.add_buffer_vectors([(ids[i], vectors[i]) for i in range(250, n)])
+    ann_store.add_buffer_vectors([(ids[i], vectors[i]) for i in range(250)])
+    hits = ann_store.search_buffer_vectors(vectors[7], limit=5)
+    assert ann_store._indexes["buffer_vectors"].approximate
+    assert hits[0].row.id == ids[7] and hits[0].score == pytest.approx(1.0, abs=1e-5)
+    expected = sorted(range(5), key=lambda i: -float(vectors[i] @ vectors[-1]))[:3]
+    before = ann_store.search_buffer_vectors(vectors[-1], limit=3, before_id=ids[5])
+    assert [h.row.id for h in before] == [ids[i] for i in expected]
+    # a replaced vector moves the row: found by its new vector, not by the old one
+    ann_store.add_buffer_vectors([(ids[7], vectors[300])])
+    assert ids[7] not in [h.row.id for h in ann_store.search_buffer_vectors(vectors[7], limit=1)]
+    top2 = {h.row.id for h in ann_store.search_buffer_vectors(vectors[300], limit=2)}
+    assert top2 == {ids[7], ids[300]}
+
+
 def test_hnsw_sidecar_is_reused_and_kept_current(tmp_path: Path):
     dim = 32
     path = tmp_path / "side.db"
@@ -295,7 +325,11 @@ def test_hnsw_sidecar_is_reused_and_kept_current(tmp_path: Path):
     fourth = SQLiteStore(path, ann_threshold=100)
     try:
         fourth.reindex(lambda t: _clustered(len(t), 16, seed=len(t)), "m16", 16)
-        assert fourth.build_vector_indexes() == {"summaries": 0, "memories": 400}
+        assert fourth.build_vector_indexes() == {
+            "summaries": 0,
+            "memories": 400,
+            "buffer_vectors": 0,
+        }
         meta = json.loads(sidecar.with_name(sidecar.name + ".json").read_text())
         epoch = (
             fourth._conn()

@@ -22,13 +22,14 @@ from anyio import to_thread
 
 from nixx.config import Settings
 from nixx.embed.base import Embedder
-from nixx.errors import BackendError, NixxError, ValidationError
+from nixx.errors import BackendError, NixxError, NotFound, ValidationError
 from nixx.llm.client import ChatClient
 from nixx.memory import intent as intent_state
 from nixx.memory import semantic
 from nixx.memory.background import BackgroundJobs
 from nixx.memory.episodic import Episodic
 from nixx.memory.prompts import SOURCE_SUMMARY_PROMPT, SYSTEM_PROMPT
+from nixx.memory.row_vectors import RowVectors
 from nixx.memory.recall import RecallContext, build_system_prompt, default_threshold
 from nixx.memory.summarize import merge_tags, select_window, summarise
 from nixx.store.base import MemoryStore
@@ -57,6 +58,8 @@ class NixxService:
         self.tools = tools
         self.episodic = Episodic(settings, store)
         self.jobs = BackgroundJobs()
+        # every buffer row's vector, made in a thread of its own (started by the server)
+        self.row_vectors = RowVectors(store, self._embed_sync)
         self._bound = False
         self._models: list[str] | None = None
         self.recall_error: str | None = None
@@ -65,6 +68,7 @@ class NixxService:
         self._summary_skip = 0
 
     async def close(self) -> None:
+        await self.run(self.row_vectors.close)
         if self._writes:
             await asyncio.gather(*self._writes, return_exceptions=True)
         await self.jobs.close()
@@ -122,6 +126,19 @@ class NixxService:
         data = await self.llm.list_models()
         self._models = [str(m.get("id")) for m in data["data"] if m.get("id")]
         return data
+
+    async def model(self, model_id: str) -> dict[str, Any]:
+        """One model of the backend's list, in OpenAI's `model` shape."""
+        data = await self.models()
+        for entry in data["data"]:
+            if str(entry.get("id")) == model_id:
+                return {"object": "model", "created": 0, "owned_by": "nixx", **entry}
+        known = ", ".join(self._models) or "none"
+        raise NotFound(
+            f"the backend at {self.settings.chat_base_url} has no model {model_id!r} "
+            f"(it has: {known})",
+            param="model",
+        )
 
     # ---- recall -----------------------------------------------------------------------
     def _context_sync(
@@ -249,6 +266,7 @@ class NixxService:
         """Schedule the background work a new buffer row may make due."""
         self.jobs.schedule(SUMMARY_JOB, self._auto_summary)
         self.jobs.schedule(INTENT_JOB, self._auto_intent)
+        self.row_vectors.notify()
 
     # ---- summaries --------------------------------------------------------------------
     def _max_transcript_chars(self) -> int:
@@ -372,6 +390,7 @@ class NixxService:
         data["summary_error"] = self.jobs.last_error.get(SUMMARY_JOB)
         data["intent_error"] = self.jobs.last_error.get(INTENT_JOB)
         data["recall_error"] = self.recall_error
+        data["buffer_vectors"] = await self.run(self.row_vectors.status)
         return data
 
     async def search(self, query: str, limit: int) -> tuple[list[BufferHit], list[SummaryHit]]:

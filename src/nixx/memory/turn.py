@@ -184,6 +184,7 @@ async def run_turn(
     model_out = model
     failure: str | None = None
     exhausted = False
+    refused_calls: list[str] = []
     try:
         for round_no in range(settings.tool_max_rounds + 1):
             last_round = round_no == settings.tool_max_rounds
@@ -220,6 +221,11 @@ async def run_turn(
             if not calls:
                 finish = acc.finish_reason or "stop"
                 break
+            # only tools offered in this round run: a call to anything else (tool_choice
+            # "none", a disabled tool, an injected name) is answered with an error, never run
+            offered_names = {
+                str((t.get("function") or {}).get("name")) for t in offered if isinstance(t, dict)
+            }
             ours = [c for c in calls if c["function"]["name"] not in client_names]
             theirs = [c for c in calls if c["function"]["name"] in client_names]
             if theirs:
@@ -234,7 +240,15 @@ async def run_turn(
             convo.append({"role": "assistant", "content": acc.content or None, "tool_calls": ours})
             for call in ours:
                 name, arguments = call["function"]["name"], call["function"]["arguments"]
-                result = await service.run(service.tools.execute, name, arguments)
+                if name in offered_names or name not in service.tools.names():
+                    # (the registry refuses unknown and disabled names itself)
+                    result = await service.run(service.tools.execute, name, arguments)
+                else:
+                    refused_calls.append(name)
+                    result = (
+                        f"error: the tool {name} was not offered in this request and did not "
+                        "run; answer without it"
+                    )
                 run = ToolRun(call["id"], name, arguments, result)
                 progress.tool_runs.append(run)
                 yield run
@@ -260,6 +274,8 @@ async def run_turn(
             ]
         if exhausted:
             meta["tool_rounds_exhausted"] = True
+        if refused_calls:
+            meta["refused_tool_calls"] = refused_calls
         write = service.spawn(_record_answer(service, progress, origin, meta, user_row_id))
         await asyncio.shield(write)
 

@@ -41,29 +41,50 @@ def emit(kind: str, data: dict[str, Any], **extra: Any) -> None:
     sys.stdout.flush()
 
 
-def _post(backend: dict[str, Any], body: dict[str, Any]) -> dict[str, Any]:
-    import httpx
-
-    headers = {"Authorization": f"Bearer {backend['api_key']}"} if backend.get("api_key") else {}
-    url = backend["base_url"].rstrip("/") + "/chat/completions"
-    response = httpx.post(url, json=body, headers=headers, timeout=backend.get("timeout") or 120)
-    if response.status_code >= 400:
-        try:
-            msg = response.json()["error"]["message"]
-        except Exception:  # noqa: BLE001
-            msg = response.text[:500]
-        raise RuntimeError(f"the backend at {backend['base_url']} answered "
-                           f"{response.status_code}: {msg}")
-    return response.json()
+def _env_hint(backend: dict[str, Any], variable: str, key: str) -> str:
+    """Where a setting is set: the variable, or the key in the config file nixx read."""
+    config = backend.get("config_file")
+    return f"{variable} (or `{key}` in {config})" if config else variable
 
 
-def _model(backend: dict[str, Any]) -> str:
-    return backend.get("persona_model") or backend.get("model") or "default"
+def _client(backend: dict[str, Any]):
+    from nixx.llm import SyncChatClient
+
+    return SyncChatClient(backend["base_url"], api_key=backend.get("api_key"),
+                          timeout=float(backend.get("timeout") or 120),
+                          env_var=_env_hint(backend, "NIXX_CHAT_BASE_URL", "chat_base_url"))
+
+
+def resolve_model(backend: dict[str, Any], client=None) -> str:
+    """The persona's `model`, else NIXX_CHAT_MODEL, else the backend's first listed model
+    (as `nixx serve` does) — never a made-up name. `BackendError` when there is none."""
+    from nixx.errors import BackendError
+
+    chosen = backend.get("persona_model") or backend.get("model")
+    if chosen:
+        return str(chosen)
+    if backend.get("resolved_model"):
+        return str(backend["resolved_model"])
+    own = client is None
+    client = client or _client(backend)
+    try:
+        data = client.list_models()
+    finally:
+        if own:
+            client.close()
+    names = [str(m.get("id")) for m in data["data"] if isinstance(m, dict) and m.get("id")]
+    if not names:
+        raise BackendError(
+            f"the LLM backend at {backend['base_url']} lists no models; set "
+            f"{_env_hint(backend, 'NIXX_CHAT_MODEL', 'chat_model')} or the persona's `model`")
+    backend["resolved_model"] = names[0]
+    return names[0]
 
 
 def complete_once(backend: dict[str, Any], messages: list[dict[str, Any]]) -> str:
     """One plain completion (used by channel summaries)."""
-    out = _post(backend, {"model": _model(backend), "messages": messages, "stream": False})
+    with _client(backend) as client:
+        out = client.create({"model": resolve_model(backend, client), "messages": messages})
     return out["choices"][0]["message"].get("content") or ""
 
 
@@ -166,46 +187,67 @@ class Agent:
         return f"error: unknown tool {name!r}", True
 
     def run(self, messages: list[dict[str, Any]]) -> tuple[int, list[dict[str, Any]]]:
+        from nixx.errors import NixxError
+
         max_rounds = int(self.backend.get("max_rounds") or 8)
         final = ""
-        for _ in range(max_rounds + 1):
-            body = {"model": _model(self.backend), "messages": messages, "tools": self.tools(),
-                    "stream": False}
-            try:
-                out = _post(self.backend, body)
-                message = out["choices"][0]["message"]
-            except Exception as exc:  # noqa: BLE001 - reported, the session exits 1
-                emit("error", {"msg": f"{type(exc).__name__}: {exc}"})
-                return 1, messages
-            content = message.get("content") or ""
-            calls = message.get("tool_calls") or []
-            entry: dict[str, Any] = {"role": "assistant", "content": content}
-            if calls:
-                entry["tool_calls"] = calls
-            messages.append(entry)
-            if content:
-                emit("assistant", {"text": content})
-            if not calls:
-                final = content
-                break
-            for call in calls:
-                fn = call.get("function") or {}
-                name, raw = fn.get("name", ""), fn.get("arguments") or "{}"
+        client = _client(self.backend)
+        try:
+            for _ in range(max_rounds + 1):
                 try:
-                    shown = json.loads(raw)
-                except ValueError:
-                    shown = raw
-                emit("tool_use", {"name": name, "input": shown}, toolUseId=call.get("id"))
-                result, is_error = self.call(name, raw)
-                emit("tool_result", {"content": result, "is_error": is_error},
-                     toolUseId=call.get("id"))
-                messages.append({"role": "tool", "tool_call_id": call.get("id"),
-                                 "content": result})
+                    body = {"model": resolve_model(self.backend, client), "messages": messages,
+                            "tools": self.tools()}
+                    message = client.create(body)["choices"][0]["message"]
+                    if not isinstance(message, dict):
+                        raise ValueError("the completion's message is not an object")
+                except NixxError as exc:
+                    return self._failed(exc.message, exc.kind), messages
+                except (KeyError, IndexError, TypeError, ValueError) as exc:
+                    return self._failed(f"the LLM backend at {self.backend['base_url']} sent a "
+                                        f"malformed completion ({exc})", "backend"), messages
+                final, done = self._step(message, messages)
+                if done:
+                    break
+        finally:
+            client.close()
         auto = False
         if not self.replied and not self.sent and final.strip():
             auto = self._auto_reply(final)
         emit("result", {"text": final, "replied": self.replied or auto, "auto_reply": auto})
         return 0, messages
+
+    def _failed(self, msg: str, kind: str) -> int:
+        """The run failed: an `error` entry (the supervisor records it as the cause) and the
+        same line on stderr (its tail is kept with the session)."""
+        emit("error", {"msg": msg, "kind": kind})
+        print(f"error: {msg}", file=sys.stderr, flush=True)
+        return 1
+
+    def _step(self, message: dict[str, Any], messages: list[dict[str, Any]]) -> tuple[str, bool]:
+        """Record one assistant message and run its tool calls. → (its text, finished)."""
+        content = message.get("content") or ""
+        calls = message.get("tool_calls") or []
+        entry: dict[str, Any] = {"role": "assistant", "content": content}
+        if calls:
+            entry["tool_calls"] = calls
+        messages.append(entry)
+        if content:
+            emit("assistant", {"text": content})
+        if not calls:
+            return content, True
+        for call in calls:
+            fn = call.get("function") or {}
+            name, raw = fn.get("name", ""), fn.get("arguments") or "{}"
+            try:
+                shown = json.loads(raw)
+            except ValueError:
+                shown = raw
+            emit("tool_use", {"name": name, "input": shown}, toolUseId=call.get("id"))
+            result, is_error = self.call(name, raw)
+            emit("tool_result", {"content": result, "is_error": is_error},
+                 toolUseId=call.get("id"))
+            messages.append({"role": "tool", "tool_call_id": call.get("id"), "content": result})
+        return "", False
 
     def _auto_reply(self, text: str) -> bool:
         from nixx.nxc import sessions
@@ -251,7 +293,8 @@ def main(argv: list[str] | None = None) -> int:
         messages.append({"role": "system", "content": prompt["system"]})
     messages.append({"role": "user", "content": prompt["user"]})
     agent = Agent(args.session, backend)
-    emit("session_init", {"session_id": args.session, "model": _model(backend),
+    emit("session_init", {"session_id": args.session,
+                          "model": backend.get("persona_model") or backend.get("model") or None,
                           "tools": [t["function"]["name"] for t in agent.tools()],
                           "resume": args.resume})
     if agent.unknown_tools:

@@ -69,8 +69,12 @@ class MemoryStore(ABC):
         *,
         batch_size: int = 64,
         progress: Callable[[int, int], None] | None = None,
+        buffer_text: Callable[[Sequence[BufferRow]], list[str]] | None = None,
     ) -> int:
         """Re-embed every summary and memory with `embed` and record (model, dim).
+        Buffer row vectors are re-embedded too when `buffer_text` is given (it maps a
+        batch of non-marker rows, in id order, to the texts to embed), else dropped
+        (they are derived data: the background queue makes them again).
         Atomic: on failure the old vectors and embedder stay. Returns vectors written."""
 
     # ---- episodic: buffer ----------------------------------------------------------
@@ -79,6 +83,13 @@ class MemoryStore(ABC):
         self, role: str, content: str, origin: str = "api", meta: dict[str, Any] | None = None
     ) -> BufferRow:
         """Append one row. Raises `ValidationError` on an unknown role or origin."""
+
+    @abstractmethod
+    def append_user_once(self, content: str, origin: str = "api") -> BufferRow:
+        """Append a turn's user message unless it is a retry, atomically (one transaction,
+        so concurrent identical requests give one row): when the session's newest row,
+        skipping answers marked incomplete, is this same message from the same origin,
+        that row is returned instead (see `retried_user_row`)."""
 
     @abstractmethod
     def update_buffer_meta(self, row_id: int, meta: dict[str, Any]) -> None:
@@ -105,6 +116,29 @@ class MemoryStore(ABC):
     @abstractmethod
     def buffer_stats(self) -> dict[str, int]:
         """``{"rows", "max_id"}``."""
+
+    # ---- episodic: buffer row vectors ------------------------------------------------
+    @abstractmethod
+    def buffer_rows_without_vector(self, limit: int, *, after_id: int = 0) -> list[BufferRow]:
+        """Up to `limit` non-marker rows with id > after_id that have no vector yet,
+        oldest first (the background queue's work list)."""
+
+    @abstractmethod
+    def add_buffer_vectors(self, items: Sequence[tuple[int, np.ndarray]]) -> int:
+        """Store (buffer id, vector) pairs in one transaction, replacing a row's earlier
+        vector. Ids of missing or marker rows are skipped. Returns the vectors stored.
+        Raises `EmbedderMismatch` on a wrong dimension."""
+
+    @abstractmethod
+    def search_buffer_vectors(
+        self, embedding: np.ndarray, *, limit: int, before_id: int | None = None
+    ) -> list[BufferHit]:
+        """Buffer rows by cosine similarity of their vectors, best first
+        (`BufferHit.score` is the cosine); `before_id` keeps rows with id < before_id."""
+
+    @abstractmethod
+    def buffer_vector_stats(self) -> dict[str, int]:
+        """``{"embedded", "pending"}``: non-marker rows with and without a vector."""
 
     # ---- episodic: summaries -------------------------------------------------------
     @abstractmethod
@@ -228,3 +262,22 @@ class MemoryStore(ABC):
     def import_records(self, records: Iterable[dict[str, Any]]) -> dict[str, int]:
         """Load records written by `export_records` into an empty store, keeping ids.
         One transaction. Returns counts per record type."""
+
+
+#: How many of the session's newest rows `append_user_once` looks at.
+RETRY_TAIL = 16
+
+
+def retried_user_row(
+    newest_first: Sequence[BufferRow], content: str, origin: str
+) -> BufferRow | None:
+    """The user row a retried request should reuse: walking back over answers marked
+    incomplete (a stream cut, a client gone away), the first other row, when it is this
+    same message from the same origin. Markers end the walk (a new session)."""
+    for row in newest_first:
+        if row.role == "assistant" and row.meta.get("incomplete"):
+            continue
+        if row.role == "user" and row.content == content and row.origin == origin:
+            return row
+        return None
+    return None

@@ -130,12 +130,19 @@ def reindex_store(
     batch_size: int = 64,
     progress: Callable[[int, int], None] | None = None,
 ) -> dict[str, Any]:
-    """Re-embed every summary and memory of the store at `url` with `embedder`."""
+    """Re-embed every summary, memory and buffer row of the store at `url` with `embedder`."""
+    from nixx.memory.row_vectors import texts_for
+
     store = open_store(url)
     try:
         before = store.embedding_info()
         written = store.reindex(
-            embedder.embed, embedder.model, embedder.dim, batch_size=batch_size, progress=progress
+            embedder.embed,
+            embedder.model,
+            embedder.dim,
+            batch_size=batch_size,
+            progress=progress,
+            buffer_text=lambda rows: texts_for(store, rows),
         )
         from nixx.store.sqlite import SQLiteStore
 

@@ -4,7 +4,7 @@ JSONL export/import records (described in docs/storage.md).
     {"type": "header", "format": "nixx-export", "version": 1}
     {"type": "embedder", "model", "dim"}                          (if bound)
     {"type": "state", "key", "value"}
-    {"type": "buffer", "id", "role", "content", "origin", "created_at", "meta"}
+    {"type": "buffer", "id", "role", "content", "origin", "created_at", "meta"[, "embedding"]}
     {"type": "summary", "id", "content", "embedding", "tags", "entities",
      "start_buffer_id", "end_buffer_id", "created_at"}
     {"type": "source", "id", "name", "source_type", "summary", "start_id", "end_id",
@@ -96,8 +96,9 @@ def vectors_from_records(values: Sequence[Sequence[float]]) -> np.ndarray:
     return np.asarray(values, dtype=np.float32)
 
 
-def buffer_record(b: BufferRow) -> dict[str, Any]:
-    return {
+def buffer_record(b: BufferRow, embedding: np.ndarray | None = None) -> dict[str, Any]:
+    """A buffer row's record; `embedding` (its row vector) only when it has one."""
+    record: dict[str, Any] = {
         "type": "buffer",
         "id": b.id,
         "role": b.role,
@@ -106,6 +107,9 @@ def buffer_record(b: BufferRow) -> dict[str, Any]:
         "created_at": b.created_at,
         "meta": b.meta,
     }
+    if embedding is not None:
+        record["embedding"] = vector_to_list(embedding)
+    return record
 
 
 def summary_record(s: Summary) -> dict[str, Any]:

@@ -40,7 +40,7 @@ from nixx.errors import (
     ValidationError,
 )
 from nixx.store import validation
-from nixx.store.base import EmbedFn, MemoryStore
+from nixx.store.base import RETRY_TAIL, EmbedFn, MemoryStore, retried_user_row
 from nixx.store.portable import as_vector
 from nixx.store.postgres_schema import (
     HNSW_MAX_DIM,
@@ -63,6 +63,7 @@ from nixx.store.records import (
 
 _MIGRATE_LOCK = 7_346_101  # pg_advisory_xact_lock keys (arbitrary, fixed)
 _EMBEDDER_LOCK = 7_346_102
+_USER_ROW_LOCK = 7_346_103
 
 _BUFFER_COLS = "id, role, content, origin, created_at, meta"
 _SUMMARY_COLS = "id, content, tags, entities, start_buffer_id, end_buffer_id, created_at"
@@ -152,6 +153,17 @@ def search_summaries_sql(*, before: bool, threshold: bool) -> str:
     return _nearest_sql(
         f"SELECT {_SUMMARY_COLS}, embedding <=> %(q)s::vector AS dist FROM summaries {where}",
         threshold,
+    )
+
+
+def search_buffer_vectors_sql(*, before: bool) -> str:
+    """Nearest buffer rows through the HNSW index on buffer_vectors, joined to their rows."""
+    where = "WHERE buffer_id < %(before)s" if before else ""
+    return (
+        "WITH nearest AS MATERIALIZED (SELECT buffer_id, embedding <=> %(q)s::vector AS dist "
+        f"FROM buffer_vectors {where} ORDER BY dist LIMIT %(limit)s) "
+        f"SELECT {', '.join('b.' + c for c in _BUFFER_COLS.split(', '))}, n.dist "
+        "FROM nearest n JOIN buffer b ON b.id = n.buffer_id ORDER BY n.dist, b.id"
     )
 
 
@@ -370,6 +382,9 @@ class PostgresStore(MemoryStore):
                 return
             if self._has_vectors(conn):
                 raise _mismatch(current, model, dim)
+            # only buffer vectors (derived from the buffer), if any: dropped, the
+            # background queue embeds the rows again with the new model
+            conn.execute("DELETE FROM buffer_vectors")
             conn.execute("UPDATE embedder SET model = %s, dim = %s, bound_at = now()", (model, dim))
             if current.dim != dim:
                 self._widen_vectors(conn)
@@ -429,20 +444,35 @@ class PostgresStore(MemoryStore):
         *,
         batch_size: int = 64,
         progress: Callable[[int, int], None] | None = None,
+        buffer_text: Callable[[Sequence[BufferRow]], list[str]] | None = None,
     ) -> int:
         dim = validation.embedder(model, dim, "reindex")
         written = 0
+
+        def embed_checked(texts: list[str]) -> np.ndarray:
+            vectors = np.asarray(embed(texts), dtype=np.float32)
+            if vectors.shape != (len(texts), dim):
+                raise EmbedderMismatch(
+                    f"the embedder returned vectors of shape {vectors.shape}, "
+                    f"expected ({len(texts)}, {dim}) for {model}"
+                )
+            if not np.all(np.isfinite(vectors)):
+                raise ValidationError("the embedder returned NaN or infinity")
+            return vectors
+
         with self._conn() as conn:
             conn.execute("SELECT pg_advisory_xact_lock(%s)", (_EMBEDDER_LOCK,))
-            conn.execute("LOCK TABLE summaries, memories IN EXCLUSIVE MODE")
+            conn.execute("LOCK TABLE summaries, memories, buffer_vectors IN EXCLUSIVE MODE")
             row = conn.execute(
-                "SELECT (SELECT count(*) FROM summaries) + (SELECT count(*) FROM memories)"
+                "SELECT (SELECT count(*) FROM summaries) + (SELECT count(*) FROM memories), "
+                "(SELECT count(*) FROM buffer WHERE role <> 'marker')"
             ).fetchone()
-            total = int(row[0]) if row else 0
+            assert row is not None
+            total = int(row[0]) + (int(row[1]) if buffer_text is not None else 0)
             if progress:
                 progress(0, total)
             self._widen_vectors(conn)
-            for table in VECTOR_TABLES:
+            for table in ("summaries", "memories"):
                 last = 0
                 while True:
                     rows = conn.execute(
@@ -451,14 +481,7 @@ class PostgresStore(MemoryStore):
                     ).fetchall()
                     if not rows:
                         break
-                    vectors = np.asarray(embed([r[1] for r in rows]), dtype=np.float32)
-                    if vectors.shape != (len(rows), dim):
-                        raise EmbedderMismatch(
-                            f"the embedder returned vectors of shape {vectors.shape}, "
-                            f"expected ({len(rows)}, {dim}) for {model}"
-                        )
-                    if not np.all(np.isfinite(vectors)):
-                        raise ValidationError("the embedder returned NaN or infinity")
+                    vectors = embed_checked([r[1] for r in rows])
                     with conn.cursor() as cur:
                         cur.executemany(
                             f"UPDATE {table} SET embedding = %s::vector WHERE id = %s",
@@ -468,6 +491,31 @@ class PostgresStore(MemoryStore):
                     last = rows[-1][0]
                     if progress:
                         progress(written, total)
+            # Buffer vectors are derived data: re-embedded when `buffer_text` is given,
+            # else dropped for the background queue to make again.
+            conn.execute("DELETE FROM buffer_vectors")
+            last = 0
+            while buffer_text is not None:
+                buffer_rows = [
+                    _buffer_row(r)
+                    for r in conn.execute(
+                        f"SELECT {_BUFFER_COLS} FROM buffer WHERE role <> 'marker' AND id > %s "
+                        "ORDER BY id LIMIT %s",
+                        (last, batch_size),
+                    ).fetchall()
+                ]
+                if not buffer_rows:
+                    break
+                vectors = embed_checked(buffer_text(buffer_rows))
+                with conn.cursor() as cur:
+                    cur.executemany(
+                        "INSERT INTO buffer_vectors (buffer_id, embedding) VALUES (%s, %s::vector)",
+                        [(r.id, vec) for r, vec in zip(buffer_rows, vectors, strict=True)],
+                    )
+                written += len(buffer_rows)
+                last = buffer_rows[-1].id
+                if progress:
+                    progress(written, total)
             conn.execute("DELETE FROM embedder")
             conn.execute("INSERT INTO embedder (model, dim) VALUES (%s, %s)", (model, dim))
             self._narrow_vectors(conn, dim)
@@ -483,6 +531,29 @@ class PostgresStore(MemoryStore):
                 f"INSERT INTO buffer (role, content, origin, meta) VALUES (%s, %s, %s, %s) "
                 f"RETURNING {_BUFFER_COLS}",
                 (role, content, origin, Jsonb(meta)),
+            ).fetchone()
+        return _buffer_row(row)  # type: ignore[arg-type]
+
+    def append_user_once(self, content: str, origin: str = "api") -> BufferRow:
+        meta = validation.buffer_row("user", content, origin, None)
+        with self._conn() as conn:
+            # one transaction, serialised against every other append_user_once
+            conn.execute("SELECT pg_advisory_xact_lock(%s)", (_USER_ROW_LOCK,))
+            marker = conn.execute(
+                "SELECT coalesce(max(id), 0) FROM buffer WHERE role = 'marker'"
+            ).fetchone()
+            tail = conn.execute(
+                f"SELECT {_BUFFER_COLS} FROM buffer WHERE id > %s AND role != 'marker' "
+                "ORDER BY id DESC LIMIT %s",
+                (marker[0], RETRY_TAIL),  # type: ignore[index]
+            ).fetchall()
+            reuse = retried_user_row([_buffer_row(r) for r in tail], content, origin)
+            if reuse is not None:
+                return reuse
+            row = conn.execute(
+                f"INSERT INTO buffer (role, content, origin, meta) VALUES ('user', %s, %s, %s) "
+                f"RETURNING {_BUFFER_COLS}",
+                (content, origin, Jsonb(meta)),
             ).fetchone()
         return _buffer_row(row)  # type: ignore[arg-type]
 
@@ -534,6 +605,64 @@ class PostgresStore(MemoryStore):
         with self._conn() as conn:
             row = conn.execute("SELECT count(*), coalesce(max(id), 0) FROM buffer").fetchone()
         return {"rows": int(row[0]), "max_id": int(row[1])}  # type: ignore[index]
+
+    # ---- episodic: buffer row vectors -------------------------------------------------
+    def buffer_rows_without_vector(self, limit: int, *, after_id: int = 0) -> list[BufferRow]:
+        if limit <= 0:
+            return []
+        with self._conn() as conn:
+            rows = conn.execute(
+                f"SELECT {_BUFFER_COLS} FROM buffer b WHERE id > %s AND role <> 'marker' "
+                "AND NOT EXISTS (SELECT 1 FROM buffer_vectors v WHERE v.buffer_id = b.id) "
+                "ORDER BY id LIMIT %s",
+                (after_id, limit),
+            ).fetchall()
+        return [_buffer_row(r) for r in rows]
+
+    def add_buffer_vectors(self, items: Sequence[tuple[int, np.ndarray]]) -> int:
+        if not items:
+            return 0
+        with self._conn() as conn:
+            vectors = self._vectors(conn, [vec for _, vec in items], "buffer row embedding")
+            ids = [int(i) for i, _ in items]
+            existing = {
+                r[0]
+                for r in conn.execute(
+                    "SELECT id FROM buffer WHERE id = ANY(%s) AND role <> 'marker'", (ids,)
+                )
+            }
+            rows = [(i, vec) for i, vec in zip(ids, vectors, strict=True) if i in existing]
+            if rows:
+                with conn.cursor() as cur:
+                    cur.executemany(
+                        "INSERT INTO buffer_vectors (buffer_id, embedding) VALUES (%s, %s::vector) "
+                        "ON CONFLICT (buffer_id) DO UPDATE SET embedding = EXCLUDED.embedding",
+                        rows,
+                    )
+        return len(rows)
+
+    def search_buffer_vectors(
+        self, embedding: np.ndarray, *, limit: int, before_id: int | None = None
+    ) -> list[BufferHit]:
+        if limit <= 0:
+            return []
+        rows = self._nearest(
+            search_buffer_vectors_sql(before=before_id is not None),
+            embedding,
+            limit,
+            None,
+            {"before": before_id},
+        )
+        return [BufferHit(row=_buffer_row(r), score=1.0 - float(r[-1])) for r in rows]
+
+    def buffer_vector_stats(self) -> dict[str, int]:
+        with self._conn() as conn:
+            row = conn.execute(
+                "SELECT (SELECT count(*) FROM buffer_vectors), "
+                "(SELECT count(*) FROM buffer WHERE role <> 'marker')"
+            ).fetchone()
+        assert row is not None
+        return {"embedded": int(row[0]), "pending": max(0, int(row[1]) - int(row[0]))}
 
     # ---- episodic: summaries ----------------------------------------------------------
     def last_summarised_id(self) -> int:
@@ -856,8 +985,14 @@ class PostgresStore(MemoryStore):
                 yield {"type": "embedder", "model": info.model, "dim": info.dim}
             for key, value in conn.execute("SELECT key, value FROM state ORDER BY key"):
                 yield {"type": "state", "key": key, "value": value}
-            for r in self._stream(conn, f"SELECT {_BUFFER_COLS} FROM buffer ORDER BY id"):
-                yield buffer_record(_buffer_row(r))
+            for r in self._stream(
+                conn,
+                f"SELECT {', '.join('b.' + c for c in _BUFFER_COLS.split(', '))}, "
+                "vector_send(v.embedding) FROM buffer b "
+                "LEFT JOIN buffer_vectors v ON v.buffer_id = b.id ORDER BY b.id",
+            ):
+                vec = None if r[6] is None else _parse_vector(r[6])
+                yield buffer_record(_buffer_row(r), vec)
             for r in self._stream(
                 conn, f"SELECT {_SUMMARY_COLS}, {_VEC_OUT} FROM summaries ORDER BY id"
             ):
@@ -931,14 +1066,19 @@ class _Loader:
                     [(r["key"], Jsonb(r["value"])) for r in batch],
                 )
             return
-        if kind in ("summary", "memory"):
+        vectored = batch  # the records carrying a vector
+        if kind == "buffer":
+            vectored = [
+                r for r in batch if r.get("embedding") is not None and r["role"] != "marker"
+            ]
+        if kind in ("summary", "memory") or (kind == "buffer" and vectored):
             if self.dim is None:  # no embedder record: an unnamed one of this dimension
-                self.embedder = EmbeddingInfo(model="", dim=len(batch[0]["embedding"]))
+                self.embedder = EmbeddingInfo(model="", dim=len(vectored[0]["embedding"]))
                 self.dim = self.embedder.dim
                 conn.execute("INSERT INTO embedder (model, dim) VALUES ('', %s)", (self.dim,))
                 PostgresStore._widen_vectors(conn)
                 self.widened = True
-            for r in batch:
+            for r in vectored:
                 if len(r["embedding"]) != self.dim:
                     raise EmbedderMismatch(
                         f"{kind} {r['id']} embedding has {len(r['embedding'])} dimensions but "
@@ -959,6 +1099,15 @@ class _Loader:
         ):
             for r in batch:
                 copy.write_row(row(r))
+        if kind == "buffer" and vectored:
+            with conn.cursor() as cur:
+                cur.executemany(
+                    "INSERT INTO buffer_vectors (buffer_id, embedding) VALUES (%s, %s::vector)",
+                    [
+                        (r["id"], _vector_param(r["embedding"], f"buffer {r['id']}"))
+                        for r in vectored
+                    ],
+                )
 
     def finish(self) -> None:
         conn = self.conn

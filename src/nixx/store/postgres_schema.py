@@ -91,11 +91,37 @@ CREATE TABLE embedder (
 );
 """
 
-MIGRATIONS: tuple[Migration, ...] = (Migration(1, "initial schema", V1_INITIAL),)
+#: A vector for every buffer row, written by the background queue
+#: (nixx.memory.row_vectors). On a store whose embedder is already bound the column is
+#: typed and indexed at once, as `bind_embedder` does for a new store.
+V2_BUFFER_VECTORS = """
+CREATE TABLE buffer_vectors (
+    buffer_id bigint PRIMARY KEY REFERENCES buffer (id) ON DELETE CASCADE,
+    embedding vector NOT NULL
+);
+DO $$
+DECLARE d integer;
+BEGIN
+    SELECT dim INTO d FROM embedder;
+    IF d IS NOT NULL THEN
+        EXECUTE format('ALTER TABLE buffer_vectors ALTER COLUMN embedding TYPE vector(%s)', d);
+        IF d <= 2000 THEN
+            CREATE INDEX IF NOT EXISTS buffer_vectors_embedding_hnsw ON buffer_vectors
+                USING hnsw (embedding vector_cosine_ops);
+        END IF;
+    END IF;
+END
+$$;
+"""
+
+MIGRATIONS: tuple[Migration, ...] = (
+    Migration(1, "initial schema", V1_INITIAL),
+    Migration(2, "buffer row vectors", V2_BUFFER_VECTORS),
+)
 
 LATEST = MIGRATIONS[-1].version
 
 #: HNSW indexes exist only once the dimension is known (pgvector indexes at most 2000-d
 #: `vector`; above that, search falls back to an exact scan).
 HNSW_MAX_DIM = 2000
-VECTOR_TABLES = ("summaries", "memories")
+VECTOR_TABLES = ("summaries", "memories", "buffer_vectors")

@@ -36,7 +36,7 @@ class BufferRow:
 @dataclass(frozen=True)
 class BufferHit:
     row: BufferRow
-    score: float  # higher is better (BM25-style relevance, backend-specific scale)
+    score: float  # higher is better: full text, BM25-style (backend scale); vectors, cosine
 
 
 @dataclass(frozen=True)

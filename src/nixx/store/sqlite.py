@@ -19,6 +19,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +28,7 @@ import numpy as np
 
 from nixx.errors import Conflict, EmbedderMismatch, NotFound, StoreError, ValidationError
 from nixx.store import sqlite_migrations, validation
-from nixx.store.base import EmbedFn, MemoryStore
+from nixx.store.base import RETRY_TAIL, EmbedFn, MemoryStore, retried_user_row
 from nixx.store.fts_query import fts5_match
 from nixx.store.portable import (
     as_vector,
@@ -60,7 +61,27 @@ from nixx.store.vector_index import (
 
 BUSY_TIMEOUT_MS = 60_000
 _LOAD_CHUNK = 20_000
-_VECTOR_TABLES = ("summaries", "memories")
+#: Tables whose vectors are made from their own `content` (reindex re-embeds them).
+_CONTENT_VECTOR_TABLES = ("summaries", "memories")
+#: Tables with an in-memory vector index.
+_VECTOR_TABLES = (*_CONTENT_VECTOR_TABLES, "buffer_vectors")
+
+
+@dataclass(frozen=True)
+class _IndexSpec:
+    """How a vector table maps onto its `VectorIndex`: `seq` grows as vectors arrive
+    (the watermark), `key` is the id the index returns, `extra` the filter column."""
+
+    seq: str
+    key: str
+    extra: str
+
+
+_INDEX_SPECS = {
+    "summaries": _IndexSpec("id", "id", "end_buffer_id"),
+    "memories": _IndexSpec("id", "id", "0"),
+    "buffer_vectors": _IndexSpec("seq", "buffer_id", "buffer_id"),
+}
 
 _BUFFER_COLS = "id, role, content, origin, created_at, meta"
 _SUMMARY_COLS = "id, content, tags, entities, start_buffer_id, end_buffer_id, created_at, embedding"
@@ -93,7 +114,10 @@ class SQLiteStore(MemoryStore):
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
-            raise StoreError(f"cannot create the folder for {self.path}: {exc}") from None
+            raise StoreError(
+                f"cannot create the folder for {self.path}: {exc}; set NIXX_HOME or NIXX_DB_URL "
+                "to a writable place"
+            ) from None
         self._local = threading.local()
         self._conns: list[apsw.Connection] = []
         self._conns_lock = threading.Lock()
@@ -106,23 +130,43 @@ class SQLiteStore(MemoryStore):
         try:
             conn = apsw.Connection(str(self.path))
         except apsw.Error as exc:
-            raise StoreError(f"cannot open the SQLite store {self.path}: {exc}") from None
-        conn.setbusytimeout(self.busy_timeout_ms)
-        deadline = time.monotonic() + self.busy_timeout_ms / 1000
-        while True:  # switching to WAL needs a moment of exclusive access on a new file
-            try:
-                conn.execute("PRAGMA journal_mode = WAL")
-                break
-            except apsw.BusyError:
-                if time.monotonic() > deadline:
-                    raise StoreError(
-                        f"the SQLite store {self.path} stayed busy; is another program "
-                        "holding it open in exclusive mode?"
-                    ) from None
-                time.sleep(0.01)
-        conn.execute("PRAGMA foreign_keys = ON")
-        conn.execute("PRAGMA synchronous = FULL")
+            raise self._open_error(exc) from None
+        try:
+            conn.setbusytimeout(self.busy_timeout_ms)
+            deadline = time.monotonic() + self.busy_timeout_ms / 1000
+            while True:  # switching to WAL needs a moment of exclusive access on a new file
+                try:
+                    conn.execute("PRAGMA journal_mode = WAL")
+                    break
+                except apsw.BusyError:
+                    if time.monotonic() > deadline:
+                        raise StoreError(
+                            f"the SQLite store {self.path} stayed busy; is another program "
+                            "holding it open in exclusive mode?"
+                        ) from None
+                    time.sleep(0.01)
+            conn.execute("PRAGMA foreign_keys = ON")
+            conn.execute("PRAGMA synchronous = FULL")
+        except apsw.Error as exc:
+            conn.close()
+            raise self._open_error(exc) from None
         return conn
+
+    def _open_error(self, exc: apsw.Error) -> StoreError:
+        """A one-line error naming the file and what to do, for a store that cannot be
+        opened: not a database, or not writable."""
+        if isinstance(exc, (apsw.NotADBError, apsw.CorruptError)):
+            return StoreError(
+                f"{self.path} is not a usable SQLite database ({exc}): move it aside and run "
+                "`nixx db init` (or `nixx import` an export), or point NIXX_DB_URL elsewhere"
+            )
+        if isinstance(exc, (apsw.CantOpenError, apsw.ReadOnlyError, apsw.PermissionsError)):
+            return StoreError(
+                f"cannot open the SQLite store {self.path} for writing ({exc}): make "
+                f"{self.path.parent} and the file writable, or set NIXX_HOME or NIXX_DB_URL "
+                "to a writable place"
+            )
+        return StoreError(f"cannot open the SQLite store {self.path}: {exc}")
 
     def _conn(self) -> apsw.Connection:
         if self._closed:
@@ -196,6 +240,8 @@ class SQLiteStore(MemoryStore):
             return sqlite_migrations.apply_pending(self._conn())
         except apsw.BusyError:
             raise StoreError(f"the SQLite store {self.path} stayed busy while migrating") from None
+        except (apsw.NotADBError, apsw.CorruptError, apsw.ReadOnlyError, apsw.CantOpenError) as exc:
+            raise self._open_error(exc) from None
 
     # ---- embedder identity ---------------------------------------------------------
     def embedding_info(self) -> EmbeddingInfo | None:
@@ -251,6 +297,9 @@ class SQLiteStore(MemoryStore):
                     model=model,
                     dim=dim,
                 )
+            # Only buffer vectors (derived from the buffer) are stored, if any: drop
+            # them; the background queue embeds the rows again with the new model.
+            conn.execute("DELETE FROM buffer_vectors")
             conn.execute(
                 "UPDATE embedder SET model = ?, dim = ?, bound_at = ? WHERE id = 1",
                 (model, dim, utc_now()),
@@ -264,14 +313,25 @@ class SQLiteStore(MemoryStore):
         *,
         batch_size: int = 64,
         progress: Callable[[int, int], None] | None = None,
+        buffer_text: Callable[[Sequence[BufferRow]], list[str]] | None = None,
     ) -> int:
         dim = validation.embedder(model, dim, "reindex")
         with self._read() as conn:
             texts = {
                 table: dict(conn.execute(f"SELECT id, content FROM {table} ORDER BY id"))
-                for table in _VECTOR_TABLES
+                for table in _CONTENT_VECTOR_TABLES
             }
-        total = sum(len(t) for t in texts.values())
+            buffer_rows = (
+                [
+                    _buffer_row(r)
+                    for r in conn.execute(
+                        f"SELECT {_BUFFER_COLS} FROM buffer WHERE role != 'marker' ORDER BY id"
+                    )
+                ]
+                if buffer_text is not None
+                else []
+            )
+        total = sum(len(t) for t in texts.values()) + len(buffer_rows)
         done = 0
         if progress:
             progress(0, total)
@@ -295,11 +355,27 @@ class SQLiteStore(MemoryStore):
                 if progress:
                     progress(done, total)
 
-        for table in _VECTOR_TABLES:
+        for table in _CONTENT_VECTOR_TABLES:
             embed_into(table, list(texts[table].items()))
+        for start in range(0, len(buffer_rows), max(1, batch_size)):
+            rows = buffer_rows[start : start + batch_size]
+            assert buffer_text is not None
+            embed_into(
+                "buffer_vectors", list(zip([r.id for r in rows], buffer_text(rows), strict=True))
+            )
         written = 0
         with self._write() as conn:
-            for table in _VECTOR_TABLES:
+            # Buffer vectors are derived data: re-embedded here when `buffer_text` is
+            # given, else dropped for the background queue to make again.
+            conn.execute("DELETE FROM buffer_vectors")
+            if buffer_text is not None:
+                conn.executemany(
+                    "INSERT INTO buffer_vectors (buffer_id, embedding) SELECT ?, ? "
+                    "WHERE EXISTS (SELECT 1 FROM buffer WHERE id = ?)",
+                    ((i, blob, i) for i, blob in vectors["buffer_vectors"].items()),
+                )
+                written += len(vectors["buffer_vectors"])
+            for table in _CONTENT_VECTOR_TABLES:
                 current = dict(conn.execute(f"SELECT id, content FROM {table}"))
                 missing = [
                     (i, text)
@@ -337,6 +413,27 @@ class SQLiteStore(MemoryStore):
             )
             row_id = conn.last_insert_rowid()
         return BufferRow(row_id, role, content, origin, created, meta)
+
+    def append_user_once(self, content: str, origin: str = "api") -> BufferRow:
+        meta = validation.buffer_row("user", content, origin, None)
+        with self._write() as conn:  # BEGIN IMMEDIATE: the check and the insert are one
+            marker = _one(conn, "SELECT coalesce(max(id), 0) FROM buffer WHERE role = 'marker'")
+            tail = conn.execute(
+                f"SELECT {_BUFFER_COLS} FROM buffer WHERE id > ? AND role != 'marker' "
+                "ORDER BY id DESC LIMIT ?",
+                (marker[0], RETRY_TAIL),
+            )
+            reuse = retried_user_row([_buffer_row(r) for r in tail], content, origin)
+            if reuse is not None:
+                return reuse
+            created = utc_now()
+            conn.execute(
+                "INSERT INTO buffer (role, content, origin, meta, created_at) "
+                "VALUES ('user', ?, ?, ?, ?)",
+                (content, origin, _dumps(meta), created),
+            )
+            row_id = conn.last_insert_rowid()
+        return BufferRow(row_id, "user", content, origin, created, meta)
 
     def update_buffer_meta(self, row_id: int, meta: dict[str, Any]) -> None:
         meta = validation.json_object(meta, "meta")
@@ -389,6 +486,56 @@ class SQLiteStore(MemoryStore):
     def buffer_stats(self) -> dict[str, int]:
         row = _one(self._conn(), "SELECT count(*), max(id) FROM buffer")
         return {"rows": int(row[0]), "max_id": int(row[1] or 0)}
+
+    # ---- episodic: buffer row vectors ----------------------------------------------
+    def buffer_rows_without_vector(self, limit: int, *, after_id: int = 0) -> list[BufferRow]:
+        if limit <= 0:
+            return []
+        cur = self._conn().execute(
+            f"SELECT {_BUFFER_COLS} FROM buffer b WHERE id > ? AND role != 'marker' "
+            "AND NOT EXISTS (SELECT 1 FROM buffer_vectors v WHERE v.buffer_id = b.id) "
+            "ORDER BY id LIMIT ?",
+            (after_id, limit),
+        )
+        return [_buffer_row(r) for r in cur]
+
+    def add_buffer_vectors(self, items: Sequence[tuple[int, np.ndarray]]) -> int:
+        if not items:
+            return 0
+        with self._write() as conn:
+            dim = self._bound_dim(conn)
+            rows = []
+            for row_id, embedding in items:
+                vec = as_vector(embedding, dim, what=f"buffer row {row_id} embedding")
+                dim = vec.shape[0]
+                rows.append((int(row_id), vec.astype("<f4").tobytes()))
+            assert dim is not None
+            self._ensure_dim(conn, dim)
+            written = 0
+            for row_id, blob in rows:
+                # a new vector replaces the old one under a new seq (the index follows)
+                conn.execute("DELETE FROM buffer_vectors WHERE buffer_id = ?", (row_id,))
+                conn.execute(
+                    "INSERT INTO buffer_vectors (buffer_id, embedding) SELECT ?, ? "
+                    "WHERE EXISTS (SELECT 1 FROM buffer WHERE id = ? AND role != 'marker')",
+                    (row_id, blob, row_id),
+                )
+                written += conn.changes()
+        return written
+
+    def search_buffer_vectors(
+        self, embedding: np.ndarray, *, limit: int, before_id: int | None = None
+    ) -> list[BufferHit]:
+        found = self._vector_search(
+            "buffer_vectors", embedding, limit, None, before_buffer_id=before_id
+        )
+        return [BufferHit(row=_buffer_row(row[:6]), score=s) for row, s in found]
+
+    def buffer_vector_stats(self) -> dict[str, int]:
+        with self._read() as conn:
+            embedded = int(_one(conn, "SELECT count(*) FROM buffer_vectors")[0])
+            rows = int(_one(conn, "SELECT count(*) FROM buffer WHERE role != 'marker'")[0])
+        return {"embedded": embedded, "pending": max(0, rows - embedded)}
 
     # ---- episodic: summaries -------------------------------------------------------
     def last_summarised_id(self) -> int:
@@ -642,10 +789,10 @@ class SQLiteStore(MemoryStore):
         *,
         before_buffer_id: int | None = None,
     ) -> list[tuple[tuple[Any, ...], float]]:
-        """(row, cosine) pairs, best first. Rows are SELECTed with the table's columns."""
+        """(row, cosine) pairs, best first. Rows are SELECTed with the table's columns
+        (for `buffer_vectors`: the buffer row's), its vector last."""
         if limit <= 0:
             return []
-        cols = _SUMMARY_COLS if table == "summaries" else _MEMORY_COLS
         with self._index_locks[table], self._read() as conn:
             dim = self._bound_dim(conn)
             if dim is None:  # nothing stored yet
@@ -656,22 +803,19 @@ class SQLiteStore(MemoryStore):
                 ids, scores = index.exact_search(
                     query, limit, threshold=threshold, extra_below=before_buffer_id
                 )
-                rows = _rows_by_id(conn, table, cols, ids)
+                rows = _rows_by_id(conn, table, ids)
                 return [
                     (rows[i], float(s))
                     for i, s in zip(ids.tolist(), scores, strict=True)
                     if i in rows
                 ]
-            return self._ann_search(
-                conn, index, table, cols, query, limit, threshold, before_buffer_id
-            )
+            return self._ann_search(conn, index, table, query, limit, threshold, before_buffer_id)
 
     def _ann_search(
         self,
         conn: apsw.Connection,
         index: VectorIndex,
         table: str,
-        cols: str,
         query: np.ndarray,
         limit: int,
         threshold: float | None,
@@ -681,9 +825,10 @@ class SQLiteStore(MemoryStore):
         the candidate set while filters leave too few, then fall back to an exact scan."""
         q = normalise_rows(query)
         fetch = max(4 * limit, 64)
+        at = _FILTER_COLUMN.get(table, 0)
         while True:
             ids = index.ann_candidates(q, fetch)
-            rows = _rows_by_id(conn, table, cols, ids)
+            rows = _rows_by_id(conn, table, ids)
             scored = _rescore(rows, q, index.dim)
             exhausted = len(ids) < fetch
             lowest = min((s for _, s in scored), default=-2.0)
@@ -691,29 +836,29 @@ class SQLiteStore(MemoryStore):
                 (row, s)
                 for row, s in scored
                 if (threshold is None or s >= threshold)
-                and (before_buffer_id is None or row[5] < before_buffer_id)
+                and (before_buffer_id is None or row[at] < before_buffer_id)
             ]
             if len(kept) >= limit or exhausted or (threshold is not None and lowest < threshold):
                 kept.sort(key=lambda p: (-p[1], p[0][0]))
                 return kept[:limit]
             if fetch >= self.ann_max_candidates:
-                return self._exact_scan(conn, table, cols, q, limit, threshold, before_buffer_id)
+                return self._exact_scan(conn, table, q, limit, threshold, before_buffer_id)
             fetch *= 4
 
     def _exact_scan(
         self,
         conn: apsw.Connection,
         table: str,
-        cols: str,
         q: np.ndarray,
         limit: int,
         threshold: float | None,
         before_buffer_id: int | None,
     ) -> list[tuple[tuple[Any, ...], float]]:
         """Exact search straight from the stored vectors with the filter in SQL."""
+        spec = _INDEX_SPECS[table]
         where, params = "", []
         if before_buffer_id is not None:
-            where, params = "WHERE end_buffer_id < ?", [before_buffer_id]
+            where, params = f"WHERE {spec.extra} < ?", [before_buffer_id]
         best_ids = np.empty(0, np.int64)
         best_scores = np.empty(0, np.float32)
         dim = q.shape[0]
@@ -721,8 +866,8 @@ class SQLiteStore(MemoryStore):
         while True:
             chunk = list(
                 conn.execute(
-                    f"SELECT id, embedding FROM {table} {where} {'AND' if where else 'WHERE'} "
-                    "id > ? ORDER BY id LIMIT ?",
+                    f"SELECT {spec.key}, embedding FROM {table} {where} "
+                    f"{'AND' if where else 'WHERE'} {spec.key} > ? ORDER BY {spec.key} LIMIT ?",
                     (*params, after, _LOAD_CHUNK),
                 )
             )
@@ -736,11 +881,11 @@ class SQLiteStore(MemoryStore):
             if len(best_scores) > limit:
                 part = np.argpartition(-best_scores, limit - 1)[:limit]
                 best_ids, best_scores = best_ids[part], best_scores[part]
-        rows = _rows_by_id(conn, table, cols, best_ids)
+        rows = _rows_by_id(conn, table, best_ids)
         out = [
             (rows[i], float(s))
             for i, s in zip(best_ids.tolist(), best_scores, strict=True)
-            if threshold is None or s >= threshold
+            if i in rows and (threshold is None or s >= threshold)
         ]
         out.sort(key=lambda p: (-p[1], p[0][0]))
         return out[:limit]
@@ -756,10 +901,11 @@ class SQLiteStore(MemoryStore):
             raise
 
     def _sync_index_unguarded(self, conn: apsw.Connection, table: str, dim: int) -> VectorIndex:
+        spec = _INDEX_SPECS[table]
         epoch, deletions = _one(
             conn, "SELECT epoch, deletions FROM vector_state WHERE name = ?", (table,)
         )
-        max_id = int(_one(conn, f"SELECT max(id) FROM {table}")[0] or 0)
+        max_seq = int(_one(conn, f"SELECT max({spec.seq}) FROM {table}")[0] or 0)
         index = self._indexes.get(table)
         if index is None or index.dim != dim:
             index = VectorIndex(
@@ -774,42 +920,43 @@ class SQLiteStore(MemoryStore):
             point = None
             if self._count_rows(conn, table) > self.ann_threshold:
                 point = index.load_sidecar(epoch)
-            if point is None or point.watermark > max_id:
+            if point is None or point.watermark > max_seq:
                 index.reset()
                 point = SyncPoint(epoch, deletions, 0)
         if point.deletions != deletions:
+            # keys whose vector is still the one indexed (a replaced vector has a new seq)
             alive = np.fromiter(
                 (
                     r[0]
                     for r in conn.execute(
-                        f"SELECT id FROM {table} WHERE id <= ?", (point.watermark,)
+                        f"SELECT {spec.key} FROM {table} WHERE {spec.seq} <= ?",
+                        (point.watermark,),
                     )
                 ),
                 np.int64,
             )
             index.keep_only(alive)
             point = SyncPoint(epoch, deletions, point.watermark)
-        if max_id > point.watermark:
-            extra_col = "end_buffer_id" if table == "summaries" else "0"
+        if max_seq > point.watermark:
             after = point.watermark
-            while after < max_id:
+            while after < max_seq:
                 chunk = list(
                     conn.execute(
-                        f"SELECT id, embedding, {extra_col} FROM {table} "
-                        "WHERE id > ? AND id <= ? ORDER BY id LIMIT ?",
-                        (after, max_id, _LOAD_CHUNK),
+                        f"SELECT {spec.seq}, {spec.key}, embedding, {spec.extra} FROM {table} "
+                        f"WHERE {spec.seq} > ? AND {spec.seq} <= ? ORDER BY {spec.seq} LIMIT ?",
+                        (after, max_seq, _LOAD_CHUNK),
                     )
                 )
                 if not chunk:
                     break
                 after = chunk[-1][0]
                 index.add(
-                    np.fromiter((r[0] for r in chunk), np.int64, len(chunk)),
-                    decode_vectors([r[1] for r in chunk], dim),
-                    np.fromiter((r[2] for r in chunk), np.int64, len(chunk)),
+                    np.fromiter((r[1] for r in chunk), np.int64, len(chunk)),
+                    decode_vectors([r[2] for r in chunk], dim),
+                    np.fromiter((r[3] for r in chunk), np.int64, len(chunk)),
                 )
             loaded_from_scratch = point.watermark == 0
-            point = SyncPoint(epoch, deletions, max_id)
+            point = SyncPoint(epoch, deletions, max_seq)
             index.synced = point
             if loaded_from_scratch and index.approximate:
                 with contextlib.suppress(OSError):  # a cache only
@@ -880,8 +1027,12 @@ class SQLiteStore(MemoryStore):
                 yield {"type": "embedder", "model": row[0], "dim": int(row[1])}
             for key, value in conn.execute("SELECT key, value FROM state ORDER BY key"):
                 yield {"type": "state", "key": key, "value": json.loads(value)}
-            for r in conn.execute(f"SELECT {_BUFFER_COLS} FROM buffer ORDER BY id"):
-                yield buffer_record(_buffer_row(r))
+            for r in conn.execute(
+                "SELECT b.id, b.role, b.content, b.origin, b.created_at, b.meta, v.embedding "
+                "FROM buffer b LEFT JOIN buffer_vectors v ON v.buffer_id = b.id ORDER BY b.id"
+            ):
+                vec = None if r[6] is None else np.frombuffer(r[6], dtype="<f4")
+                yield buffer_record(_buffer_row(r[:6]), vec)
             for r in conn.execute(f"SELECT {_SUMMARY_COLS} FROM summaries ORDER BY id"):
                 yield summary_record(_summary(r, with_embedding=True))
             for r in conn.execute(f"SELECT {_SOURCE_COLS} FROM sources s ORDER BY s.id"):
@@ -935,6 +1086,15 @@ class SQLiteStore(MemoryStore):
                     _dumps(rec.get("meta") or {}),
                 ),
             )
+            if rec.get("embedding") is not None and rec["role"] != "marker":
+                vec = as_vector(rec["embedding"], dim, what=f"buffer {rec['id']} embedding")
+                if dim is None:
+                    dim = vec.shape[0]
+                    self._ensure_dim(conn, dim)
+                conn.execute(
+                    "INSERT INTO buffer_vectors (buffer_id, embedding) VALUES (?, ?)",
+                    (int(rec["id"]), vec.astype("<f4").tobytes()),
+                )
         elif kind == "summary":
             vec = as_vector(rec["embedding"], dim, what=f"summary {rec['id']} embedding")
             if dim is None:
@@ -1063,17 +1223,31 @@ def _one(conn: apsw.Connection, sql: str, params: Sequence[Any] = ()) -> tuple[A
     return tuple(row)
 
 
-def _rows_by_id(
-    conn: apsw.Connection, table: str, cols: str, ids: np.ndarray
-) -> dict[int, tuple[Any, ...]]:
+#: What a vector search returns per table: (columns, FROM clause, id column); the
+#: vector is the last column (`_rescore` reads it).
+_HIT_SOURCE = {
+    "summaries": (_SUMMARY_COLS, "summaries", "id"),
+    "memories": (_MEMORY_COLS, "memories", "id"),
+    "buffer_vectors": (
+        "b.id, b.role, b.content, b.origin, b.created_at, b.meta, v.embedding",
+        "buffer b JOIN buffer_vectors v ON v.buffer_id = b.id",
+        "b.id",
+    ),
+}
+#: The column of a hit row that `before_buffer_id` filters on.
+_FILTER_COLUMN = {"summaries": 5, "buffer_vectors": 0}
+
+
+def _rows_by_id(conn: apsw.Connection, table: str, ids: np.ndarray) -> dict[int, tuple[Any, ...]]:
     if len(ids) == 0:
         return {}
+    cols, source, id_col = _HIT_SOURCE[table]
     id_list = [int(i) for i in ids]
     rows: dict[int, tuple[Any, ...]] = {}
     for start in range(0, len(id_list), 500):
         part = id_list[start : start + 500]
         cur = conn.execute(
-            f"SELECT {cols} FROM {table} WHERE id IN ({','.join('?' * len(part))})", part
+            f"SELECT {cols} FROM {source} WHERE {id_col} IN ({','.join('?' * len(part))})", part
         )
         rows.update((int(r[0]), tuple(r)) for r in cur)
     return rows

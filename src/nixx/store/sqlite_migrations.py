@@ -208,3 +208,47 @@ def m001_initial(conn: apsw.Connection) -> None:
         END;
         """
     )
+
+
+@migration
+def m002_buffer_vectors(conn: apsw.Connection) -> None:
+    """A vector for every buffer row (embedded in the background after the row is
+    written; see nixx.memory.row_vectors). `seq` orders the vectors as they arrive
+    (rows are embedded out of id order: new rows first, old ones as the backfill
+    reaches them), so the in-memory index can follow them with one watermark."""
+    conn.execute(
+        """
+        CREATE TABLE buffer_vectors (
+            seq       INTEGER PRIMARY KEY AUTOINCREMENT,
+            buffer_id INTEGER NOT NULL UNIQUE REFERENCES buffer (id) ON DELETE CASCADE,
+            embedding BLOB NOT NULL                    -- float32 little-endian
+        );
+
+        -- vector_state's CHECK names its tables: rebuild it to admit buffer_vectors.
+        DROP TRIGGER summaries_deleted;
+        DROP TRIGGER memories_deleted;
+        CREATE TABLE vector_state_v2 (
+            name      TEXT PRIMARY KEY
+                      CHECK (name IN ('summaries', 'memories', 'buffer_vectors')),
+            epoch     INTEGER NOT NULL DEFAULT 0,
+            deletions INTEGER NOT NULL DEFAULT 0
+        );
+        INSERT INTO vector_state_v2 (name, epoch, deletions)
+            SELECT name, epoch, deletions FROM vector_state;
+        INSERT INTO vector_state_v2 (name, epoch) VALUES ('buffer_vectors', abs(random()));
+        DROP TABLE vector_state;
+        ALTER TABLE vector_state_v2 RENAME TO vector_state;
+        CREATE TRIGGER summaries_deleted AFTER DELETE ON summaries
+        BEGIN
+            UPDATE vector_state SET deletions = deletions + 1 WHERE name = 'summaries';
+        END;
+        CREATE TRIGGER memories_deleted AFTER DELETE ON memories
+        BEGIN
+            UPDATE vector_state SET deletions = deletions + 1 WHERE name = 'memories';
+        END;
+        CREATE TRIGGER buffer_vectors_deleted AFTER DELETE ON buffer_vectors
+        BEGIN
+            UPDATE vector_state SET deletions = deletions + 1 WHERE name = 'buffer_vectors';
+        END;
+        """
+    )

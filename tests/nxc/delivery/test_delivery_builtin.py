@@ -145,3 +145,40 @@ def test_builtin_backend_down_is_recorded_as_a_failed_run(tmp_path):
         errors = [e for e in entries if e["kind"] == "error"]
         assert any("model exploded" in json.dumps(e["data"]) for e in errors)
         assert ws.nxc_json("threads", "show", receipt["thread_id"])["outstanding"] == ["ab12/fragile"]
+
+
+def test_builtin_runtime_is_configured_from_config_toml_in_a_bare_terminal(tmp_path):
+    """A terminal with no NIXX_CHAT_* at all: the settings come from $NIXX_HOME/config.toml
+    like `nixx serve`'s, and the model is the backend's first listed one (never "default")."""
+    with FakeLLM(model="served-model") as llm:
+        home = tmp_path / "operator-home"
+        home.mkdir()
+        (home / "config.toml").write_text(f'chat_base_url = "{llm.base_url}"\n'
+                                          'chat_timeout = 30\n')
+        ws = make_workspace(tmp_path, NIXX_HOME=str(home))
+        for name in [k for k in ws.env if k.startswith("NIXX_CHAT_")]:
+            del ws.env[name]
+        ws.persona("reviewer", runtime="nixx",
+                   system_prompt="You review changes and answer in three short bullet points.")
+        llm.queue(Reply(content="- fine\n- fine\n- fine"))
+        receipt = ws.nxc_json("send", "--to", "reviewer", "please review the storage layer")
+        waited = ws.nxc("wait", "--thread", receipt["thread_id"], "--timeout", "120",
+                        check=False)
+        assert waited.returncode == 0, waited.stdout + waited.stderr
+        assert llm.chat_requests[0]["model"] == "served-model"
+        thread = ws.nxc_json("threads", "show", receipt["thread_id"])
+        assert thread["messages"][-1]["body"] == "- fine\n- fine\n- fine"
+
+
+def test_builtin_runtime_with_a_backend_that_lists_no_model_says_what_to_set(tmp_path):
+    with FakeLLM() as llm:
+        llm.models = []
+        ws = make_workspace(tmp_path, NIXX_CHAT_BASE_URL=llm.base_url)
+        ws.persona("reviewer", runtime="nixx")
+        receipt = ws.nxc_json("send", "--to", "reviewer", "review")
+        waited = ws.nxc_json("wait", "--thread", receipt["thread_id"], "--timeout", "120",
+                             check=False)
+        assert waited["outcome"] == "failed"
+        reason = waited["failures"][0]["reason"]
+        assert "lists no models" in reason and "NIXX_CHAT_MODEL" in reason
+        assert llm.chat_requests == []

@@ -142,9 +142,8 @@ async def _stream(
                 chunk = _chunk(cid, created, model, {}, event.finish_reason)
                 chunk["nixx"] = _memory_info(event)
                 yield _sse(chunk)
-                if include_usage:
-                    usage = {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}
-                    usage.update(event.usage)
+                usage = _usage(event.usage)
+                if include_usage and usage is not None:
                     tail = {**_chunk(cid, created, model, {}), "choices": [], "usage": usage}
                     yield _sse(tail)
             try:
@@ -205,9 +204,7 @@ async def chat_completions(
     message: dict[str, Any] = {"role": "assistant", "content": content}
     if done.client_tool_calls:
         message["tool_calls"] = done.client_tool_calls
-    usage = {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}
-    usage.update(done.usage)
-    return {
+    reply: dict[str, Any] = {
         "id": completion_id(),
         "object": "chat.completion",
         "created": int(time.time()),
@@ -216,6 +213,20 @@ async def chat_completions(
         "choices": [
             {"index": 0, "message": message, "logprobs": None, "finish_reason": done.finish_reason}
         ],
-        "usage": usage,
-        "nixx": _memory_info(done),
     }
+    usage = _usage(done.usage)
+    if usage is not None:  # omitted, not 0/0/0, when the backend reported none
+        reply["usage"] = usage
+    reply["nixx"] = _memory_info(done)
+    return reply
+
+
+def _usage(counted: dict[str, int]) -> dict[str, int] | None:
+    """The token counts the backend reported (None when it reported none): what it
+    left out is completed from the rest where that is arithmetic, else 0."""
+    if not counted:
+        return None
+    usage = {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0, **counted}
+    if "total_tokens" not in counted:
+        usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
+    return usage

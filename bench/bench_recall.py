@@ -1,0 +1,382 @@
+"""Recall on a labelled multi-session benchmark: does a question find its evidence rows?
+
+    .venv/bin/python bench/bench_recall.py              # full text / vectors / fused, R@k
+    .venv/bin/python bench/bench_recall.py --variants   # also: what a row's vector covers
+    .venv/bin/python bench/bench_recall.py --floor      # also: the recall floor, related vs
+                                                        # unrelated questions
+
+Data: bench/recall_data.py (5 conversations of 370-460 rows over 14-16 dated sessions,
+238 questions in four categories, each labelled with its evidence rows). Each
+conversation is loaded into a real SQLite store with `import_records` (so rows keep the
+sessions' dates as `created_at`), its rows are embedded with the local embedder
+(all-MiniLM-L6-v2) through `nixx.memory.row_text.embedding_text` and stored with
+`add_buffer_vectors`, and every question is asked through the real search code:
+
+- `full text` : `store.search_buffer` (terms OR-ed, BM25)
+- `vectors`   : `store.search_buffer_vectors` over the query's embedding
+- `fused`     : `nixx.memory.search.fused_search` — what `/v1/episodic/search` and
+                per-turn recall use
+
+R@k is the share of a question's evidence rows among the first k results, averaged over
+questions (as on LoCoMo). Embeddings are cached under $XDG_CACHE_HOME/nixx-bench (by
+text), so a second run takes seconds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import os
+import sqlite3
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from datetime import datetime, timedelta
+from pathlib import Path
+
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # one BLAS thread: the machine is shared
+
+import numpy as np  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from recall_data import CATEGORIES, Conversation, Question, build  # noqa: E402
+
+from nixx.memory import search  # noqa: E402
+from nixx.memory.search import FusionParams  # noqa: E402
+from nixx.store.portable import format_timestamp, header_record  # noqa: E402
+from nixx.store.records import BufferHit, BufferRow  # noqa: E402
+from nixx.store.sqlite import SQLiteStore  # noqa: E402
+
+KS = (1, 5, 10, 20)
+DEPTH = max(KS)
+
+
+# ---- embeddings, cached by text ---------------------------------------------------------
+class CachedEmbedder:
+    """The local embedder with an on-disk cache keyed by (model, text)."""
+
+    def __init__(self) -> None:
+        from nixx.embed.local import LocalEmbedder
+
+        self.inner = LocalEmbedder()
+        self.model = self.inner.model
+        self.dim = self.inner.dim
+        root = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "nixx-bench"
+        root.mkdir(parents=True, exist_ok=True)
+        self.db = sqlite3.connect(root / "embeddings.sqlite")
+        self.db.execute("CREATE TABLE IF NOT EXISTS v (k TEXT PRIMARY KEY, vec BLOB)")
+        self.computed = 0
+
+    def _key(self, text: str) -> str:
+        return hashlib.sha1(f"{self.model}\0{text}".encode()).hexdigest()
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        keys = [self._key(t) for t in texts]
+        found: dict[str, np.ndarray] = {}
+        for i in range(0, len(keys), 500):
+            chunk = keys[i : i + 500]
+            marks = ",".join("?" * len(chunk))
+            for k, blob in self.db.execute(f"SELECT k, vec FROM v WHERE k IN ({marks})", chunk):
+                found[k] = np.frombuffer(blob, dtype=np.float32)
+        missing = sorted({k: t for k, t in zip(keys, texts, strict=True) if k not in found}.items())
+        if missing:
+            vecs = self.inner.embed([t for _, t in missing])
+            self.computed += len(missing)
+            for (k, _), v in zip(missing, vecs, strict=True):
+                found[k] = v.astype(np.float32)
+            self.db.executemany(
+                "INSERT OR REPLACE INTO v VALUES (?, ?)",
+                [(k, found[k].tobytes()) for k, _ in missing],
+            )
+            self.db.commit()
+        return np.stack([found[k] for k in keys])
+
+    def embed_one(self, text: str) -> np.ndarray:
+        return self.embed([text])[0]
+
+
+# ---- stores -----------------------------------------------------------------------------
+def load_store(conv: Conversation, path: Path) -> SQLiteStore:
+    store = SQLiteStore(path)
+    store.migrate()
+    records = [header_record()]
+    for i, row in enumerate(conv.rows, 1):
+        records.append(
+            {
+                "type": "buffer",
+                "id": i,
+                "role": row.role,
+                "content": row.content,
+                "origin": "tui",
+                "created_at": format_timestamp(row.created_at),
+                "meta": {},
+            }
+        )
+    store.import_records(records)
+    return store
+
+
+def neighbours_of(rows: list[BufferRow], index: int) -> list[BufferRow]:
+    """Up to two non-marker rows either side in the same session (what the queue gives)."""
+    out: list[BufferRow] = []
+    for step in (-1, 1):
+        j = index + step
+        while 0 <= j < len(rows) and abs(j - index) <= 2 and rows[j].role != "marker":
+            out.append(rows[j])
+            j += step
+    return sorted(out, key=lambda r: r.id)
+
+
+def row_texts(rows: list[BufferRow], text_of: Callable[..., str]) -> dict[int, str]:
+    return {
+        r.id: text_of(r, neighbours_of(rows, i)) for i, r in enumerate(rows) if r.role != "marker"
+    }
+
+
+# ---- scoring ----------------------------------------------------------------------------
+def recall_at(ranked: list[int], evidence: list[int]) -> dict[int, float]:
+    ev = set(evidence)
+    return {k: len(ev & set(ranked[:k])) / len(ev) for k in KS}
+
+
+class Tally:
+    def __init__(self) -> None:
+        self.by_cat: dict[str, list[dict[int, float]]] = {c: [] for c in CATEGORIES}
+
+    def add(self, category: str, r: dict[int, float]) -> None:
+        self.by_cat[category].append(r)
+
+    def mean(self, category: str | None, k: int) -> float:
+        items = (
+            [x for v in self.by_cat.values() for x in v]
+            if category is None
+            else self.by_cat[category]
+        )
+        return sum(x[k] for x in items) / max(1, len(items))
+
+
+def print_table(title: str, tallies: dict[str, Tally]) -> None:
+    print(f"\n{title}")
+    head = "| method | category | " + " | ".join(f"R@{k}" for k in KS) + " |"
+    print(head)
+    print("|" + "---|" * (len(KS) + 2))
+    for name, tally in tallies.items():
+        for cat in (*CATEGORIES, None):
+            label = cat or "**all**"
+            vals = " | ".join(f"{tally.mean(cat, k):.3f}" for k in KS)
+            print(f"| {name} | {label} | {vals} |")
+
+
+# ---- one conversation, ready to be asked -----------------------------------------------
+class Loaded:
+    """A conversation in a real store, with its rows' vectors and the questions' vectors."""
+
+    def __init__(
+        self,
+        conv: Conversation,
+        store: SQLiteStore,
+        embedder: CachedEmbedder,
+        text_of: Callable[..., str],
+    ) -> None:
+        self.conv = conv
+        self.store = store
+        self.rows = store.get_buffer(1)
+        texts = row_texts(self.rows, text_of)
+        self.ids = np.array(list(texts), dtype=np.int64)
+        self.matrix = embedder.embed(list(texts.values()))
+        store.bind_embedder(embedder.model, embedder.dim)
+        store.add_buffer_vectors(list(zip(self.ids.tolist(), self.matrix, strict=True)))
+        self.by_id = {r.id: r for r in self.rows}
+        self.qvecs = embedder.embed([q.text for q in conv.questions])
+        self.now = datetime_of(self.rows[-1].created_at) + timedelta(days=1)
+
+    def vec_hits(self, qvec: np.ndarray, limit: int = 50) -> list[BufferHit]:
+        return self.store.search_buffer_vectors(qvec, limit=limit)
+
+    def cosines(self, qvec: np.ndarray) -> dict[int, float]:
+        """Every row's cosine to a question (for the floor calibration)."""
+        return dict(zip(self.ids.tolist(), (self.matrix @ qvec).tolist(), strict=True))
+
+    def fts_hits(self, text: str, limit: int = 50) -> list[BufferHit]:
+        return self.store.search_buffer(text, limit)
+
+
+def datetime_of(iso: str) -> datetime:
+    return datetime.fromisoformat(iso.replace("Z", "+00:00"))
+
+
+def evidence_ids(q: Question) -> list[int]:
+    return [i + 1 for i in q.evidence]  # rows are imported with id = position + 1
+
+
+def evaluate(loaded_all: list[Loaded], method: Callable[[Loaded, int], list[int]]) -> Tally:
+    tally = Tally()
+    for loaded in loaded_all:
+        for i, q in enumerate(loaded.conv.questions):
+            tally.add(q.category, recall_at(method(loaded, i), evidence_ids(q)))
+    return tally
+
+
+def check_paraphrases(loaded_all: list[Loaded]) -> int:
+    """Paraphrase questions must share no content word with their evidence rows."""
+    bad = 0
+    for loaded in loaded_all:
+        for q in loaded.conv.questions:
+            if q.category != "paraphrase":
+                continue
+            found = {h.row.id for h in loaded.store.search_buffer(q.text, 10_000)}
+            shared = found & set(evidence_ids(q))
+            if shared:
+                bad += 1
+                print(
+                    f"  paraphrase shares words: {q.text!r} ~ "
+                    f"{[loaded.by_id[i].content for i in shared]}"
+                )
+    return bad
+
+
+def run(
+    args: argparse.Namespace, convs: list[Conversation], embedder: CachedEmbedder, root: Path
+) -> None:
+    from nixx.memory import row_text
+
+    stores = [load_store(c, root / f"{c.name}.db") for c in convs]
+    variants = row_text.VARIANTS if args.variants else {"chosen": row_text.embedding_text}
+    results: dict[str, Tally] = {}
+    for vname, text_of in variants.items():
+        loaded_all = [Loaded(c, s, embedder, text_of) for c, s in zip(convs, stores, strict=True)]
+        if vname in ("chosen", "row"):
+            bad = check_paraphrases(loaded_all)
+            print(f"paraphrase questions sharing a content word with their evidence: {bad}")
+            results["full text (search_buffer)"] = evaluate(
+                loaded_all, lambda ld, i: [h.row.id for h in ld.fts_hits(ld.conv.questions[i].text)]
+            )
+        results[f"vectors [{vname}]"] = evaluate(
+            loaded_all, lambda ld, i: [h.row.id for h in ld.vec_hits(ld.qvecs[i])]
+        )
+        for pname, params in PARAM_SETS.items():
+
+            def fused(ld: Loaded, i: int, params: FusionParams = params) -> list[int]:
+                q = ld.conv.questions[i]
+                extra = search.texts_to_embed(q.text)[1:]
+                vectors = (
+                    np.vstack([ld.qvecs[i : i + 1], *(embedder.embed(extra),)])
+                    if extra
+                    else ld.qvecs[i : i + 1]
+                )
+                out = search.search_store(
+                    ld.store, q.text, vectors, limit=DEPTH, params=params, now=ld.now, context=0
+                )
+                return [r.id for r in out if r.kind == "buffer"]
+
+            results[f"fused {pname} [{vname}]"] = evaluate(loaded_all, fused)
+        if args.floor and vname in ("chosen",):
+            floor_report(loaded_all, embedder, PARAM_SETS[CHOSEN])
+    print_table("R@k by category", results)
+    print("\nsummary (all questions):")
+    for name, tally in results.items():
+        print(f"  {name:55s} " + "  ".join(f"R@{k} {tally.mean(None, k):.3f}" for k in KS))
+
+
+PARAM_SETS: dict[str, FusionParams] = {
+    "rrf60": FusionParams(),
+    "rrf60 vec1.5": FusionParams(w_vec=1.5),
+    "rrf60 fts1.5": FusionParams(w_fts=1.5),
+    "nb0.1": FusionParams(neighbour=0.1),
+    "nb0.2": FusionParams(neighbour=0.2),
+    "nb0.3": FusionParams(neighbour=0.3),
+    "nb0.2+date (shipped)": search.DEFAULT_PARAMS,
+    "nb0.2+date0.5": FusionParams(neighbour=0.2, period_boost=0.5),
+    "k20 nb0.2+date": FusionParams(k=20, neighbour=0.2, period_boost=1.0),
+}
+
+
+CHOSEN = "nb0.2+date (shipped)"
+
+
+def floor_report(loaded_all: list[Loaded], embedder: CachedEmbedder, params: FusionParams) -> None:
+    """Related vs unrelated questions through recall's own selection (`recall.select`
+    over the fused top 20, budget 600 tokens): what each cosine floor injects."""
+    from recall_data import UNRELATED
+
+    from nixx.memory.recall import select
+
+    uvecs = embedder.embed(UNRELATED)
+    asked: list[tuple[list[search.Result], set[int] | None]] = []
+    for ld in loaded_all:
+        for i, q in enumerate(ld.conv.questions):
+            out = search.search_store(
+                ld.store, q.text, ld.qvecs[i : i + 1], limit=20, params=params, now=ld.now
+            )
+            asked.append((out, set(evidence_ids(q))))
+        for j, text in enumerate(UNRELATED):
+            out = search.search_store(
+                ld.store, text, uvecs[j : j + 1], limit=20, params=params, now=ld.now
+            )
+            asked.append((out, None))
+    ev_cos = sorted(
+        r.cosine for out, ev in asked if ev for r in out[:10] if r.id in ev and r.cosine is not None
+    )
+    un_top = sorted(max([r.cosine or 0.0 for r in out] or [0.0]) for out, ev in asked if ev is None)
+    pct = lambda xs, p: xs[min(len(xs) - 1, int(p * len(xs)))]  # noqa: E731
+    print("\nfloor calibration (cosine of the fused top results):")
+    print(
+        f"  evidence rows in the top 10: p10 {pct(ev_cos, 0.1):.3f} "
+        f"p25 {pct(ev_cos, 0.25):.3f} p50 {pct(ev_cos, 0.5):.3f}"
+    )
+    print(
+        f"  unrelated questions, best result: p50 {pct(un_top, 0.5):.3f} "
+        f"p90 {pct(un_top, 0.9):.3f} max {un_top[-1]:.3f}"
+    )
+    print(
+        "\n| row floor | related: evidence rows injected | related: questions with evidence "
+        "injected | unrelated: questions injecting anything | unrelated: items injected |"
+    )
+    print("|---|---|---|---|---|")
+    n_rel = sum(1 for _, ev in asked if ev is not None)
+    n_un = len(asked) - n_rel
+    total_ev = sum(len(ev) for _, ev in asked if ev)
+    for floor in (0.3, 0.35, 0.4, 0.45, 0.5, 0.55):
+        ev_in = q_in = u_any = u_items = 0
+        for out, ev in asked:
+            items = select(
+                out, row_floor=floor, summary_threshold=1.0, budget_tokens=600, max_summaries=0
+            )
+            shown = {i for item in items for i in item.buffer_ids}
+            if ev is None:
+                u_any += bool(items)
+                u_items += len(items)
+            else:
+                ev_in += len(shown & ev)
+                q_in += bool(shown & ev)
+        print(
+            f"| {floor:.2f} | {ev_in / total_ev:.3f} | {q_in / n_rel:.3f} | "
+            f"{u_any / n_un:.3f} | {u_items / n_un:.2f} per question |"
+        )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--seed", type=int, default=12)
+    parser.add_argument("--variants", action="store_true", help="compare row texts")
+    parser.add_argument("--floor", action="store_true", help="calibrate the recall floor")
+    args = parser.parse_args(argv)
+    started = time.perf_counter()
+    convs = build(seed=args.seed)
+    n_rows = sum(len(c.rows) for c in convs)
+    n_q = sum(len(c.questions) for c in convs)
+    print(
+        f"benchmark: {len(convs)} conversations, {n_rows} rows, {n_q} questions; "
+        f"load {os.getloadavg()[0]:.1f}"
+    )
+    embedder = CachedEmbedder()
+    with tempfile.TemporaryDirectory(prefix="nixx-recall-") as root:
+        run(args, convs, embedder, Path(root))
+    print(f"\n{time.perf_counter() - started:.0f} s ({embedder.computed} texts embedded)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

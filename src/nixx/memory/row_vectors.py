@@ -1,0 +1,227 @@
+"""The background queue that gives every buffer row a vector.
+
+A turn writes its rows and calls `notify()`; the queue's own thread then embeds the
+rows that have no vector yet (oldest first, in batches), off the turn's path: a turn
+never waits for it. What is embedded for a row is `nixx.memory.row_text.embedding_text`
+of the row and its neighbours.
+
+- **Backfill**: `start()` (server start) wakes the thread at once, so a store written
+  before row vectors existed, or while the embedder was down, is embedded in the
+  background; progress goes to the log and to `status()` (`GET /v1/episodic/status`).
+- **Failures**: an embedder or store error leaves the rows pending; the thread retries
+  after a back-off (1 s, doubling to `retry_max`), or at the next `notify()`, whichever
+  comes first. The error is in `status()["error"]` until a batch succeeds.
+- **Work list**: `MemoryStore.buffer_rows_without_vector`, from a cursor below which
+  every row is known to have a vector; when the store says rows are still pending
+  below it (a `nixx reindex` dropped the vectors, another process wrote rows) the
+  cursor goes back to the start.
+
+    queue = RowVectors(store, service.embed_rows)
+    queue.start()
+    queue.notify()                 # after a row is written
+    await queue.flush()            # embed everything pending now (tests, `nixx reindex`)
+    queue.close()
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import threading
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from nixx.memory.row_text import embedding_text
+from nixx.store.base import MemoryStore
+from nixx.store.records import BufferRow
+
+log = logging.getLogger(__name__)
+
+EmbedFn = Callable[[Sequence[str]], np.ndarray]
+
+#: Rows per embedding call: big enough for efficient batches, small enough that one
+#: batch holds the embedder (and a core) for well under a second.
+BATCH_SIZE = 32
+#: Neighbours on each side handed to `embedding_text`.
+NEIGHBOURS = 2
+RETRY_MIN = 1.0
+RETRY_MAX = 60.0
+#: A backfill logs its progress at most this often (seconds).
+LOG_EVERY = 10.0
+
+
+def texts_for(store: MemoryStore, rows: Sequence[BufferRow]) -> list[str]:
+    """The text each row's vector is made from (`embedding_text` of the row and up to
+    `NEIGHBOURS` rows on each side in the same session, as far as they exist)."""
+    if not rows:
+        return []
+    # a few ids of slack for markers between the rows and their neighbours
+    span = store.get_buffer(max(1, rows[0].id - 2 * NEIGHBOURS - 2), rows[-1].id + 2 * NEIGHBOURS)
+    position = {r.id: i for i, r in enumerate(span)}
+    out = []
+    for row in rows:
+        at = position.get(row.id)
+        if at is None:  # not in the span (cannot happen for rows read from the store)
+            out.append(embedding_text(row, []))
+            continue
+        before: list[BufferRow] = []
+        for r in reversed(span[:at]):
+            if r.role == "marker" or len(before) == NEIGHBOURS:
+                break
+            before.insert(0, r)
+        after: list[BufferRow] = []
+        for r in span[at + 1 :]:
+            if r.role == "marker" or len(after) == NEIGHBOURS:
+                break
+            after.append(r)
+        out.append(embedding_text(row, [*before, *after]))
+    return out
+
+
+class RowVectors:
+    """Embeds buffer rows in a thread of its own (see the module docstring)."""
+
+    def __init__(
+        self,
+        store: MemoryStore,
+        embed: EmbedFn,
+        *,
+        batch_size: int = BATCH_SIZE,
+        retry_min: float = RETRY_MIN,
+        retry_max: float = RETRY_MAX,
+        nice: int = 5,
+    ) -> None:
+        self.store = store
+        self.embed = embed
+        self.batch_size = max(1, batch_size)
+        self.retry_min = retry_min
+        self.retry_max = retry_max
+        self.nice = nice
+        self.error: str | None = None
+        self.embedded_total = 0  # rows embedded by this process
+        self.embed_seconds = 0.0  # time spent in embed() for them
+        self._cursor = 0  # every non-marker row with id <= cursor has a vector
+        self._wake = threading.Event()
+        self._drain_lock = threading.Lock()  # one drain at a time (thread or flush)
+        self._running = False
+        self._closed = False
+        self._thread: threading.Thread | None = None
+        self._failures = 0
+
+    # ---- lifecycle ----------------------------------------------------------------------
+    def start(self) -> None:
+        """Start the thread; it backfills at once whatever is pending."""
+        if self._thread is not None or self._closed:
+            return
+        self._thread = threading.Thread(target=self._loop, name="nixx-row-vectors", daemon=True)
+        self._thread.start()
+        self._wake.set()
+
+    def notify(self) -> None:
+        """A buffer row was written: embed it soon (a retry after a failure too)."""
+        self._wake.set()
+
+    def close(self, timeout: float = 10.0) -> None:
+        """Stop after the batch in flight (rows left are embedded at the next start)."""
+        self._closed = True
+        self._wake.set()
+        if self._thread is not None:
+            self._thread.join(timeout)
+
+    # ---- status -------------------------------------------------------------------------
+    def status(self) -> dict[str, Any]:
+        """``{"embedded", "pending", "running", "error", "rows_per_second"}`` (blocking:
+        it counts in the store)."""
+        stats = self.store.buffer_vector_stats()
+        rate = self.embedded_total / self.embed_seconds if self.embed_seconds > 0 else None
+        return {
+            "embedded": stats["embedded"],
+            "pending": stats["pending"],
+            "running": self._running,
+            "error": self.error,
+            "rows_per_second": None if rate is None else round(rate, 1),
+        }
+
+    # ---- work ---------------------------------------------------------------------------
+    async def flush(self) -> dict[str, Any]:
+        """Embed every row pending now, in a worker thread; returns `status()`. With the
+        embedder failing it returns at once with the error set (the rows stay pending)."""
+        await asyncio.to_thread(self.drain)
+        return await asyncio.to_thread(self.status)
+
+    def drain(self) -> int:
+        """Embed pending rows until none are left or a batch fails; returns rows embedded.
+        Never raises: a failure is kept in `error` (and logged)."""
+        with self._drain_lock:
+            self._running = True
+            try:
+                return self._drain()
+            finally:
+                self._running = False
+
+    def _drain(self) -> int:
+        done = 0
+        reset = False
+        last_log = time.monotonic()
+        total_pending: int | None = None
+        while not self._closed:
+            try:
+                rows = self.store.buffer_rows_without_vector(self.batch_size, after_id=self._cursor)
+                if not rows:
+                    if reset or self._cursor == 0:
+                        break
+                    # nothing above the cursor: is anything pending below it?
+                    if self.store.buffer_vector_stats()["pending"] == 0:
+                        break
+                    self._cursor, reset = 0, True
+                    continue
+                if total_pending is None and len(rows) == self.batch_size:
+                    total_pending = self.store.buffer_vector_stats()["pending"]
+                    if total_pending > 10 * self.batch_size:
+                        log.info("embedding %d buffer rows in the background", total_pending)
+                texts = texts_for(self.store, rows)
+                started = time.perf_counter()
+                vectors = self.embed(texts)
+                self.embed_seconds += time.perf_counter() - started
+                self.store.add_buffer_vectors(
+                    [(row.id, vec) for row, vec in zip(rows, vectors, strict=True)]
+                )
+            except Exception as exc:  # the queue must never take the server down
+                message = getattr(exc, "message", None) or f"{type(exc).__name__}: {exc}"
+                if message != self.error:
+                    log.warning("embedding buffer rows failed (will retry): %s", message)
+                self.error = message
+                self._failures += 1
+                return done
+            self._cursor = rows[-1].id
+            self.error = None
+            self._failures = 0
+            done += len(rows)
+            self.embedded_total += len(rows)
+            now = time.monotonic()
+            if total_pending and now - last_log >= LOG_EVERY:
+                last_log = now
+                log.info("buffer row vectors: %d of %d embedded", done, total_pending)
+        if total_pending and total_pending > 10 * self.batch_size:
+            log.info("buffer row vectors: backfill done (%d rows embedded)", done)
+        return done
+
+    def _loop(self) -> None:
+        if self.nice:
+            # below the request threads: a backfill must not slow the turns down
+            with contextlib.suppress(AttributeError, OSError):  # not Linux, or not allowed
+                os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), self.nice)
+        while not self._closed:
+            timeout = None
+            if self.error is not None:
+                timeout = min(self.retry_max, self.retry_min * 2 ** max(0, self._failures - 1))
+            self._wake.wait(timeout)
+            self._wake.clear()
+            if self._closed:
+                return
+            self.drain()

@@ -1,0 +1,365 @@
+"""One fused search over episodic memory: buffer rows and summaries in one list.
+
+Three rankers answer a question:
+
+- full text over the buffer (`store.search_buffer`: content words OR-ed, BM25),
+- vectors over the buffer rows (`store.search_buffer_vectors`; a row's vector covers the
+  row and the one before it, `nixx.memory.row_text`),
+- vectors over the summaries (`store.search_summaries`).
+
+`fuse` combines them by weighted reciprocal-rank fusion (each ranker gives
+``weight / (K + rank)``), then lets a row borrow part of the score of the rows next to it
+(the answer to a question is often the row after the one that shares its words), and, when
+the question names a period ("in March", "the week after the party"), favours rows from
+that period. Every parameter was chosen on the labelled benchmark (`bench/bench_recall.py`,
+figures in docs/performance.md); none is specific to it.
+
+Scores of rank fusion are relative (the best row of an unrelated question still ranks
+first), so each result also carries its absolute evidence — the row's cosine to the
+question and its BM25 score — and `relevance`, the number recall's floor is applied to.
+"""
+
+from __future__ import annotations
+
+import calendar
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+
+import numpy as np
+
+from nixx.store.base import MemoryStore
+from nixx.store.records import BufferHit, BufferRow, Summary, SummaryHit
+
+
+@dataclass(frozen=True)
+class FusionParams:
+    k: float = 60.0  # the rank constant of reciprocal-rank fusion
+    w_fts: float = 1.0
+    w_vec: float = 1.0
+    w_summary: float = 1.0
+    neighbour: float = 0.0  # share of a neighbour's score a row borrows
+    period_boost: float = 0.0  # relative boost of rows inside a period the question names
+    depth: int = 50  # candidates taken from each ranker
+
+
+# chosen on bench/bench_recall.py (docs/performance.md): equal weights (on that set vectors
+# are the stronger ranker, on real chat full text is: neither is favoured), a row borrows a
+# fifth of its best neighbour's score, a period named in the question doubles the score
+# of rows inside it
+DEFAULT_PARAMS = FusionParams(neighbour=0.2, period_boost=1.0)
+
+
+@dataclass
+class Result:
+    """One fused result: a buffer row (with its neighbours as context) or a summary."""
+
+    kind: str  # "buffer" | "summary"
+    score: float  # the fused score (relative: compare within one answer only)
+    created_at: str
+    row: BufferRow | None = None
+    summary: Summary | None = None
+    context: list[BufferRow] = field(default_factory=list)
+    cosine: float | None = None  # the row's or summary's vector similarity to the query
+    bm25: float | None = None  # the row's full-text score (None: no shared term)
+    ranks: dict[str, int] = field(default_factory=dict)  # 1-based rank in each ranker
+
+    @property
+    def id(self) -> int:
+        if self.row is not None:
+            return self.row.id
+        assert self.summary is not None
+        return self.summary.id
+
+
+# ---- periods named in a question --------------------------------------------------------
+_MONTHS = {name.lower(): i for i, name in enumerate(calendar.month_name) if name}
+_MONTHS.update({name.lower(): i for i, name in enumerate(calendar.month_abbr) if name})
+_MONTH_RE = re.compile(
+    r"\b(?:in|during|last|this|of)\s+("
+    + "|".join(sorted(_MONTHS, key=len, reverse=True))
+    + r")\b(?:\s+(\d{4}))?",
+    re.IGNORECASE,
+)
+_YEAR_RE = re.compile(r"\bin\s+(\d{4})\b")
+_RELATIVE_RE = re.compile(
+    r"\b(?:the\s+)?(day|week|month|weekend)\s+(after|before)\b(.*)$", re.IGNORECASE
+)
+
+
+@dataclass(frozen=True)
+class Period:
+    start: datetime
+    end: datetime  # exclusive
+
+    def contains(self, iso: str) -> bool:
+        try:
+            moment = datetime.fromisoformat(iso.replace("Z", "+00:00"))
+        except ValueError:
+            return False
+        return self.start <= moment < self.end
+
+
+def month_period(question: str, now: datetime | None = None) -> Period | None:
+    """The month (and year) a question names ("in March", "in May 2025"), else None.
+    A month without a year is the latest such month not after `now`."""
+    match = _MONTH_RE.search(question)
+    if match:
+        month = _MONTHS[match.group(1).lower()]
+        now = now or datetime.now(UTC)
+        if match.group(2):
+            year = int(match.group(2))
+        else:
+            year = now.year if month <= now.month else now.year - 1
+        start = datetime(year, month, 1, tzinfo=UTC)
+        end = datetime(year + (month == 12), month % 12 + 1, 1, tzinfo=UTC)
+        return Period(start, end)
+    match = _YEAR_RE.search(question)
+    if match:
+        year = int(match.group(1))
+        return Period(datetime(year, 1, 1, tzinfo=UTC), datetime(year + 1, 1, 1, tzinfo=UTC))
+    return None
+
+
+def relative_anchor(question: str) -> tuple[str, str, str] | None:
+    """("week", "after", "the party") for "what did we do the week after the party?"."""
+    match = _RELATIVE_RE.search(question)
+    if not match:
+        return None
+    anchor = match.group(3).strip(" ?.!")
+    if not anchor:
+        return None
+    return match.group(1).lower(), match.group(2).lower(), anchor
+
+
+_SPANS = {"day": 2, "weekend": 4, "week": 10, "month": 35}
+
+
+def relative_period(unit: str, direction: str, anchor_at: str) -> Period | None:
+    try:
+        at = datetime.fromisoformat(anchor_at.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    span = timedelta(days=_SPANS[unit])
+    if direction == "after":
+        return Period(at + timedelta(hours=12), at + span)
+    return Period(at - span, at - timedelta(hours=12))
+
+
+# ---- fusion -----------------------------------------------------------------------------
+def fuse(
+    fts: Sequence[BufferHit],
+    vec: Sequence[BufferHit],
+    summaries: Sequence[SummaryHit] = (),
+    *,
+    params: FusionParams = DEFAULT_PARAMS,
+    periods: Sequence[Period] = (),
+) -> list[Result]:
+    """The fused list, best first (see the module docstring)."""
+    rows: dict[int, BufferRow] = {}
+    ranks: dict[int, dict[str, int]] = {}
+    cosine: dict[int, float] = {}
+    bm25: dict[int, float] = {}
+    for name, hits in (("fts", fts[: params.depth]), ("vec", vec[: params.depth])):
+        for rank, hit in enumerate(hits, 1):
+            rows.setdefault(hit.row.id, hit.row)
+            ranks.setdefault(hit.row.id, {}).setdefault(name, rank)
+            if name == "vec":
+                cosine.setdefault(hit.row.id, hit.score)
+            else:
+                bm25.setdefault(hit.row.id, hit.score)
+    weight = {"fts": params.w_fts, "vec": params.w_vec}
+    base = {
+        rid: sum(weight[name] / (params.k + rank) for name, rank in r.items())
+        for rid, r in ranks.items()
+    }
+    score = dict(base)
+    if params.neighbour:
+        for rid in base:
+            near = max(base.get(rid - 1, 0.0), base.get(rid + 1, 0.0))
+            score[rid] += params.neighbour * near
+    if periods and params.period_boost:
+        for rid, row in rows.items():
+            if any(p.contains(row.created_at) for p in periods):
+                score[rid] *= 1.0 + params.period_boost
+    results = [
+        Result(
+            kind="buffer",
+            score=s,
+            created_at=rows[rid].created_at,
+            row=rows[rid],
+            cosine=cosine.get(rid),
+            bm25=bm25.get(rid),
+            ranks=ranks[rid],
+        )
+        for rid, s in score.items()
+    ]
+    for rank, hit in enumerate(summaries[: params.depth], 1):
+        results.append(
+            Result(
+                kind="summary",
+                score=params.w_summary / (params.k + rank),
+                created_at=hit.summary.created_at,
+                summary=hit.summary,
+                cosine=hit.score,
+                ranks={"summary": rank},
+            )
+        )
+    results.sort(key=lambda r: (-r.score, r.kind, -r.id))
+    return results
+
+
+# ---- against a store ---------------------------------------------------------------------
+def texts_to_embed(query: str) -> list[str]:
+    """The texts a search embeds: the query, and the anchor of a relative period
+    ("the week after <anchor>") when it names one."""
+    rel = relative_anchor(query)
+    return [query] + ([rel[2]] if rel else [])
+
+
+def text_side(
+    store: MemoryStore, query: str, depth: int
+) -> tuple[list[BufferHit], list[BufferHit]]:
+    fts = store.search_buffer(query, depth)
+    rel = relative_anchor(query)
+    anchor = store.search_buffer(rel[2], depth) if rel else []
+    return fts, anchor
+
+
+def vector_side(
+    store: MemoryStore, vectors: np.ndarray | None, depth: int, before_id: int | None
+) -> tuple[list[BufferHit], list[SummaryHit], list[BufferHit]]:
+    if vectors is None or len(vectors) == 0:
+        return [], [], []
+    vec = store.search_buffer_vectors(vectors[0], limit=depth, before_id=before_id)
+    summaries = store.search_summaries(
+        vectors[0], limit=depth, threshold=None, before_buffer_id=before_id
+    )
+    anchor = (
+        store.search_buffer_vectors(vectors[1], limit=depth, before_id=before_id)
+        if len(vectors) > 1
+        else []
+    )
+    return vec, summaries, anchor
+
+
+def search_store(
+    store: MemoryStore,
+    query: str,
+    vectors: np.ndarray | None,
+    *,
+    limit: int,
+    before_id: int | None = None,
+    exclude_ids: Sequence[int] = (),
+    params: FusionParams = DEFAULT_PARAMS,
+    now: datetime | None = None,
+    context: int = 1,
+) -> list[Result]:
+    """The fused search, in one worker thread: `vectors` are the embeddings of
+    `texts_to_embed(query)` (None: full text only). Rows with id >= `before_id` (and
+    summaries ending there or later), the rows in `exclude_ids` and rows that repeat the
+    query exactly are left out. Each buffer result gets up to `context` rows either side
+    of it (same session) as `context`."""
+    fts, anchor_fts = text_side(store, query, params.depth)
+    vec, summaries, anchor_vec = vector_side(store, vectors, params.depth, before_id)
+    return combine(
+        query,
+        fts,
+        vec,
+        summaries,
+        anchor_fts,
+        anchor_vec,
+        store=store,
+        limit=limit,
+        before_id=before_id,
+        exclude_ids=exclude_ids,
+        params=params,
+        now=now,
+        context=context,
+    )
+
+
+def combine(
+    query: str,
+    fts: Sequence[BufferHit],
+    vec: Sequence[BufferHit],
+    summaries: Sequence[SummaryHit],
+    anchor_fts: Sequence[BufferHit] = (),
+    anchor_vec: Sequence[BufferHit] = (),
+    *,
+    store: MemoryStore | None = None,
+    limit: int,
+    before_id: int | None = None,
+    exclude_ids: Sequence[int] = (),
+    params: FusionParams = DEFAULT_PARAMS,
+    now: datetime | None = None,
+    context: int = 1,
+) -> list[Result]:
+    """`search_store` once the rankers have answered (the server runs the full-text and
+    the vector side in two worker threads, then this)."""
+    excluded = set(exclude_ids)
+    repeat = " ".join(query.split()).casefold()
+
+    def keep(hit: BufferHit) -> bool:
+        row = hit.row
+        if row.id in excluded or (before_id is not None and row.id >= before_id):
+            return False
+        return " ".join(row.content.split()).casefold() != repeat
+
+    fts = [h for h in fts if keep(h)]
+    vec = [h for h in vec if keep(h)]
+    if before_id is not None:
+        summaries = [h for h in summaries if h.summary.end_buffer_id < before_id]
+    periods: list[Period] = []
+    month = month_period(query, now)
+    if month:
+        periods.append(month)
+    rel = relative_anchor(query)
+    if rel and (anchor_fts or anchor_vec):
+        anchors = fuse(
+            [h for h in anchor_fts if keep(h)], [h for h in anchor_vec if keep(h)], params=params
+        )
+        if anchors:
+            period = relative_period(rel[0], rel[1], anchors[0].created_at)
+            if period:
+                periods.append(period)
+    results = fuse(fts, vec, summaries, params=params, periods=periods)[: max(0, limit)]
+    if store is not None and context > 0:
+        attach_context(store, results, context)
+    return results
+
+
+def attach_context(store: MemoryStore, results: Sequence[Result], n: int = 1) -> None:
+    """Fill each buffer result's `context`: up to `n` rows either side, same session."""
+    for result in results:
+        if result.row is None:
+            continue
+        rid = result.row.id
+        around = store.get_buffer(max(1, rid - n), rid + n)
+        before = [r for r in around if r.id < rid]
+        after = [r for r in around if r.id > rid]
+        # a marker ends a session: nothing across it is context
+        while before and any(r.role == "marker" for r in before):
+            before = before[[r.role for r in before].index("marker") + 1 :]
+        if any(r.role == "marker" for r in after):
+            after = after[: [r.role for r in after].index("marker")]
+        result.context = before + after
+
+
+__all__ = [
+    "DEFAULT_PARAMS",
+    "FusionParams",
+    "Period",
+    "Result",
+    "attach_context",
+    "combine",
+    "fuse",
+    "search_store",
+    "text_side",
+    "texts_to_embed",
+    "vector_side",
+    "month_period",
+    "relative_anchor",
+    "relative_period",
+]

@@ -1,0 +1,208 @@
+"""Buffer row vectors end to end, on each store backend: the background queue embeds the
+rows a turn writes, backfills a store after a restart once the embedder is back,
+reports progress in `/v1/episodic/status`; `nixx reindex` re-embeds the rows and
+export/import carry their vectors."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+
+from nixx.embed import make_embedder
+from nixx.memory.row_text import embedding_text
+from nixx.server.app import create_app
+from nixx.store import open_store
+from nixx.store.export_file import read_export, write_export
+from nixx.store.maintenance import reindex_store
+from nixx.testing.fake_llm import FakeLLM
+from nixx.testing.pg_fixtures import *  # noqa: F403 - pg_server / pg_url fixtures
+
+from .conftest import Nixx
+
+TEXTS = [
+    "the spare key to the boathouse is hidden under the blue flowerpot",
+    "my daughter started violin lessons on tuesday",
+    "we moved the standup to ten thirty",
+]
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def db_url(request: pytest.FixtureRequest, tmp_path: Any) -> Iterator[str]:
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path}/rows.db"
+    else:
+        yield request.getfixturevalue("pg_url")
+
+
+def vector_status(nixx: Nixx) -> dict[str, Any]:
+    return nixx.client.get("/v1/episodic/status").json()["buffer_vectors"]
+
+
+def flush(nixx: Nixx) -> dict[str, Any]:
+    return nixx.client.portal.call(nixx.service.row_vectors.flush)  # type: ignore[union-attr]
+
+
+def talk(nixx: Nixx, texts: list[str]) -> None:
+    for text in texts:
+        assert nixx.chat(text).status_code == 200
+
+
+def row_texts(url: str) -> dict[int, str]:
+    """What each non-marker row's vector must be made of: `embedding_text` of the row
+    and its neighbours in the same session."""
+    store = open_store(url)
+    try:
+        rows = store.get_buffer(1)
+    finally:
+        store.close()
+    out = {}
+    for i, row in enumerate(rows):
+        if row.role == "marker":
+            continue
+        before = []
+        for r in reversed(rows[max(0, i - 2) : i]):
+            if r.role == "marker":
+                break
+            before.insert(0, r)
+        after = []
+        for r in rows[i + 1 : i + 3]:
+            if r.role == "marker":
+                break
+            after.append(r)
+        out[row.id] = embedding_text(row, [*before, *after])
+    return out
+
+
+def assert_vectors_match(url: str) -> None:
+    """Every row has the vector of its text: searching with that vector finds the row."""
+    store = open_store(url)
+    try:
+        for text in row_texts(url).values():
+            [hit] = store.search_buffer_vectors(FakeLLM.embedding_of(text), limit=1)
+            assert hit.score == pytest.approx(1.0, abs=1e-5)
+            assert hit.row.content in text
+    finally:
+        store.close()
+
+
+def test_turns_rows_get_vectors_in_the_background(
+    make_settings: Any, llm: FakeLLM, db_url: str
+) -> None:
+    settings = make_settings(db_url=db_url)
+    with TestClient(create_app(settings)) as client:
+        nixx = Nixx(client)
+        talk(nixx, TEXTS)
+        status = flush(nixx)
+        assert status["embedded"] == 6 and status["pending"] == 0
+        assert status["error"] is None and status["running"] is False
+        assert vector_status(nixx) == {**status, "rows_per_second": status["rows_per_second"]}
+        client.post("/v1/buffer/clear")  # a marker: not embedded, and a session boundary
+        talk(nixx, ["after the clear"])
+        assert flush(nixx)["embedded"] == 8
+        embedded = {t for body in llm.embed_requests for t in body["input"]}
+        assert set(row_texts(db_url).values()) <= embedded
+    assert_vectors_match(db_url)
+
+
+def test_backfill_after_a_restart_with_the_embedder_down_then_up(
+    make_settings: Any, llm: FakeLLM, db_url: str
+) -> None:
+    settings = make_settings(db_url=db_url)
+    llm.fail_embeddings = True
+    with TestClient(create_app(settings)) as client:
+        nixx = Nixx(client)
+        talk(nixx, TEXTS[:2])  # turns work without the embedder
+        status = flush(nixx)
+        assert status["embedded"] == 0 and status["pending"] == 4
+        assert "embeddings failing" in status["error"]
+    with TestClient(create_app(settings)) as client:  # restarted, embedder still down
+        nixx = Nixx(client)
+        assert flush(nixx)["pending"] == 4
+        assert vector_status(nixx)["error"] is not None
+    llm.fail_embeddings = False
+    with TestClient(create_app(settings)) as client:  # restarted, embedder up: backfill
+        nixx = Nixx(client)
+        deadline = time.monotonic() + 60
+        while (status := vector_status(nixx))["pending"] and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert status["embedded"] == 4 and status["pending"] == 0
+        assert status["error"] is None
+    assert_vectors_match(db_url)
+
+
+def test_the_queue_retries_after_a_failure_without_a_new_turn(
+    make_settings: Any, llm: FakeLLM, db_url: str
+) -> None:
+    settings = make_settings(db_url=db_url)
+    with TestClient(create_app(settings)) as client:
+        nixx = Nixx(client)
+        queue = nixx.service.row_vectors
+        queue.retry_min = 0.01  # back-off from 10 ms
+        llm.fail_next_embeddings = 3  # the first embedding calls fail, then it is back
+        talk(nixx, TEXTS[:1])
+        deadline = time.monotonic() + 60
+        while (status := vector_status(nixx))["pending"] and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert status["embedded"] == 2 and status["error"] is None
+
+
+def test_reindex_re_embeds_buffer_rows(make_settings: Any, llm: FakeLLM, db_url: str) -> None:
+    settings = make_settings(db_url=db_url)
+    with TestClient(create_app(settings)) as client:
+        nixx = Nixx(client)
+        talk(nixx, TEXTS)
+        assert flush(nixx)["embedded"] == 6
+    before = len(llm.embed_requests)
+    other = make_embedder(make_settings(db_url=db_url, embed_model="other-embed"))
+    try:
+        result = reindex_store(db_url, other, batch_size=4)
+    finally:
+        other.close()
+    assert result["vectors"] == 6 and result["to"]["model"] == "other-embed"
+    texts = [t for body in llm.embed_requests[before:] for t in body["input"]]
+    texts.remove("dimension probe")  # the remote embedder learning its dimension
+    assert sorted(texts) == sorted(row_texts(db_url).values())
+    assert {body["model"] for body in llm.embed_requests[before:]} == {"other-embed"}
+    store = open_store(db_url)
+    try:
+        assert store.buffer_vector_stats() == {"embedded": 6, "pending": 0}
+        info = store.embedding_info()
+        assert info is not None and info.model == "other-embed"
+    finally:
+        store.close()
+    assert_vectors_match(db_url)
+
+
+def test_export_import_carries_row_vectors(
+    make_settings: Any, llm: FakeLLM, db_url: str, tmp_path: Any
+) -> None:
+    settings = make_settings(db_url=db_url)
+    with TestClient(create_app(settings)) as client:
+        nixx = Nixx(client)
+        talk(nixx, TEXTS)
+        assert flush(nixx)["embedded"] == 6
+    source = open_store(db_url)
+    target_url = f"sqlite:///{tmp_path}/imported.db"
+    target = open_store(target_url)
+    try:
+        write_export(source, tmp_path / "export.jsonl")
+        counts = read_export(target, tmp_path / "export.jsonl")
+        assert counts["buffer"] == 6
+        assert target.buffer_vector_stats() == {"embedded": 6, "pending": 0}
+        q = FakeLLM.embedding_of(row_texts(db_url)[3])
+        assert target.search_buffer_vectors(q, limit=1)[0].row.id == 3
+        [a], [b] = (s.search_buffer_vectors(q, limit=1) for s in (source, target))
+        assert a.row == b.row and a.score == pytest.approx(b.score, abs=1e-6)
+    finally:
+        source.close()
+        target.close()
+    # a server on the imported store has nothing to embed
+    before = len(llm.embed_requests)
+    with TestClient(create_app(make_settings(db_url=target_url))) as client:
+        nixx = Nixx(client)
+        assert flush(nixx)["pending"] == 0
+    assert len(llm.embed_requests) == before
