@@ -275,3 +275,10 @@ def test_a_source_is_deleted_with_its_memories(
     assert "deleted" in page.locator(".notice").inner_text()
     assert httpx.get(server.base_url + "/v1/sources").json()["sources"] == []
     assert httpx.get(server.base_url + f"/v1/sources/{source_id}").status_code == 404
+
+
+def test_a_bad_id_is_a_400_page_not_a_500(server: LiveServer) -> None:
+    r = httpx.get(server.base_url + "/ui/conversations?before=abc")
+    assert r.status_code == 400 and "whole number" in r.text
+    r = httpx.get(server.base_url + f"/ui/conversations?around={2**63}")
+    assert r.status_code == 400

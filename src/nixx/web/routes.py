@@ -126,7 +126,7 @@ def _failure(request: Request, exc: Exception) -> HTMLResponse:
     if isinstance(exc, NotFound):
         return render(request, "error.html", code=404, error=exc.message, title="Not found")
     assert isinstance(exc, NixxError)
-    return render(request, "error.html", code=exc.status, error=exc.message, title="Error")
+    return render(request, "error.html", code=exc.http_status, error=exc.message, title="Error")
 
 
 # ---- sign-in ----------------------------------------------------------------------------
