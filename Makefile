@@ -21,6 +21,7 @@ run: setup
 	$(BIN)/nixx serve
 
 test: setup
+	scripts/ensure-chromium.sh
 	$(BIN)/python -m pytest -q
 
 lint: setup

@@ -17,7 +17,7 @@ from nixx.server.app import create_app
 from nixx.testing.fake_llm import FakeLLM
 from nixx.testing.live_server import LiveServer
 
-CHROMIUM = os.environ.get("NIXX_TEST_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
+CHROMIUM = os.environ.get("NIXXTEST_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
 CHROMIUM_ARGS = [
     "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
     "--disable-background-networking", "--disable-component-update", "--disable-sync",
@@ -29,7 +29,7 @@ def browser() -> Iterator[Any]:
     if not Path(CHROMIUM).exists():
         pytest.fail(
             f"no Chromium at {CHROMIUM}: `make test` installs Debian's chromium package "
-            "(apt-get install chromium), or set NIXX_TEST_CHROMIUM"
+            "(apt-get install chromium), or set NIXXTEST_CHROMIUM"
         )
     from playwright.sync_api import sync_playwright
 

@@ -4,6 +4,10 @@ person uses, the forms that change memory, escaping, cross-site posts and the ke
 from __future__ import annotations
 
 import http.server
+import json
+import os
+import subprocess
+import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -198,3 +202,83 @@ def test_the_key_is_required_when_the_server_has_one(
 def test_agents_page_without_a_workspace_log_says_how(server: LiveServer, page: Any) -> None:
     page.goto(server.base_url + "/ui/agents")
     assert "nxs init" in page.locator("main").inner_text()
+
+
+def test_agents_page_shows_the_operation_tree_and_a_thread(
+    server: LiveServer, workspace: Path, page: Any
+) -> None:
+    from nixx.log.workspace import init_workspace
+
+    init_workspace(workspace, replica="ab12")
+    (workspace / ".nxs-personas").mkdir()
+    (workspace / ".nxs-personas" / "coder.yaml").write_text(
+        "handle: coder\nsystem_prompt: You write code.\n"
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("NXC_", "NIXX_"))}
+    proc = subprocess.run(
+        [sys.executable, "-m", "nixx.cli.nxc", "send", "--to", "coder", "--json",
+         "please write the <b>parser</b>"],
+        cwd=workspace, env=env, capture_output=True, text=True,  # as the server's user
+        timeout=60,
+    )
+    assert proc.returncode == 0, proc.stderr
+    thread = json.loads(proc.stdout)["thread_id"]
+    page.goto(server.base_url + "/ui/agents")
+    tree = page.locator("ul.tree").inner_text()
+    assert thread in tree and "open" in tree.lower()
+    page.locator("a", has_text=thread).click()
+    main = page.locator("main")
+    assert "please write the <b>parser</b>" in main.inner_text()
+    assert page.locator("main .content b").count() == 0
+
+
+SUMMARY_REPLY = (
+    '{"summary": "The boathouse key is under the red flowerpot.", '
+    '"entities": {"concepts": ["boathouse"]}, "tags": ["home"]}'
+)
+
+
+def test_a_summary_is_edited_and_deleted(server: LiveServer, llm: FakeLLM, page: Any) -> None:
+    llm.queue(Reply(content="Noted."))
+    chat(server, "The spare key to the boathouse is under the blue flowerpot.", "Noted.")
+    llm.queue(Reply(content=SUMMARY_REPLY))
+    made = httpx.post(server.base_url + "/v1/episodic/summary", json={}, timeout=30).json()
+    sid = made["summary"]["id"]
+    page.goto(server.base_url + "/ui/summaries")
+    assert "red flowerpot" in page.locator("main").inner_text()
+    page.locator("a", has_text=f"summary {sid}").first.click()
+    page.fill("textarea[name=content]", "The boathouse key is under the blue flowerpot.")
+    page.fill("input[name=tags]", "home, keys")
+    embeds_before = len(llm.embed_requests)
+    page.click("form.stack button")
+    assert "re-embedded" in page.locator(".notice").inner_text()
+    listed = httpx.get(server.base_url + "/v1/episodic/summaries").json()["summaries"]
+    assert [(s["content"], s["tags"]) for s in listed] == [
+        ("The boathouse key is under the blue flowerpot.", ["home", "keys"])
+    ]
+    assert any("blue flowerpot" in str(r) for r in llm.embed_requests[embeds_before:])
+    page.click("button.danger")
+    assert f"summary {sid} deleted" in page.locator(".notice").inner_text()
+    assert httpx.get(server.base_url + "/v1/episodic/summaries").json()["summaries"] == []
+
+
+def test_a_source_is_deleted_with_its_memories(
+    server: LiveServer, llm: FakeLLM, workspace: Path, page: Any
+) -> None:
+    (workspace / "secret.md").write_text("The vault code is 4711.\n")
+    llm.queue(Reply(content="A vault code."))
+    r = httpx.post(server.base_url + "/v1/ingest", json={"path": "secret.md"}, timeout=60)
+    source_id = r.json()["sources"][0]["id"]
+    page.goto(server.base_url + f"/ui/sources/{source_id}")
+    assert "4711" in page.locator("main").inner_text()
+    page.click("button.danger")
+    assert "deleted" in page.locator(".notice").inner_text()
+    assert httpx.get(server.base_url + "/v1/sources").json()["sources"] == []
+    assert httpx.get(server.base_url + f"/v1/sources/{source_id}").status_code == 404
+
+
+def test_a_bad_id_is_a_400_page_not_a_500(server: LiveServer) -> None:
+    r = httpx.get(server.base_url + "/ui/conversations?before=abc")
+    assert r.status_code == 400 and "whole number" in r.text
+    r = httpx.get(server.base_url + f"/ui/conversations?around={2**63}")
+    assert r.status_code == 400

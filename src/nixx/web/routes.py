@@ -11,6 +11,7 @@ recall, summary interval) and agents (the workspace log's operations, read-only)
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, quote
@@ -125,7 +126,7 @@ def _failure(request: Request, exc: Exception) -> HTMLResponse:
     if isinstance(exc, NotFound):
         return render(request, "error.html", code=404, error=exc.message, title="Not found")
     assert isinstance(exc, NixxError)
-    return render(request, "error.html", code=exc.status, error=exc.message, title="Error")
+    return render(request, "error.html", code=exc.http_status, error=exc.message, title="Error")
 
 
 # ---- sign-in ----------------------------------------------------------------------------
@@ -260,7 +261,7 @@ async def edit_summary(request: Request, summary_id: str) -> Response:
         sid = _int(summary_id, "summary_id")
         tags = [t.strip() for t in fields.get("tags", "").split(",") if t.strip()]
         entities = _entities(fields.get("entities", ""))
-        await service.update_summary(sid, content=fields.get("content"), tags=tags,
+        await service.edit_summary(sid, content=fields.get("content"), tags=tags,
                                      entities=entities)
     except (_Refused, NixxError) as exc:
         return _failure(request, exc)
@@ -289,7 +290,7 @@ async def delete_summary(request: Request, summary_id: str) -> Response:
     try:
         await form(request)
         sid = _int(summary_id, "summary_id")
-        await service.delete_summary(sid)
+        await service.forget_summary(sid)
     except (_Refused, NixxError) as exc:
         return _failure(request, exc)
     return back("/ui/summaries", f"summary {sid} deleted")
@@ -323,7 +324,7 @@ async def delete_source(request: Request, source_id: str) -> Response:
     try:
         await form(request)
         sid = _int(source_id, "source_id")
-        await service.delete_source(sid)
+        await service.forget_source(sid)
     except (_Refused, NixxError) as exc:
         return _failure(request, exc)
     return back("/ui/sources", f"source {sid} deleted with its memories")
@@ -426,9 +427,10 @@ def _engine(request: Request) -> Any:
     from nixx.log.workspace import find_workspace
     from nixx.nxc.engine import Engine
 
+    # the page reads as the person who runs the server: NXC_ACTOR, else $USER, as `nxc` does
     root = request.app.state.settings.workspace
     workspace = find_workspace(cwd=root or ".", env={})
-    return Engine(workspace)
+    return Engine(workspace, env=os.environ)
 
 
 @router.get("/ui/agents")
