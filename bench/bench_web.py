@@ -18,8 +18,8 @@ import time
 from pathlib import Path
 
 import httpx
-
 from bench_turn import seed
+
 from nixx.config import load_settings
 from nixx.server.app import create_app
 from nixx.testing.fake_llm import FakeLLM

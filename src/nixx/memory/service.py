@@ -578,10 +578,6 @@ class NixxService:
     async def forget_source(self, source_id: int) -> dict[str, Any]:
         return await self._forget("source", source_ids=[source_id])
 
-    # the names the web page (nixx.web) calls
-    delete_summary = forget_summary
-    delete_source = forget_source
-
     async def forget_refs(self, refs: Sequence[str]) -> dict[str, Any]:
         """Delete the items named by references such as ``buffer:12``, ``summary:3``,
         ``source:2``, ``memory:40`` (all or nothing)."""

@@ -261,7 +261,7 @@ async def edit_summary(request: Request, summary_id: str) -> Response:
         sid = _int(summary_id, "summary_id")
         tags = [t.strip() for t in fields.get("tags", "").split(",") if t.strip()]
         entities = _entities(fields.get("entities", ""))
-        await service.edit_summary(sid, content=fields.get("content"), tags=tags,
+        await service.update_summary(sid, content=fields.get("content"), tags=tags,
                                      entities=entities)
     except (_Refused, NixxError) as exc:
         return _failure(request, exc)
