@@ -12,7 +12,15 @@ Through nixx a turn also embeds the query (over HTTP to the backend's /v1/embedd
 `--embed openai`, the default; in-process with `--embed local`), recalls summaries, writes
 the user and assistant rows, and builds the prompt.
 
-    .venv/bin/python bench/bench_turn.py [--turns 200] [--rows 100000] [--summaries 10000] [--embed openai|local]
+    .venv/bin/python bench/bench_turn.py [--turns 200] [--rows 100000] [--summaries 10000]
+        [--embed openai|local] [--row-vectors seeded|backfill] [--blas-threads N]
+
+`--row-vectors seeded` (default) stores every seeded row with its vector, so only the
+rows the turns write are embedded in the background; `backfill` seeds rows without
+vectors, so the background queue embeds the whole store while the turns run (its
+throughput is printed). `--blas-threads N` starts the server with
+OPENBLAS_NUM_THREADS=N (nixx serve's default is 1: docs/performance.md). The server's
+resident memory (RSS) is printed at the end.
 
 The machine is shared: absolute figures are noisy, the added time (same run, interleaved)
 is the figure to read.
@@ -82,16 +90,20 @@ def sentence(rng: random.Random, n: int) -> str:
     return " ".join(rng.choice(WORDS) for _ in range(n))
 
 
-def seed(db: Path, rows: int, summaries: int, dim: int, model: str) -> None:
+def seed(
+    db: Path, rows: int, summaries: int, dim: int, model: str, *, row_vectors: bool = True
+) -> None:
     rng = random.Random(7)
     now = utc_now()
+    # row vectors: random unit vectors (the search cost does not depend on their values)
+    vec_rng = np.random.default_rng(5)
 
     def records() -> Any:
         yield header_record()
         yield {"type": "embedder", "model": model, "dim": dim}
         yield {"type": "state", "key": "episodic.interval", "value": 10**9}
         for i in range(1, rows + 1):
-            yield {
+            record = {
                 "type": "buffer",
                 "id": i,
                 "role": "user" if i % 2 else "assistant",
@@ -100,6 +112,10 @@ def seed(db: Path, rows: int, summaries: int, dim: int, model: str) -> None:
                 "created_at": now,
                 "meta": {},
             }
+            if row_vectors:
+                v = vec_rng.standard_normal(dim).astype(np.float32)
+                record["embedding"] = (v / np.linalg.norm(v)).tolist()
+            yield record
         span = max(1, rows // max(1, summaries))
         for j in range(summaries):
             text = sentence(rng, 30)
@@ -138,13 +154,15 @@ def main() -> int:
     ap.add_argument("--rows", type=int, default=100_000)
     ap.add_argument("--summaries", type=int, default=10_000)
     ap.add_argument("--embed", choices=("openai", "local"), default="openai")
+    ap.add_argument("--row-vectors", choices=("seeded", "backfill"), default="seeded")
+    ap.add_argument("--blas-threads", type=int, default=None)
     args = ap.parse_args()
 
     tmp = Path(tempfile.mkdtemp(prefix="nixx-bench-"))
     db = tmp / "nixx.db"
     model = "fake-embed" if args.embed == "openai" else "all-MiniLM-L6-v2"
     t0 = time.perf_counter()
-    seed(db, args.rows, args.summaries, 384, model)
+    seed(db, args.rows, args.summaries, 384, model, row_vectors=args.row_vectors == "seeded")
     print(
         f"seeded {args.rows} buffer rows + {args.summaries} summaries in "
         f"{time.perf_counter() - t0:.1f}s ({db.stat().st_size / 1e6:.0f} MB)"
@@ -165,6 +183,8 @@ def main() -> int:
         NIXX_WORKSPACE=str(tmp),
         NIXX_LOG_LEVEL="warning",
     )
+    if args.blas_threads is not None:
+        env["OPENBLAS_NUM_THREADS"] = str(args.blas_threads)
     nixx_bin = str(Path(sys.executable).with_name("nixx"))
     server = subprocess.Popen([nixx_bin, "serve", "--port", str(port)], env=env)
     base = f"http://127.0.0.1:{port}"
@@ -259,8 +279,19 @@ def main() -> int:
             f"\nadded at p50: {statistics.median(added) * ms:.2f} ms (goal <= 25 ms); "
             f"first token added at p50: {statistics.median(added_ttft) * ms:.2f} ms (goal <= 10 ms)"
         )
-        rows = client.get(base + "/v1/episodic/status").json()["buffer_rows"]
-        print(f"buffer rows after the run: {rows}")
+        status = client.get(base + "/v1/episodic/status").json()
+        vectors = status["buffer_vectors"]
+        print(
+            f"buffer rows after the run: {status['buffer_rows']}; row vectors: "
+            f"{vectors['embedded']} embedded, {vectors['pending']} pending, "
+            f"queue throughput {vectors['rows_per_second']} rows/s (time in embed())"
+        )
+        rss = next(
+            int(line.split()[1])
+            for line in Path(f"/proc/{server.pid}/status").read_text().splitlines()
+            if line.startswith("VmRSS:")
+        )
+        print(f"server RSS: {rss / 1024:.0f} MB; load average: {os.getloadavg()}")
     finally:
         server.terminate()
         server.wait(30)

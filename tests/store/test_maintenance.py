@@ -59,7 +59,7 @@ def test_db_init_status_migrate(nixx_home: Path):
     assert info["embedder"] == {"model": "m", "dim": 4}
     assert info["counts"] == {"buffer": 1, "summaries": 0, "sources": 1, "memories": 1}
     human = nixx("db", "status")
-    assert "version 1 of" in human.stdout and "m (4 dimensions)" in human.stdout
+    assert f"version {head} of" in human.stdout and "m (4 dimensions)" in human.stdout
 
 
 def test_reindex_switches_the_store_to_the_configured_embedder(nixx_home: Path, tmp_path: Path):
@@ -90,8 +90,9 @@ def test_reindex_switches_the_store_to_the_configured_embedder(nixx_home: Path, 
 
     run = nixx("reindex", "--db-url", url)
     assert run.returncode == 0, run.stderr
-    assert "re-embedding 0/3" in run.stderr and "re-embedding 3/3" in run.stderr
-    assert "re-embedded 3 vectors" in run.stdout
+    # 1 summary + 2 memories + the 2 buffer rows
+    assert "re-embedding 0/5" in run.stderr and "re-embedding 5/5" in run.stderr
+    assert "re-embedded 5 vectors" in run.stdout
 
     from nixx.embed.local import LocalEmbedder
 
@@ -105,5 +106,7 @@ def test_reindex_switches_the_store_to_the_configured_embedder(nixx_home: Path, 
         assert hit.memory.content == "the cat sat on the mat"
         [same] = store.search_memories(embedder.embed_one(texts[1]), limit=1)
         assert same.score == pytest.approx(1.0, abs=1e-4)
+        [row] = store.search_buffer_vectors(embedder.embed_one("m0"), limit=1)
+        assert row.row.id == ids[0] and row.score == pytest.approx(1.0, abs=1e-4)
     finally:
         store.close()

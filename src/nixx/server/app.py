@@ -44,6 +44,7 @@ def create_app(settings: Settings) -> FastAPI:
             service = NixxService(settings, store, embedder, llm, tools)
             app.state.service = service
             service.row_vectors.start()  # embeds buffer rows without a vector (backfill)
+            store.warm_vector_indexes()  # not in the first search after a restart
             log.info(
                 "nixx %s: store %s, backend %s, embedder %s",
                 __version__,

@@ -50,6 +50,11 @@ class MemoryStore(ABC):
     def migrate(self) -> list[int]:
         """Apply pending migrations, each in its own transaction; return those applied."""
 
+    def warm_vector_indexes(self) -> Any:
+        """Start preparing vector search in the background (the server calls this at
+        start); never blocks. A no-op where the database holds the indexes (PostgreSQL)."""
+        return None
+
     # ---- embedder identity ---------------------------------------------------------
     @abstractmethod
     def embedding_info(self) -> EmbeddingInfo | None:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -26,7 +27,14 @@ from typing import Any
 import apsw
 import numpy as np
 
-from nixx.errors import Conflict, EmbedderMismatch, NotFound, StoreError, ValidationError
+from nixx.errors import (
+    ConfigError,
+    Conflict,
+    EmbedderMismatch,
+    NotFound,
+    StoreError,
+    ValidationError,
+)
 from nixx.store import sqlite_migrations, validation
 from nixx.store.base import EmbedFn, MemoryStore
 from nixx.store.fts_query import fts5_match
@@ -59,7 +67,14 @@ from nixx.store.vector_index import (
     normalise_rows,
 )
 
+log = logging.getLogger(__name__)
+
 BUSY_TIMEOUT_MS = 60_000
+#: fsync on every commit (FULL) or only at WAL checkpoints (NORMAL, the default: a
+#: commit survives a crash of the process, not of the machine): docs/storage.md.
+SYNCHRONOUS = "NORMAL"
+#: Options a sqlite:/// URL may carry (``sqlite:///PATH?synchronous=full``).
+SQLITE_OPTIONS = ("synchronous",)
 _LOAD_CHUNK = 20_000
 #: Tables whose vectors are made from their own `content` (reindex re-embeds them).
 _CONTENT_VECTOR_TABLES = ("summaries", "memories")
@@ -105,12 +120,19 @@ class SQLiteStore(MemoryStore):
         *,
         ann_threshold: int = DEFAULT_ANN_THRESHOLD,
         busy_timeout_ms: int = BUSY_TIMEOUT_MS,
+        synchronous: str = SYNCHRONOUS,
     ) -> None:
         if str(path) in ("", ":memory:"):
             raise ValidationError("the SQLite store needs a file path (sqlite:///PATH)")
         self.path = sqlite_path(str(path))
         self.ann_threshold = ann_threshold
         self.busy_timeout_ms = busy_timeout_ms
+        if synchronous.upper() not in ("FULL", "NORMAL"):
+            raise ConfigError(
+                f"synchronous must be full or normal, not {synchronous!r} "
+                "(NIXX_DB_URL=sqlite:///PATH?synchronous=full)"
+            )
+        self.synchronous = synchronous.upper()
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
@@ -121,6 +143,8 @@ class SQLiteStore(MemoryStore):
         self._closed = False
         self._indexes: dict[str, VectorIndex] = {}
         self._index_locks = {name: threading.Lock() for name in _VECTOR_TABLES}
+        self._building: set[str] = set()  # tables whose index a background thread prepares
+        self._warming: threading.Thread | None = None
 
     # ---- connections & transactions ------------------------------------------------
     def _connect(self) -> apsw.Connection:
@@ -142,7 +166,7 @@ class SQLiteStore(MemoryStore):
                     ) from None
                 time.sleep(0.01)
         conn.execute("PRAGMA foreign_keys = ON")
-        conn.execute("PRAGMA synchronous = FULL")
+        conn.execute(f"PRAGMA synchronous = {self.synchronous}")
         return conn
 
     def _conn(self) -> apsw.Connection:
@@ -752,6 +776,11 @@ class SQLiteStore(MemoryStore):
             if dim is None:  # nothing stored yet
                 return []
             query = as_vector(embedding, dim, what="query embedding")
+            held = self._indexes.get(table)
+            if table in self._building and (held is None or held.synced is None):
+                # the background thread has not loaded anything yet: never wait for it
+                q = normalise_rows(query)
+                return self._exact_scan(conn, table, q, limit, threshold, before_buffer_id)
             index = self._sync_index(conn, table, dim)
             if not index.approximate:
                 ids, scores = index.exact_search(
@@ -844,23 +873,27 @@ class SQLiteStore(MemoryStore):
         out.sort(key=lambda p: (-p[1], p[0][0]))
         return out[:limit]
 
-    def _sync_index(self, conn: apsw.Connection, table: str, dim: int) -> VectorIndex:
-        """Bring the table's in-memory index up to the database's current state."""
+    def _sync_index(
+        self, conn: apsw.Connection, table: str, dim: int, into: VectorIndex | None = None
+    ) -> VectorIndex:
+        """Bring the table's in-memory index (or `into`) up to the database's state."""
         try:
-            return self._sync_index_unguarded(conn, table, dim)
+            return self._sync_index_unguarded(conn, table, dim, into)
         except BaseException:
-            index = self._indexes.get(table)
+            index = into or self._indexes.get(table)
             if index is not None:  # half-loaded: start again next time, never trust it
                 index.reset()
             raise
 
-    def _sync_index_unguarded(self, conn: apsw.Connection, table: str, dim: int) -> VectorIndex:
+    def _sync_index_unguarded(
+        self, conn: apsw.Connection, table: str, dim: int, into: VectorIndex | None = None
+    ) -> VectorIndex:
         spec = _INDEX_SPECS[table]
         epoch, deletions = _one(
             conn, "SELECT epoch, deletions FROM vector_state WHERE name = ?", (table,)
         )
         max_seq = int(_one(conn, f"SELECT max({spec.seq}) FROM {table}")[0] or 0)
-        index = self._indexes.get(table)
+        index = into if into is not None else self._indexes.get(table)
         if index is None or index.dim != dim:
             index = VectorIndex(
                 dim,
@@ -921,6 +954,66 @@ class SQLiteStore(MemoryStore):
     @staticmethod
     def _count_rows(conn: apsw.Connection, table: str) -> int:
         return int(_one(conn, f"SELECT count(*) FROM {table}")[0])
+
+    def warm_vector_indexes(self) -> threading.Thread | None:
+        """Load or build every vector index in a background thread (the server calls
+        this at start), instead of in the first search after a restart. A large table
+        gets an exact in-memory index first (seconds), used until its HNSW graph is
+        loaded from the sidecar or built (minutes at a million vectors); a search before
+        even that scans the stored vectors. Returns the thread (tests join it)."""
+        if self._warming is not None or self._closed:
+            return self._warming
+        self._building.update(_VECTOR_TABLES)
+        self._warming = threading.Thread(target=self._warm, name="nixx-vector-index", daemon=True)
+        self._warming.start()
+        return self._warming
+
+    def _warm(self) -> None:
+        for table in _VECTOR_TABLES:
+            try:
+                started = time.monotonic()
+                count = self._warm_one(table)
+                if count:
+                    log.info(
+                        "vector index %s ready: %d vectors in %.1f s",
+                        table,
+                        count,
+                        time.monotonic() - started,
+                    )
+            except Exception as exc:  # a cache: the first search builds it instead
+                if not self._closed:
+                    log.warning("preparing the %s vector index failed: %s", table, exc)
+            finally:
+                self._building.discard(table)
+
+    def _warm_one(self, table: str) -> int:
+        with self._read() as conn:
+            dim = self._bound_dim(conn)
+            if dim is None:
+                return 0
+            big = self._count_rows(conn, table) > self.ann_threshold
+        if not big:
+            with self._index_locks[table], self._read() as conn:
+                return len(self._sync_index(conn, table, dim))
+        exact = VectorIndex(dim, ann_threshold=2**62)  # never promoted to HNSW
+        with self._read() as conn:
+            self._sync_index(conn, table, dim, into=exact)
+        with self._index_locks[table]:
+            held = self._indexes.get(table)
+            if held is None or held.synced is None:
+                self._indexes[table] = exact
+        ann = VectorIndex(
+            dim,
+            ann_threshold=self.ann_threshold,
+            sidecar=self.path.with_name(f"{self.path.name}.{table}.hnsw"),
+        )
+        with self._read() as conn:  # loads the sidecar, or builds the graph and saves it
+            self._sync_index(conn, table, dim, into=ann)
+        with self._index_locks[table]:
+            held = self._indexes.get(table)
+            if held is None or held is exact or held.synced is None:
+                self._indexes[table] = ann
+        return len(ann)
 
     def build_vector_indexes(self) -> dict[str, int]:
         """Bring every table's vector index up to date now rather than on the first
@@ -1106,7 +1199,7 @@ class SQLiteStore(MemoryStore):
 def sqlite_path(url_or_path: str) -> Path:
     """The file of ``sqlite:///PATH`` (or a plain path); ``sqlite:////abs`` and
     ``sqlite:///abs`` both name ``/abs``; ``sqlite:///~/x`` is in the home folder."""
-    text = url_or_path.removeprefix("sqlite://")
+    text = url_or_path.removeprefix("sqlite://").partition("?")[0]  # options: open_store
     while text.startswith("//"):
         text = text[1:]
     if text.startswith("/~"):  # sqlite:///~/nixx.db
