@@ -134,6 +134,9 @@ def seed(
     store = open_store(f"sqlite:///{db}")
     try:
         store.import_records(records())
+        # the HNSW sidecars, so the server loads them at start instead of building
+        # them while the turns run
+        store.build_vector_indexes()  # type: ignore[attr-defined]
     finally:
         store.close()
 
@@ -156,16 +159,23 @@ def main() -> int:
     ap.add_argument("--embed", choices=("openai", "local"), default="openai")
     ap.add_argument("--row-vectors", choices=("seeded", "backfill"), default="seeded")
     ap.add_argument("--blas-threads", type=int, default=None)
+    ap.add_argument("--db", type=Path, default=None, help="a copy of this seeded store")
     args = ap.parse_args()
 
     tmp = Path(tempfile.mkdtemp(prefix="nixx-bench-"))
     db = tmp / "nixx.db"
     model = "fake-embed" if args.embed == "openai" else "all-MiniLM-L6-v2"
     t0 = time.perf_counter()
-    seed(db, args.rows, args.summaries, 384, model, row_vectors=args.row_vectors == "seeded")
+    if args.db is not None:  # A/B runs on one seeded store: each run gets a fresh copy
+        import shutil
+
+        for path in args.db.parent.glob(args.db.name + "*"):
+            shutil.copy(path, tmp / path.name.replace(args.db.name, "nixx.db", 1))
+    else:
+        seed(db, args.rows, args.summaries, 384, model, row_vectors=args.row_vectors == "seeded")
     print(
         f"seeded {args.rows} buffer rows + {args.summaries} summaries in "
-        f"{time.perf_counter() - t0:.1f}s ({db.stat().st_size / 1e6:.0f} MB)"
+        f"{time.perf_counter() - t0:.1f}s ({db.stat().st_size / 1e6:.0f} MB): {db}"
     )
 
     llm = FakeLLM()

@@ -135,6 +135,12 @@ class MemoryStore(ABC):
         (`BufferHit.score` is the cosine); `before_id` keeps rows with id < before_id."""
 
     @abstractmethod
+    def has_episodic_vectors(self) -> bool:
+        """Whether any buffer row vector or summary is stored: when not, a search has
+        nothing to compare a query vector with and need not embed the query. Cheap
+        (two EXISTS probes)."""
+
+    @abstractmethod
     def buffer_vector_stats(self) -> dict[str, int]:
         """``{"embedded", "pending"}``: non-marker rows with and without a vector."""
 

@@ -631,6 +631,13 @@ class PostgresStore(MemoryStore):
         )
         return [BufferHit(row=_buffer_row(r), score=1.0 - float(r[-1])) for r in rows]
 
+    def has_episodic_vectors(self) -> bool:
+        with self._conn() as conn:
+            row = conn.execute(
+                "SELECT EXISTS (SELECT 1 FROM buffer_vectors) OR EXISTS (SELECT 1 FROM summaries)"
+            ).fetchone()
+        return bool(row[0])  # type: ignore[index]
+
     def buffer_vector_stats(self) -> dict[str, int]:
         with self._conn() as conn:
             row = conn.execute(

@@ -509,6 +509,14 @@ class SQLiteStore(MemoryStore):
         )
         return [BufferHit(row=_buffer_row(row[:6]), score=s) for row, s in found]
 
+    def has_episodic_vectors(self) -> bool:
+        return bool(
+            _one(
+                self._conn(),
+                "SELECT EXISTS (SELECT 1 FROM buffer_vectors) OR EXISTS (SELECT 1 FROM summaries)",
+            )[0]
+        )
+
     def buffer_vector_stats(self) -> dict[str, int]:
         with self._read() as conn:
             embedded = int(_one(conn, "SELECT count(*) FROM buffer_vectors")[0])
