@@ -4,10 +4,13 @@ rows (each with its row vector) and 10,000 summaries, including the query embedd
     .venv/bin/python bench/bench_http_search.py [--queries 300] [--rows 100000]
         [--summaries 10000] [--embed local|openai] [--limit 10] [--empty]
 
-The store is seeded as bench/bench_turn.py seeds it (same generator), its HNSW sidecars
-written, then the server starts as a subprocess; after a warm-up each query is a fresh
-sentence from the same vocabulary (so the full-text side finds matches). A GET
-/health, interleaved, gives the HTTP floor of the same client and server. `--empty`
+The buffer rows are the full-text benchmark's corpus (`bench_search.fts_corpus`: Zipf
+chat text, the same data as the SQLite and PostgreSQL full-text figures), each with a
+clustered 384-d row vector (`bench_search.Clustered`); the summaries are bench_turn's. The
+HNSW sidecars are written before the server starts (as `nixx reindex` would), so the
+server loads them. The queries are fts_corpus's "typical" questions (3 content words),
+so the full-text side has real matches. A GET /health, interleaved, gives the HTTP floor
+of the same client and server. `--empty`
 runs against an empty store instead (nothing to compare the query with).
 Prints p50/p95/p99 and the load average.
 """
@@ -27,9 +30,47 @@ import httpx
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).parent))
-from bench_turn import free_port, seed, sentence  # noqa: E402
+from bench_search import Clustered, fts_corpus  # noqa: E402
+from bench_turn import free_port, sentence  # noqa: E402
 
+from nixx.store import open_store  # noqa: E402
 from nixx.testing.fake_llm import FakeLLM  # noqa: E402
+
+
+def seed(db: Path, rows: int, summaries: int, model: str) -> list[str]:
+    """The store described above; returns the questions."""
+    records, typical, _ = fts_corpus(rows)
+    vectors = Clustered(seed=1).draw(rows)
+    rng = random.Random(7)
+
+    def all_records():
+        yield records[0]
+        yield {"type": "embedder", "model": model, "dim": 384}
+        yield {"type": "state", "key": "episodic.interval", "value": 10**9}
+        for rec, vec in zip(records[1:], vectors, strict=True):
+            yield {**rec, "embedding": vec.tolist()}
+        span = max(1, rows // max(1, summaries))
+        for j in range(summaries):
+            text = sentence(rng, 30)
+            yield {
+                "type": "summary",
+                "id": j + 1,
+                "content": text,
+                "embedding": FakeLLM.embedding_of(text, 384).tolist(),
+                "tags": [],
+                "entities": {},
+                "start_buffer_id": j * span + 1,
+                "end_buffer_id": min(rows, (j + 1) * span),
+                "created_at": "2026-01-01T00:00:00.000000Z",
+            }
+
+    store = open_store(f"sqlite:///{db}")
+    try:
+        store.import_records(all_records())
+        store.build_vector_indexes()  # type: ignore[attr-defined]
+    finally:
+        store.close()
+    return typical
 
 
 def main() -> int:
@@ -42,15 +83,21 @@ def main() -> int:
     ap.add_argument("--empty", action="store_true")
     ap.add_argument("--blas-threads", type=int, default=None)
     ap.add_argument("--db", type=Path, default=None, help="reuse a store seeded before")
+    ap.add_argument("--seed-only", action="store_true", help="seed the store and stop")
     args = ap.parse_args()
 
     tmp = Path(tempfile.mkdtemp(prefix="nixx-bench-search-"))
     model = "fake-embed" if args.embed == "openai" else "all-MiniLM-L6-v2"
     db = args.db or tmp / "nixx.db"
+    questions = fts_corpus(args.rows)[1] if args.db is not None else []
     if args.db is None and not args.empty:
         t0 = time.perf_counter()
-        seed(db, args.rows, args.summaries, 384, model)
+        questions = seed(db, args.rows, args.summaries, model)
         print(f"seeded in {time.perf_counter() - t0:.0f}s: {db}")
+    if args.seed_only:
+        return 0
+    if args.empty:
+        questions = fts_corpus(1000)[1]
     llm = FakeLLM()
     port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith(("NIXX_", "NXC_"))}
@@ -85,7 +132,7 @@ def main() -> int:
         rng = random.Random(3)
 
         def search() -> float:
-            q = sentence(rng, 8)
+            q = rng.choice(questions)
             start = time.perf_counter()
             r = client.post(base + "/v1/episodic/search", json={"query": q, "limit": args.limit})
             r.raise_for_status()
