@@ -117,6 +117,12 @@ class Settings(BaseSettings):
     recall_limit: int = Field(
         default=3, ge=0, description="At most this many summaries are recalled per turn."
     )
+    recall_tokens: int = Field(
+        default=600,
+        ge=0,
+        description="Token budget of the recalled block of a turn's system prompt (verbatim "
+        "excerpts and summaries, best first; 0 recalls nothing).",
+    )
     recall_enabled: bool = Field(
         default=True,
         description="Start with episodic recall on (toggled at run time by "

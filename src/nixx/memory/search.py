@@ -255,6 +255,7 @@ def search_store(
     params: FusionParams = DEFAULT_PARAMS,
     now: datetime | None = None,
     context: int = 1,
+    min_cosine: float | None = None,
 ) -> list[Result]:
     """The fused search, in one worker thread: `vectors` are the embeddings of
     `texts_to_embed(query)` (None: full text only). Rows with id >= `before_id` (and
@@ -277,6 +278,7 @@ def search_store(
         params=params,
         now=now,
         context=context,
+        min_cosine=min_cosine,
     )
 
 
@@ -295,9 +297,12 @@ def combine(
     params: FusionParams = DEFAULT_PARAMS,
     now: datetime | None = None,
     context: int = 1,
+    min_cosine: float | None = None,
 ) -> list[Result]:
     """`search_store` once the rankers have answered (the server runs the full-text and
-    the vector side in two worker threads, then this)."""
+    the vector side in two worker threads, then this). With `min_cosine`, a result that
+    shares no word with the query must have at least that cosine (what a search shows:
+    without it every question "finds" the nearest rows, however far)."""
     excluded = set(exclude_ids)
     repeat = " ".join(query.split()).casefold()
 
@@ -324,7 +329,10 @@ def combine(
             period = relative_period(rel[0], rel[1], anchors[0].created_at)
             if period:
                 periods.append(period)
-    results = fuse(fts, vec, summaries, params=params, periods=periods)[: max(0, limit)]
+    results = fuse(fts, vec, summaries, params=params, periods=periods)
+    if min_cosine is not None:
+        results = [r for r in results if r.bm25 is not None or (r.cosine or 0.0) >= min_cosine]
+    results = results[: max(0, limit)]
     if store is not None and context > 0:
         attach_context(store, results, context)
     return results
