@@ -111,8 +111,10 @@ class Settings(BaseSettings):
         default=None,
         ge=-1.0,
         le=1.0,
-        description="Minimum cosine similarity for a summary to be recalled into a turn. Empty: "
-        "the embedder's calibrated default (0.4 for mxbai-embed-large, 0.3 for all-MiniLM-L6-v2).",
+        description="Minimum cosine similarity for a summary or a buffer row to be recalled "
+        "into a turn. Empty: the embedder's calibrated defaults (summaries: 0.4 for "
+        "mxbai-embed-large, 0.3 for all-MiniLM-L6-v2; buffer rows: 0.40 for all-MiniLM-L6-v2, "
+        "else the summary value).",
     )
     recall_limit: int = Field(
         default=3, ge=0, description="At most this many summaries are recalled per turn."
