@@ -13,6 +13,7 @@ import os
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -634,8 +635,13 @@ def test_cli_db_init_migrate_status_on_postgres(pg_url: str, tmp_path: Path) -> 
     assert after["counts"] == {"buffer": 1, "summaries": 0, "sources": 0, "memories": 0}
 
 
-def test_server_of_a_killed_test_run_is_reaped(tmp_path: Path) -> None:
+def test_server_of_a_killed_test_run_is_reaped() -> None:
     from nixx.testing.postgres import reap_orphans
+
+    # not pytest's tmp_path: another pytest run starting meanwhile resets
+    # /tmp/pytest-of-<user> to 0700, and the server's own OS user must reach the folder
+    tmp_path = Path(tempfile.mkdtemp(prefix="nixx-reap-"))
+    tmp_path.chmod(0o755)
 
     code = (
         "import sys, time\n"
@@ -658,6 +664,7 @@ def test_server_of_a_killed_test_run_is_reaped(tmp_path: Path) -> None:
         for _ in range(50):
             os.kill(postmaster, 0)
             threading.Event().wait(0.1)
+    tmp_path.rmdir()  # empty once the orphan is reaped
 
 
 @pytest.mark.slow
