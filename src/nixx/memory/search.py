@@ -195,14 +195,14 @@ def fuse(
         )
         for rid, s in score.items()
     ]
-    for rank, hit in enumerate(summaries[: params.depth], 1):
+    for rank, s_hit in enumerate(summaries[: params.depth], 1):
         results.append(
             Result(
                 kind="summary",
                 score=params.w_summary / (params.k + rank),
-                created_at=hit.summary.created_at,
-                summary=hit.summary,
-                cosine=hit.score,
+                created_at=s_hit.summary.created_at,
+                summary=s_hit.summary,
+                cosine=s_hit.score,
                 ranks={"summary": rank},
             )
         )

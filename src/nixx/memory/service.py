@@ -182,9 +182,11 @@ class NixxService:
         intent: str | None,
         before_id: int | None,
         exclude_ids: Sequence[int] = (),
+        query: str | None = None,
     ) -> RecallContext:
         """Fuse the rankers' answers, leaving out the history the client sent (rows from
-        `before_id` on) and `exclude_ids`, and pick what the prompt recalls."""
+        `before_id` on) and `exclude_ids`, and pick what the prompt recalls. `query` is
+        reported when recall did not run."""
         enabled = parts is not None or self.episodic.recall_enabled()
         recalled: list[Recalled] = []
         summary_hits: list[SummaryHit] = []
@@ -216,9 +218,9 @@ class NixxService:
                 budget_tokens=self.settings.recall_tokens,
                 max_summaries=self.settings.recall_limit,
             )
-            by_id = {r.summary.id: r for r in results if r.summary is not None}
+            by_id = {r.summary.id: r.summary for r in results if r.summary is not None}
             summary_hits = [
-                SummaryHit(by_id[item.id].summary, float(item.cosine or 0.0))  # type: ignore[arg-type]
+                SummaryHit(by_id[item.id], float(item.cosine or 0.0))
                 for item in recalled
                 if item.kind == "summary"
             ]
@@ -229,7 +231,7 @@ class NixxService:
             hits=summary_hits,
             threshold=self.threshold,
             recall_enabled=enabled,
-            query=parts.query if parts is not None else None,
+            query=parts.query if parts is not None else query,
             before_buffer_id=before_id,
             recalled=recalled,
             row_floor=self.row_floor,
@@ -307,7 +309,7 @@ class NixxService:
         intent = await self.run(intent_state.text, self.store)
         return await self.run(
             lambda: self.recall_finish(
-                parts, intent=intent, before_id=before_id, exclude_ids=exclude
+                parts, intent=intent, before_id=before_id, exclude_ids=exclude, query=query
             )
         )
 

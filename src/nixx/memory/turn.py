@@ -144,7 +144,7 @@ async def run_turn(
     exclude = [user_row_id] if user_row_id is not None else []
     ctx = await service.run(
         lambda: service.recall_finish(
-            parts, intent=intent, before_id=before_id, exclude_ids=exclude
+            parts, intent=intent, before_id=before_id, exclude_ids=exclude, query=query
         )
     )
     model = await service.resolve_model(body.get("model"))
