@@ -174,3 +174,21 @@ def test_the_benchmark_is_deterministic_and_labelled(tmp_path: Path) -> None:
     single = next(q for q in convs[0].questions if q.category == "single")
     found = [h.row.id for h in store.search_buffer(single.text, 20)]
     assert set(bench_recall.evidence_ids(single)) & set(found)
+
+
+def test_source_search_reranks_the_nearest_chunks_by_their_words() -> None:
+    from nixx.store.records import Memory, MemoryHit
+
+    def hit(i: int, text: str, score: float) -> MemoryHit:
+        return MemoryHit(Memory(i, 1, text, {}, "2025-01-01T00:00:00Z"), "docs", score)
+
+    hits = [
+        hit(1, "operations travel through the git remote", 0.41),
+        hit(2, "each workspace has an origin prefix", 0.40),
+        hit(3, "the read cursor is a max register per reader and channel", 0.33),
+    ]
+    out = search.fuse_memories("how do replicas agree on the read cursor?", hits, limit=2)
+    assert [h.memory.id for h in out] == [3, 1]  # words "read cursor" lift the third
+    assert out[0].score == 0.33  # scores stay the cosines
+    assert search.lexical_order("the a of", ["anything"]) == []
+    assert [h.memory.id for h in search.fuse_memories("zzz", hits, limit=5)] == [1, 2, 3]

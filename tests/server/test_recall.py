@@ -213,3 +213,35 @@ def test_fused_search_order_kinds_and_context(both: Nixx, llm: FakeLLM) -> None:
         "/v1/episodic/search", json={"query": "Which sqlite  bindings did we pick", "limit": 5}
     ).json()
     assert all(r.get("content") != "which sqlite bindings did we pick" for r in again["results"])
+
+
+# ---- source search: vectors re-ranked by words ------------------------------------------
+@pytest.mark.slow
+def test_source_search_finds_the_read_cursor_passage(
+    make_settings: Any, llm: FakeLLM, workspace: Any
+) -> None:
+    """Issue 15's case: after ingesting the docs, "how do replicas agree on the read
+    cursor?" must return the passage that answers it (docs/nxc.md, "Read state": a max
+    register). By vectors alone it was 6th (the default limit is 5)."""
+    import shutil
+    from pathlib import Path
+
+    docs = Path(__file__).parents[2] / "docs"
+    (workspace / "docs").mkdir()
+    for name in ("nxc.md", "oplog.md", "sync.md", "channels.md"):
+        shutil.copy(docs / name, workspace / "docs" / name)
+    settings = make_settings(embed_provider="local", embed_model="all-MiniLM-L6-v2")
+    with TestClient(create_app(settings)) as client:
+        llm.responder = lambda body: Reply(content="A summary.")
+        assert client.post("/v1/ingest", json={"path": "docs"}).status_code == 200
+        query = "how do replicas agree on the read cursor?"
+        results = client.post("/v1/sources/search", json={"query": query}).json()["results"]
+        assert len(results) == 5
+        assert any("max register" in r["content"] and "Read state" in r["content"] for r in results)
+        # the order changed, the scores are still the cosines
+        service = client.app.state.service  # type: ignore[attr-defined]
+        vector = service.embedder.embed_one(query)
+        nearest = service.store.search_memories(vector, limit=5)
+        assert not any("Read state" in h.memory.content for h in nearest)
+        for r in results:
+            assert 0 < r["score"] <= 1

@@ -525,8 +525,16 @@ class NixxService:
         return source, problem
 
     async def search_sources(self, query: str, limit: int) -> list[MemoryHit]:
+        """Semantic memory: the nearest chunks by vectors, re-ranked with their words
+        (`nixx.memory.search.fuse_memories`), best first."""
         vector = (await self.embed([query]))[0]
-        return await self.run(lambda: self.store.search_memories(vector, limit=limit))
+
+        def find() -> list[MemoryHit]:
+            depth = max(limit, fused.SOURCE_CANDIDATES)
+            hits = self.store.search_memories(vector, limit=depth)
+            return fused.fuse_memories(query, hits, limit=limit)
+
+        return await self.run(find)
 
 
 @dataclass
