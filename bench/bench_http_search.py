@@ -129,6 +129,8 @@ def main() -> int:
             if time.monotonic() > deadline or server.poll() is not None:
                 raise SystemExit("nixx serve did not start")
             time.sleep(0.1)
+        while client.get(base + "/v1/episodic/status").json()["buffer_vectors"]["index_warming"]:
+            time.sleep(0.5)  # the vector indexes load in the background after a start
         rng = random.Random(3)
 
         def search() -> float:
@@ -163,7 +165,12 @@ def main() -> int:
                 f"{label:26}{np.percentile(ms, 50):9.2f}{np.percentile(ms, 95):9.2f}"
                 f"{np.percentile(ms, 99):9.2f}"
             )
-        print(f"server pid {server.pid}")
+        rss = next(
+            int(line.split()[1])
+            for line in Path(f"/proc/{server.pid}/status").read_text().splitlines()
+            if line.startswith("VmRSS:")
+        )
+        print(f"server pid {server.pid}, RSS {rss / 1024:.0f} MB")
     finally:
         server.terminate()
         server.wait(30)

@@ -140,8 +140,8 @@ class RowVectors:
 
     # ---- status -------------------------------------------------------------------------
     def status(self) -> dict[str, Any]:
-        """``{"embedded", "pending", "running", "error", "rows_per_second"}`` (blocking:
-        it counts in the store)."""
+        """``{"embedded", "pending", "running", "error", "rows_per_second",
+        "index_warming"}`` (blocking: it counts in the store)."""
         stats = self.store.buffer_vector_stats()
         rate = self.embedded_total / self.embed_seconds if self.embed_seconds > 0 else None
         return {
@@ -150,6 +150,7 @@ class RowVectors:
             "running": self._running,
             "error": self.error,
             "rows_per_second": None if rate is None else round(rate, 1),
+            "index_warming": self.store.vector_indexes_warming(),
         }
 
     # ---- work ---------------------------------------------------------------------------

@@ -55,6 +55,11 @@ class MemoryStore(ABC):
         start); never blocks. A no-op where the database holds the indexes (PostgreSQL)."""
         return None
 
+    def vector_indexes_warming(self) -> bool:
+        """Whether `warm_vector_indexes` is still preparing an index (searches are exact
+        and slower meanwhile)."""
+        return False
+
     # ---- embedder identity ---------------------------------------------------------
     @abstractmethod
     def embedding_info(self) -> EmbeddingInfo | None:

@@ -976,6 +976,9 @@ class SQLiteStore(MemoryStore):
         self._warming.start()
         return self._warming
 
+    def vector_indexes_warming(self) -> bool:
+        return bool(self._building)
+
     def _warm(self) -> None:
         for table in _VECTOR_TABLES:
             try:
