@@ -816,22 +816,31 @@ class SQLiteStore(MemoryStore):
         the candidate set while filters leave too few, then fall back to an exact scan."""
         q = normalise_rows(query)
         fetch = max(4 * limit, 64)
-        at = _FILTER_COLUMN.get(table, 0)
+        spec = _INDEX_SPECS[table]
         while True:
             ids = index.ann_candidates(q, fetch)
-            rows = _rows_by_id(conn, table, ids)
-            scored = _rescore(rows, q, index.dim)
+            # re-score from the vectors alone (no row text), fetch rows for the results only
+            keys, scores, extra = _candidate_scores(conn, table, spec, ids, q, index.dim)
             exhausted = len(ids) < fetch
-            lowest = min((s for _, s in scored), default=-2.0)
-            kept = [
-                (row, s)
-                for row, s in scored
-                if (threshold is None or s >= threshold)
-                and (before_buffer_id is None or row[at] < before_buffer_id)
-            ]
-            if len(kept) >= limit or exhausted or (threshold is not None and lowest < threshold):
-                kept.sort(key=lambda p: (-p[1], p[0][0]))
-                return kept[:limit]
+            lowest = float(scores.min()) if len(scores) else -2.0
+            keep = np.ones(len(keys), dtype=bool)
+            if threshold is not None:
+                keep &= scores >= np.float32(threshold)
+            if before_buffer_id is not None:
+                keep &= extra < before_buffer_id
+            if (
+                int(keep.sum()) >= limit
+                or exhausted
+                or (threshold is not None and lowest < threshold)
+            ):
+                keys, scores = keys[keep], scores[keep]
+                order = np.lexsort((keys, -scores))[:limit]
+                rows = _rows_by_id(conn, table, keys[order])
+                return [
+                    (rows[int(k)], float(sc))
+                    for k, sc in zip(keys[order], scores[order], strict=True)
+                    if int(k) in rows
+                ]
             if fetch >= self.ann_max_candidates:
                 return self._exact_scan(conn, table, q, limit, threshold, before_buffer_id)
             fetch *= 4
@@ -1282,7 +1291,7 @@ def _one(conn: apsw.Connection, sql: str, params: Sequence[Any] = ()) -> tuple[A
 
 
 #: What a vector search returns per table: (columns, FROM clause, id column); the
-#: vector is the last column (`_rescore` reads it).
+#: vector is the last column.
 _HIT_SOURCE = {
     "summaries": (_SUMMARY_COLS, "summaries", "id"),
     "memories": (_MEMORY_COLS, "memories", "id"),
@@ -1292,8 +1301,6 @@ _HIT_SOURCE = {
         "b.id",
     ),
 }
-#: The column of a hit row that `before_buffer_id` filters on.
-_FILTER_COLUMN = {"summaries": 5, "buffer_vectors": 0}
 
 
 def _rows_by_id(conn: apsw.Connection, table: str, ids: np.ndarray) -> dict[int, tuple[Any, ...]]:
@@ -1311,13 +1318,28 @@ def _rows_by_id(conn: apsw.Connection, table: str, ids: np.ndarray) -> dict[int,
     return rows
 
 
-def _rescore(
-    rows: dict[int, tuple[Any, ...]], q: np.ndarray, dim: int
-) -> list[tuple[tuple[Any, ...], float]]:
-    """Exact cosine of each row's stored vector (its last column) with unit `q`."""
-    if not rows:
-        return []
-    items = list(rows.values())
-    mat = normalise_rows(decode_vectors([r[-1] for r in items], dim))
-    scores = dot_rows(mat, q)
-    return [(row, float(s)) for row, s in zip(items, scores, strict=True)]
+def _candidate_scores(
+    conn: apsw.Connection,
+    table: str,
+    spec: _IndexSpec,
+    ids: np.ndarray,
+    q: np.ndarray,
+    dim: int,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(keys, exact cosines with unit `q`, filter column) of the candidate `ids`, from
+    their stored vectors only (the rows' text is fetched for the results alone)."""
+    found: list[tuple[Any, ...]] = []
+    id_list = [int(i) for i in ids]
+    for start in range(0, len(id_list), 500):
+        part = id_list[start : start + 500]
+        found += conn.execute(
+            f"SELECT {spec.key}, embedding, {spec.extra} FROM {table} "
+            f"WHERE {spec.key} IN ({','.join('?' * len(part))})",
+            part,
+        )
+    keys = np.fromiter((r[0] for r in found), np.int64, len(found))
+    extra = np.fromiter((r[2] for r in found), np.int64, len(found))
+    if not found:
+        return keys, np.empty(0, np.float32), extra
+    scores = dot_rows(normalise_rows(decode_vectors([r[1] for r in found], dim)), q)
+    return keys, scores, extra
