@@ -160,6 +160,14 @@ def main() -> int:
     ap.add_argument("--row-vectors", choices=("seeded", "backfill"), default="seeded")
     ap.add_argument("--blas-threads", type=int, default=None)
     ap.add_argument("--db", type=Path, default=None, help="a copy of this seeded store")
+    ap.add_argument(
+        "--questions",
+        choices=("vocab", "fts"),
+        default="vocab",
+        help="user messages: 15 words of the 35-word vocabulary (every row of the seeded "
+        "store matches them), or bench_search.fts_corpus's typical questions (with --db "
+        "a store seeded by bench_http_search.py)",
+    )
     args = ap.parse_args()
 
     tmp = Path(tempfile.mkdtemp(prefix="nixx-bench-"))
@@ -212,6 +220,16 @@ def main() -> int:
             time.sleep(0.1)
 
         rng = random.Random(11)
+        fts_questions: list[str] = []
+        if args.questions == "fts":
+            sys.path.insert(0, str(Path(__file__).parent))
+            from bench_search import fts_corpus
+
+            fts_questions = fts_corpus(args.rows)[1]
+
+        def question() -> str:
+            return rng.choice(fts_questions) if fts_questions else sentence(rng, 15)
+
         history = [
             {"role": "user", "content": sentence(rng, 20)},
             {"role": "assistant", "content": sentence(rng, 40)},
@@ -221,7 +239,7 @@ def main() -> int:
             return {
                 "model": "fake-model",
                 "stream": stream,
-                "messages": [*history, {"role": "user", "content": sentence(rng, 15)}],
+                "messages": [*history, {"role": "user", "content": question()}],
             }
 
         # One async client for both paths (anyio sockets set TCP_NODELAY; a sync client

@@ -49,3 +49,30 @@ def test_malformed_config_file_is_a_config_error(nixx_home: Path) -> None:
 )
 def test_loopback_detection(host: str, loopback: bool) -> None:
     assert is_loopback_host(host) is loopback
+
+
+def test_unknown_config_key_names_the_nearest(nixx_home: Path) -> None:
+    (nixx_home / "config.toml").write_text("summry_interval = 500\n")
+    with pytest.raises(ConfigError, match="did you mean summary_interval"):
+        load_settings()
+
+
+def test_unknown_variable_names_the_nearest(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("NIXX_SUMMRY_INTERVAL", "500")
+    with pytest.raises(ConfigError, match="NIXX_SUMMRY_INTERVAL.*did you mean NIXX_SUMMARY_INTERVAL"):
+        load_settings()
+
+
+def test_bad_value_in_the_file_names_file_and_key(nixx_home: Path) -> None:
+    (nixx_home / "config.toml").write_text("port = 70000\n")
+    with pytest.raises(ConfigError) as info:
+        load_settings()
+    assert f"{nixx_home / 'config.toml'}: port" in info.value.message
+    assert "NIXX_PORT" not in info.value.message
+
+
+@pytest.mark.parametrize("var", ["NIXX_CHAT_BASE_URL", "NIXX_EMBED_BASE_URL"])
+def test_base_url_needs_a_scheme(monkeypatch: pytest.MonkeyPatch, var: str) -> None:
+    monkeypatch.setenv(var, "127.0.0.1:23917")
+    with pytest.raises(ConfigError, match=f"{var}: .*write http://127.0.0.1:23917"):
+        load_settings()

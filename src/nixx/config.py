@@ -9,19 +9,22 @@ Every field is documented in `docs/configuration.md`; a test keeps the two in st
 from __future__ import annotations
 
 import ipaddress
+import os
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, field_validator
 from pydantic_settings import (
     BaseSettings,
+    NoDecode,
     PydanticBaseSettingsSource,
     SettingsConfigDict,
     TomlConfigSettingsSource,
 )
 
 from nixx.errors import ConfigError
-from nixx.paths import default_home
+from nixx.paths import DEFAULT_PROTECTED, default_home
 
 LOCAL_EMBED_MODEL = "all-MiniLM-L6-v2"
 
@@ -50,6 +53,12 @@ class Settings(BaseSettings):
         default=None,
         description="When set, every request must carry `Authorization: Bearer <key>` "
         "(`/health` excepted). Required to bind a non-loopback address.",
+    )
+    max_request_bytes: int = Field(
+        default=16 * 1024 * 1024,
+        gt=0,
+        description="Largest request body `nixx serve` accepts, in bytes; a larger one is "
+        "refused with 413 while it is being read.",
     )
     chat_base_url: str = Field(
         default="http://127.0.0.1:8080/v1",
@@ -148,11 +157,15 @@ class Settings(BaseSettings):
     ingest_url_timeout: float = Field(
         default=30.0, gt=0, description="Seconds a web page fetched by ingest may take in all."
     )
-    tools_write: bool = Field(
-        default=True, description="Offer the `write_file` tool to the model."
-    )
+    tools_write: bool = Field(default=True, description="Offer the `write_file` tool to the model.")
     tools_delete: bool = Field(
         default=True, description="Offer the `delete_file` tool to the model."
+    )
+    tools_protected: Annotated[list[str], NoDecode] = Field(
+        default_factory=lambda: list(DEFAULT_PROTECTED),
+        description="Workspace paths `write_file` and `delete_file` refuse: glob patterns, "
+        "comma-separated (a pattern without `/` matches any one path component, one with `/` "
+        "the path from the workspace root). Empty: nothing is protected.",
     )
     tool_max_rounds: int = Field(
         default=8, gt=0, description="Tool-call rounds per turn before nixx stops and answers."
@@ -164,10 +177,37 @@ class Settings(BaseSettings):
         default="info", description="Server log level."
     )
 
+    @field_validator("tools_protected", mode="before")
+    @classmethod
+    def _split_patterns(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            return [p.strip() for p in value.split(",") if p.strip()]
+        return value
+
     @field_validator("home", "workspace", mode="after")
     @classmethod
     def _expand(cls, value: Path) -> Path:
         return value.expanduser().resolve()
+
+    @field_validator("chat_base_url", "embed_base_url", mode="after")
+    @classmethod
+    def _http_url(cls, value: str) -> str:
+        value = value.strip()
+        scheme, sep, rest = value.partition("://")
+        if not sep:
+            raise ValueError(f"{value!r} has no scheme; write http://{value}")
+        if scheme.lower() not in ("http", "https") or not rest:
+            raise ValueError(f"{value!r} is not an http:// or https:// URL")
+        return value
+
+    @field_validator("db_url", mode="after")
+    @classmethod
+    def _db_scheme(cls, value: str) -> str:
+        if value and not value.startswith(("sqlite://", "postgresql://", "postgres://")):
+            raise ValueError(
+                f"{value!r} is not understood: use sqlite:///PATH or postgresql://USER@HOST/DB"
+            )
+        return value
 
     @classmethod
     def settings_customise_sources(
@@ -211,20 +251,78 @@ def is_loopback_host(host: str) -> bool:
         return False
 
 
+def nearest(name: str, choices: Iterable[str]) -> str:
+    """``"; did you mean X?"`` for the closest of `choices` to `name`, or ``""``."""
+    import difflib
+
+    choices = list(choices)
+    found = difflib.get_close_matches(name, choices, n=1, cutoff=0.6) or [
+        c for c in choices if name and (c.startswith(name) or name.startswith(c))
+    ]  # an abbreviation: `q` for `query`
+    return f"; did you mean {found[0]}?" if found else ""
+
+
+def _config_keys(path: Path) -> dict[str, Any]:
+    import tomllib
+
+    try:
+        with path.open("rb") as fh:
+            return tomllib.load(fh)
+    except FileNotFoundError:
+        return {}
+    except (OSError, ValueError) as exc:  # unreadable or malformed config.toml
+        raise ConfigError(f"cannot read {path}: {exc}") from None
+
+
+def _check_names(path: Path, file_keys: dict[str, Any]) -> None:
+    """Refuse unknown keys in config.toml and unknown NIXX_* variables, naming the
+    nearest valid one."""
+    fields = list(Settings.model_fields)
+    for key in file_keys:
+        if key not in Settings.model_fields:
+            raise ConfigError(
+                f"{path}: unknown key {key!r}{nearest(key, fields)} "
+                "(the keys are listed in docs/configuration.md)"
+            )
+    env_names = [f"NIXX_{f.upper()}" for f in fields]
+    for name in os.environ:
+        upper = name.upper()
+        if upper.startswith("NIXX_") and upper not in env_names:
+            raise ConfigError(
+                f"unknown environment variable {name}{nearest(upper, env_names)} "
+                f"(unset it; the variables are listed in docs/configuration.md)"
+            )
+
+
 def load_settings(**overrides: Any) -> Settings:
     """Read settings from overrides, the environment and the config file.
 
-    Raises `ConfigError` naming the variable when a value is invalid.
+    Raises `ConfigError` naming where a bad value came from (the keyword, the
+    `NIXX_*` variable or the config file's key), and for unknown keys or variables.
     """
     from pydantic import ValidationError as PydanticValidationError
 
+    path = config_file_path()
+    file_keys = _config_keys(path)
+    _check_names(path, file_keys)
+    env = {name.upper() for name in os.environ}
     try:
         return Settings(**overrides)
     except PydanticValidationError as exc:
         problems = []
         for err in exc.errors():
-            field = ".".join(str(p) for p in err["loc"]) or "?"
-            problems.append(f"NIXX_{field.upper()}: {err['msg']} (got {err.get('input')!r})")
+            field = str(err["loc"][0]) if err["loc"] else "?"
+            msg = err["msg"].removeprefix("Value error, ")
+            if field in overrides:
+                where = field
+            elif f"NIXX_{field.upper()}" in env:
+                where = f"NIXX_{field.upper()}"
+            elif field in file_keys:
+                where = f"{path}: {field}"
+            else:
+                where = f"NIXX_{field.upper()}"
+            got = repr(err.get("input"))
+            problems.append(f"{where}: {msg}" + ("" if got in msg else f" (got {got})"))
         raise ConfigError("invalid configuration: " + "; ".join(problems)) from None
     except (OSError, ValueError) as exc:  # unreadable or malformed config.toml
-        raise ConfigError(f"cannot read {config_file_path()}: {exc}") from None
+        raise ConfigError(f"cannot read {path}: {exc}") from None

@@ -161,3 +161,43 @@ def test_too_many_redirects(open_ingestor: Ingestor, web: Web) -> None:
     web.pages["/loop"] = Page(b"", status=302, headers={"Location": "/loop"})
     with pytest.raises(ValidationError, match="redirects more than"):
         open_ingestor.ingest_url(web.base_url + "/loop")
+
+
+def _nat64_local_48(v4: str) -> str:
+    """RFC 6052 /48 layout of `v4` under 64:ff9b:1::/48 (bits 64-71 are zero)."""
+    n = int(ipaddress.IPv4Address(v4))
+    value = int(ipaddress.IPv6Address("64:ff9b:1::")) | ((n >> 16) << 64) | ((n & 0xFFFF) << 40)
+    return str(ipaddress.IPv6Address(value))
+
+
+PRIVATE_V4 = ["127.0.0.1", "10.0.0.1", "192.168.1.1", "169.254.169.254", "100.64.0.1", "0.0.0.0"]
+
+
+@pytest.mark.parametrize("v4", PRIVATE_V4)
+def test_ipv6_forms_embedding_a_private_ipv4_are_refused(v4: str) -> None:
+    packed = ipaddress.IPv4Address(v4).packed.hex()
+    hi, lo = packed[:4], packed[4:]
+    forms = [
+        f"64:ff9b::{v4}",  # NAT64 well-known prefix
+        f"64:ff9b:1::{v4}",  # local-use NAT64, /96 layout
+        _nat64_local_48(v4),  # local-use NAT64, /48 layout
+        f"2002:{hi}:{lo}::1",  # 6to4
+        f"::{v4}",  # IPv4-compatible
+        f"::ffff:{v4}",  # IPv4-mapped
+        f"::ffff:0:{v4}",  # IPv4-translated
+    ]
+    for form in forms:
+        assert not check_address(ipaddress.ip_address(form)), form
+
+
+def test_ipv6_forms_embedding_a_public_ipv4_are_judged_by_it() -> None:
+    for form in ["64:ff9b::8.8.8.8", _nat64_local_48("8.8.8.8"), "2002:808:808::1", "::8.8.8.8"]:
+        assert check_address(ipaddress.ip_address(form)), form
+
+
+def test_an_embedded_private_address_is_refused_by_fetch_before_connecting() -> None:
+    from nixx.ingest.fetch import fetch
+
+    for url in ["http://[64:ff9b::7f00:1]:9/", "http://[2002:7f00:1::1]/", "http://[::127.0.0.1]/"]:
+        with pytest.raises(Forbidden, match="private|public|address"):
+            fetch(url, allow_private=False, max_bytes=1000, timeout=5)

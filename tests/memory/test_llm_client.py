@@ -137,3 +137,35 @@ def test_malformed_json_answer() -> None:
 
         with pytest.raises(BackendError, match="not JSON"):
             run(go())
+
+
+# ---- SyncChatClient: the blocking twin, the same errors ---------------------------------
+
+
+def test_sync_client_lists_models_and_completes() -> None:
+    from nixx.llm import SyncChatClient
+
+    with FakeLLM(model="served-model") as llm:
+        llm.queue(Reply(content="hello back"))
+        with SyncChatClient(llm.base_url, headers={"X-Test": "1"}) as client:
+            assert [m["id"] for m in client.list_models()["data"]] == ["served-model"]
+            out = client.create(BODY)
+        assert out["choices"][0]["message"]["content"] == "hello back"
+        assert llm.chat_requests[-1]["stream"] is False
+
+
+def test_sync_client_maps_failures_like_the_async_one() -> None:
+    from nixx.llm import SyncChatClient
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        dead = f"http://127.0.0.1:{s.getsockname()[1]}/v1"
+    hint = "NIXX_CHAT_BASE_URL (or `chat_base_url` in x.toml)"
+    with SyncChatClient(dead, env_var=hint) as c, pytest.raises(BackendUnavailable) as err:
+        c.create(BODY)
+    assert dead in err.value.message and "`chat_base_url` in x.toml" in err.value.message
+    with FakeLLM() as llm:
+        llm.queue(Reply(status=429, error="slow down"))
+        with SyncChatClient(llm.base_url) as client, pytest.raises(BackendError) as err:
+            client.create(BODY)
+        assert err.value.details["status"] == 429 and "slow down" in err.value.message

@@ -32,6 +32,7 @@ def test_nxs_init_log_refold(tmp_path):
     sub = tmp_path / "src"
     sub.mkdir()
     out = run_json("nxs", "init", "--replica", "ab12", cwd=sub)
+    assert [h["action"] for h in out.pop("hooks")] == ["created"]  # tests/nixx_mcp/test_install.py
     assert out == {"root": str(tmp_path), "db": str(tmp_path / ".nxs" / "db.sqlite"),
                    "replica": "ab12", "created": True}
     again = run_json("nxs", "init", cwd=tmp_path)
@@ -144,7 +145,12 @@ def test_send_reply_threads_prime_status_search(ws, tmp_path):
 
     prime = run_json("nxc", "prime", cwd=ws.root, env=env("coder"))
     assert prime["count"] == 2 and prime["actor"] == "ab12/coder"
-    assert run("nxc", "prime", cwd=ws.root, env=env("coder")).stdout.startswith("ab12/coder: 2")
+    block = run("nxc", "prime", cwd=ws.root, env=env("coder")).stdout
+    assert block.startswith("nxc: you are ab12/coder") and "\nUnread: 2 (" in block
+    assert f'  {tid} from ab12/alice in ' in block  # a thread coder owes, and how to answer it
+    assert f'nxc reply --thread {tid} "<answer>"' in block
+    assert tid in [t["thread_id"] for t in prime["owes"]]
+    assert "please fix the parser" not in block  # no bodies
 
     listed = run_json("nxc", "threads", "list", cwd=ws.root, env=env("coder"))
     assert {t["thread_id"] for t in listed} >= {tid}

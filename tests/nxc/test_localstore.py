@@ -63,7 +63,7 @@ def test_a_version_1_store_is_upgraded_in_place(tmp_path):
     conn.close()
     with LocalStore(path) as local:
         assert local.conn.execute(
-            "SELECT value FROM meta WHERE key = 'schema'").fetchone()[0] == SCHEMA_VERSION == "2"
+            "SELECT value FROM meta WHERE key = 'schema'").fetchone()[0] == SCHEMA_VERSION == "4"
         assert [r[0] for r in local.conn.execute(
             "SELECT id FROM wake_queue ORDER BY id")] == [1, 3]  # the duplicate went
         assert sessions.delivered(local, "s-1") == ["m-a", "m-b"]
@@ -95,3 +95,28 @@ def test_a_store_locked_past_the_busy_timeout_is_a_store_error(tmp_path):
     sessions.set_pid(local, sid, 4242)  # released: the write goes through
     assert sessions.require(local, sid)["pid"] == 4242
     local.close()
+
+
+def test_a_version_2_sessions_table_gains_the_stderr_tail(tmp_path):
+    path = str(tmp_path / "local.sqlite")
+    conn = apsw.Connection(path)  # version 2's sessions table: no stderr_tail column
+    conn.execute(
+        "CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;"
+        "INSERT INTO meta VALUES ('schema', '2');"
+        "CREATE TABLE sessions(session_id TEXT PRIMARY KEY, persona TEXT NOT NULL,"
+        " thread_id TEXT, runtime TEXT NOT NULL, runtime_session TEXT, hop INTEGER NOT NULL,"
+        " max_hops INTEGER NOT NULL, parent_session TEXT, state TEXT NOT NULL, pid INTEGER,"
+        " runs INTEGER NOT NULL DEFAULT 0, exit_code INTEGER, detail TEXT,"
+        " created INTEGER NOT NULL, updated INTEGER NOT NULL) WITHOUT ROWID;"
+        "INSERT INTO sessions VALUES ('s-old', 'ab12/x', 't-1', '{}', NULL, 1, 8, NULL,"
+        " 'exited', NULL, 1, 0, NULL, 1, 1);"
+    )
+    conn.close()
+    with LocalStore(path) as local:
+        old = sessions.require(local, "s-old")
+        assert old["state"] == "exited" and old["stderr_tail"] is None
+        assert sessions.finish_or_take(local, "s-old", 2, failure="it broke",
+                                       stderr_tail="Traceback ...") == []
+        row = sessions.require(local, "s-old")
+        assert (row["state"], row["detail"], row["stderr_tail"]) == (
+            "failed", "it broke", "Traceback ...")

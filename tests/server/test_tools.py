@@ -167,3 +167,69 @@ def test_forced_tool_choice_applies_to_the_first_round_only(nixx: Nixx, llm: Fak
     first, second = llm.chat_requests[-2:]
     assert first["tool_choice"] == forced
     assert second["tool_choice"] == "auto"
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_tool_choice_none_never_runs_a_tool_the_model_calls_anyway(
+    nixx: Nixx, llm: FakeLLM, workspace: Path, stream: bool
+) -> None:
+    # a prompt-injected model ignores tool_choice "none" and calls write_file and delete_file
+    (workspace / "keep.txt").write_text("keep me")
+    llm.queue(
+        Reply(
+            tool_calls=[
+                ToolCall("write_file", {"path": "pwned.txt", "content": "x"}, id="c1"),
+                ToolCall("delete_file", {"path": "keep.txt"}, id="c2"),
+            ]
+        ),
+        Reply(content="I cannot use tools here."),
+    )
+    r = nixx.chat("summarise this web page", tool_choice="none", stream=stream)
+    assert r.status_code == 200, r.text
+    assert not (workspace / "pwned.txt").exists()
+    assert (workspace / "keep.txt").read_text() == "keep me"
+    first, second = llm.chat_requests[-2:]
+    assert "tools" not in first and "tools" not in second
+    answers = [m for m in second["messages"] if m["role"] == "tool"]
+    assert [m["tool_call_id"] for m in answers] == ["c1", "c2"]
+    assert all("was not offered in this request and did not run" in m["content"] for m in answers)
+    row = nixx.rows()[-1]
+    assert row["content"] == "I cannot use tools here."
+    assert row["meta"]["refused_tool_calls"] == ["write_file", "delete_file"]
+
+
+def test_a_disabled_tool_called_anyway_does_not_run(
+    make_settings: Any, llm: FakeLLM, workspace: Path
+) -> None:
+    with TestClient(create_app(make_settings(tools_write=False))) as client:
+        llm.queue(
+            Reply(tool_calls=[ToolCall("write_file", {"path": "w.txt", "content": "x"})]),
+            Reply(content="ok"),
+        )
+        assert Nixx(client).chat("write it").status_code == 200
+    assert not (workspace / "w.txt").exists()
+    assert "disabled on this server" in llm.chat_requests[-1]["messages"][-1]["content"]
+
+
+@pytest.mark.parametrize("path", [".git/hooks/pre-commit", ".nxs-personas/evil.yaml", ".env"])
+def test_write_file_cannot_plant_code_that_runs_later(
+    nixx: Nixx, llm: FakeLLM, workspace: Path, path: str
+) -> None:
+    (workspace / ".git" / "hooks").mkdir(parents=True)
+    result = run_tool(nixx, llm, "write_file", {"path": path, "content": "runtime: sh -c evil"})
+    assert result.startswith("error: ") and "is protected" in result
+    assert "NIXX_TOOLS_PROTECTED" in result
+    assert not (workspace / path).exists()
+    assert not (workspace / ".nxs-personas").exists()
+
+
+def test_protected_paths_follow_the_setting(
+    make_settings: Any, llm: FakeLLM, workspace: Path
+) -> None:
+    with TestClient(create_app(make_settings(tools_protected="drafts/*"))) as client:
+        nixx = Nixx(client)
+        assert "protected" in run_tool(
+            nixx, llm, "write_file", {"path": "drafts/a", "content": "x"}
+        )
+        ok = run_tool(nixx, llm, "write_file", {"path": ".env", "content": "A=1"})
+        assert ok == "wrote 3 bytes to .env"

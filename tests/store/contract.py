@@ -102,6 +102,33 @@ class StoreContract:
         with pytest.raises(NotFound):
             store.update_buffer_meta(row.id + 100, {"x": 1})
 
+    def test_append_user_once_reuses_a_retried_message(self, store: MemoryStore):
+        first = store.append_user_once("hello", "api")
+        assert store.append_user_once("hello", "api") == first  # unanswered: a retry
+        store.append_buffer("assistant", "hel", "api", meta={"incomplete": True})
+        assert store.append_user_once("hello", "api") == first  # past a partial answer
+        assert store.append_user_once("hello", "tui").id != first.id  # another client
+        store.append_buffer("assistant", "hi", "tui")
+        again = store.append_user_once("hello", "tui")  # answered: a new message
+        assert again.id > first.id
+        store.append_buffer("marker", "", "api")
+        assert store.append_user_once("hello", "tui").id > again.id  # a new session
+
+    def test_append_user_once_is_atomic_across_threads(self, store: MemoryStore):
+        import threading
+        from concurrent.futures import ThreadPoolExecutor
+
+        barrier = threading.Barrier(8)
+
+        def send(_: int) -> int:
+            barrier.wait()
+            return store.append_user_once("same thing", "api").id
+
+        with ThreadPoolExecutor(8) as pool:
+            ids = set(pool.map(send, range(8)))
+        assert len(ids) == 1
+        assert store.buffer_stats()["rows"] == 1
+
     def test_session_starts_after_the_last_marker(self, store: MemoryStore):
         assert store.last_marker_id() == 0
         store.append_buffer("user", "old one", "tui")

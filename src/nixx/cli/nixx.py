@@ -6,9 +6,10 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 from nixx.cli.ingest import add_parser as add_ingest_parser
-from nixx.cli.output import emit_json, run_command
+from nixx.cli.output import emit_json, guard_pipe, run_command
 
 
 def _serve(args: argparse.Namespace) -> int:
@@ -34,12 +35,54 @@ def _chat(args: argparse.Namespace) -> int:
     return 0
 
 
+def _mcp(args: argparse.Namespace) -> int:
+    if getattr(args, "mcp_command", None) == "install":
+        return _mcp_install(args)
+    from nixx.mcp.stdio import run_stdio
+
+    run_stdio(url=args.url, actor=args.actor, db=args.db)
+    return 0
+
+
+def _mcp_install(args: argparse.Namespace) -> int:
+    from nixx.log.workspace import init_root
+    from nixx.mcp.install import install_servers, resolve_clients
+
+    root = init_root()
+    changes = install_servers(root, resolve_clients(args.client), dry_run=args.dry_run,
+                              force=args.force)
+    if args.json:
+        emit_json({"root": root, "changes": changes})
+        return 0
+    _print_changes(changes, root)
+    return 0
+
+
+def _print_changes(changes: list[dict], root: str) -> None:
+    import os
+
+    done = {"created": "created", "added": "added the nixx entry to",
+            "replaced": "replaced the nixx entry in"}
+    would = {"created": "would create", "added": "would add the nixx entry to",
+             "replaced": "would replace the nixx entry in"}
+    for c in changes:
+        rel = os.path.relpath(c["file"], root)
+        if c["action"] == "unchanged":
+            verb = "already set up:"
+        elif c["action"] == "kept":
+            verb = "kept the existing nixx entry (it differs; --force replaces it) in"
+        else:
+            verb = (would if c["dry_run"] else done)[c["action"]]
+        print(f"{c['client']}: {verb} {rel}")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="nixx", description="A local-first AI workspace with memory."
     )
     parser.add_argument("--json", action="store_true", help="machine-readable output")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    # every verb's parser takes `--json` too (`nixx db status --json`), as nxc's do
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_VerbParser)
 
     p = sub.add_parser("chat", help="the terminal chat (starts a server if none answers)")
     p.add_argument(
@@ -51,6 +94,27 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--host", help="bind address (default NIXX_HOST, 127.0.0.1)")
     p.add_argument("--port", type=int, help="port (default NIXX_PORT, 8420)")
     p.set_defaults(func=_serve)
+
+    p = sub.add_parser(
+        "mcp", help="the MCP server over stdio for coding agents (docs/mcp.md); `mcp install` "
+        "wires it into their project config"
+    )
+    p.add_argument("--url", help="nixx server for the memory tools (default "
+                   "http://NIXX_HOST:NIXX_PORT; started on first use when none answers)")
+    p.add_argument("--actor", help="your handle in agent chat (default NXC_ACTOR, else $USER)")
+    p.add_argument("--db", metavar="PATH", help="the workspace log (default NXC_DB, else the "
+                   "nearest .nxs/db.sqlite)")
+    p.set_defaults(func=_mcp)
+    msub = p.add_subparsers(dest="mcp_command", metavar="install")
+    q = msub.add_parser("install", help="add a nixx server entry to each client's project "
+                        "config (merged, idempotent)")
+    q.add_argument("--client", action="append", metavar="NAME",
+                   choices=["claude-code", "cursor", "codex", "gemini", "all"],
+                   help="claude-code | cursor | codex | gemini | all (default all; repeatable)")
+    q.add_argument("--dry-run", action="store_true", help="print what would change, write nothing")
+    q.add_argument("--force", action="store_true",
+                   help="replace a nixx entry that differs from nixx's own")
+    q.set_defaults(func=_mcp)
 
     p = sub.add_parser("export", help="write the whole memory store to a JSONL file")
     p.add_argument("file", help="output file (`-` for stdout); see docs/export-format.md")
@@ -81,6 +145,21 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+class _VerbParser(argparse.ArgumentParser):
+    """A verb's parser: inherits the shared `--json` unless the verb defines its own."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.add_argument(
+            "--json", action="store_true", default=argparse.SUPPRESS, help="machine-readable output"
+        )
+
+    def add_argument(self, *args: Any, **kwargs: Any) -> argparse.Action:
+        if "--json" in args and any("--json" in a.option_strings for a in self._actions):
+            return next(a for a in self._actions if "--json" in a.option_strings)
+        return super().add_argument(*args, **kwargs)
+
+
 def _transfer_store(args: argparse.Namespace):  # type: ignore[no-untyped-def]
     from nixx.config import load_settings
     from nixx.store import open_store
@@ -107,9 +186,12 @@ def _progress_printer(verb: str):  # type: ignore[no-untyped-def]
 
 def _transfer(args: argparse.Namespace, verb: str) -> int:
     import json
+    from pathlib import Path
 
-    from nixx.store.export_file import read_export, write_export
+    from nixx.store.export_file import check_export_target, read_export, write_export
 
+    if verb == "exported" and args.file != "-":
+        check_export_target(Path(args.file))  # before the store is opened
     store, shown = _transfer_store(args)
     quiet = args.json or args.file == "-"
     progress = None if quiet else _progress_printer(verb)
@@ -211,12 +293,15 @@ def _version(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    if not getattr(args, "func", None):
-        parser.print_help()
-        return 0
-    return run_command(lambda: args.func(args), as_json=args.json)
+    def run() -> int:
+        parser = build_parser()
+        args = parser.parse_args(argv)
+        if not getattr(args, "func", None):
+            parser.print_help()
+            return 0
+        return run_command(lambda: args.func(args), as_json=args.json)
+
+    return guard_pipe(run)
 
 
 if __name__ == "__main__":

@@ -2,7 +2,8 @@
 
 Every verb takes `--json` and `--db PATH` (or `NXC_DB`). Exit codes: 0 ok, 1 a nixx
 error (`{"error": {"kind", "msg"}}` with --json), 2 usage, 3 `wait`: the thread went
-stale, 4 `wait`: timed out, 130 interrupted. Imports stay inside the verbs so that the
+stale, 4 `wait`: timed out, 5 `wait`: delivery failed (nobody is left to answer), 130
+interrupted. Imports stay inside the verbs so that the
 one-shot CLI starts fast.
 """
 
@@ -17,6 +18,21 @@ from nixx.cli.shell import Formatter, common_parser, run_parsed
 
 EXIT_STALE = 3
 EXIT_TIMEOUT = 4
+EXIT_FAILED = 5
+WAIT_EXIT = {"complete": 0, "stale": EXIT_STALE, "timeout": EXIT_TIMEOUT, "failed": EXIT_FAILED}
+
+
+def failure_lines(failures: list[dict], indent: str = "  ") -> list[str]:
+    """One line per failed or refused delivery, saying why (human output)."""
+    out = []
+    for f in failures:
+        where = f" in {f['thread']}" if f.get("thread") else ""
+        if f["outcome"] == "refused":
+            out.append(f"{indent}refused: {f.get('persona')}{where} ({f.get('reason')}): "
+                       f"{f.get('msg') or ''}".rstrip(": "))
+        else:
+            out.append(f"{indent}failed: {f.get('persona')}{where}: {f.get('reason') or '?'}")
+    return out
 
 
 def _engine(args: argparse.Namespace):
@@ -126,6 +142,8 @@ def _print_thread(t: dict) -> None:
     print(f"{t['thread_id']}  {t['channel_id']}  opened by {t['opener']}  [{flags}]")
     print(f"  expects: {', '.join(t['expects']) or '-'}; outstanding: "
           f"{', '.join(t['outstanding']) or '-'}" + (f"; deadline {t['deadline']}" if t["deadline"] else ""))
+    for line in failure_lines(t.get("failures", [])):
+        print(line)
     for m in t.get("messages", []):
         esc = " (escalation)" if m["escalate"] else ""
         print(f"\n--- {m['sender']} · {m['kind']}{esc} · {m['created']}")
@@ -155,13 +173,14 @@ def _threads_list(args: argparse.Namespace) -> int:
 
 
 def _prime(args: argparse.Namespace) -> int:
+    from nixx.nxc.prime import render
+
     with _engine(args) as engine:
         out = engine.prime()
     if args.json:
         emit_json(out)
     else:
-        print(f"{out['actor']}: {out['count']} unread ({len(out['in_turn'])} in turn, "
-              f"{len(out['next_session'])} for the next session)")
+        print(render(out))
     return 0
 
 
@@ -181,10 +200,8 @@ def _status(args: argparse.Namespace) -> int:
             print(f"  {'  ' * t['depth']}{t['thread_id']} {t['state']}"
                   + (f" outstanding: {', '.join(t['outstanding'])}" if t["outstanding"] else "")
                   + (f" session {t['session']} ({t['session_state']})" if t.get("session") else ""))
-        for r in op.get("refusals", []):
-            label = "refused" if r["outcome"] == "refused" else "failed to start"
-            print(f"  {label}: {r.get('persona')} in {r.get('thread')} "
-                  f"({r.get('reason')}): {r.get('msg') or ''}".rstrip(": "))
+        for line in failure_lines(op.get("refusals", [])):
+            print(line)
     return 0
 
 
@@ -213,7 +230,9 @@ def _wait(args: argparse.Namespace) -> int:
     else:
         print(f"{args.thread}: {outcome}"
               + (f" (outstanding: {', '.join(summary['outstanding'])})" if summary["outstanding"] else ""))
-    return {"complete": 0, "stale": EXIT_STALE, "timeout": EXIT_TIMEOUT}[outcome]
+        for line in failure_lines(summary.get("failures", [])):
+            print(line)
+    return WAIT_EXIT[outcome]
 
 
 def _body_args(p: argparse.ArgumentParser) -> None:
@@ -287,7 +306,7 @@ def _add_threads(sub, common) -> None:
 
 def _add_prime(sub, common) -> None:
     p = sub.add_parser("prime", parents=[common], formatter_class=Formatter,
-                       help="what is unread for you (no bodies)")
+                       help="the session-start block: who you are, unread count, threads you owe (no bodies)")
     p.set_defaults(func=_prime)
 
 
@@ -385,9 +404,15 @@ def _parse(argv: list[str]) -> tuple[argparse.ArgumentParser, argparse.Namespace
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    from nixx.cli.output import guard_pipe
+
     argv = sys.argv[1:] if argv is None else list(argv)
-    parser, args = _parse(argv)
-    return run_parsed(parser, args)
+
+    def run() -> int:
+        parser, args = _parse(argv)
+        return run_parsed(parser, args)
+
+    return guard_pipe(run)
 
 
 if __name__ == "__main__":

@@ -11,9 +11,6 @@ import sys
 
 from nixx.cli.output import emit_json
 
-EXIT_STALE = 3
-EXIT_TIMEOUT = 4
-
 
 def _local(args: argparse.Namespace):
     from nixx.log.workspace import find_workspace
@@ -23,6 +20,7 @@ def _local(args: argparse.Namespace):
 
 
 def wait_after_send(engine, receipt: dict, args: argparse.Namespace) -> int:
+    from nixx.cli.nxc import WAIT_EXIT, failure_lines
     from nixx.errors import ValidationError
 
     if not receipt["expects"]:
@@ -35,10 +33,12 @@ def wait_after_send(engine, receipt: dict, args: argparse.Namespace) -> int:
         print(receipt["thread_id"])
         print(f"  {outcome}" + (f" (outstanding: {', '.join(summary['outstanding'])})"
                                 if summary["outstanding"] else ""), file=sys.stderr)
+        for line in failure_lines(summary.get("failures", [])):
+            print(line, file=sys.stderr)
         for m in summary["messages"][1:]:
             print(f"\n--- {m['sender']} · {m['kind']}")
             print(m["body"])
-    return {"complete": 0, "stale": EXIT_STALE, "timeout": EXIT_TIMEOUT}[outcome]
+    return WAIT_EXIT[outcome]
 
 
 def search_transcripts(args: argparse.Namespace) -> int:

@@ -1,6 +1,8 @@
 """`nxs`: the workspace log. A thin shell over `nixx.log`.
 
-    nxs init [--replica P]                 create .nxs/db.sqlite (idempotent)
+    nxs init [--replica P] [--no-hooks]    create .nxs/db.sqlite (idempotent) and register
+                                           the session-start hook (`nxs prime`)
+    nxs prime                              the block a session needs before it acts
     nxs log [--domain D] [--after SEQ] [--limit N]
     nxs refold [--domain D]                rebuild views from the whole log
     nxs sync bind|run|status|daemon        exchange the log with other workspaces
@@ -34,13 +36,36 @@ def _init(args: argparse.Namespace) -> int:
     ws, created = init_workspace(db=args.db, replica=args.replica)
     with LogStore.open(ws.db_path) as store:
         replica = store.replica
+    hooks = []
+    if not args.no_hooks:
+        from nixx.mcp.install import install_hooks
+
+        hooks = install_hooks(str(ws.root))
     if args.json:
         emit_json({"root": str(ws.root), "db": str(ws.db_path), "replica": replica,
-                   "created": created})
-    elif created:
+                   "created": created, "hooks": hooks})
+        return 0
+    if created:
         print(f"created the workspace log {ws.db_path} (replica {replica})")
     else:
         print(f"the workspace log {ws.db_path} already exists (replica {replica})")
+    for h in hooks:
+        done = "already runs" if h["action"] == "unchanged" else "now runs"
+        print(f"{h['client']}: {h['hook']} {done} `{h['command']}` ({h['file']})")
+    return 0
+
+
+def _prime(args: argparse.Namespace) -> int:
+    from nixx.nxc.delivery_live import LiveDelivery
+    from nixx.nxc.engine import Engine
+    from nixx.nxc.prime import render
+
+    with Engine.open(db=args.db, delivery=LiveDelivery()) as engine:
+        out = engine.prime()
+    if args.json:
+        emit_json(out)
+    else:
+        print(render(out))
     return 0
 
 
@@ -97,7 +122,14 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("init", parents=[common], formatter_class=Formatter,
                        help="create .nxs/db.sqlite at the git top level (else here)")
     p.add_argument("--replica", help="replica prefix to mint (default: 4 random characters)")
+    p.add_argument("--no-hooks", action="store_true", help="do not register the session-start "
+                   "hook (Claude Code: .claude/settings.json SessionStart runs `nxs prime`)")
     p.set_defaults(func=_init)
+
+    p = sub.add_parser("prime", parents=[common], formatter_class=Formatter,
+                       help="the block a session needs before it acts: who you are, unread "
+                       "count, threads you owe")
+    p.set_defaults(func=_prime)
 
     p = sub.add_parser("log", parents=[common], formatter_class=Formatter, help="show the operations in the log")
     p.add_argument("--domain", help="only this domain (e.g. message)")
@@ -117,9 +149,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    return run_parsed(parser, args)
+    from nixx.cli.output import guard_pipe
+
+    def run() -> int:
+        parser = build_parser()
+        return run_parsed(parser, parser.parse_args(argv))
+
+    return guard_pipe(run)
 
 
 if __name__ == "__main__":

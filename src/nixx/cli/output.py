@@ -24,9 +24,14 @@ def emit_json(data: Any) -> None:
 
 
 def run_command(fn: Callable[[], int | None], *, as_json: bool) -> int:
-    """Call `fn`, turning a `NixxError` into the error shape and exit code 1."""
+    """Call `fn`, turning a `NixxError` into the error shape and exit code 1, and a
+    closed pipe (`nxc search x | head`) into a quiet exit 141 (128 + SIGPIPE)."""
     try:
-        return fn() or 0
+        code = fn() or 0
+        sys.stdout.flush()  # a closed pipe shows here, not at interpreter exit
+        return code
+    except BrokenPipeError:
+        return _closed_pipe()
     except NixxError as err:
         if as_json:
             emit_json(err.to_dict())
@@ -36,3 +41,25 @@ def run_command(fn: Callable[[], int | None], *, as_json: bool) -> int:
     except KeyboardInterrupt:
         sys.stderr.write("interrupted\n")
         return 130
+
+
+def guard_pipe(fn: Callable[[], int]) -> int:
+    """Run a CLI's whole `main` (parsing and `--help` included) with a closed pipe
+    ending it quietly."""
+    try:
+        return fn()
+    except BrokenPipeError:
+        return _closed_pipe()
+
+
+def _closed_pipe() -> int:
+    """The reader went away: send whatever is still buffered to /dev/null so the
+    interpreter's final flush stays quiet, and exit like a process killed by SIGPIPE."""
+    import os
+
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+    return 141

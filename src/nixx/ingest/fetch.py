@@ -3,7 +3,8 @@
 Only ``http`` and ``https``. The host name is resolved here and, unless
 ``NIXX_INGEST_ALLOW_PRIVATE_URLS`` is set, every address it resolves to must be a
 public one: loopback, private, link-local (cloud metadata at 169.254.169.254),
-carrier-grade NAT, multicast and reserved addresses are refused. The connection then
+carrier-grade NAT, multicast and reserved addresses are refused, and so is an IPv6
+address embedding such an IPv4 one (NAT64, 6to4, Teredo, IPv4-mapped/-compatible). The connection then
 goes to the address that was checked (the name is kept for the ``Host`` header and TLS
 SNI/certificate checks), so a DNS answer that changes between check and connect cannot
 smuggle in an internal address. Redirects are followed by hand (at most
@@ -45,10 +46,49 @@ class Fetched:
             return self.data
 
 
+_NAT64 = ipaddress.ip_network("64:ff9b::/96")  # RFC 6052 well-known prefix
+_NAT64_LOCAL = ipaddress.ip_network("64:ff9b:1::/48")  # RFC 8215 local-use prefix
+_V4_COMPATIBLE = ipaddress.ip_network("::/96")  # deprecated ::a.b.c.d
+_V4_TRANSLATED = ipaddress.ip_network("::ffff:0:0:0/96")  # RFC 2765 ::ffff:0:a.b.c.d
+
+
+def embedded_ipv4(ip: ipaddress.IPv6Address) -> list[ipaddress.IPv4Address]:
+    """The IPv4 addresses an IPv6 address carries and would reach through a translator
+    or tunnel: IPv4-mapped and -translated, IPv4-compatible, NAT64 (the well-known
+    ``64:ff9b::/96`` and the local-use ``64:ff9b:1::/48`` with its RFC 6052 /48 layout),
+    6to4 (``2002::/16``) and Teredo (server and client)."""
+    value = int(ip)
+    low32 = ipaddress.IPv4Address(value & 0xFFFFFFFF)
+    found: list[ipaddress.IPv4Address] = []
+    if ip.ipv4_mapped is not None:
+        found.append(ip.ipv4_mapped)
+    if ip in _V4_TRANSLATED or ip in _NAT64:
+        found.append(low32)
+    if ip in _V4_COMPATIBLE and value > 1:  # not :: or ::1 (judged as IPv6 below)
+        found.append(low32)
+    if ip in _NAT64_LOCAL:
+        # RFC 6052 for a /48 prefix: bits 48-63 and 72-87 (bits 64-71 are the "u" octet)
+        # (the suffix is zero), or the low 32 bits for a /96 prefix inside the range; the
+        # operator's prefix length is not known here, so every non-zero reading counts
+        high = (value >> 64) & 0xFFFF
+        rest = (value >> 40) & 0xFFFF
+        readings = [ipaddress.IPv4Address((high << 16) | rest), low32]
+        found.extend([v4 for v4 in readings if int(v4)] or [low32])
+    if ip.sixtofour is not None:
+        found.append(ip.sixtofour)
+    if ip.teredo is not None:
+        found.extend(ip.teredo)
+    return found
+
+
 def check_address(ip: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:
-    """True when `ip` is a public (globally routable) unicast address."""
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-        ip = ip.ipv4_mapped
+    """True when `ip` is a public (globally routable) unicast address. An IPv6 address
+    that embeds IPv4 addresses (`embedded_ipv4`) is judged by them: every one of them
+    must be public, as the address would reach them through a translator or tunnel."""
+    if isinstance(ip, ipaddress.IPv6Address):
+        embedded = embedded_ipv4(ip)
+        if embedded:
+            return all(check_address(v4) for v4 in embedded)
     return ip.is_global and not ip.is_multicast
 
 
@@ -114,8 +154,11 @@ def _get_once(
     if not allow_private:
         for ip in addresses:
             if not check_address(ip):
+                inner = embedded_ipv4(ip) if isinstance(ip, ipaddress.IPv6Address) else []
+                carried = f" (it carries {', '.join(map(str, inner))})" if inner else ""
                 raise Forbidden(
-                    f"{url} resolves to {ip}, a private, loopback or link-local address; "
+                    f"{url} resolves to {ip}{carried}, a private, loopback or link-local "
+                    "address; "
                     "ingest refuses those (set NIXX_INGEST_ALLOW_PRIVATE_URLS=true to allow)",
                     param="url",
                 )

@@ -1,6 +1,6 @@
 """The OpenAI-compatible LLM client (chat completions, streaming, tool calls)."""
 
-from nixx.llm.client import ChatClient
+from nixx.llm.client import ChatClient, SyncChatClient
 from nixx.llm.stream import StreamAccumulator
 
-__all__ = ["ChatClient", "StreamAccumulator"]
+__all__ = ["ChatClient", "StreamAccumulator", "SyncChatClient"]

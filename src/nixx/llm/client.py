@@ -1,4 +1,5 @@
-"""`ChatClient`: an async client for any OpenAI-compatible chat backend.
+"""`ChatClient`: an async client for any OpenAI-compatible chat backend; `SyncChatClient`,
+its blocking twin for one-shot processes (nxc's built-in agent runtime).
 
 One client (one `httpx.AsyncClient`, one connection pool) is opened per server and
 reused for every call. Failures become nixx errors:
@@ -7,7 +8,9 @@ reused for every call. Failures become nixx errors:
   `BackendUnavailable` naming the URL and the variable that sets it;
 - the backend answers an HTTP error → `BackendError` carrying the backend's own message;
 - a stream that breaks before it finished → `BackendError` with ``code="stream_interrupted"``
-  (raised from the iterator, after the chunks already received were yielded).
+  (raised from the iterator, after the chunks already received were yielded);
+- a chunk or completion of the wrong shape (`check_chunk`, `check_completion`) →
+  `BackendError` too (a stream: ``stream_interrupted``, after the good chunks).
 """
 
 from __future__ import annotations
@@ -19,37 +22,28 @@ from typing import Any
 import httpx
 
 from nixx.errors import BackendError, BackendUnavailable
+from nixx.llm.stream import check_chunk, check_completion
 from nixx.sse import aparse_lines
 
 
-class ChatClient:
-    """OpenAI-compatible `/models` and `/chat/completions` over one pooled HTTP client."""
+class _Errors:
+    """The one mapping from transport failures and HTTP errors to nixx errors, shared by
+    the async `ChatClient` and the blocking `SyncChatClient`."""
 
-    def __init__(
-        self,
-        base_url: str,
-        *,
-        api_key: str | None = None,
-        timeout: float = 120.0,
-        env_var: str = "NIXX_CHAT_BASE_URL",
-        transport: httpx.AsyncBaseTransport | None = None,
-    ) -> None:
+    def __init__(self, base_url: str, timeout: float, env_var: str) -> None:
         self.base_url = base_url.rstrip("/")
         self.env_var = env_var
         self.timeout = timeout
-        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-        self._http = httpx.AsyncClient(
-            base_url=self.base_url,
-            headers=headers,
-            timeout=httpx.Timeout(timeout, connect=min(10.0, timeout)),
-            limits=httpx.Limits(max_connections=64, max_keepalive_connections=16),
-            transport=transport,
-        )
 
-    async def aclose(self) -> None:
-        await self._http.aclose()
+    def _options(self, api_key: str | None, headers: dict[str, str] | None) -> dict[str, Any]:
+        """What both httpx clients are built with."""
+        return {
+            "base_url": self.base_url,
+            "headers": {**({"Authorization": f"Bearer {api_key}"} if api_key else {}),
+                        **(headers or {})},
+            "timeout": httpx.Timeout(self.timeout, connect=min(10.0, self.timeout)),
+        }
 
-    # ---- errors ---------------------------------------------------------------------
     def _unavailable(self, exc: Exception) -> BackendUnavailable:
         return BackendUnavailable(
             f"no LLM backend answers at {self.base_url} ({type(exc).__name__}: {exc}). "
@@ -92,12 +86,7 @@ class ChatClient:
             status=response.status_code,
         )
 
-    # ---- calls ----------------------------------------------------------------------
-    async def _request(self, method: str, path: str, body: Any = None) -> Any:
-        try:
-            response = await self._http.request(method, path, json=body)
-        except httpx.HTTPError as exc:
-            raise self._transport_error(exc) from None
+    def _json(self, response: httpx.Response) -> Any:
         if response.status_code >= 400:
             raise self._http_error(response, response.content)
         try:
@@ -108,25 +97,92 @@ class ChatClient:
                 f"{response.text[:200]!r}"
             ) from None
 
-    async def list_models(self) -> dict[str, Any]:
-        """The backend's `GET /models` document (OpenAI list shape)."""
-        data = await self._request("GET", "/models")
+    def _check_models(self, data: Any) -> dict[str, Any]:
         if not isinstance(data, dict) or not isinstance(data.get("data"), list):
             raise BackendError(f"the LLM backend at {self.base_url} sent a malformed model list")
         return data
 
+
+class SyncChatClient(_Errors):
+    """Blocking `/models` and `/chat/completions` (for one-shot processes such as nxc's
+    built-in agent runtime); the same errors as `ChatClient`."""
+
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        api_key: str | None = None,
+        timeout: float = 120.0,
+        env_var: str = "NIXX_CHAT_BASE_URL",
+        headers: dict[str, str] | None = None,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
+        super().__init__(base_url, timeout, env_var)
+        self._http = httpx.Client(**self._options(api_key, headers), transport=transport)
+
+    def close(self) -> None:
+        self._http.close()
+
+    def __enter__(self) -> SyncChatClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _request(self, method: str, path: str, body: Any = None) -> Any:
+        try:
+            response = self._http.request(method, path, json=body)
+        except httpx.HTTPError as exc:
+            raise self._transport_error(exc) from None
+        return self._json(response)
+
+    def list_models(self) -> dict[str, Any]:
+        return self._check_models(self._request("GET", "/models"))
+
+    def create(self, body: dict[str, Any]) -> dict[str, Any]:
+        """A non-streaming chat completion; returns the backend's JSON answer."""
+        return check_completion(
+            self._request("POST", "/chat/completions", {**body, "stream": False}))
+
+
+class ChatClient(_Errors):
+    """OpenAI-compatible `/models` and `/chat/completions` over one pooled HTTP client."""
+
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        api_key: str | None = None,
+        timeout: float = 120.0,
+        env_var: str = "NIXX_CHAT_BASE_URL",
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        super().__init__(base_url, timeout, env_var)
+        self._http = httpx.AsyncClient(
+            **self._options(api_key, None),
+            limits=httpx.Limits(max_connections=64, max_keepalive_connections=16),
+            transport=transport,
+        )
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
+
+    # ---- calls ----------------------------------------------------------------------
+    async def _request(self, method: str, path: str, body: Any = None) -> Any:
+        try:
+            response = await self._http.request(method, path, json=body)
+        except httpx.HTTPError as exc:
+            raise self._transport_error(exc) from None
+        return self._json(response)
+
+    async def list_models(self) -> dict[str, Any]:
+        """The backend's `GET /models` document (OpenAI list shape)."""
+        return self._check_models(await self._request("GET", "/models"))
+
     async def create(self, body: dict[str, Any]) -> dict[str, Any]:
         """A non-streaming chat completion; returns the backend's JSON answer."""
-        data = await self._request("POST", "/chat/completions", {**body, "stream": False})
-        if (
-            not isinstance(data, dict)
-            or not isinstance(data.get("choices"), list)
-            or not data["choices"]
-        ):
-            raise BackendError(
-                f"the LLM backend at {self.base_url} sent a completion without choices"
-            )
-        return data
+        return check_completion(
+            await self._request("POST", "/chat/completions", {**body, "stream": False}))
 
     async def stream(self, body: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
         """Stream a chat completion: yields each parsed SSE chunk (dicts) in order."""
@@ -162,8 +218,7 @@ class ChatClient:
                             f"the LLM backend reported an error mid-stream: {msg}",
                             code="stream_interrupted",
                         )
-                    if not isinstance(chunk, dict):
-                        continue
+                    check_chunk(chunk)
                     for choice in chunk.get("choices") or []:
                         if choice.get("finish_reason"):
                             finished = True

@@ -3,12 +3,19 @@
 OpenAI streams a tool call in pieces: the first delta for an ``index`` carries the
 call's ``id`` and ``function.name``, later ones append to ``function.arguments``.
 `StreamAccumulator` folds those pieces back into whole calls.
+
+`check_chunk` and `check_completion` are the one validation of what a backend sends:
+`ChatClient` runs every streamed chunk and every completion through them, so nothing
+downstream (the turn, summaries, intent) meets a wrongly shaped value. A chunk or
+completion of the wrong shape raises `BackendError` (502) naming what was wrong.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any
+
+from nixx.errors import BackendError
 
 
 @dataclass
@@ -76,3 +83,110 @@ class StreamAccumulator:
                 acc.id = f"call_{index}"
             calls.append(acc.to_message())
         return calls
+
+
+def _shape_error(what: str, where: str, value: Any, *, streamed: bool) -> BackendError:
+    shown = repr(value)
+    if len(shown) > 120:
+        shown = shown[:117] + "..."
+    return BackendError(
+        f"the LLM backend sent a malformed {what}: {where} is {shown}",
+        code="stream_interrupted" if streamed else "malformed_completion",
+    )
+
+
+def _optional(
+    obj: dict[str, Any],
+    key: str,
+    kind: type | tuple[type, ...],
+    what: str,
+    where: str,
+    streamed: bool,
+) -> None:
+    value = obj.get(key)
+    if value is not None and (not isinstance(value, kind) or isinstance(value, bool)):
+        raise _shape_error(what, f"{where}.{key}", value, streamed=streamed)
+
+
+def _check_tool_calls(calls: Any, what: str, where: str, streamed: bool) -> None:
+    if calls is None:
+        return
+    if not isinstance(calls, list):
+        raise _shape_error(what, where, calls, streamed=streamed)
+    for i, call in enumerate(calls):
+        at = f"{where}[{i}]"
+        if not isinstance(call, dict):
+            raise _shape_error(what, at, call, streamed=streamed)
+        _optional(call, "index", int, what, at, streamed)
+        _optional(call, "id", str, what, at, streamed)
+        fn = call.get("function")
+        if fn is None:
+            continue
+        if not isinstance(fn, dict):
+            raise _shape_error(what, f"{at}.function", fn, streamed=streamed)
+        _optional(fn, "name", str, what, f"{at}.function", streamed)
+        _optional(fn, "arguments", str, what, f"{at}.function", streamed)
+
+
+def _check_usage(data: dict[str, Any], what: str, streamed: bool) -> None:
+    usage = data.get("usage")
+    if usage is not None and not isinstance(usage, dict):
+        raise _shape_error(what, "usage", usage, streamed=streamed)
+    _optional(data, "model", str, what, "chunk" if streamed else "completion", streamed)
+
+
+def check_chunk(chunk: Any) -> dict[str, Any]:
+    """`chunk` when it has the shape of an OpenAI ``chat.completion.chunk`` (the fields
+    nixx reads: choices[].index/delta/finish_reason, delta.content/role/tool_calls,
+    usage, model); raises `BackendError` (``stream_interrupted``) otherwise."""
+    what = "stream chunk"
+    if not isinstance(chunk, dict):
+        raise _shape_error(what, "the chunk", chunk, streamed=True)
+    _check_usage(chunk, what, True)
+    choices = chunk.get("choices")
+    if choices is None:
+        return chunk
+    if not isinstance(choices, list):
+        raise _shape_error(what, "choices", choices, streamed=True)
+    for i, choice in enumerate(choices):
+        at = f"choices[{i}]"
+        if not isinstance(choice, dict):
+            raise _shape_error(what, at, choice, streamed=True)
+        _optional(choice, "index", int, what, at, True)
+        _optional(choice, "finish_reason", str, what, at, True)
+        delta = choice.get("delta")
+        if delta is None:
+            continue
+        if not isinstance(delta, dict):
+            raise _shape_error(what, f"{at}.delta", delta, streamed=True)
+        _optional(delta, "content", str, what, f"{at}.delta", True)
+        _optional(delta, "role", str, what, f"{at}.delta", True)
+        _check_tool_calls(delta.get("tool_calls"), what, f"{at}.delta.tool_calls", True)
+    return chunk
+
+
+def check_completion(data: Any) -> dict[str, Any]:
+    """`data` when it is a ``chat.completion`` with at least one choice whose message
+    has the shape nixx reads; raises `BackendError` (502) otherwise."""
+    what = "completion"
+    if not isinstance(data, dict):
+        raise _shape_error(what, "the answer", data, streamed=False)
+    choices = data.get("choices")
+    if not isinstance(choices, list) or not choices:
+        raise BackendError(
+            "the LLM backend sent a completion without choices", code="malformed_completion"
+        )
+    _check_usage(data, what, False)
+    for i, choice in enumerate(choices):
+        at = f"choices[{i}]"
+        if not isinstance(choice, dict):
+            raise _shape_error(what, at, choice, streamed=False)
+        _optional(choice, "finish_reason", str, what, at, False)
+        message = choice.get("message")
+        if message is None:
+            continue
+        if not isinstance(message, dict):
+            raise _shape_error(what, f"{at}.message", message, streamed=False)
+        _optional(message, "content", str, what, f"{at}.message", False)
+        _check_tool_calls(message.get("tool_calls"), what, f"{at}.message.tool_calls", False)
+    return data

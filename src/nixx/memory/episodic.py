@@ -66,17 +66,29 @@ class Episodic:
         return self.store.append_buffer("marker", SESSION_CLEAR, origin=origin)
 
     # ---- writes ---------------------------------------------------------------------
-    def record_user(self, text: str, origin: str) -> BufferRow:
-        """Append the turn's user message, once: a retried request (the newest row of the
-        session is this same message, still unanswered) reuses that row."""
-        last = self.store.last_buffer_rows(1, after_id=self.session_start() - 1)
-        if last and last[0].role == "user" and last[0].content == text:
-            return last[0]
-        return self.store.append_buffer("user", text, origin=origin)
+    def record_user(
+        self, text: str, origin: str, meta: dict[str, Any] | None = None
+    ) -> BufferRow:
+        """Append the turn's user message, once: a retried request (the session's newest
+        row, past any answers marked incomplete, is this same message from the same
+        origin) reuses that row. Atomic in the store, so concurrent identical requests
+        give one row."""
+        return self.store.append_user_once(text, origin, meta)
 
     def record_assistant(
         self, text: str, origin: str, meta: dict[str, Any] | None = None
     ) -> BufferRow:
+        """Append the turn's answer. An incomplete answer identical to the session's
+        newest row (a retried request cut at the same place again) is not stored twice."""
+        if meta and meta.get("incomplete"):
+            last = self.store.last_buffer_rows(1, after_id=self.session_start() - 1)
+            if (
+                last
+                and last[0].role == "assistant"
+                and last[0].meta.get("incomplete")
+                and (last[0].content, last[0].origin) == (text, origin)
+            ):
+                return last[0]
         return self.store.append_buffer("assistant", text, origin=origin, meta=meta or None)
 
     def oldest_in_history(self, history_messages: int) -> int:

@@ -23,7 +23,7 @@ from anyio import to_thread
 
 from nixx.config import Settings
 from nixx.embed.base import Embedder
-from nixx.errors import BackendError, NixxError, ValidationError
+from nixx.errors import BackendError, NixxError, NotFound, ValidationError
 from nixx.llm.client import ChatClient
 from nixx.memory import intent as intent_state
 from nixx.memory import search as fused
@@ -42,7 +42,7 @@ from nixx.memory.recall import (
 from nixx.memory.row_vectors import RowVectors
 from nixx.memory.summarize import merge_tags, select_window, summarise
 from nixx.store.base import MemoryStore
-from nixx.store.records import BufferHit, MemoryHit, Source, Summary, SummaryHit
+from nixx.store.records import BufferHit, BufferRow, MemoryHit, Source, Summary, SummaryHit
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -141,6 +141,19 @@ class NixxService:
         data = await self.llm.list_models()
         self._models = [str(m.get("id")) for m in data["data"] if m.get("id")]
         return data
+
+    async def model(self, model_id: str) -> dict[str, Any]:
+        """One model of the backend's list, in OpenAI's `model` shape."""
+        data = await self.models()
+        for entry in data["data"]:
+            if str(entry.get("id")) == model_id:
+                return {"object": "model", "created": 0, "owned_by": "nixx", **entry}
+        known = ", ".join(self._models) or "none"
+        raise NotFound(
+            f"the backend at {self.settings.chat_base_url} has no model {model_id!r} "
+            f"(it has: {known})",
+            param="model",
+        )
 
     # ---- recall -----------------------------------------------------------------------
     @property
@@ -315,12 +328,18 @@ class NixxService:
 
     # ---- the chat turn ----------------------------------------------------------------
     def turn(
-        self, body: dict[str, Any], origin: str = "api", info: dict[str, Any] | None = None
+        self,
+        body: dict[str, Any],
+        origin: str = "api",
+        info: dict[str, Any] | None = None,
+        *,
+        agent: str | None = None,
     ) -> AsyncIterator[Any]:
-        """Run one chat turn; yields `nixx.memory.turn` events (see there)."""
+        """Run one chat turn; yields `nixx.memory.turn` events (see there). `agent`: the nxc
+        persona the turn runs for (recorded on its buffer rows; no nixx tools offered)."""
         from nixx.memory.turn import run_turn
 
-        return run_turn(self, body, origin, info)
+        return run_turn(self, body, origin, info, agent=agent)
 
     def after_turn(self) -> None:
         """Schedule the background work a new buffer row may make due."""
@@ -556,6 +575,102 @@ class SearchAnswer:
     buffer: list[BufferHit]  # full text over the buffer, best first
     summaries: list[SummaryHit]  # vectors over summaries, best first
     results: list[Any]  # the fused list (`nixx.memory.search.Result`), best first
+
+
+    # ---- one door per use case for the shells (routes, web page, CLI, MCP) -------------
+    async def ingest(
+        self,
+        *,
+        path: str | None = None,
+        url: str | None = None,
+        text: str | None = None,
+        name: str | None = None,
+        tags: Sequence[str] | str | None = None,
+        progress: Callable[[Any], None] | None = None,
+    ) -> tuple[Any, str | None]:
+        """Ingest one of `path` (inside the workspace), `url` or `text` (needs `name`),
+        then ask the LLM for the source's display summary. Returns the
+        `nixx.ingest.pipeline.IngestResult` and why there is no summary (None if fine)."""
+        from nixx.ingest.pipeline import Ingestor
+        from nixx.ingest.summary import summarise as summarise_source
+
+        given = [k for k, v in (("path", path), ("url", url), ("text", text)) if v is not None]
+        if len(given) != 1:
+            raise ValidationError(
+                'give exactly one of "path", "url" or "text"'
+                + (f" (got {', '.join(given)})" if given else ""),
+                param="path",
+            )
+        if text is not None and not name:
+            raise ValidationError('"text" needs a "name" for the source', param="name")
+        ingestor = Ingestor(self.store, self.embedder, self.settings, progress=progress)
+        if path is not None:
+            result = await self.run(
+                lambda: ingestor.ingest_path(path, name=name, tags=tags, root=self.settings.workspace)
+            )
+        elif url is not None:
+            result = await self.run(lambda: ingestor.ingest_url(url, name=name, tags=tags))
+        else:
+            result = await self.run(
+                lambda: ingestor.ingest_text(text or "", name=name or "", tags=tags)
+            )
+        problem = None
+        if result.status != "unchanged" and result.summary_input:
+            try:
+                model = await self.resolve_model(None)
+                summary = await summarise_source(
+                    self.llm, model, result.source.name, result.summary_input
+                )
+            except BackendError as exc:
+                problem = exc.message
+            else:
+                if summary:
+                    source_id = result.source.id
+                    await self.run(self.store.set_source_summary, source_id, summary)
+                    result.source = await self.run(self.store.get_source, source_id)
+        return result, problem
+
+    async def list_sources(self) -> list[Source]:
+        return await self.run(self.store.list_sources)
+
+    async def get_source(self, source_id: int) -> Source:
+        return await self.run(self.store.get_source, source_id)
+
+    async def source_chunks(self, source_id: int) -> list[Any]:
+        return await self.run(self.store.source_chunks, source_id)
+
+    async def list_summaries(self, limit: int = 50, offset: int = 0) -> list[Summary]:
+        return await self.run(lambda: self.store.list_summaries(limit=limit, offset=offset))
+
+    async def configure(
+        self, *, interval: int | None = None, recall: bool | None = None
+    ) -> dict[str, Any]:
+        """Change the summary interval and/or recall (kept across restarts); the status after."""
+        await self.run(lambda: self.episodic.configure(interval=interval, recall=recall))
+        if interval is not None:
+            self.after_turn()  # a lower interval may make a summary due now
+        return await self.status()
+
+    async def buffer_page(self, *, before_id: int | None, limit: int) -> list[BufferRow]:
+        """The newest `limit` buffer rows (markers included) with id < `before_id`, oldest
+        first: keyset paging by id, as fast on the last page of 100,000 rows as the first."""
+
+        def work() -> list[BufferRow]:
+            end = (before_id if before_id is not None else self.store.buffer_stats()["max_id"] + 1) - 1
+            width = limit
+            while True:
+                start = max(1, end - width + 1)
+                rows = self.store.get_buffer(start, end) if end >= 1 else []
+                if len(rows) >= limit or start == 1:
+                    return rows[-limit:]
+                width *= 4  # ids have gaps where rows were deleted
+
+        return await self.run(work)
+
+    async def buffer_around(self, row_id: int, *, before: int = 10, after: int = 10) -> list[BufferRow]:
+        """The rows around `row_id` (markers included), for a transcript view of a hit."""
+        start = max(1, row_id - before)
+        return await self.run(self.store.get_buffer, start, row_id + after)
 
 
 class _BoundEmbedder(Embedder):

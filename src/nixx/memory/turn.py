@@ -111,10 +111,18 @@ def _reserve(body: dict[str, Any], context_length: int) -> int:
 
 
 async def run_turn(
-    service: NixxService, body: dict[str, Any], origin: str, info: dict[str, Any] | None = None
+    service: NixxService,
+    body: dict[str, Any],
+    origin: str,
+    info: dict[str, Any] | None = None,
+    *,
+    agent: str | None = None,
 ) -> AsyncIterator[Delta | ToolRun | ClientToolCalls | Finished]:
     """Run the turn; `info` (when given) receives ``model`` and ``user_row_id`` as soon
-    as they are known."""
+    as they are known. `agent`: the nxc persona the turn runs for — both buffer rows carry
+    it (``meta.agent``) and nixx's own tools are not offered (the persona's are the
+    client's tools, confined to its workspace by nxc)."""
+    tagged = {"agent": agent} if agent else None
     info = info if info is not None else {}
     settings = service.settings
     messages = [normalise(m) for m in body["messages"]]
@@ -128,7 +136,8 @@ async def run_turn(
     #    text; the query embedded, buffer-row and summary vectors). Then the results are
     #    fused, the history the client sent is left out, and the prompt is built.
     def write_user() -> tuple[int | None, int, str | None]:
-        row = service.episodic.record_user(user_text, origin) if user_text is not None else None
+        row = (service.episodic.record_user(user_text, origin, tagged)
+               if user_text is not None else None)
         before = service.episodic.oldest_in_history(history_count)
         return (row.id if row else None), before, intent_state.text(service.store)
 
@@ -170,7 +179,7 @@ async def run_turn(
         str((t.get("function") or {}).get("name")) for t in client_tools if isinstance(t, dict)
     }
     nixx_specs: list[dict[str, Any]] = []
-    if service.tools is not None and body.get("tool_choice") != "none":
+    if service.tools is not None and body.get("tool_choice") != "none" and agent is None:
         nixx_specs = [s for s in service.tools.specs() if s["function"]["name"] not in client_names]
     passthrough = {k: v for k, v in body.items() if k not in _OWN_KEYS}
 
@@ -180,6 +189,7 @@ async def run_turn(
     model_out = model
     failure: str | None = None
     exhausted = False
+    refused_calls: list[str] = []
     try:
         for round_no in range(settings.tool_max_rounds + 1):
             last_round = round_no == settings.tool_max_rounds
@@ -216,6 +226,11 @@ async def run_turn(
             if not calls:
                 finish = acc.finish_reason or "stop"
                 break
+            # only tools offered in this round run: a call to anything else (tool_choice
+            # "none", a disabled tool, an injected name) is answered with an error, never run
+            offered_names = {
+                str((t.get("function") or {}).get("name")) for t in offered if isinstance(t, dict)
+            }
             ours = [c for c in calls if c["function"]["name"] not in client_names]
             theirs = [c for c in calls if c["function"]["name"] in client_names]
             if theirs:
@@ -230,7 +245,15 @@ async def run_turn(
             convo.append({"role": "assistant", "content": acc.content or None, "tool_calls": ours})
             for call in ours:
                 name, arguments = call["function"]["name"], call["function"]["arguments"]
-                result = await service.run(service.tools.execute, name, arguments)
+                if name in offered_names or name not in service.tools.names():
+                    # (the registry refuses unknown and disabled names itself)
+                    result = await service.run(service.tools.execute, name, arguments)
+                else:
+                    refused_calls.append(name)
+                    result = (
+                        f"error: the tool {name} was not offered in this request and did not "
+                        "run; answer without it"
+                    )
                 run = ToolRun(call["id"], name, arguments, result)
                 progress.tool_runs.append(run)
                 yield run
@@ -261,6 +284,10 @@ async def run_turn(
             meta["recalled"] = [
                 {"kind": r.kind, "id": r.id, "score": round(r.score, 6)} for r in ctx.recalled
             ]
+        if refused_calls:
+            meta["refused_tool_calls"] = refused_calls
+        if tagged:
+            meta.update(tagged)
         write = service.spawn(_record_answer(service, progress, origin, meta, user_row_id))
         await asyncio.shield(write)
 

@@ -1,10 +1,18 @@
 """The built-in runtime ``nixx``: ``python -m nixx.nxc.agent --session S --prompt-file F``.
 
-It runs a persona through any OpenAI-compatible `/chat/completions` backend (the one
-nixx is configured with: `NIXX_CHAT_BASE_URL`, `NIXX_CHAT_MODEL`, or the persona's
-`model`), so nxc works with no third-party agent installed. The backend settings come
-from a 0600 file the spawner wrote (`--backend-file`), never from the environment, which
-holds only the allowlist.
+It runs a persona on the LLM nixx is configured with, so nxc works with no third-party
+agent installed. Its settings are nixx's `Settings` (environment over
+`$NIXX_HOME/config.toml`) as resolved by the process that started the chain, handed over
+in a 0600 file (`--backend-file`), never through the environment, which holds only the
+allowlist. The model: the persona's `model`, else `NIXX_CHAT_MODEL`, else the backend's
+first listed model (`resolve_model`). HTTP goes through `nixx.llm.SyncChatClient`, so
+failures are nixx errors naming the URL and the setting; a failed run prints the cause
+(an `error` entry and a line on stderr) and exits 1.
+
+Route: when `nixx serve` answers where the settings place it (and the persona did not
+say `shared_memory: false`), turns go through its `/v1/chat/completions` with
+`X-Nixx-Agent: <persona>` — recall, intent and the buffer are shared with the workspace
+owner's memory; else straight to the backend.
 
 Tools offered to the model:
 
@@ -41,29 +49,76 @@ def emit(kind: str, data: dict[str, Any], **extra: Any) -> None:
     sys.stdout.flush()
 
 
-def _post(backend: dict[str, Any], body: dict[str, Any]) -> dict[str, Any]:
+def _env_hint(backend: dict[str, Any], variable: str, key: str) -> str:
+    """Where a setting is set: the variable, or the key in the config file nixx read."""
+    config = backend.get("config_file")
+    return f"{variable} (or `{key}` in {config})" if config else variable
+
+
+def _client(backend: dict[str, Any]):
+    from nixx.llm import SyncChatClient
+
+    return SyncChatClient(backend["base_url"], api_key=backend.get("api_key"),
+                          timeout=float(backend.get("timeout") or 120),
+                          env_var=_env_hint(backend, "NIXX_CHAT_BASE_URL", "chat_base_url"))
+
+
+def server_answers(backend: dict[str, Any]) -> bool:
+    """Whether the persona's turns go through `nixx serve`: the persona did not opt out
+    (`shared_memory: false`) and the server the settings name answers `/health` now."""
+    url = backend.get("server_url")
+    if not url or not backend.get("shared_memory", True):
+        return False
     import httpx
 
-    headers = {"Authorization": f"Bearer {backend['api_key']}"} if backend.get("api_key") else {}
-    url = backend["base_url"].rstrip("/") + "/chat/completions"
-    response = httpx.post(url, json=body, headers=headers, timeout=backend.get("timeout") or 120)
-    if response.status_code >= 400:
-        try:
-            msg = response.json()["error"]["message"]
-        except Exception:  # noqa: BLE001
-            msg = response.text[:500]
-        raise RuntimeError(f"the backend at {backend['base_url']} answered "
-                           f"{response.status_code}: {msg}")
-    return response.json()
+    try:
+        response = httpx.get(url.rstrip("/") + "/health", timeout=2.0)
+        data = response.json() if response.status_code == 200 else None
+    except (httpx.HTTPError, ValueError):
+        return False
+    return isinstance(data, dict) and data.get("status") == "ok" and "version" in data
 
 
-def _model(backend: dict[str, Any]) -> str:
-    return backend.get("persona_model") or backend.get("model") or "default"
+def _server_client(backend: dict[str, Any]):
+    from nixx.llm import SyncChatClient
+
+    return SyncChatClient(
+        backend["server_url"].rstrip("/") + "/v1", api_key=backend.get("server_api_key"),
+        timeout=float(backend.get("timeout") or 120) + 30,
+        env_var=_env_hint(backend, "NIXX_HOST/NIXX_PORT", "host/port"),
+        headers={"X-Nixx-Origin": "api", "X-Nixx-Agent": str(backend.get("persona") or "nxc")})
+
+
+def resolve_model(backend: dict[str, Any], client=None) -> str:
+    """The persona's `model`, else NIXX_CHAT_MODEL, else the backend's first listed model
+    (as `nixx serve` does) — never a made-up name. `BackendError` when there is none."""
+    from nixx.errors import BackendError
+
+    chosen = backend.get("persona_model") or backend.get("model")
+    if chosen:
+        return str(chosen)
+    if backend.get("resolved_model"):
+        return str(backend["resolved_model"])
+    own = client is None
+    client = client or _client(backend)
+    try:
+        data = client.list_models()
+    finally:
+        if own:
+            client.close()
+    names = [str(m.get("id")) for m in data["data"] if isinstance(m, dict) and m.get("id")]
+    if not names:
+        raise BackendError(
+            f"the LLM backend at {backend['base_url']} lists no models; set "
+            f"{_env_hint(backend, 'NIXX_CHAT_MODEL', 'chat_model')} or the persona's `model`")
+    backend["resolved_model"] = names[0]
+    return names[0]
 
 
 def complete_once(backend: dict[str, Any], messages: list[dict[str, Any]]) -> str:
     """One plain completion (used by channel summaries)."""
-    out = _post(backend, {"model": _model(backend), "messages": messages, "stream": False})
+    with _client(backend) as client:
+        out = client.create({"model": resolve_model(backend, client), "messages": messages})
     return out["choices"][0]["message"].get("content") or ""
 
 
@@ -122,6 +177,7 @@ class Agent:
         if not backend.get("tools_delete", True) and "delete_file" in self.file_tools:
             self.file_tools.remove("delete_file")
         self.unknown_tools = [n for n in names if n not in FILE_SPECS]
+        self.via_server = server_answers(backend)
 
     def tools(self) -> list[dict[str, Any]]:
         return [FILE_SPECS[n] for n in self.file_tools] + NXC_TOOLS
@@ -166,46 +222,72 @@ class Agent:
         return f"error: unknown tool {name!r}", True
 
     def run(self, messages: list[dict[str, Any]]) -> tuple[int, list[dict[str, Any]]]:
+        from nixx.errors import NixxError
+
         max_rounds = int(self.backend.get("max_rounds") or 8)
         final = ""
-        for _ in range(max_rounds + 1):
-            body = {"model": _model(self.backend), "messages": messages, "tools": self.tools(),
-                    "stream": False}
-            try:
-                out = _post(self.backend, body)
-                message = out["choices"][0]["message"]
-            except Exception as exc:  # noqa: BLE001 - reported, the session exits 1
-                emit("error", {"msg": f"{type(exc).__name__}: {exc}"})
-                return 1, messages
-            content = message.get("content") or ""
-            calls = message.get("tool_calls") or []
-            entry: dict[str, Any] = {"role": "assistant", "content": content}
-            if calls:
-                entry["tool_calls"] = calls
-            messages.append(entry)
-            if content:
-                emit("assistant", {"text": content})
-            if not calls:
-                final = content
-                break
-            for call in calls:
-                fn = call.get("function") or {}
-                name, raw = fn.get("name", ""), fn.get("arguments") or "{}"
+        via_server = self.via_server
+        client = _server_client(self.backend) if via_server else _client(self.backend)
+        try:
+            for _ in range(max_rounds + 1):
                 try:
-                    shown = json.loads(raw)
-                except ValueError:
-                    shown = raw
-                emit("tool_use", {"name": name, "input": shown}, toolUseId=call.get("id"))
-                result, is_error = self.call(name, raw)
-                emit("tool_result", {"content": result, "is_error": is_error},
-                     toolUseId=call.get("id"))
-                messages.append({"role": "tool", "tool_call_id": call.get("id"),
-                                 "content": result})
+                    body: dict[str, Any] = {"messages": messages, "tools": self.tools()}
+                    if via_server:  # the server resolves the model as for any client
+                        if self.backend.get("persona_model"):
+                            body["model"] = self.backend["persona_model"]
+                    else:
+                        body["model"] = resolve_model(self.backend, client)
+                    message = client.create(body)["choices"][0]["message"]
+                    if not isinstance(message, dict):
+                        raise ValueError("the completion's message is not an object")
+                except NixxError as exc:
+                    return self._failed(exc.message, exc.kind), messages
+                except (KeyError, IndexError, TypeError, ValueError) as exc:
+                    return self._failed(f"the LLM backend at {self.backend['base_url']} sent a "
+                                        f"malformed completion ({exc})", "backend"), messages
+                final, done = self._step(message, messages)
+                if done:
+                    break
+        finally:
+            client.close()
         auto = False
         if not self.replied and not self.sent and final.strip():
             auto = self._auto_reply(final)
         emit("result", {"text": final, "replied": self.replied or auto, "auto_reply": auto})
         return 0, messages
+
+    def _failed(self, msg: str, kind: str) -> int:
+        """The run failed: an `error` entry (the supervisor records it as the cause) and the
+        same line on stderr (its tail is kept with the session)."""
+        emit("error", {"msg": msg, "kind": kind})
+        print(f"error: {msg}", file=sys.stderr, flush=True)
+        return 1
+
+    def _step(self, message: dict[str, Any], messages: list[dict[str, Any]]) -> tuple[str, bool]:
+        """Record one assistant message and run its tool calls. → (its text, finished)."""
+        content = message.get("content") or ""
+        calls = message.get("tool_calls") or []
+        entry: dict[str, Any] = {"role": "assistant", "content": content}
+        if calls:
+            entry["tool_calls"] = calls
+        messages.append(entry)
+        if content:
+            emit("assistant", {"text": content})
+        if not calls:
+            return content, True
+        for call in calls:
+            fn = call.get("function") or {}
+            name, raw = fn.get("name", ""), fn.get("arguments") or "{}"
+            try:
+                shown = json.loads(raw)
+            except ValueError:
+                shown = raw
+            emit("tool_use", {"name": name, "input": shown}, toolUseId=call.get("id"))
+            result, is_error = self.call(name, raw)
+            emit("tool_result", {"content": result, "is_error": is_error},
+                 toolUseId=call.get("id"))
+            messages.append({"role": "tool", "tool_call_id": call.get("id"), "content": result})
+        return "", False
 
     def _auto_reply(self, text: str) -> bool:
         from nixx.nxc import sessions
@@ -251,7 +333,11 @@ def main(argv: list[str] | None = None) -> int:
         messages.append({"role": "system", "content": prompt["system"]})
     messages.append({"role": "user", "content": prompt["user"]})
     agent = Agent(args.session, backend)
-    emit("session_init", {"session_id": args.session, "model": _model(backend),
+    emit("session_init", {"session_id": args.session,
+                          "model": backend.get("persona_model") or backend.get("model") or None,
+                          "route": "nixx serve" if agent.via_server else "backend",
+                          "url": (backend["server_url"] if agent.via_server
+                                  else backend["base_url"]),
                           "tools": [t["function"]["name"] for t in agent.tools()],
                           "resume": args.resume})
     if agent.unknown_tools:

@@ -13,7 +13,9 @@ from collections.abc import Mapping
 from nixx.nxc import outcomes, sessions
 from nixx.nxc.localstore import LocalStore
 from nixx.nxc.spawn import (
+    chain_bounds,
     child_env,
+    enclosing_sessions,
     find_executable,
     hop_limit,
     launch_supervisor,
@@ -26,6 +28,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 BACKEND_FILE = "backend.json"
+_UNSET = object()
 
 
 class Deliverer:
@@ -37,6 +40,7 @@ class Deliverer:
         self.origin = origin
         self.env = env
         self._local = local
+        self._current: Any = _UNSET
 
     @property
     def local(self) -> LocalStore:
@@ -48,8 +52,29 @@ class Deliverer:
     # -- where the caller stands ----------------------------------------------------------
 
     def current_session(self) -> dict[str, Any] | None:
-        sid = self.env.get("NXC_SESSION")
-        return sessions.get(self.local, sid) if sid else None
+        """The session this process runs in. The process tree decides (`spawn.
+        enclosing_sessions`: the innermost ancestor that is the recorded supervisor of a
+        session), so an agent that unsets or rewrites `NXC_SESSION` is still inside its
+        session; `NXC_SESSION` is used only where no supervisor is an ancestor (no /proc)."""
+        if self._current is not _UNSET:
+            return self._current
+        found = None
+        enclosing = enclosing_sessions(self.workspace.state_dir)
+        for sid, pid in enclosing:
+            row = sessions.get(self.local, sid)
+            if row is not None and row["pid"] == pid:
+                found = row
+                break
+        if found is None and self.env.get("NXC_SESSION"):
+            found = sessions.get(self.local, self.env["NXC_SESSION"])
+        self._current = found
+        return found
+
+    def in_session(self) -> bool:
+        """Cheap: whether this process may run inside a session (no store opened when a
+        person's process has no supervisor ancestor and no `NXC_SESSION`)."""
+        return bool(self.env.get("NXC_SESSION")) or bool(
+            enclosing_sessions(self.workspace.state_dir))
 
     # -- backend for the built-in runtime -------------------------------------------------
 
@@ -75,15 +100,23 @@ class Deliverer:
             except (OSError, ValueError):
                 continue
         if base is None:
-            from nixx.config import load_settings
+            from nixx.config import config_file_path, load_settings
 
             s = load_settings()
+            config = config_file_path()
             base = {"base_url": s.chat_base_url, "api_key": s.chat_api_key,
                     "model": s.chat_model, "timeout": s.chat_timeout,
                     "max_rounds": s.tool_max_rounds, "tools_write": s.tools_write,
-                    "tools_delete": s.tools_delete}
+                    "tools_delete": s.tools_delete,
+                    "config_file": str(config),
+                    # `nixx serve` as these settings place it: persona turns go through it
+                    # when it answers (shared recall, intent and buffer)
+                    "server_url": server_url(s.host, s.port),
+                    "server_api_key": s.api_key}
         out = dict(base)
         if persona is not None:
+            out["persona"] = persona.handle
+            out["shared_memory"] = persona.shared_memory
             out["persona_model"] = persona.model
             out["tools"] = None if persona.tools is None else list(persona.tools)
         out["workspace"] = self.workspace.root
@@ -107,8 +140,17 @@ class Deliverer:
         from nixx.nxc.prompt import session_prompt
         from nixx.nxc.runtimes import runtime_dict
 
-        current = self.current_session()
-        hop, limit = hop_limit(self.env, current)
+        # who spawns: the round's opener for a round's member (every member runs at the
+        # round's depth + 1, whichever process starts it), else the session we run in
+        if round_thread is not None:
+            opener = self.local.conn.execute(
+                "SELECT opener_session FROM rounds WHERE thread_id = ?", (round_thread,)
+            ).fetchone()
+            current = sessions.get(self.local, opener[0]) if opener and opener[0] else None
+            hop, limit = hop_limit(self.env if current else {}, current, env_hop=False)
+        else:
+            current = self.current_session()
+            hop, limit = hop_limit(self.env, current)
         if hop > limit:
             msg = (f"not started: {persona.handle} would run at hop {hop}, past the limit of "
                    f"{limit} (NXC_MAX_HOPS); the message stays in thread {thread_id}")
@@ -119,7 +161,8 @@ class Deliverer:
         runtime = runtime_dict(persona.runtime)
         sid = sessions.create(
             self.local, persona=persona.handle, thread_id=thread_id, runtime=runtime, hop=hop,
-            max_hops=limit, parent_session=current["session"] if current else None)
+            max_hops=limit, parent_session=current["session"] if current else None,
+            **chain_bounds(self.env, current))
         folder = session_dir(self.workspace.state_dir, sid)
         builtin = bool(runtime.get("builtin"))
         summary = {"thread_id": thread_id}
@@ -212,7 +255,13 @@ class Deliverer:
         if messages is None:
             messages = [{"thread_id": thread_id, "message_id": message_id, "sender": sender,
                          "body": body}]
-        outcome, fresh = sessions.deliver(self.local, sid, messages)
+        try:
+            outcome, fresh = sessions.deliver(self.local, sid, messages,
+                                              agents=self.decls.personas)
+        except sessions.ResumeRefused as refused:
+            self.record_refusal(refused.info, actor=sender)
+            return {"resumed": None, "refused": "resume_limit",
+                    "warnings": [refused.info["msg"]]}
         if outcome == "dropped":
             return {"resumed": None, "dropped": True, "warnings": []}
         if outcome == "queued":
@@ -223,6 +272,11 @@ class Deliverer:
                 f"{row['persona']} is busy (session {sid}): the answer is queued for its "
                 "next wake"]}
         return self.resume(row, fresh, actor=sender)
+
+    def record_refusal(self, info: dict[str, Any], *, actor: str) -> None:
+        """A resume refused by a loop bound: a `refused` outcome in the log (the message
+        stays in its thread)."""
+        outcomes.record(self.store, "refused", info["thread"], actor, info)
 
     def turn_answers(self, thread_id: str, opener: str) -> list[dict[str, Any]]:
         """What the opener of `thread_id` is woken with: every message of the current turn
@@ -263,6 +317,15 @@ class Deliverer:
         if summary and row["persona"] in summary["outstanding"] and not summary["stale"]:
             return tid
         return None
+
+
+def server_url(host: str, port: int) -> str:
+    """Where a client on this machine reaches `nixx serve` bound to `host`:`port`."""
+    if host in ("0.0.0.0", "", "::", "[::]"):
+        host = "127.0.0.1"
+    elif ":" in host and not host.startswith("["):
+        host = f"[{host}]"
+    return f"http://{host}:{port}"
 
 
 def _now_ms() -> int:

@@ -12,7 +12,9 @@ finds the thread and the message in the log:
 Optional hooks (`Engine` calls them when present): `reducers()` — extra reducers to
 register with the store (delivery outcomes); `on_refused(engine, to=, persona=, reason=,
 msg=)` — a send refused by `addressable`, before the error is raised;
-`annotate_status(engine, out)` — add sessions and outcomes to `nxc status`.
+`annotate_status(engine, out)` — add sessions and outcomes to `nxc status`;
+`annotate_thread(engine, summary)` — add `failures` (personas owed a reply whose delivery
+failed or was refused) to a thread summary (`threads show`, `wait`).
 `nixx.nxc.delivery_live.LiveDelivery` is the real one (the CLI uses it).
 
 `NoDelivery` (the default here) starts nothing: receipts say ``session: null,

@@ -48,9 +48,10 @@ class LiveDelivery(Delivery):
         return d
 
     def parent_thread(self, engine) -> str | None:
-        if not engine.env.get("NXC_SESSION"):
+        d = self.deliverer(engine)
+        if not d.in_session():  # a person's shell: no store opened
             return None
-        current = self.deliverer(engine).current_session()
+        current = d.current_session()
         return current["thread_id"] if current else None
 
     def on_send(self, ctx) -> dict[str, Any]:
@@ -129,6 +130,16 @@ class LiveDelivery(Delivery):
             "thread": thread, "persona": persona.handle, "reason": reason, "msg": msg,
             "to": to})
 
+    def annotate_thread(self, engine, summary: dict[str, Any]) -> dict[str, Any]:
+        """Add `failures`: the personas still owed a reply whose last delivery failed or was
+        refused, with the cause (`reason`, `msg`)."""
+        from nixx.nxc import outcomes
+
+        outs = outcomes.for_threads(engine.store.conn, [summary["thread_id"]])
+        summary["failures"] = outcomes.failures(outs.get(summary["thread_id"], []),
+                                                summary["outstanding"])
+        return summary
+
     def annotate_status(self, engine, out: dict[str, Any]) -> dict[str, Any]:
         """Add each thread's session and delivery outcomes, and each operation's refusals
         (also from threads of the tree the caller may not read)."""
@@ -147,6 +158,7 @@ class LiveDelivery(Delivery):
                               if o["outcome"] in ("refused", "failed")]
             for t in op["threads"]:
                 t["deliveries"] = found.get(t["thread_id"], [])
+                t["failures"] = outcomes.failures(t["deliveries"], t["outstanding"])
                 member = (sessions.sessions_of_thread(d.local, t["thread_id"], "member")
                           if has_local else [])
                 if member:

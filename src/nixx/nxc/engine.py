@@ -350,7 +350,9 @@ class Engine:
         refs: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
         """Post into an existing thread (the only way to). Without `thread`: the caller's
-        one open conversation (a thread where it still owes a reply)."""
+        one open conversation (a thread where it still owes a reply). The opener's reply to
+        a persona conversation (`dm:`) whose expectation was met is a follow-up: it
+        re-declares the same expectation first (`follow_up: true`), opening a new turn."""
         from nixx.nxc import access, threads
 
         _check_body(body)
@@ -377,7 +379,14 @@ class Engine:
                 f"a member of {summary['channel_id']}"
             )
         message_id = "m-" + new_ulid(now)
+        # A follow-up: the opener writes again in a conversation with a persona whose
+        # expectation was met. It opens a new turn for the same personas (the expectation
+        # is re-declared, as `expect` would), so their answer is owed — and delivered.
+        follow_up = (me == summary["opener"] and summary["complete"] and bool(summary["expects"])
+                     and summary["channel_id"].startswith("dm:"))
         with self.store.transaction() as txn:
+            if follow_up:
+                txn.append(DOMAIN, "thread_expects", thread, me, {"expects": summary["expects"]})
             txn.append(DOMAIN, "post", message_id, me, {
                 "thread": thread, "channel": summary["channel_id"], "body": body, "kind": kind,
                 "priority": priority, "disposition": "in_turn", "escalate": escalate,
@@ -397,6 +406,8 @@ class Engine:
             "channel_id": summary["channel_id"],
             "escalate": escalate,
             "complete": after["complete"],
+            "follow_up": follow_up,
+            "expects": after["expects"] if follow_up else None,
             "resumed": delivered.get("resumed"),
             "warnings": list(delivered.get("warnings", [])),
         }
@@ -465,7 +476,8 @@ class Engine:
             raise Forbidden(f"{me} may not read {thread_id} (a member-only channel)")
         if with_messages:
             summary["messages"] = threads.messages(self.conn, thread_id, me)
-        return summary
+        annotate = getattr(self.delivery, "annotate_thread", None)
+        return annotate(self, summary) if annotate is not None else summary
 
     def threads(
         self, *, channel: str | None = None, open_only: bool = False, limit: int | None = 50
@@ -479,9 +491,11 @@ class Engine:
         return found
 
     def prime(self) -> dict[str, Any]:
-        from nixx.nxc import cursor
+        """The session-start block's data (`nixx.nxc.prime`): who you are, unread counts,
+        the threads you owe a reply, how many you opened still wait on others."""
+        from nixx.nxc.prime import prime
 
-        return cursor.prime(self.conn, self.handle)
+        return prime(self)
 
     def unread(self, channel: str | None = None) -> builtins.list[dict[str, Any]]:
         from nixx.nxc import cursor
@@ -510,8 +524,10 @@ class Engine:
         return search(self.conn, self.handle, query, limit=limit)
 
     def wait(self, thread: str, *, timeout: float | None = None) -> tuple[str, dict[str, Any]]:
-        """Block until the thread's quorum is complete or stale, or `timeout` seconds pass.
-        Returns (`complete` | `stale` | `timeout`, the thread summary)."""
+        """Block until the thread's quorum is complete or stale, every persona still owed
+        a reply failed (its runtime failed or its spawn was refused: nobody will answer,
+        `failures` says why), or `timeout` seconds pass.
+        Returns (`complete` | `stale` | `failed` | `timeout`, the thread summary)."""
         from nixx.log.watcher import DataVersionWatcher
 
         summary = self.thread(thread, with_messages=False)
@@ -525,6 +541,9 @@ class Engine:
                     return "complete", summary
                 if summary["stale"]:
                     return "stale", summary
+                failed = {f["persona"] for f in summary.get("failures", [])}
+                if summary["outstanding"] and failed.issuperset(summary["outstanding"]):
+                    return "failed", summary
                 step = 60.0
                 if give_up is not None:
                     step = give_up - time.monotonic()

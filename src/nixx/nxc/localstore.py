@@ -9,7 +9,12 @@ flag to forget and no filter to get wrong. Deleting the file loses only device s
 
     meta(key, value)
     sessions(session_id, persona, thread_id, runtime, runtime_session, hop, max_hops,
-             parent_session, state, pid, runs, exit_code, detail, created, updated)
+             parent_session, state, pid, runs, exit_code, detail, created, updated,
+             stderr_tail, chain, max_thread_resumes, max_chain_resumes)
+                                                        stderr_tail: the last failed run's;
+                                                        chain: its chain's first session
+    resume_counts(scope, key, n)                        agent-caused resumes per thread /
+                                                        per chain (the loop bound)
     thread_sessions(thread_id, role, session_id)       opener | member
     wake_queue(id, session_id, thread_id, message_id, sender, body, queued, taken)
                                                         unique (session_id, message_id):
@@ -36,7 +41,7 @@ from nixx.errors import StoreError
 from nixx.log import connection
 
 LOCAL_DB = "local.sqlite"
-SCHEMA_VERSION = "2"
+SCHEMA_VERSION = "4"
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
@@ -44,8 +49,12 @@ CREATE TABLE IF NOT EXISTS sessions(
     session_id TEXT PRIMARY KEY, persona TEXT NOT NULL, thread_id TEXT, runtime TEXT NOT NULL,
     runtime_session TEXT, hop INTEGER NOT NULL, max_hops INTEGER NOT NULL,
     parent_session TEXT, state TEXT NOT NULL, pid INTEGER, runs INTEGER NOT NULL DEFAULT 0,
-    exit_code INTEGER, detail TEXT, created INTEGER NOT NULL, updated INTEGER NOT NULL
+    exit_code INTEGER, detail TEXT, created INTEGER NOT NULL, updated INTEGER NOT NULL,
+    stderr_tail TEXT, chain TEXT, max_thread_resumes INTEGER, max_chain_resumes INTEGER
 ) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS resume_counts(
+    scope TEXT NOT NULL, key TEXT NOT NULL, n INTEGER NOT NULL,
+    PRIMARY KEY(scope, key)) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS sessions_thread ON sessions(thread_id);
 CREATE TABLE IF NOT EXISTS thread_sessions(
     thread_id TEXT NOT NULL, role TEXT NOT NULL, session_id TEXT NOT NULL,
@@ -83,6 +92,12 @@ CREATE TABLE IF NOT EXISTS transcript_sessions(
     entries INTEGER NOT NULL) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS transcript_sessions_last ON transcript_sessions(last_at);
 """
+
+
+# columns added after schema 2 (CREATE TABLE IF NOT EXISTS leaves an older table alone)
+_ADDED_COLUMNS = (("sessions", "stderr_tail", "TEXT"), ("sessions", "chain", "TEXT"),
+                  ("sessions", "max_thread_resumes", "INTEGER"),
+                  ("sessions", "max_chain_resumes", "INTEGER"))
 
 
 def _statements(script: str) -> list[str]:
@@ -161,6 +176,10 @@ class LocalStore:
         try:
             for statement in _statements(_SCHEMA):
                 self.conn.execute(statement)
+            for table, column, decl in _ADDED_COLUMNS:  # files made by an older schema
+                have = {r[1] for r in self.conn.execute(f"PRAGMA table_info({table})")}
+                if column not in have:
+                    self.conn.execute(f"ALTER TABLE {table} ADD COLUMN {column} {decl}")
             self.conn.execute("INSERT OR REPLACE INTO meta VALUES ('schema', ?)", (SCHEMA_VERSION,))
             self.conn.execute("COMMIT")
         except BaseException:

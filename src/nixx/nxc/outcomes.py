@@ -9,10 +9,12 @@ order folds to the same rows.
     spawned   thread id         {thread, session, persona, runtime, hop, mode: start|resume}
     queued    thread id         {thread, session, persona, messages: [message ids]}
                                                                  session busy: answers queued
-    exited    thread id         {thread, session, persona, code}
-    failed    thread id         {thread, session, persona, reason}  failed to start
-    refused   thread id | handle {thread, persona, reason: hop_limit|addressable|no_runtime,
-                                  hop, limit, msg}
+    exited    thread id         {thread, session, persona, code, reason?}   a run ended
+    failed    thread id         {thread, session, persona, reason, code?}
+                                 the runtime could not start, or a run exited non-zero:
+                                 `reason` is the cause in words (which URL, which setting)
+    refused   thread id | handle {thread, persona, reason: hop_limit|resume_limit|addressable,
+                                  hop | scope+count, limit, msg}
     round     thread id         {thread, channel, event: posted|advanced, member?}
 
 `refused` with reason ``addressable`` is written when a send is refused before any
@@ -115,3 +117,22 @@ def all_outcomes(conn: Connection, *, limit: int = 200) -> list[dict[str, Any]]:
         (limit,),
     ).fetchall()
     return [_out(r) for r in rows]
+
+
+_SETTLING = ("spawned", "failed", "refused", "exited")
+
+
+def failures(outs: list[dict[str, Any]], outstanding: list[str]) -> list[dict[str, Any]]:
+    """Of a thread's outcomes (`for_threads`, in log order), the personas still owed a
+    reply whose last delivery attempt failed or was refused: nobody is working on their
+    answer. A later `spawned` (a resume, a retry) clears it."""
+    last: dict[str, dict[str, Any]] = {}
+    for o in outs:
+        persona = o.get("persona")
+        if not persona or o["outcome"] not in _SETTLING:
+            continue
+        if o["outcome"] == "exited" and persona in last and last[persona]["outcome"] == "failed":
+            continue  # `failed` after `exited` of the same run: keep the diagnosis
+        last[persona] = o
+    return [last[p] for p in outstanding
+            if p in last and last[p]["outcome"] in ("failed", "refused")]

@@ -7,7 +7,8 @@ are all keyed on the internal id. All of it is device-local (`localstore`).
 
 State machine, one process per session at a time:
 
-    running  --(process exits, wake queue empty)-->  exited
+    running  --(process exits, wake queue empty)-->  exited (code 0) | failed (non-zero:
+                                                     `detail` says why, `stderr_tail` kept)
     running  --(process exits, answers queued)--->   running (resumed with them)
     exited   --(resume)------------------------->    running
     (start fails: executable missing, ...)        -> failed
@@ -38,7 +39,8 @@ if TYPE_CHECKING:
 STATES = ("running", "exited", "failed", "lost")
 
 _COLS = ("session_id, persona, thread_id, runtime, runtime_session, hop, max_hops, "
-         "parent_session, state, pid, runs, exit_code, detail, created, updated")
+         "parent_session, state, pid, runs, exit_code, detail, created, updated, stderr_tail, "
+         "chain, max_thread_resumes, max_chain_resumes")
 
 
 def _now_ms() -> int:
@@ -69,15 +71,16 @@ def pid_alive(pid: int | None) -> bool:
 
 def _row(row: tuple) -> dict[str, Any]:
     (sid, persona, thread, runtime, rsid, hop, max_hops, parent, state, pid, runs, code,
-     detail, created, updated) = row
+     detail, created, updated, stderr_tail, chain, max_thread, max_chain) = row
     if state == "running" and not pid_alive(pid):
         state = "lost"
     return {
         "session": sid, "persona": persona, "thread_id": thread,
         "runtime": json.loads(runtime), "runtime_session": rsid, "hop": hop,
         "max_hops": max_hops, "parent_session": parent, "state": state, "pid": pid,
-        "runs": runs, "exit_code": code, "detail": detail, "created": _iso(created),
-        "updated": _iso(updated),
+        "runs": runs, "exit_code": code, "detail": detail, "stderr_tail": stderr_tail,
+        "chain": chain or sid, "max_thread_resumes": max_thread, "max_chain_resumes": max_chain,
+        "created": _iso(created), "updated": _iso(updated),
     }
 
 
@@ -88,15 +91,19 @@ def new_session_id() -> str:
 def create(
     local: LocalStore, *, persona: str, thread_id: str | None, runtime: dict[str, Any],
     hop: int, max_hops: int, parent_session: str | None, session_id: str | None = None,
+    chain: str | None = None, max_thread_resumes: int | None = None,
+    max_chain_resumes: int | None = None,
 ) -> str:
-    """Mint a session in state `running` (its process is about to start)."""
+    """Mint a session in state `running` (its process is about to start). `chain`: the
+    first session of the spawn chain it belongs to (None: it starts one)."""
     sid = session_id or new_session_id()
     now = _now_ms()
     with local.transaction() as conn:
         conn.execute(
-            f"INSERT INTO sessions({_COLS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            f"INSERT INTO sessions({_COLS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
             (sid, persona, thread_id, json.dumps(runtime), None, hop, max_hops, parent_session,
-             "running", None, 0, None, None, now, now),
+             "running", None, 0, None, None, now, now, None, chain or sid, max_thread_resumes,
+             max_chain_resumes),
         )
         if thread_id is not None:
             conn.execute("INSERT OR IGNORE INTO thread_sessions VALUES (?, 'member', ?)",
@@ -174,8 +181,72 @@ def sessions_of_thread(local: LocalStore, thread_id: str, role: str) -> list[str
     return [str(r[0]) for r in rows]
 
 
+DEFAULT_MAX_THREAD_RESUMES = 20
+DEFAULT_MAX_CHAIN_RESUMES = 100
+
+
+class ResumeRefused(Exception):  # noqa: N818 - a refusal, not an error: it is recorded
+    """A resume past a loop bound; `info` is the `refused` outcome's payload."""
+
+    def __init__(self, info: dict[str, Any]) -> None:
+        super().__init__(info["msg"])
+        self.info = info
+
+
+def _count_resume(conn, row: dict[str, Any], messages: list[dict[str, Any]],
+                  agents) -> dict[str, Any] | None:
+    """Count one resume of `row` caused by `messages`, inside the caller's transaction.
+    Only a resume carrying a message from an agent (a declared persona, `agents`) counts:
+    a person's follow-ups never exhaust a bound. → None (counted), or the refusal when the
+    resume would pass the session's per-thread or per-chain bound (nothing counted)."""
+    threads = sorted({m["thread_id"] for m in messages if m.get("sender") in agents})
+    if not threads:
+        return None
+    chain = row["chain"]
+    max_thread = row["max_thread_resumes"] or DEFAULT_MAX_THREAD_RESUMES
+    max_chain = row["max_chain_resumes"] or DEFAULT_MAX_CHAIN_RESUMES
+
+    def count(scope: str, key: str) -> int:
+        got = conn.execute("SELECT n FROM resume_counts WHERE scope = ? AND key = ?",
+                           (scope, key)).fetchone()
+        return int(got[0]) if got else 0
+
+    for tid in threads:
+        n = count("thread", tid)
+        if n + 1 > max_thread:
+            return {"scope": "thread", "count": n, "limit": max_thread, "thread": tid,
+                    "variable": "NXC_MAX_THREAD_RESUMES"}
+    n = count("chain", chain)
+    if n + 1 > max_chain:
+        return {"scope": "chain", "count": n, "limit": max_chain, "thread": threads[0],
+                "variable": "NXC_MAX_CHAIN_RESUMES"}
+    for scope, key in [("thread", t) for t in threads] + [("chain", chain)]:
+        conn.execute("INSERT INTO resume_counts VALUES (?, ?, 1) ON CONFLICT(scope, key) "
+                     "DO UPDATE SET n = n + 1", (scope, key))
+    return None
+
+
+def _refusal(row: dict[str, Any], bound: dict[str, Any]) -> dict[str, Any]:
+    where = (f"thread {bound['thread']}" if bound["scope"] == "thread"
+             else f"the spawn chain of session {row['chain']}")
+    msg = (f"not resumed: {row['persona']} (session {row['session']}) was already resumed "
+           f"{bound['count']} times by agents in {where}, the limit ({bound['variable']}="
+           f"{bound['limit']}); the answer stays in thread {bound['thread']}")
+    return {"thread": bound["thread"], "session": row["session"], "persona": row["persona"],
+            "reason": "resume_limit", "scope": bound["scope"], "count": bound["count"],
+            "limit": bound["limit"], "msg": msg}
+
+
+def resume_counts(local: LocalStore, *, thread: str | None = None,
+                  chain: str | None = None) -> int:
+    key, scope = (thread, "thread") if thread is not None else (chain, "chain")
+    got = local.conn.execute("SELECT n FROM resume_counts WHERE scope = ? AND key = ?",
+                             (scope, key)).fetchone()
+    return int(got[0]) if got else 0
+
+
 def deliver(
-    local: LocalStore, session_id: str, messages: list[dict[str, Any]],
+    local: LocalStore, session_id: str, messages: list[dict[str, Any]], *, agents=(),
 ) -> tuple[str, list[dict[str, Any]]]:
     """Hand `messages` ({thread_id, message_id, sender, body}) to a session, atomically.
 
@@ -184,14 +255,27 @@ def deliver(
     session was not running and is now claimed — start its process with them;
     (`queued`, new): it runs, they wait for its next wake; (`dropped`, []): every message
     had been handed over already (two replies completing one quorum at the same moment
-    both wake the opener with the same answers: the second wake is dropped here)."""
+    both wake the opener with the same answers: the second wake is dropped here).
+    A resume past a loop bound (`_count_resume`) raises `ResumeRefused`: nothing is
+    queued or claimed. Answers queued for a running session are counted when its
+    supervisor takes them (`finish_or_take`)."""
     now = _now_ms()
+    refused = None
     with local.transaction() as conn:
         row = conn.execute(f"SELECT {_COLS} FROM sessions WHERE session_id = ?",
                            (session_id,)).fetchone()
         if row is None:
             raise NotFound(f"no session {session_id} on this machine", param="session")
-        running = _row(row)["state"] == "running"
+        current = _row(row)
+        running = current["state"] == "running"
+        if not running:
+            new = [m for m in messages if m.get("message_id") is None or conn.execute(
+                "SELECT 1 FROM wake_queue WHERE session_id = ? AND message_id = ?",
+                (session_id, m["message_id"])).fetchone() is None]
+            bound = _count_resume(conn, current, new, agents) if new else None
+            if bound is not None:
+                refused = _refusal(current, bound)
+                messages = []  # nothing is queued or claimed
         fresh: list[tuple[int, dict[str, Any]]] = []
         for m in messages:
             conn.execute(
@@ -201,6 +285,8 @@ def deliver(
                  None if running else now))
             if conn.changes():
                 fresh.append((conn.last_insert_rowid(), m))
+        if refused is not None:
+            raise ResumeRefused(refused)  # nothing was written: the rollback is a no-op
         if not fresh:
             return "dropped", []
         if running:
@@ -247,20 +333,39 @@ def claim(local: LocalStore, session_id: str) -> None:
                      "updated = ? WHERE session_id = ?", (now, session_id))
 
 
-def finish_or_take(local: LocalStore, session_id: str, exit_code: int | None) -> list[dict]:
+def finish_or_take(local: LocalStore, session_id: str, exit_code: int | None, *,
+                   failure: str | None = None, stderr_tail: str | None = None,
+                   agents=(), refused: list | None = None) -> list[dict]:
     """The process ended. With answers queued: take them all (the session stays running
-    and is resumed with them). Else the session becomes `exited`."""
+    and is resumed with them). Else the session becomes `exited` — or `failed` with the
+    cause (`failure`) as its detail when the run failed. The run's stderr tail is kept
+    with the session either way. Queued answers whose resume would pass a loop bound are
+    taken (handed over once) but not run: the session ends, and the refusal is appended
+    to `refused`."""
     now = _now_ms()
     with local.transaction() as conn:
         rows = conn.execute(
             "SELECT id, thread_id, message_id, sender, body FROM wake_queue "
             "WHERE session_id = ? AND taken IS NULL ORDER BY id", (session_id,),
         ).fetchall()
-        conn.execute("UPDATE sessions SET exit_code = ?, updated = ? WHERE session_id = ?",
-                     (exit_code, now, session_id))
+        conn.execute("UPDATE sessions SET exit_code = ?, stderr_tail = ?, updated = ? "
+                     "WHERE session_id = ?", (exit_code, stderr_tail, now, session_id))
+        if rows:
+            row = _row(conn.execute(f"SELECT {_COLS} FROM sessions WHERE session_id = ?",
+                                    (session_id,)).fetchone())
+            wakes = [{"thread_id": r[1], "sender": r[3]} for r in rows]
+            bound = _count_resume(conn, row, wakes, agents)
+            if bound is not None:
+                conn.execute(
+                    f"UPDATE wake_queue SET taken = ? WHERE id IN ({','.join('?' * len(rows))})",
+                    (now, *[r[0] for r in rows]))
+                if refused is not None:
+                    refused.append(_refusal(row, bound))
+                rows = []
         if not rows:
-            conn.execute("UPDATE sessions SET state = 'exited', pid = NULL WHERE session_id = ?",
-                         (session_id,))
+            conn.execute("UPDATE sessions SET state = ?, detail = ?, pid = NULL "
+                         "WHERE session_id = ?",
+                         ("failed" if failure else "exited", failure, session_id))
             return []
         conn.execute(
             f"UPDATE wake_queue SET taken = ? WHERE id IN ({','.join('?' * len(rows))})",

@@ -15,7 +15,14 @@ Hop guard. A human's send starts hop 1; a send from inside a session starts hop
 raise it but never lower it. The limit is `NXC_MAX_HOPS` in the shell of whoever starts
 a chain (default 8), recorded on each session and inherited down the chain; a lower
 `NXC_MAX_HOPS` further down still lowers it, a higher one cannot raise it. A spawn past
-the limit is refused and the refusal is recorded in the thread (`outcomes`).
+the limit is refused and the refusal is recorded in the thread (`outcomes`). The resume
+bounds (`NXC_MAX_THREAD_RESUMES`, `NXC_MAX_CHAIN_RESUMES`: `chain_bounds`) are recorded
+and inherited the same way and enforced by `sessions.deliver` / `finish_or_take`.
+
+Chain identity. Which session a process runs in is read from the process tree
+(`enclosing_sessions`: the innermost ancestor that is a session's recorded supervisor;
+supervisors are child subreapers, so detached descendants stay below them), not from
+`NXC_SESSION`, which an agent can unset or forge.
 
 Launch. The runtime does not run under the sender: nxc writes a run file (0600, under
 `.nxs/sessions/<session>/`) and starts `python -m nixx.nxc.supervisor RUNFILE` in a new
@@ -49,13 +56,96 @@ def _int(value: str | None) -> int | None:
     return number if number >= 0 else None
 
 
-def hop_limit(env: Mapping[str, str], current: dict[str, Any] | None) -> tuple[int, int]:
-    """(the hop a spawn from here gets, the limit that applies to it)."""
+def hop_limit(env: Mapping[str, str], current: dict[str, Any] | None, *,
+              env_hop: bool = True) -> tuple[int, int]:
+    """(the hop a spawn from here gets, the limit that applies to it). `current` is the
+    spawning session (None: a person). `env_hop=False` ignores `NXC_HOP` (a round's member
+    is started by whoever's process settles the previous one, at the round's depth)."""
     own = current["hop"] if current else 0
-    hop = max(own, _int(env.get("NXC_HOP")) or 0) + 1
+    hop = max(own, (_int(env.get("NXC_HOP")) or 0) if env_hop else 0) + 1
     limits = [x for x in (_int(env.get("NXC_MAX_HOPS")),
                           current["max_hops"] if current else None) if x is not None]
     return hop, min(limits) if limits else DEFAULT_MAX_HOPS
+
+
+def _bound(env: Mapping[str, str], name: str, recorded: int | None) -> int | None:
+    """A chain bound: the lower of this shell's `name` and the one recorded on the chain
+    (a higher value cannot lift it); None: neither is set (the default applies)."""
+    values = [x for x in (_int(env.get(name)), recorded) if x is not None]
+    return min(values) if values else None
+
+
+def chain_bounds(env: Mapping[str, str], current: dict[str, Any] | None) -> dict[str, Any]:
+    """The chain a spawn from here joins, and its resume bounds (see `sessions`)."""
+    return {
+        "chain": current["chain"] if current else None,
+        "max_thread_resumes": _bound(env, "NXC_MAX_THREAD_RESUMES",
+                                     current["max_thread_resumes"] if current else None),
+        "max_chain_resumes": _bound(env, "NXC_MAX_CHAIN_RESUMES",
+                                    current["max_chain_resumes"] if current else None),
+    }
+
+
+SUPERVISOR_MODULE = "nixx.nxc.supervisor"
+
+
+def _proc_parent(pid: int) -> int | None:
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as fh:
+            return int(fh.read().rsplit(")", 1)[1].split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _supervised_session(pid: int, sessions_dir: str) -> str | None:
+    """The session whose supervisor process `pid` is (from its command line), or None."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as fh:
+            argv = fh.read().split(b"\0")
+    except OSError:
+        return None
+    if len(argv) < 4 or argv[-4:-2] != [b"-m", SUPERVISOR_MODULE.encode()]:
+        return None
+    run_file = os.path.realpath(os.fsdecode(argv[-2]))
+    folder = os.path.dirname(run_file)
+    if os.path.dirname(folder) != sessions_dir:
+        return None
+    return os.path.basename(folder)
+
+
+def enclosing_sessions(state_dir: str, pid: int | None = None) -> list[tuple[str, int]]:
+    """The sessions whose supervisors are ancestors of process `pid` (default: this one),
+    innermost first, as (session id, supervisor pid) — read from the process tree, which an
+    agent cannot edit the way it edits its environment. Each supervisor is a child
+    subreaper (Linux), so a process that detaches (double fork, `setsid -f`) is re-parented
+    to it and stays inside. Empty where /proc is not available."""
+    sessions_dir = os.path.join(os.path.realpath(state_dir), SESSIONS_DIR)
+    out: list[tuple[str, int]] = []
+    current: int | None = os.getpid() if pid is None else pid
+    seen: set[int] = set()
+    while current and current > 1 and current not in seen:
+        seen.add(current)
+        sid = _supervised_session(current, sessions_dir)
+        if sid is not None:
+            out.append((sid, current))
+        current = _proc_parent(current)
+    return out
+
+
+def become_subreaper() -> bool:
+    """Make this process a child subreaper (Linux `prctl(PR_SET_CHILD_SUBREAPER)`): its
+    orphaned descendants are re-parented to it instead of init."""
+    import sys
+
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        return libc.prctl(36, 1, 0, 0, 0) == 0  # PR_SET_CHILD_SUBREAPER = 36
+    except (OSError, AttributeError):
+        return False
 
 
 def child_env(

@@ -3,7 +3,10 @@
 Started detached by `spawn.launch_supervisor` with the session's cleared environment,
 it is the only process that lives while an agent runs (there is no daemon):
 
-1. starts the runtime's argv (cwd: the workspace root; env: exactly the allowlist);
+1. makes itself a child subreaper (Linux), so whatever the runtime starts stays below it
+   in the process tree even if it detaches — the tree, not the environment, says which
+   session a process runs in (`spawn.enclosing_sessions`);
+   starts the runtime's argv (cwd: the workspace root; env: exactly the allowlist);
 2. reads its stdout line by line into the transcript (format `stream-json`: Claude
    Code's JSON lines; `nixx`: normalised entries; `none`: ignored), binding the
    runtime's own session id from its init line; stderr goes to
@@ -12,7 +15,8 @@ it is the only process that lives while an agent runs (there is no daemon):
    duration from the run's start, or the declared RFC3339 instant);
 4. records `exited` (with the exit code) in the log, tells the round, and then either
    marks the session `exited` or — when answers were queued while it ran — resumes it
-   with all of them together, and goes back to 1.
+   with all of them together (unless that resume passes a loop bound: then a `refused`
+   outcome, reason `resume_limit`), and goes back to 1.
 """
 
 from __future__ import annotations
@@ -59,6 +63,7 @@ class _Transcript:
         self.parser = StreamJsonParser()
         self.pending: list[dict[str, Any]] = []
         self.bound = False
+        self.last_error: str | None = None  # of the current run: the cause of a failure
 
     def line(self, text: str) -> None:
         if self.fmt == "none" or not text.strip():
@@ -74,6 +79,11 @@ class _Transcript:
                 obj = {"kind": "error", "data": {"msg": "not an entry", "raw": text.strip()}}
             entries = [obj]
         for entry in entries:
+            if entry.get("kind") == "error":
+                msg = (entry.get("data") or {}).get("msg") if isinstance(
+                    entry.get("data"), dict) else None
+                if isinstance(msg, str) and msg.strip():
+                    self.last_error = msg.strip()
             if entry.get("kind") == "session_init" and not self.bound:
                 rsid = (entry.get("data") or {}).get("session_id")
                 if isinstance(rsid, str) and rsid and rsid != self.session:
@@ -131,10 +141,17 @@ def _kill_after(spec: dict[str, Any]) -> tuple[float | None, str]:
     return min(options)
 
 
-def run_once(d, spec: dict[str, Any], transcript: _Transcript) -> tuple[int | None, str | None]:
-    """Run the runtime once. → (exit code, why it failed to start / was killed)."""
+def _last_line(text: str) -> str:
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    return lines[-1] if lines else ""
+
+
+def run_once(d, spec: dict[str, Any], transcript: _Transcript) -> dict[str, Any]:
+    """Run the runtime once. → {code (None: it did not start), why (it failed to start or
+    was killed), failure (the cause in words when it exited non-zero), stderr (tail)}."""
     folder = os.path.dirname(spec["_run_file"])
     stderr_path = os.path.join(folder, "stderr.log")
+    transcript.last_error = None
     with open(stderr_path, "ab") as err:
         start = err.tell()
         try:
@@ -143,7 +160,8 @@ def run_once(d, spec: dict[str, Any], transcript: _Transcript) -> tuple[int | No
                 stdout=subprocess.PIPE, stderr=err, start_new_session=True,
             )
         except OSError as exc:
-            return None, f"failed to start {spec['argv'][0]!r}: {exc.strerror or exc}"
+            why = f"failed to start {spec['argv'][0]!r}: {exc.strerror or exc}"
+            return {"code": None, "why": why, "failure": why, "stderr": ""}
         timer = None
         killed: list[str] = []
         delay, why = _kill_after(spec)
@@ -161,6 +179,7 @@ def run_once(d, spec: dict[str, Any], transcript: _Transcript) -> tuple[int | No
         code = proc.wait()
         if timer is not None:
             timer.cancel()
+    tail, failure = "", None
     if code != 0:
         try:
             with open(stderr_path, "rb") as fh:
@@ -168,11 +187,15 @@ def run_once(d, spec: dict[str, Any], transcript: _Transcript) -> tuple[int | No
                 tail = fh.read().decode("utf-8", "replace")[-STDERR_TAIL:]
         except OSError:
             tail = ""
+        if not killed:
+            cause = transcript.last_error or _last_line(tail)
+            failure = (f"the runtime {spec['argv'][0]!r} exited with code {code}"
+                       + (f": {cause}" if cause else " (it printed nothing on stderr)"))
         transcript.add({"kind": "error", "data": {
-            "msg": killed[0] if killed else f"the runtime exited with code {code}",
-            "code": code, "stderr": tail}})
+            "msg": killed[0] if killed else failure, "code": code, "stderr": tail}})
     transcript.flush()
-    return code, (killed[0] if killed else None)
+    return {"code": code, "why": killed[0] if killed else None, "failure": failure,
+            "stderr": tail}
 
 
 def supervise(run_file: str) -> int:
@@ -188,11 +211,17 @@ def supervise(run_file: str) -> int:
         keep_days = int(spec.get("keep_days") or DEFAULT_KEEP_DAYS)
     except ValueError:
         keep_days = DEFAULT_KEEP_DAYS
+    from nixx.nxc.spawn import become_subreaper
+
+    # the runtime's descendants stay below this process even when they detach (double
+    # fork, `setsid -f`): `spawn.enclosing_sessions` finds their session in the tree
+    become_subreaper()
     sessions.set_pid(d.local, sid, os.getpid())
     transcript = _Transcript(d, sid, spec.get("format") or "stream-json", keep_days)
     while True:
         sessions.count_run(d.local, sid)
-        code, why = run_once(d, spec, transcript)
+        run = run_once(d, spec, transcript)
+        code, why = run["code"], run["why"]
         if code is None:
             sessions.fail(d.local, sid, why or "failed to start")
             transcript.add({"kind": "error", "data": {"msg": why}})
@@ -204,6 +233,10 @@ def supervise(run_file: str) -> int:
             if why:
                 payload["reason"] = why
             outcomes.record(d.store, "exited", thread or sid, persona, payload)
+            if run["failure"]:
+                outcomes.record(d.store, "failed", thread or sid, persona, {
+                    "thread": thread, "session": sid, "persona": persona, "code": code,
+                    "reason": run["failure"]})
         if spec.get("round"):
             try:
                 rounds.on_member_exit(d, spec["round"], persona)
@@ -211,7 +244,12 @@ def supervise(run_file: str) -> int:
                 print(f"round bookkeeping failed: {exc!r}", file=sys.stderr)
         if code is None:
             return 1
-        wakes = sessions.finish_or_take(d.local, sid, code)
+        refused: list[dict[str, Any]] = []
+        wakes = sessions.finish_or_take(d.local, sid, code, failure=run["failure"],
+                                        stderr_tail=run["stderr"] or None,
+                                        agents=d.decls.personas, refused=refused)
+        for info in refused:
+            d.record_refusal(info, actor=persona)
         if not wakes:
             return 0
         row = sessions.require(d.local, sid)

@@ -2,7 +2,8 @@
 
 The lifespan opens the store (`settings.database_url`), the embedder, one LLM client
 and the tool registry, and holds them in a `NixxService` at ``app.state.service``;
-routes reach it through `nixx.server.deps.get_service`. Nothing is opened at import.
+routes reach it through `nixx.server.deps.get_service`. `/mcp` serves the MCP tools over
+streamable HTTP (`nixx.mcp.http`). Nothing is opened at import.
 """
 
 from __future__ import annotations
@@ -45,16 +46,18 @@ def create_app(settings: Settings) -> FastAPI:
             app.state.service = service
             service.row_vectors.start()  # embeds buffer rows without a vector (backfill)
             store.warm_vector_indexes()  # not in the first search after a restart
-            log.info(
-                "nixx %s: store %s, backend %s, embedder %s",
-                __version__,
-                store.backend,
-                settings.chat_base_url,
-                embedder.model,
-            )
+            from nixx.server.run import startup_line
+
+            log.info("%s", startup_line(settings, embedder.model))
             try:
-                yield
+                from nixx.mcp.http import run_mcp
+
+                async with run_mcp(app, settings):
+                    yield
             finally:
+                jobs = getattr(app.state, "web_jobs", None)
+                if jobs is not None:
+                    await jobs.close()
                 await service.close()
         finally:
             if llm is not None:
@@ -73,10 +76,18 @@ def create_app(settings: Settings) -> FastAPI:
     app.state.settings = settings
 
     from nixx.server.errors import install_error_handlers
+    from nixx.server.limits import RequestSizeLimit
     from nixx.server.routes import include_routes
 
     install_error_handlers(app)
     include_routes(app)
+    app.add_middleware(RequestSizeLimit, max_bytes=settings.max_request_bytes)
+    from nixx.mcp.http import PATH, MCPEndpoint
+
+    app.router.add_route(PATH, MCPEndpoint(), include_in_schema=False)
+    from nixx.web.routes import router as web_router
+
+    app.include_router(web_router)
     if settings.api_key:
         from nixx.server.auth import APIKeyMiddleware
 

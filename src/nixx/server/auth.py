@@ -1,5 +1,7 @@
 """API-key check: with NIXX_API_KEY set, every request but ``/health`` must carry
 ``Authorization: Bearer <key>``; others get 401 with the OpenAI error envelope.
+The web page (``/`` and ``/ui/...``) also accepts the sign-in cookie of
+`nixx.web.security`, and sends a browser without one to the sign-in form instead.
 A plain ASGI middleware (it does not buffer responses, so streaming is untouched)."""
 
 from __future__ import annotations
@@ -17,19 +19,26 @@ class APIKeyMiddleware:
     def __init__(self, app: Any, api_key: str) -> None:
         self.app = app
         self._key = api_key.encode()
+        self._api_key = api_key
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] != "http" or scope.get("path") in OPEN_PATHS:
             await self.app(scope, receive, send)
             return
         header = b""
+        cookie = b""
         for name, value in scope.get("headers") or []:
             if name == b"authorization":
                 header = value
-                break
+            elif name == b"cookie":
+                cookie = value
         scheme, _, token = header.partition(b" ")
         if scheme.lower() == b"bearer" and hmac.compare_digest(token.strip(), self._key):
             await self.app(scope, receive, send)
+            return
+        path = scope.get("path") or ""
+        if path == "/" or path == "/ui" or path.startswith("/ui/"):
+            await self._page(scope, receive, send, path, cookie)
             return
         message = (
             "missing API key: send Authorization: Bearer <NIXX_API_KEY>"
@@ -37,15 +46,25 @@ class APIKeyMiddleware:
             else "wrong API key: send Authorization: Bearer <NIXX_API_KEY>"
         )
         body = json.dumps(envelope(message, 401, code="invalid_api_key")).encode()
-        await send(
-            {
-                "type": "http.response.start",
-                "status": 401,
-                "headers": [
-                    (b"content-type", b"application/json"),
-                    (b"content-length", str(len(body)).encode()),
-                    (b"www-authenticate", b"Bearer"),
-                ],
-            }
-        )
-        await send({"type": "http.response.body", "body": body})
+        await _reply(send, 401, body, [(b"content-type", b"application/json"),
+                                       (b"www-authenticate", b"Bearer")])
+
+    async def _page(self, scope: dict[str, Any], receive: Any, send: Any, path: str,
+                    cookie: bytes) -> None:
+        from nixx.web.security import LOGIN_PATH, OPEN_UI_PATHS, has_session
+
+        if path in OPEN_UI_PATHS or has_session(cookie.decode("latin-1"), self._api_key):
+            await self.app(scope, receive, send)
+            return
+        await _reply(send, 303, b"", [(b"location", LOGIN_PATH.encode())])
+
+
+async def _reply(send: Any, status: int, body: bytes, headers: list[tuple[bytes, bytes]]) -> None:
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [*headers, (b"content-length", str(len(body)).encode())],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})

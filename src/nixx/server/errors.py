@@ -62,25 +62,60 @@ def nixx_error_body(exc: NixxError) -> dict[str, Any]:
 
 
 def _loc(loc: tuple[Any, ...]) -> str:
-    parts = [str(p) for p in loc if p not in ("body", "query", "path", "header")]
-    return ".".join(parts)
+    if loc and loc[0] in ("body", "query", "path", "header"):  # where, not which field
+        loc = loc[1:]
+    return ".".join(str(p) for p in loc)
 
 
-def validation_message(exc: RequestValidationError) -> tuple[str, str | None]:
+def _body_fields(request: Request | None) -> list[str]:
+    """The field names the route's JSON body accepts (for "did you mean")."""
+    route = request.scope.get("route") if request is not None else None
+    model = getattr(getattr(route, "body_field", None), "type_", None)
+    fields = getattr(model, "model_fields", None)
+    return list(fields) if isinstance(fields, dict) else []
+
+
+def validation_message(
+    exc: RequestValidationError, request: Request | None = None
+) -> tuple[str, str | None]:
+    """One message in the user's terms (``unknown field q; did you mean query?``) and the
+    `param` it is about (the first field named)."""
+    from nixx.config import nearest
+
     errors = exc.errors()
     if not errors:
         return "invalid request", None
-    problems = []
-    for err in errors[:5]:
-        where = _loc(tuple(err.get("loc", ())))
-        msg = err.get("msg", "invalid")
-        if err.get("type") == "json_invalid":
-            msg = "the body is not valid JSON"
-        problems.append(f"{where}: {msg}" if where else msg)
-    more = f" (and {len(errors) - 5} more)" if len(errors) > 5 else ""
-    return "invalid request: " + "; ".join(problems) + more, _loc(
-        tuple(errors[0].get("loc", ()))
-    ) or None
+    # unknown fields first: a misspelt field explains the "required" one it was meant as
+    errors = sorted(errors, key=lambda e: e.get("type") != "extra_forbidden")
+    choices = _body_fields(request) or [
+        str(e["loc"][-1]) for e in errors if e.get("type") == "missing" and e.get("loc")
+    ]
+    meant: set[str] = set()
+    problems: list[str] = []
+    params: list[str] = []
+    for err in errors:
+        loc = tuple(err.get("loc", ()))
+        where = _loc(loc)
+        kind = err.get("type")
+        if kind == "extra_forbidden":
+            hint = nearest(str(loc[-1]), [c for c in choices if c != str(loc[-1])])
+            if hint:
+                meant.add(hint.removeprefix("; did you mean ").removesuffix("?"))
+            problems.append(f"unknown field {where}{hint}")
+        elif kind == "missing":
+            if where in meant:
+                continue
+            problems.append(f"{where} is required")
+        elif kind == "json_invalid":
+            problems.append("the body is not valid JSON")
+        else:
+            msg = err.get("msg", "invalid")
+            problems.append(f"{where}: {msg}" if where else msg)
+        if where:
+            params.append(where)
+    shown = problems[:5]
+    more = f" (and {len(problems) - 5} more)" if len(problems) > 5 else ""
+    return "invalid request: " + "; ".join(shown) + more, (params[0] if params else None)
 
 
 def install_error_handlers(app: FastAPI) -> None:
@@ -92,7 +127,7 @@ def install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(RequestValidationError)
     async def _validation(request: Request, exc: RequestValidationError) -> JSONResponse:
-        message, param = validation_message(exc)
+        message, param = validation_message(exc, request)
         return error_response(message, 400, param=param, code="invalid_request")
 
     @app.exception_handler(StarletteHTTPException)

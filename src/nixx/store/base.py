@@ -95,6 +95,15 @@ class MemoryStore(ABC):
         """Append one row. Raises `ValidationError` on an unknown role or origin."""
 
     @abstractmethod
+    def append_user_once(
+        self, content: str, origin: str = "api", meta: dict[str, Any] | None = None
+    ) -> BufferRow:
+        """Append a turn's user message unless it is a retry, atomically (one transaction,
+        so concurrent identical requests give one row): when the session's newest row,
+        skipping answers marked incomplete, is this same message from the same origin,
+        that row is returned instead (see `retried_user_row`)."""
+
+    @abstractmethod
     def update_buffer_meta(self, row_id: int, meta: dict[str, Any]) -> None:
         """Merge `meta` into a row's metadata (e.g. mark an answer incomplete)."""
 
@@ -271,3 +280,22 @@ class MemoryStore(ABC):
     def import_records(self, records: Iterable[dict[str, Any]]) -> dict[str, int]:
         """Load records written by `export_records` into an empty store, keeping ids.
         One transaction. Returns counts per record type."""
+
+
+#: How many of the session's newest rows `append_user_once` looks at.
+RETRY_TAIL = 16
+
+
+def retried_user_row(
+    newest_first: Sequence[BufferRow], content: str, origin: str
+) -> BufferRow | None:
+    """The user row a retried request should reuse: walking back over answers marked
+    incomplete (a stream cut, a client gone away), the first other row, when it is this
+    same message from the same origin. Markers end the walk (a new session)."""
+    for row in newest_first:
+        if row.role == "assistant" and row.meta.get("incomplete"):
+            continue
+        if row.role == "user" and row.content == content and row.origin == origin:
+            return row
+        return None
+    return None

@@ -105,15 +105,37 @@ def write_export(
         sys.stdout.flush()
     else:
         path = Path(target)
+        check_export_target(path)
         tmp = path.with_name(f".{path.name}.{os.getpid()}.partial")
         try:
             with tmp.open("w", encoding="utf-8", newline="\n") as out:
                 write(out)
             tmp.replace(path)
+        except OSError as exc:
+            tmp.unlink(missing_ok=True)
+            raise ValidationError(
+                f"cannot write the export {path}: {exc.strerror or exc}; "
+                "choose a writable place (or `-` for stdout)"
+            ) from None
         except BaseException:
             tmp.unlink(missing_ok=True)
             raise
     return counts
+
+
+def check_export_target(path: Path) -> None:
+    """Refuse, before anything is read, an export path whose folder is missing or that
+    is a folder itself."""
+    folder = path.parent
+    if not folder.is_dir():
+        raise ValidationError(
+            f"cannot write the export {path}: there is no folder {folder}; "
+            f"create it (`mkdir -p {folder}`) or choose another path"
+        )
+    if path.is_dir():
+        raise ValidationError(
+            f"cannot write the export {path}: it is a folder; name a file in it"
+        )
 
 
 def iter_export(source: str | Path | IO[str]) -> Iterator[dict[str, Any]]:

@@ -40,7 +40,7 @@ from nixx.errors import (
     ValidationError,
 )
 from nixx.store import validation
-from nixx.store.base import EmbedFn, MemoryStore
+from nixx.store.base import RETRY_TAIL, EmbedFn, MemoryStore, retried_user_row
 from nixx.store.portable import as_vector
 from nixx.store.postgres_schema import (
     HNSW_MAX_DIM,
@@ -63,6 +63,7 @@ from nixx.store.records import (
 
 _MIGRATE_LOCK = 7_346_101  # pg_advisory_xact_lock keys (arbitrary, fixed)
 _EMBEDDER_LOCK = 7_346_102
+_USER_ROW_LOCK = 7_346_103
 
 _BUFFER_COLS = "id, role, content, origin, created_at, meta"
 _SUMMARY_COLS = "id, content, tags, entities, start_buffer_id, end_buffer_id, created_at"
@@ -541,6 +542,31 @@ class PostgresStore(MemoryStore):
                 f"INSERT INTO buffer (role, content, origin, meta) VALUES (%s, %s, %s, %s) "
                 f"RETURNING {_BUFFER_COLS}",
                 (role, content, origin, Jsonb(meta)),
+            ).fetchone()
+        return _buffer_row(row)  # type: ignore[arg-type]
+
+    def append_user_once(
+        self, content: str, origin: str = "api", meta: dict[str, Any] | None = None
+    ) -> BufferRow:
+        meta = validation.buffer_row("user", content, origin, meta)
+        with self._conn() as conn:
+            # one transaction, serialised against every other append_user_once
+            conn.execute("SELECT pg_advisory_xact_lock(%s)", (_USER_ROW_LOCK,))
+            marker = conn.execute(
+                "SELECT coalesce(max(id), 0) FROM buffer WHERE role = 'marker'"
+            ).fetchone()
+            tail = conn.execute(
+                f"SELECT {_BUFFER_COLS} FROM buffer WHERE id > %s AND role != 'marker' "
+                "ORDER BY id DESC LIMIT %s",
+                (marker[0], RETRY_TAIL),  # type: ignore[index]
+            ).fetchall()
+            reuse = retried_user_row([_buffer_row(r) for r in tail], content, origin)
+            if reuse is not None:
+                return reuse
+            row = conn.execute(
+                f"INSERT INTO buffer (role, content, origin, meta) VALUES ('user', %s, %s, %s) "
+                f"RETURNING {_BUFFER_COLS}",
+                (content, origin, Jsonb(meta)),
             ).fetchone()
         return _buffer_row(row)  # type: ignore[arg-type]
 

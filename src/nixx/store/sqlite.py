@@ -36,7 +36,7 @@ from nixx.errors import (
     ValidationError,
 )
 from nixx.store import sqlite_migrations, validation
-from nixx.store.base import EmbedFn, MemoryStore
+from nixx.store.base import RETRY_TAIL, EmbedFn, MemoryStore, retried_user_row
 from nixx.store.fts_query import fts5_match
 from nixx.store.portable import (
     as_vector,
@@ -136,7 +136,10 @@ class SQLiteStore(MemoryStore):
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
-            raise StoreError(f"cannot create the folder for {self.path}: {exc}") from None
+            raise StoreError(
+                f"cannot create the folder for {self.path}: {exc}; set NIXX_HOME or NIXX_DB_URL "
+                "to a writable place"
+            ) from None
         self._local = threading.local()
         self._conns: list[apsw.Connection] = []
         self._conns_lock = threading.Lock()
@@ -151,23 +154,43 @@ class SQLiteStore(MemoryStore):
         try:
             conn = apsw.Connection(str(self.path))
         except apsw.Error as exc:
-            raise StoreError(f"cannot open the SQLite store {self.path}: {exc}") from None
-        conn.setbusytimeout(self.busy_timeout_ms)
-        deadline = time.monotonic() + self.busy_timeout_ms / 1000
-        while True:  # switching to WAL needs a moment of exclusive access on a new file
-            try:
-                conn.execute("PRAGMA journal_mode = WAL")
-                break
-            except apsw.BusyError:
-                if time.monotonic() > deadline:
-                    raise StoreError(
-                        f"the SQLite store {self.path} stayed busy; is another program "
-                        "holding it open in exclusive mode?"
-                    ) from None
-                time.sleep(0.01)
-        conn.execute("PRAGMA foreign_keys = ON")
-        conn.execute(f"PRAGMA synchronous = {self.synchronous}")
+            raise self._open_error(exc) from None
+        try:
+            conn.setbusytimeout(self.busy_timeout_ms)
+            deadline = time.monotonic() + self.busy_timeout_ms / 1000
+            while True:  # switching to WAL needs a moment of exclusive access on a new file
+                try:
+                    conn.execute("PRAGMA journal_mode = WAL")
+                    break
+                except apsw.BusyError:
+                    if time.monotonic() > deadline:
+                        raise StoreError(
+                            f"the SQLite store {self.path} stayed busy; is another program "
+                            "holding it open in exclusive mode?"
+                        ) from None
+                    time.sleep(0.01)
+            conn.execute("PRAGMA foreign_keys = ON")
+            conn.execute(f"PRAGMA synchronous = {self.synchronous}")
+        except apsw.Error as exc:
+            conn.close()
+            raise self._open_error(exc) from None
         return conn
+
+    def _open_error(self, exc: apsw.Error) -> StoreError:
+        """A one-line error naming the file and what to do, for a store that cannot be
+        opened: not a database, or not writable."""
+        if isinstance(exc, (apsw.NotADBError, apsw.CorruptError)):
+            return StoreError(
+                f"{self.path} is not a usable SQLite database ({exc}): move it aside and run "
+                "`nixx db init` (or `nixx import` an export), or point NIXX_DB_URL elsewhere"
+            )
+        if isinstance(exc, (apsw.CantOpenError, apsw.ReadOnlyError, apsw.PermissionsError)):
+            return StoreError(
+                f"cannot open the SQLite store {self.path} for writing ({exc}): make "
+                f"{self.path.parent} and the file writable, or set NIXX_HOME or NIXX_DB_URL "
+                "to a writable place"
+            )
+        return StoreError(f"cannot open the SQLite store {self.path}: {exc}")
 
     def _conn(self) -> apsw.Connection:
         if self._closed:
@@ -241,6 +264,8 @@ class SQLiteStore(MemoryStore):
             return sqlite_migrations.apply_pending(self._conn())
         except apsw.BusyError:
             raise StoreError(f"the SQLite store {self.path} stayed busy while migrating") from None
+        except (apsw.NotADBError, apsw.CorruptError, apsw.ReadOnlyError, apsw.CantOpenError) as exc:
+            raise self._open_error(exc) from None
 
     # ---- embedder identity ---------------------------------------------------------
     def embedding_info(self) -> EmbeddingInfo | None:
@@ -412,6 +437,29 @@ class SQLiteStore(MemoryStore):
             )
             row_id = conn.last_insert_rowid()
         return BufferRow(row_id, role, content, origin, created, meta)
+
+    def append_user_once(
+        self, content: str, origin: str = "api", meta: dict[str, Any] | None = None
+    ) -> BufferRow:
+        meta = validation.buffer_row("user", content, origin, meta)
+        with self._write() as conn:  # BEGIN IMMEDIATE: the check and the insert are one
+            marker = _one(conn, "SELECT coalesce(max(id), 0) FROM buffer WHERE role = 'marker'")
+            tail = conn.execute(
+                f"SELECT {_BUFFER_COLS} FROM buffer WHERE id > ? AND role != 'marker' "
+                "ORDER BY id DESC LIMIT ?",
+                (marker[0], RETRY_TAIL),
+            )
+            reuse = retried_user_row([_buffer_row(r) for r in tail], content, origin)
+            if reuse is not None:
+                return reuse
+            created = utc_now()
+            conn.execute(
+                "INSERT INTO buffer (role, content, origin, meta, created_at) "
+                "VALUES ('user', ?, ?, ?, ?)",
+                (content, origin, _dumps(meta), created),
+            )
+            row_id = conn.last_insert_rowid()
+        return BufferRow(row_id, "user", content, origin, created, meta)
 
     def update_buffer_meta(self, row_id: int, meta: dict[str, Any]) -> None:
         meta = validation.json_object(meta, "meta")

@@ -119,7 +119,9 @@ class ToolRegistry:
                     },
                     ["path", "content"],
                 ),
-                lambda path, content: files.write_file(root, path, content),
+                lambda path, content: files.write_file(
+                    root, path, content, protected=settings.tools_protected
+                ),
             ),
             Tool(
                 "list_dir",
@@ -133,7 +135,7 @@ class ToolRegistry:
                 "delete_file",
                 f"Delete one file (not a folder) from the workspace. {ws}",
                 _object({"path": {"type": "string", "description": "file path"}}, ["path"]),
-                lambda path: files.delete_file(root, path),
+                lambda path: files.delete_file(root, path, protected=settings.tools_protected),
             ),
             Tool(
                 "search_transcript",

@@ -22,6 +22,7 @@ from textual.widgets import Footer
 
 from nixx.config import Settings
 from nixx.errors import NixxError
+from nixx.server.autostart import default_url
 from nixx.tui import render
 from nixx.tui.client import NixxClient
 from nixx.tui.commands import Command, CommandError, parse, unescape_message
@@ -60,16 +61,6 @@ HelpScreen, TagsScreen { align: center middle; }
         padding: 0 1; background: $surface; }
 #tags { width: 60; height: auto; border: round $primary; padding: 0 1; background: $surface; }
 """
-
-
-def default_url(settings: Settings) -> str:
-    """The URL of the server `nixx serve` would start with these settings."""
-    host = settings.host
-    if host in ("0.0.0.0", "::", ""):
-        host = "127.0.0.1"
-    if ":" in host and not host.startswith("["):
-        host = f"[{host}]"
-    return f"http://{host}:{settings.port}"
 
 
 class NixxApp(App[None]):
@@ -246,6 +237,7 @@ class NixxApp(App[None]):
         bubble = AssistantMessage(streaming=True)
         await self.show(bubble)
         self.status.set(busy="answering")
+        counted = False
         try:
             async for event in self.client.stream_chat([*self._history, message], model=self.model):
                 if event.kind == "delta":
@@ -254,7 +246,10 @@ class NixxApp(App[None]):
                 elif event.kind == "tool":
                     await self.conversation.mount(ToolLine(event.text), before=bubble)
                 elif event.kind == "usage":
+                    counted = True
                     self.status.set(prompt_tokens=_int(event.data.get("prompt_tokens")))
+            if not counted:  # the backend reports no token counts: no gauge, not a stale one
+                self.status.set(prompt_tokens=None)
         except asyncio.CancelledError:
             self._history.append(message)
             if bubble.body_text:

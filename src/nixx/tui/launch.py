@@ -22,8 +22,8 @@ def run_chat(
     `runner` runs the app (default `app.run()` in the terminal); tests pass one that
     runs it headless with a pilot script.
     """
-    from nixx.tui.app import default_url, make_app
-    from nixx.tui.autostart import ensure_server
+    from nixx.server.autostart import default_url, ensure_server
+    from nixx.tui.app import make_app
 
     base = (url or default_url(settings)).rstrip("/")
     server = ensure_server(base, settings)

@@ -88,7 +88,8 @@ def test_every_exit_code_is_in_the_exit_code_table():
 
     import nixx.cli
 
-    codes = {0, 1, 2, 130}  # done, NixxError, usage (argparse), interrupted (run_command)
+    # done, NixxError, usage (argparse), interrupted, closed pipe (nixx.cli.output)
+    codes = {0, 1, 2, 130, 141}
     shells = [m.name for m in pkgutil.iter_modules(nixx.cli.__path__)
               if m.name.startswith(("nxc", "nxs"))]
     assert {"nxc", "nxs", "nxc_delivery"} <= set(shells)

@@ -32,7 +32,7 @@ from nixx.memory.turn import (
     ToolRun,
     completion_id,
 )
-from nixx.server.deps import OriginDep, ServiceDep
+from nixx.server.deps import AgentDep, OriginDep, ServiceDep
 from nixx.server.errors import nixx_error_body
 
 router = APIRouter(tags=["chat"])
@@ -146,9 +146,8 @@ async def _stream(
                 chunk = _chunk(cid, created, model, {}, event.finish_reason)
                 chunk["nixx"] = _memory_info(event)
                 yield _sse(chunk)
-                if include_usage:
-                    usage = {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}
-                    usage.update(event.usage)
+                usage = _usage(event.usage)
+                if include_usage and usage is not None:
                     tail = {**_chunk(cid, created, model, {}), "choices": [], "usage": usage}
                     yield _sse(tail)
             try:
@@ -178,13 +177,14 @@ async def chat_completions(
     body: ChatCompletionRequest,
     service: ServiceDep,
     origin: OriginDep,
+    agent: AgentDep,
 ) -> Any:
     """One turn with memory: recall, intent, tools, and the buffer written once."""
     _check_tools(body.tools)
     data = body.model_dump(exclude_unset=True)
     data["messages"] = [m.model_dump(exclude_unset=True) for m in body.messages]
     info: dict[str, Any] = {}
-    events = service.turn(data, origin, info)
+    events = service.turn(data, origin, info, agent=agent)
     if body.stream:
         # The first event is awaited here, so a backend that fails before answering
         # anything gets a plain HTTP error (503/502) instead of a broken stream.
@@ -209,9 +209,7 @@ async def chat_completions(
     message: dict[str, Any] = {"role": "assistant", "content": content}
     if done.client_tool_calls:
         message["tool_calls"] = done.client_tool_calls
-    usage = {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}
-    usage.update(done.usage)
-    return {
+    reply: dict[str, Any] = {
         "id": completion_id(),
         "object": "chat.completion",
         "created": int(time.time()),
@@ -220,6 +218,20 @@ async def chat_completions(
         "choices": [
             {"index": 0, "message": message, "logprobs": None, "finish_reason": done.finish_reason}
         ],
-        "usage": usage,
-        "nixx": _memory_info(done),
     }
+    usage = _usage(done.usage)
+    if usage is not None:  # omitted, not 0/0/0, when the backend reported none
+        reply["usage"] = usage
+    reply["nixx"] = _memory_info(done)
+    return reply
+
+
+def _usage(counted: dict[str, int]) -> dict[str, int] | None:
+    """The token counts the backend reported (None when it reported none): what it
+    left out is completed from the rest where that is arithmetic, else 0."""
+    if not counted:
+        return None
+    usage = {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0, **counted}
+    if "total_tokens" not in counted:
+        usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
+    return usage

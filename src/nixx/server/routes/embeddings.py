@@ -18,8 +18,9 @@ MAX_INPUTS = 2048
 
 class EmbeddingsRequest(BaseModel):
     model_config = ConfigDict(extra="allow")
-    input: str | list[str] = Field(
-        description="A text or a list of texts (token arrays are not accepted)."
+    input: str | list[str] | list[int] | list[list[int]] = Field(
+        description="A text or a list of texts. Token arrays are refused with a 400 saying "
+        "what to change: nixx cannot decode tokens made by the client's tokenizer."
     )
     model: str | None = Field(default=None, description="Ignored: the configured embedder answers.")
     encoding_format: Literal["float", "base64"] = "float"
@@ -31,6 +32,13 @@ class EmbeddingsRequest(BaseModel):
 @router.post("/v1/embeddings")
 async def embeddings(body: EmbeddingsRequest, service: ServiceDep) -> dict[str, Any]:
     texts = [body.input] if isinstance(body.input, str) else list(body.input)
+    if any(not isinstance(t, str) for t in texts):
+        raise ValidationError(
+            "input is token ids, but nixx embeds text and cannot decode tokens made by the "
+            "client's tokenizer: send the texts themselves (langchain-openai: "
+            "OpenAIEmbeddings(..., check_embedding_ctx_length=False))",
+            param="input",
+        )
     if not texts:
         raise ValidationError("input must not be empty", param="input")
     if len(texts) > MAX_INPUTS:

@@ -8,7 +8,6 @@ from typing import Any
 from fastapi import APIRouter
 from pydantic import BaseModel, ConfigDict, Field
 
-from nixx.errors import BackendError, ValidationError
 from nixx.server import shapes
 from nixx.server.deps import ServiceDep
 
@@ -41,47 +40,9 @@ class IngestRequest(BaseModel):
 async def ingest(body: IngestRequest, service: ServiceDep) -> dict[str, Any]:
     """Ingest one of `path`, `url` or `text`; returns the source created (or replaced, or
     found unchanged) with counts, and why there is no summary when the LLM failed."""
-    from nixx.ingest.pipeline import Ingestor
-
-    given = [k for k in ("path", "url", "text") if getattr(body, k) is not None]
-    if len(given) != 1:
-        raise ValidationError(
-            'give exactly one of "path", "url" or "text"'
-            + (f" (got {', '.join(given)})" if given else ""),
-            param="path",
-        )
-    settings = service.settings
-    ingestor = Ingestor(service.store, service.embedder, settings)
-    if body.path is not None:
-        path = body.path
-        result = await service.run(
-            lambda: ingestor.ingest_path(
-                path, name=body.name, tags=body.tags, root=settings.workspace
-            )
-        )
-    elif body.url is not None:
-        url = body.url
-        result = await service.run(lambda: ingestor.ingest_url(url, name=body.name, tags=body.tags))
-    else:
-        if body.name is None:
-            raise ValidationError('"text" needs a "name" for the source', param="name")
-        text, name = body.text or "", body.name
-        result = await service.run(lambda: ingestor.ingest_text(text, name=name, tags=body.tags))
-
-    summary_error = None
-    if result.status != "unchanged" and result.summary_input:
-        from nixx.ingest.summary import summarise
-
-        try:
-            model = await service.resolve_model(None)
-            summary = await summarise(service.llm, model, result.source.name, result.summary_input)
-        except BackendError as exc:
-            summary_error = exc.message
-        else:
-            if summary:
-                source_id = result.source.id
-                await service.run(service.store.set_source_summary, source_id, summary)
-                result.source = await service.run(service.store.get_source, source_id)
+    result, summary_error = await service.ingest(
+        path=body.path, url=body.url, text=body.text, name=body.name, tags=body.tags
+    )
     data = result.to_dict()
     return {
         "status": result.status,

@@ -1,11 +1,14 @@
-"""Start a nixx server for `nixx chat` when none answers, and stop it afterwards.
+"""Start a nixx server for a client (`nixx chat`, `nixx mcp`) when none answers, and stop
+it afterwards.
 
-`ensure_server(url, settings)` probes ``URL/health``. When a server answers it returns
-None (nothing to stop). When none does and the URL is on this machine, it starts
+`ensure_server(url, settings, client=...)` probes ``URL/health``. When a server answers it
+returns None (nothing to stop). When none does and the URL is on this machine, it starts
 ``python -m nixx.cli.nixx serve --host H --port P`` in its own process group with the
 current environment (so the same `NIXX_*` settings: embedded SQLite store and local
-embedder by default), its output going to ``$NIXX_HOME/logs/chat-server.log``, waits
-for ``/health`` and returns a `ServerProcess` whose `stop()` ends it.
+embedder by default), its output going to ``$NIXX_HOME/logs/<client>-server.log``
+(``chat-server.log``, ``mcp-server.log``), waits for ``/health`` and returns a
+`ServerProcess` whose `stop()` ends it. `default_url(settings)` is the URL clients use
+when none is given.
 """
 
 from __future__ import annotations
@@ -27,6 +30,16 @@ from nixx.errors import BackendUnavailable, ConfigError
 START_TIMEOUT = 60.0
 
 
+def default_url(settings: Settings) -> str:
+    """The URL of the server `nixx serve` would start with these settings."""
+    host = settings.host
+    if host in ("0.0.0.0", "::", ""):
+        host = "127.0.0.1"
+    if ":" in host and not host.startswith("["):
+        host = f"[{host}]"
+    return f"http://{host}:{settings.port}"
+
+
 def server_answers(url: str, *, timeout: float = 2.0) -> bool:
     try:
         resp = httpx.get(url.rstrip("/") + "/health", timeout=timeout)
@@ -36,7 +49,7 @@ def server_answers(url: str, *, timeout: float = 2.0) -> bool:
 
 
 class ServerProcess:
-    """A `nixx serve` child process started for the chat."""
+    """A `nixx serve` child process started for a client."""
 
     def __init__(self, proc: subprocess.Popen[bytes], url: str, log_path: Path) -> None:
         self.proc = proc
@@ -71,13 +84,16 @@ class ServerProcess:
         return "\n".join(text.strip().splitlines()[-lines:])
 
 
-def start_server(url: str, settings: Settings, *, timeout: float = START_TIMEOUT) -> ServerProcess:
-    """Start `nixx serve` for `url` and wait until `/health` answers."""
+def start_server(
+    url: str, settings: Settings, *, timeout: float = START_TIMEOUT, client: str = "chat"
+) -> ServerProcess:
+    """Start `nixx serve` for `url` and wait until `/health` answers. `client` names the
+    verb it is started for (`chat`, `mcp`) in messages and in the log file's name."""
     parts = urlsplit(url)
     host = parts.hostname or "127.0.0.1"
     if not is_loopback_host(host):
         raise BackendUnavailable(
-            f"no nixx server answers at {url}, and nixx chat only starts one on this "
+            f"no nixx server answers at {url}, and nixx {client} only starts one on this "
             "machine: start it there with `nixx serve`, or check --url"
         )
     port = parts.port or (443 if parts.scheme == "https" else 80)
@@ -85,13 +101,13 @@ def start_server(url: str, settings: Settings, *, timeout: float = START_TIMEOUT
         raise ConfigError(f"cannot start a server for {url}: nixx serve speaks plain http")
     log_dir = settings.home / "logs"
     log_dir.mkdir(parents=True, exist_ok=True)
-    log_path = log_dir / "chat-server.log"
+    log_path = log_dir / f"{client}-server.log"
     env = dict(os.environ)
     env["NIXX_HOST"] = host
     env["NIXX_PORT"] = str(port)
     cmd = [sys.executable, "-m", "nixx.cli.nixx", "serve", "--host", host, "--port", str(port)]
     with log_path.open("ab") as log:
-        log.write(f"\n--- nixx chat started: {' '.join(cmd)}\n".encode())
+        log.write(f"\n--- nixx {client} started: {' '.join(cmd)}\n".encode())
         log.flush()
         proc = subprocess.Popen(
             cmd,
@@ -99,14 +115,14 @@ def start_server(url: str, settings: Settings, *, timeout: float = START_TIMEOUT
             stdout=log,
             stderr=subprocess.STDOUT,
             env=env,
-            start_new_session=True,  # the terminal's signals are the chat's, not the server's
+            start_new_session=True,  # the terminal's signals are the client's, not the server's
         )
     server = ServerProcess(proc, url, log_path)
     deadline = time.monotonic() + timeout
     while True:
         if proc.poll() is not None:
             raise BackendUnavailable(
-                f"the nixx server started for the chat exited with code {proc.returncode}; "
+                f"the nixx server started for nixx {client} exited with code {proc.returncode}; "
                 f"its log ({log_path}) ends with:\n{server.log_tail()}"
             )
         if server_answers(url, timeout=1.0):
@@ -114,14 +130,14 @@ def start_server(url: str, settings: Settings, *, timeout: float = START_TIMEOUT
         if time.monotonic() > deadline:
             server.stop()
             raise BackendUnavailable(
-                f"the nixx server started for the chat did not answer at {url} within "
+                f"the nixx server started for nixx {client} did not answer at {url} within "
                 f"{timeout:.0f}s; see {log_path}"
             )
         time.sleep(0.1)
 
 
-def ensure_server(url: str, settings: Settings) -> ServerProcess | None:
+def ensure_server(url: str, settings: Settings, *, client: str = "chat") -> ServerProcess | None:
     """None when a server answers at `url`; otherwise the server started for it."""
     if server_answers(url):
         return None
-    return start_server(url, settings)
+    return start_server(url, settings, client=client)

@@ -1,0 +1,66 @@
+"""The prime block: what a session needs before it acts, and nothing it gets otherwise.
+
+`nxs prime` (the session-start hook) and `nxc prime` print it; `Engine.prime()` returns
+its data (the JSON of both). Who you are, how many messages are unread (no bodies: a
+session is handed the bodies it must act on), the threads that await your reply (with
+the command that answers each) and how many threads you opened still wait on others.
+"""
+
+from __future__ import annotations
+
+TYPE_CHECKING = False  # `typing` costs ~2 ms of every CLI start; only annotations use it
+if TYPE_CHECKING:
+    from typing import Any
+
+    from nixx.nxc.engine import Engine
+
+SHOWN = 10  # owed threads listed by name; the rest are counted
+
+
+def prime(engine: Engine) -> dict[str, Any]:
+    from nixx.nxc import cursor, threads
+
+    me, now = engine.handle, engine.now_ms()
+    out = cursor.prime(engine.conn, me)
+    owes = [
+        {"thread_id": t["thread_id"], "channel_id": t["channel_id"], "opener": t["opener"],
+         "deadline": t["deadline"], "escalated": t["escalated"]}
+        for t in threads.open_for(engine.conn, me, now)
+    ]
+    waiting = [t for t in threads.list_threads(
+        engine.conn, me, now, limit=None, where="t.opener = :opener", params={"opener": me})
+        if t["state"] == "open"]
+    out.update({
+        "workspace": str(engine.workspace.root),
+        "owes": owes,
+        "waiting_on_others": len(waiting),
+    })
+    return out
+
+
+def render(data: dict[str, Any]) -> str:
+    """The block as text: a few lines, the same every time for the same state."""
+    lines = [f"nxc: you are {data['actor']} in the workspace {data['workspace']}."]
+    count = data["count"]
+    if count:
+        lines.append(f"Unread: {count} ({len(data['in_turn'])} in turn, "
+                     f"{len(data['next_session'])} for the next session); read a thread with "
+                     "`nxc threads show <id>`.")
+    else:
+        lines.append("Unread: none.")
+    owes = data["owes"]
+    if owes:
+        lines.append(f"You owe a reply in {len(owes)} thread{'s' if len(owes) != 1 else ''}:")
+        for t in owes[:SHOWN]:
+            due = f", due {t['deadline']}" if t["deadline"] else ""
+            lines.append(f"  {t['thread_id']} from {t['opener']} in {t['channel_id']}{due}: "
+                         f'nxc reply --thread {t["thread_id"]} "<answer>"')
+        if len(owes) > SHOWN:
+            lines.append(f"  … and {len(owes) - SHOWN} more (`nxc threads list --open`)")
+    else:
+        lines.append("You owe no replies.")
+    if data["waiting_on_others"]:
+        n = data["waiting_on_others"]
+        lines.append(f"{n} thread{'s' if n != 1 else ''} you opened still wait{'s' if n == 1 else ''} "
+                     "on others (`nxc status`).")
+    return "\n".join(lines)

@@ -1,0 +1,84 @@
+"""The one request-size limit: a plain ASGI middleware that refuses a body larger than
+``NIXX_MAX_REQUEST_BYTES`` with 413 and the OpenAI error envelope.
+
+It is enforced while the body is read, never after buffering it: a declared
+``Content-Length`` over the limit is refused before a byte of the body is read, and a
+body without one (chunked) is counted as it arrives and refused the moment it passes the
+limit; the route then sees the client as gone. The connection is closed after a 413 (the
+rest of the body is not read). Responses are not buffered, so streaming is untouched.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from nixx.server.errors import envelope
+
+
+def _too_large(limit: int) -> bytes:
+    message = (
+        f"the request body is larger than {limit} bytes, the server's limit "
+        "(NIXX_MAX_REQUEST_BYTES); send less"
+    )
+    return json.dumps(envelope(message, 413, code="request_too_large")).encode()
+
+
+class RequestSizeLimit:
+    def __init__(self, app: Any, max_bytes: int) -> None:
+        self.app = app
+        self.max_bytes = max_bytes
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        for name, value in scope.get("headers") or []:
+            if name == b"content-length":
+                try:
+                    declared = int(value)
+                except ValueError:
+                    declared = -1
+                if declared > self.max_bytes:
+                    await self._refuse(send)
+                    return
+                break
+        state = {"seen": 0, "started": False, "refused": False}
+
+        async def limited_receive() -> dict[str, Any]:
+            if state["refused"]:
+                return {"type": "http.disconnect"}
+            message = await receive()
+            if message["type"] == "http.request":
+                state["seen"] += len(message.get("body") or b"")
+                if state["seen"] > self.max_bytes:
+                    state["refused"] = True
+                    if not state["started"]:
+                        state["started"] = True
+                        await self._refuse(send)
+                    return {"type": "http.disconnect"}
+            return message
+
+        async def tracked_send(message: dict[str, Any]) -> None:
+            if state["refused"]:
+                return  # the 413 went out already: whatever the route answers is dropped
+            if message["type"] == "http.response.start":
+                state["started"] = True
+            await send(message)
+
+        await self.app(scope, limited_receive, tracked_send)
+
+    async def _refuse(self, send: Any) -> None:
+        body = _too_large(self.max_bytes)
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 413,
+                "headers": [
+                    (b"content-type", b"application/json"),
+                    (b"content-length", str(len(body)).encode()),
+                    (b"connection", b"close"),
+                ],
+            }
+        )
+        await send({"type": "http.response.body", "body": body})

@@ -1,0 +1,461 @@
+"""The pages of the memory browser (``/ui``). Each handler reads or changes memory
+through one `NixxService` call and renders a template; a change answers with a redirect
+(post/redirect/get), so reloading a page never repeats it.
+
+Pages: search (fused episodic search and source search), conversations (the buffer by
+session, keyset-paged), summaries and sources (view, edit, delete, ingest), context
+(what the next turn would send; what a past answer had recalled), settings (intent,
+recall, summary interval) and agents (the workspace log's operations, read-only).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, quote
+
+from fastapi import APIRouter, Request
+from fastapi.responses import FileResponse, HTMLResponse, RedirectResponse, Response
+
+from nixx.errors import NixxError, NotFound, ValidationError
+from nixx.server import shapes
+from nixx.web.security import LOGIN_PATH, SESSION_COOKIE, CsrfGuard, session_value
+
+HERE = Path(__file__).parent
+PAGE_ROWS = 50
+FORM_MAX_BYTES = 1 << 20
+
+router = APIRouter(include_in_schema=False)
+
+
+# ---- plumbing ---------------------------------------------------------------------------
+def _templates(request: Request) -> Any:
+    state = request.app.state
+    if getattr(state, "web_templates", None) is None:
+        from fastapi.templating import Jinja2Templates
+
+        templates = Jinja2Templates(directory=str(HERE / "templates"))
+        templates.env.autoescape = True  # every value is escaped, whatever the file name
+        templates.env.filters["pretty"] = lambda v: json.dumps(v, indent=2, ensure_ascii=False)
+        state.web_templates = templates
+    return state.web_templates
+
+
+def _guard(request: Request) -> CsrfGuard:
+    state = request.app.state
+    if getattr(state, "web_csrf", None) is None:
+        state.web_csrf = CsrfGuard()
+    return state.web_csrf  # type: ignore[no-any-return]
+
+
+def _jobs(request: Request) -> Any:
+    state = request.app.state
+    if getattr(state, "web_jobs", None) is None:
+        from nixx.web.jobs import IngestJobs
+
+        state.web_jobs = IngestJobs()
+    return state.web_jobs
+
+
+def _service(request: Request) -> Any:
+    return request.app.state.service
+
+
+def render(request: Request, name: str, code: int = 200, **context: Any) -> HTMLResponse:
+    context.setdefault("notice", request.query_params.get("notice"))
+    context.setdefault("error", None)
+    context["csrf"] = _guard(request).token()
+    context["signed_in"] = bool(request.app.state.settings.api_key) and request.url.path != LOGIN_PATH
+    context["path"] = request.url.path
+    response: HTMLResponse = _templates(request).TemplateResponse(
+        request, name, context, status_code=code
+    )
+    response.headers["Content-Security-Policy"] = (
+        "default-src 'none'; style-src 'self'; img-src 'self' data:; form-action 'self'; "
+        "frame-ancestors 'none'; base-uri 'none'"
+    )
+    response.headers["X-Content-Type-Options"] = "nosniff"
+    response.headers["Referrer-Policy"] = "same-origin"
+    return response
+
+
+def back(url: str, notice: str | None = None) -> RedirectResponse:
+    if notice:
+        url += ("&" if "?" in url else "?") + "notice=" + quote(notice)
+    return RedirectResponse(url, status_code=303)
+
+
+async def form(request: Request) -> dict[str, str]:
+    """The posted form (urlencoded), after the cross-site check; raises `_Refused`."""
+    body = await request.body()
+    if len(body) > FORM_MAX_BYTES:
+        raise ValidationError("the form is too large")
+    fields = {k: v[-1] for k, v in parse_qs(body.decode("utf-8", "replace")).items()}
+    why = _guard(request).check(
+        fields.get("csrf"),
+        host=request.headers.get("host", ""),
+        origin=request.headers.get("origin"),
+        fetch_site=request.headers.get("sec-fetch-site"),
+    )
+    if why is not None:
+        raise _Refused(why)
+    return fields
+
+
+class _Refused(Exception):
+    pass
+
+
+def _int(value: str | None, name: str, *, default: int | None = None) -> int | None:
+    if value is None or value.strip() == "":
+        return default
+    try:
+        number = int(value)
+    except ValueError:
+        raise ValidationError(f"{name} must be a whole number (got {value!r})", param=name) from None
+    if not 1 <= number < 2**63:
+        raise ValidationError(f"{name} must be between 1 and 2^63-1 (got {number})", param=name)
+    return number
+
+
+def _failure(request: Request, exc: Exception) -> HTMLResponse:
+    if isinstance(exc, _Refused):
+        return render(request, "error.html", code=403, error=str(exc), title="Refused")
+    if isinstance(exc, NotFound):
+        return render(request, "error.html", code=404, error=exc.message, title="Not found")
+    assert isinstance(exc, NixxError)
+    return render(request, "error.html", code=exc.status, error=exc.message, title="Error")
+
+
+# ---- sign-in ----------------------------------------------------------------------------
+@router.get("/")
+async def root() -> RedirectResponse:
+    return RedirectResponse("/ui", status_code=307)
+
+
+@router.get("/ui/static/style.css")
+async def style() -> FileResponse:
+    return FileResponse(HERE / "static" / "style.css", media_type="text/css")
+
+
+@router.get(LOGIN_PATH)
+async def login_page(request: Request) -> HTMLResponse:
+    return render(request, "login.html", title="Sign in")
+
+
+@router.post(LOGIN_PATH)
+async def login(request: Request) -> Response:
+    import hmac
+
+    try:
+        fields = await form(request)
+    except (_Refused, NixxError) as exc:
+        return _failure(request, exc)
+    key = request.app.state.settings.api_key
+    if not key:
+        return back("/ui")
+    if not hmac.compare_digest(fields.get("key", "").encode(), key.encode()):
+        return render(request, "login.html", code=401, title="Sign in",
+                      error="wrong key: give the server's NIXX_API_KEY")
+    response = back("/ui")
+    response.set_cookie(SESSION_COOKIE, session_value(key), httponly=True, samesite="strict",
+                        path="/", secure=request.url.scheme == "https")
+    return response
+
+
+@router.post("/ui/logout")
+async def logout(request: Request) -> Response:
+    try:
+        await form(request)
+    except (_Refused, NixxError) as exc:
+        return _failure(request, exc)
+    response = back(LOGIN_PATH)
+    response.delete_cookie(SESSION_COOKIE, path="/")
+    return response
+
+
+# ---- search -----------------------------------------------------------------------------
+@router.get("/ui")
+async def search_page(request: Request, q: str = "", scope: str = "memory") -> HTMLResponse:
+    service = _service(request)
+    results: list[dict[str, Any]] = []
+    error = None
+    if q.strip():
+        try:
+            if scope == "sources":
+                hits = await service.search_sources(q, 10)
+                results = [{"kind": "source", **shapes.memory_hit(h)} for h in hits]
+            else:
+                results = await _episodic(service, q)
+        except NixxError as exc:
+            error = exc.message
+    status = await service.status()
+    return render(request, "search.html", title="Search", q=q, scope=scope, results=results,
+                  error=error, status=status)
+
+
+async def _episodic(service: Any, q: str) -> list[dict[str, Any]]:
+    """The fused episodic search, one list best first (kind buffer | summary)."""
+    found = await service.search(q, 10)
+    if isinstance(found, dict) and "results" in found:
+        return list(found["results"])
+    buffer_hits, summary_hits = found
+    merged = [{"kind": "buffer", **shapes.buffer_hit(h), "context": []} for h in buffer_hits]
+    merged += [{"kind": "summary", **shapes.summary_hit(h)} for h in summary_hits]
+    return merged
+
+
+# ---- conversations ----------------------------------------------------------------------
+@router.get("/ui/conversations")
+async def conversations(request: Request, before: str | None = None, around: str | None = None
+                        ) -> HTMLResponse:
+    service = _service(request)
+    try:
+        before_id = _int(before, "before")
+        around_id = _int(around, "around")
+    except NixxError as exc:
+        return _failure(request, exc)
+    if around_id is not None:
+        rows = await service.buffer_around(around_id)
+    else:
+        rows = await service.buffer_page(before_id=before_id, limit=PAGE_ROWS)
+    older = rows[0].id if rows and rows[0].id > 1 else None
+    newer = rows[-1].id + PAGE_ROWS + 1 if rows and (before_id or around_id) else None
+    return render(request, "conversations.html", title="Conversations",
+                  rows=[shapes.row(r) for r in rows], older=older, newer=newer,
+                  highlight=around_id)
+
+
+# ---- summaries --------------------------------------------------------------------------
+@router.get("/ui/summaries")
+async def summaries(request: Request, page: str | None = None) -> HTMLResponse:
+    service = _service(request)
+    try:
+        number = _int(page, "page", default=1) or 1
+    except NixxError as exc:
+        return _failure(request, exc)
+    items = await service.list_summaries(limit=PAGE_ROWS + 1, offset=(number - 1) * PAGE_ROWS)
+    return render(request, "summaries.html", title="Summaries", page=number,
+                  summaries=[shapes.summary(s) for s in items[:PAGE_ROWS]],
+                  more=len(items) > PAGE_ROWS)
+
+
+@router.get("/ui/summaries/{summary_id}")
+async def summary_page(request: Request, summary_id: str) -> HTMLResponse:
+    service = _service(request)
+    try:
+        found = await service.get_summary(_int(summary_id, "summary_id"))
+    except NixxError as exc:
+        return _failure(request, exc)
+    return render(request, "summary.html", title=f"Summary {found.id}",
+                  summary=shapes.summary(found))
+
+
+@router.post("/ui/summaries/{summary_id}")
+async def edit_summary(request: Request, summary_id: str) -> Response:
+    service = _service(request)
+    try:
+        fields = await form(request)
+        sid = _int(summary_id, "summary_id")
+        tags = [t.strip() for t in fields.get("tags", "").split(",") if t.strip()]
+        entities = _entities(fields.get("entities", ""))
+        await service.update_summary(sid, content=fields.get("content"), tags=tags,
+                                     entities=entities)
+    except (_Refused, NixxError) as exc:
+        return _failure(request, exc)
+    return back(f"/ui/summaries/{sid}", "summary saved and re-embedded")
+
+
+def _entities(text: str) -> dict[str, list[str]]:
+    """``tools: a, b`` lines (one category a line) → ``{"tools": ["a", "b"]}``."""
+    out: dict[str, list[str]] = {}
+    for line in text.splitlines():
+        if not line.strip():
+            continue
+        category, sep, names = line.partition(":")
+        if not sep or not category.strip():
+            raise ValidationError(
+                f"entities: write one category a line, as 'tools: a, b' (got {line!r})",
+                param="entities",
+            )
+        out[category.strip()] = [n.strip() for n in names.split(",") if n.strip()]
+    return out
+
+
+@router.post("/ui/summaries/{summary_id}/delete")
+async def delete_summary(request: Request, summary_id: str) -> Response:
+    service = _service(request)
+    try:
+        await form(request)
+        sid = _int(summary_id, "summary_id")
+        await service.delete_summary(sid)
+    except (_Refused, NixxError) as exc:
+        return _failure(request, exc)
+    return back("/ui/summaries", f"summary {sid} deleted")
+
+
+# ---- sources ----------------------------------------------------------------------------
+@router.get("/ui/sources")
+async def sources(request: Request) -> HTMLResponse:
+    items = await _service(request).list_sources()
+    return render(request, "sources.html", title="Sources",
+                  sources=[shapes.source(s) for s in items],
+                  workspace=str(request.app.state.settings.workspace or ""))
+
+
+@router.get("/ui/sources/{source_id}")
+async def source_page(request: Request, source_id: str) -> HTMLResponse:
+    service = _service(request)
+    try:
+        sid = _int(source_id, "source_id")
+        found = await service.get_source(sid)
+        chunks = await service.source_chunks(sid)
+    except NixxError as exc:
+        return _failure(request, exc)
+    return render(request, "source.html", title=found.name, source=shapes.source(found),
+                  chunks=[shapes.memory(m) for m in chunks])
+
+
+@router.post("/ui/sources/{source_id}/delete")
+async def delete_source(request: Request, source_id: str) -> Response:
+    service = _service(request)
+    try:
+        await form(request)
+        sid = _int(source_id, "source_id")
+        await service.delete_source(sid)
+    except (_Refused, NixxError) as exc:
+        return _failure(request, exc)
+    return back("/ui/sources", f"source {sid} deleted with its memories")
+
+
+@router.post("/ui/ingest")
+async def start_ingest(request: Request) -> Response:
+    try:
+        fields = await form(request)
+    except (_Refused, NixxError) as exc:
+        return _failure(request, exc)
+    target = fields.get("target", "").strip()
+    if not target:
+        return render(request, "error.html", code=400, title="Error",
+                      error="give a file or folder path (in the workspace) or a web page URL")
+    is_url = target.lower().startswith(("http://", "https://"))
+    job = _jobs(request).start(_service(request), path=None if is_url else target,
+                               url=target if is_url else None)
+    return back(f"/ui/ingest/{job.id}")
+
+
+@router.get("/ui/ingest/{job_id}")
+async def ingest_page(request: Request, job_id: str) -> HTMLResponse:
+    try:
+        job = _jobs(request).get(_int(job_id, "job_id"))
+    except NixxError as exc:
+        return _failure(request, exc)
+    if job is None:
+        return render(request, "error.html", code=404, title="Not found",
+                      error=f"no ingest {job_id} in this server's memory (it keeps the newest 20)")
+    return render(request, "ingest.html", title=f"Ingest {job.target}", job=job)
+
+
+# ---- context ----------------------------------------------------------------------------
+@router.get("/ui/context")
+async def context_page(request: Request, query: str | None = None, answer: str | None = None
+                       ) -> HTMLResponse:
+    service = _service(request)
+    try:
+        answer_id = _int(answer, "answer")
+    except NixxError as exc:
+        return _failure(request, exc)
+    past: dict[str, Any] | None = None
+    if answer_id is not None:
+        rows = await service.buffer_around(answer_id, before=0, after=0)
+        if not rows or rows[0].id != answer_id or rows[0].role != "assistant":
+            return render(request, "error.html", code=404, title="Not found",
+                          error=f"buffer row {answer_id} is not an answer")
+        past = shapes.row(rows[0])
+    ctx = await service.context(query or None)
+    return render(request, "context.html", title="Context", ctx=ctx, query=query or "",
+                  past=past, recalled=[shapes.summary_hit(h) for h in ctx.hits]
+                  if hasattr(ctx, "hits") else [])
+
+
+# ---- intent and settings ----------------------------------------------------------------
+@router.get("/ui/settings")
+async def settings_page(request: Request) -> HTMLResponse:
+    service = _service(request)
+    return render(request, "settings.html", title="Intent and settings",
+                  intent=await service.get_intent(), status=await service.status())
+
+
+@router.post("/ui/intent")
+async def set_intent(request: Request) -> Response:
+    service = _service(request)
+    try:
+        fields = await form(request)
+        action = fields.get("action", "set")
+        if action == "clear":
+            await service.clear_intent()
+            return back("/ui/settings", "intent cleared")
+        if action == "derive":
+            await service.derive_intent()
+            return back("/ui/settings", "intent derived from the current session")
+        text = fields.get("intent", "").strip()
+        if not text:
+            raise ValidationError("write the intent, or clear it", param="intent")
+        await service.set_intent(text)
+    except (_Refused, NixxError) as exc:
+        return _failure(request, exc)
+    return back("/ui/settings", "intent set")
+
+
+@router.post("/ui/settings")
+async def save_settings(request: Request) -> Response:
+    service = _service(request)
+    try:
+        fields = await form(request)
+        interval = _int(fields.get("interval"), "interval")
+        recall = fields.get("recall") == "on"
+        await service.configure(interval=interval, recall=recall)
+    except (_Refused, NixxError) as exc:
+        return _failure(request, exc)
+    return back("/ui/settings", "settings saved")
+
+
+# ---- agents -----------------------------------------------------------------------------
+def _engine(request: Request) -> Any:
+    from nixx.log.workspace import find_workspace
+    from nixx.nxc.engine import Engine
+
+    root = request.app.state.settings.workspace
+    workspace = find_workspace(cwd=root or ".", env={})
+    return Engine(workspace)
+
+
+@router.get("/ui/agents")
+async def agents(request: Request) -> HTMLResponse:
+    from anyio import to_thread
+
+    def read() -> dict[str, Any]:
+        with _engine(request) as engine:
+            return engine.status(include_finished=True)
+
+    try:
+        status = await to_thread.run_sync(read)
+    except NixxError as exc:
+        return render(request, "agents.html", title="Agents", status=None, error=exc.message)
+    return render(request, "agents.html", title="Agents", status=status)
+
+
+@router.get("/ui/agents/threads/{thread_id}")
+async def agent_thread(request: Request, thread_id: str) -> HTMLResponse:
+    from anyio import to_thread
+
+    def read() -> dict[str, Any]:
+        with _engine(request) as engine:
+            return engine.thread(thread_id)
+
+    try:
+        thread = await to_thread.run_sync(read)
+    except NixxError as exc:
+        return _failure(request, exc)
+    return render(request, "thread.html", title=f"Thread {thread_id}", thread=thread)

@@ -1,0 +1,141 @@
+"""`nixx mcp install` and `nxs init`'s hook, run twice as real processes on a project whose
+config files already hold other entries: theirs are kept, exactly one of ours is added."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+
+EXISTING = {
+    ".mcp.json": {"mcpServers": {"github": {"command": "gh-mcp", "args": []}},
+                  "other": {"kept": True}},
+    ".cursor/mcp.json": {"mcpServers": {"db": {"url": "http://127.0.0.1:9/mcp"}}},
+    ".gemini/settings.json": {"theme": "Dracula", "mcpServers": {"git": {"command": "uvx",
+                                                                          "args": ["mcp-git"]}}},
+}
+CODEX = '# my codex settings\nmodel = "o4"\n\n[mcp_servers.docs]\ncommand = "docs-mcp"\n'
+
+
+def run(tool: str, *args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(cwd)}
+    return subprocess.run([sys.executable, "-m", f"nixx.cli.{tool}", *args], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=60)
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    root = tmp_path / "repo"
+    (root / ".git").mkdir(parents=True)
+    for rel, data in EXISTING.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(json.dumps(data, indent=4))
+    (root / ".codex").mkdir()
+    (root / ".codex" / "config.toml").write_text(CODEX)
+    (root / "src").mkdir()
+    return root
+
+
+def test_mcp_install_twice_keeps_other_entries_and_adds_one_nixx(repo: Path) -> None:
+    first = run("nixx", "--json", "mcp", "install", cwd=repo / "src")  # finds the git top
+    assert first.returncode == 0, first.stderr
+    out = json.loads(first.stdout)
+    assert out["root"] == str(repo)
+    assert [(c["client"], c["action"]) for c in out["changes"]] == [
+        ("claude-code", "added"), ("cursor", "added"), ("codex", "added"), ("gemini", "added")]
+    after_first = {p: (repo / p).read_text() for p in [*EXISTING, ".codex/config.toml"]}
+
+    second = run("nixx", "mcp", "install", cwd=repo)
+    assert second.returncode == 0, second.stderr
+    assert second.stdout.count("already set up") == 4
+    assert {p: (repo / p).read_text() for p in after_first} == after_first  # nothing rewritten
+
+    claude = json.loads((repo / ".mcp.json").read_text())
+    assert claude["other"] == {"kept": True}
+    assert claude["mcpServers"] == {
+        "github": {"command": "gh-mcp", "args": []},
+        "nixx": {"type": "stdio", "command": "nixx", "args": ["mcp"]},
+    }
+    cursor = json.loads((repo / ".cursor/mcp.json").read_text())["mcpServers"]
+    assert cursor == {"db": {"url": "http://127.0.0.1:9/mcp"},
+                      "nixx": {"command": "nixx", "args": ["mcp"]}}
+    gemini = json.loads((repo / ".gemini/settings.json").read_text())
+    assert gemini["theme"] == "Dracula" and set(gemini["mcpServers"]) == {"git", "nixx"}
+    codex_text = (repo / ".codex/config.toml").read_text()
+    assert codex_text.startswith(CODEX) and codex_text.count("[mcp_servers.nixx]") == 1
+    codex = tomllib.loads(codex_text)
+    assert codex["model"] == "o4"
+    assert codex["mcp_servers"] == {"docs": {"command": "docs-mcp"},
+                                    "nixx": {"command": "nixx", "args": ["mcp"]}}
+
+
+def test_mcp_install_dry_run_one_client_and_refusals(repo: Path, tmp_path: Path) -> None:
+    dry = run("nixx", "mcp", "install", "--client", "claude-code", "--dry-run", cwd=repo)
+    assert dry.returncode == 0 and dry.stdout == "claude-code: would add the nixx entry to .mcp.json\n"
+    assert json.loads((repo / ".mcp.json").read_text()) == EXISTING[".mcp.json"]
+
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    made = run("nixx", "mcp", "install", "--client", "cursor", "--client", "codex", cwd=empty)
+    assert made.stdout.splitlines() == ["cursor: created .cursor/mcp.json",
+                                        "codex: created .codex/config.toml"]
+    assert not (empty / ".mcp.json").exists()
+
+    theirs = {"mcpServers": {"nixx": {"command": "/opt/nixx/bin/nixx", "args": ["mcp"]}}}
+    (repo / ".mcp.json").write_text(json.dumps(theirs))
+    kept = run("nixx", "mcp", "install", "--client", "claude-code", cwd=repo)
+    assert "kept the existing nixx entry" in kept.stdout
+    assert json.loads((repo / ".mcp.json").read_text()) == theirs
+    forced = run("nixx", "mcp", "install", "--client", "claude-code", "--force", cwd=repo)
+    assert "replaced" in forced.stdout
+    assert json.loads((repo / ".mcp.json").read_text())["mcpServers"]["nixx"]["command"] == "nixx"
+
+    (repo / ".cursor/mcp.json").write_text("{not json")
+    broken = run("nixx", "mcp", "install", "--client", "cursor", cwd=repo)
+    assert broken.returncode == 1
+    assert ".cursor/mcp.json is not valid JSON" in broken.stderr
+    assert (repo / ".cursor/mcp.json").read_text() == "{not json"
+    usage = run("nixx", "mcp", "install", "--client", "vim", cwd=repo)
+    assert usage.returncode == 2 and "invalid choice" in usage.stderr
+
+
+def test_nxs_init_twice_keeps_other_hooks_and_adds_one_prime_hook(repo: Path) -> None:
+    settings = repo / ".claude" / "settings.json"
+    settings.parent.mkdir()
+    theirs = {
+        "permissions": {"allow": ["Bash(make test)"]},
+        "hooks": {
+            "SessionStart": [{"matcher": "startup", "hooks": [{"type": "command",
+                                                                "command": "echo hello"}]}],
+            "PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "lint"}]}],
+        },
+    }
+    settings.write_text(json.dumps(theirs))
+    first = run("nxs", "init", "--json", cwd=repo / "src")
+    assert first.returncode == 0, first.stderr
+    hooks = json.loads(first.stdout)["hooks"]
+    assert [(h["file"], h["action"]) for h in hooks] == [(str(settings), "added")]
+    second = run("nxs", "init", cwd=repo)
+    assert second.returncode == 0 and "SessionStart already runs `nxs prime`" in second.stdout
+
+    data = json.loads(settings.read_text())
+    assert data["permissions"] == theirs["permissions"]
+    assert data["hooks"]["PreToolUse"] == theirs["hooks"]["PreToolUse"]
+    assert data["hooks"]["SessionStart"] == [
+        *theirs["hooks"]["SessionStart"],
+        {"hooks": [{"type": "command", "command": "nxs prime"}]},
+    ]
+    # what the hook prints: the prime block of this workspace
+    primed = run("nxs", "prime", cwd=repo / "src")
+    assert primed.returncode == 0 and primed.stdout.startswith("nxc: you are ")
+    assert "Unread: none." in primed.stdout and "You owe no replies." in primed.stdout
+
+
+def test_nxs_init_no_hooks_writes_no_client_file(tmp_path: Path) -> None:
+    out = run("nxs", "init", "--no-hooks", "--json", cwd=tmp_path)
+    assert out.returncode == 0 and json.loads(out.stdout)["hooks"] == []
+    assert not (tmp_path / ".claude").exists()

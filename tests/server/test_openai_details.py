@@ -1,0 +1,76 @@
+"""OpenAI details clients meet: `models.retrieve`, `usage` omitted when the backend sent
+none, validation errors in the user's terms with `param`, token-array embeddings input
+refused saying what to change (the official `openai` SDK against a real uvicorn)."""
+
+from __future__ import annotations
+
+import httpx
+import openai
+import pytest
+
+from nixx.testing.fake_llm import FakeLLM, Reply
+from nixx.testing.live_server import LiveServer
+
+
+def test_models_retrieve(oai: openai.OpenAI, llm: FakeLLM) -> None:
+    llm.models = ["fake-model", "org/other-model"]
+    assert oai.models.retrieve("fake-model").id == "fake-model"
+    assert oai.models.retrieve("org/other-model").object == "model"
+    with pytest.raises(openai.NotFoundError) as info:
+        oai.models.retrieve("nope")
+    error = info.value.body
+    assert isinstance(error, dict)
+    assert error["param"] == "model"
+    assert "fake-model, org/other-model" in error["message"]
+
+
+def test_usage_is_omitted_when_the_backend_sent_none(oai: openai.OpenAI, llm: FakeLLM) -> None:
+    llm.queue(Reply(content="no counts here", usage=False))
+    reply = oai.chat.completions.create(
+        model="fake-model", messages=[{"role": "user", "content": "hi"}]
+    )
+    assert reply.choices[0].message.content == "no counts here"
+    assert reply.usage is None
+    llm.queue(Reply(content="streamed, no counts", usage=False))
+    chunks = list(
+        oai.chat.completions.create(
+            model="fake-model",
+            messages=[{"role": "user", "content": "again"}],
+            stream=True,
+            stream_options={"include_usage": True},
+        )
+    )
+    assert all(c.usage is None for c in chunks)
+    # a backend that counts: the counts come through
+    reply = oai.chat.completions.create(
+        model="fake-model", messages=[{"role": "user", "content": "count me"}]
+    )
+    assert reply.usage is not None and reply.usage.prompt_tokens > 0
+
+
+def test_unknown_field_names_the_nearest_with_param(live: LiveServer) -> None:
+    r = httpx.post(live.base_url + "/v1/sources/search", json={"q": "x"})
+    assert r.status_code == 400
+    error = r.json()["error"]
+    assert error["message"] == "invalid request: unknown field q; did you mean query?"
+    assert error["param"] == "q"
+    r = httpx.post(live.base_url + "/v1/sources/search", json={})
+    assert r.json()["error"]["message"] == "invalid request: query is required"
+    assert r.json()["error"]["param"] == "query"
+
+
+def test_token_array_embeddings_input_says_what_to_change(
+    oai: openai.OpenAI, live: LiveServer
+) -> None:
+    # langchain-openai's default: tiktoken ids, one array per text
+    for value in ([[9906, 1917]], [9906, 1917]):
+        r = httpx.post(
+            live.base_url + "/v1/embeddings",
+            json={"model": "text-embedding-ada-002", "input": value, "encoding_format": "base64"},
+        )
+        assert r.status_code == 400
+        error = r.json()["error"]
+        assert error["param"] == "input"
+        assert "check_embedding_ctx_length=False" in error["message"]
+    with pytest.raises(openai.BadRequestError, match="token ids"):
+        oai.embeddings.create(model="m", input=[[1, 2, 3]])

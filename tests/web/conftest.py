@@ -1,0 +1,68 @@
+"""Fixtures for the memory browser: a real `nixx serve` app under uvicorn on loopback
+(FakeLLM as the backend) and a real headless Chromium (Debian's ``chromium`` package)
+driven by Playwright. ``make test`` installs Chromium when it is missing."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from nixx.config import load_settings
+from nixx.server.app import create_app
+from nixx.testing.fake_llm import FakeLLM
+from nixx.testing.live_server import LiveServer
+
+CHROMIUM = os.environ.get("NIXX_TEST_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+]
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[Any]:
+    if not Path(CHROMIUM).exists():
+        pytest.fail(
+            f"no Chromium at {CHROMIUM}: `make test` installs Debian's chromium package "
+            "(apt-get install chromium), or set NIXX_TEST_CHROMIUM"
+        )
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        b = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield b
+        b.close()
+
+
+@pytest.fixture
+def page(browser: Any) -> Iterator[Any]:
+    context = browser.new_context(viewport={"width": 390, "height": 844})
+    pg = context.new_page()
+    pg.set_default_timeout(20_000)
+    yield pg
+    context.close()
+
+
+def make_server(llm: FakeLLM, workspace: Path, **overrides: Any) -> LiveServer:
+    values: dict[str, Any] = {
+        "chat_base_url": llm.base_url,
+        "embed_provider": "openai",
+        "embed_base_url": llm.base_url,
+        "embed_model": "fake-embed",
+        "workspace": workspace,
+        "recall_threshold": 0.3,
+        "intent_interval": 10_000,
+    }
+    values.update(overrides)
+    return LiveServer(create_app(load_settings(**values)))
+
+
+@pytest.fixture
+def server(llm: FakeLLM, workspace: Path) -> Iterator[LiveServer]:
+    with make_server(llm, workspace) as live:
+        yield live

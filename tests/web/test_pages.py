@@ -1,0 +1,200 @@
+"""The memory browser in a real headless Chromium against a live server: every page a
+person uses, the forms that change memory, escaping, cross-site posts and the key."""
+
+from __future__ import annotations
+
+import http.server
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from nixx.testing.fake_llm import FakeLLM, Reply
+from nixx.testing.live_server import LiveServer
+
+from .conftest import make_server
+
+pytestmark = pytest.mark.slow
+
+
+def chat(server: LiveServer, text: str, answer: str) -> None:
+    server_llm: FakeLLM = server.app.state.service.llm  # type: ignore[assignment]
+    del server_llm  # the backend is the test's FakeLLM; replies are queued by the caller
+    r = httpx.post(f"{server.base_url}/v1/chat/completions", timeout=30,
+                   json={"messages": [{"role": "user", "content": text}]})
+    assert r.status_code == 200, r.text
+    assert r.json()["choices"][0]["message"]["content"] == answer
+
+
+def test_root_redirects_to_ui_and_search_finds_a_row(
+    server: LiveServer, llm: FakeLLM, page: Any
+) -> None:
+    llm.queue(Reply(content="Noted."))
+    chat(server, "The spare key to the boathouse is under the blue flowerpot.", "Noted.")
+    page.goto(server.base_url + "/")
+    assert page.url == server.base_url + "/ui"
+    page.fill("input[name=q]", "boathouse key flowerpot")
+    page.click("form.search button")
+    first = page.locator("ol.results li").first
+    assert "blue flowerpot" in first.inner_text()
+    assert "buffer" in first.locator(".badge").inner_text()
+    first.locator("a", has_text="in its transcript").click()
+    hit = page.locator("article.row.hit")
+    assert "blue flowerpot" in hit.inner_text()
+    assert "Noted." in page.locator("main").inner_text()  # the rows around it
+
+
+def test_a_message_holding_script_renders_as_text(
+    server: LiveServer, llm: FakeLLM, page: Any
+) -> None:
+    evil = '<script>window.__pwned = 1</script><img src=x onerror="window.__pwned=2"><b>bold</b>'
+    llm.queue(Reply(content="<i>tilted</i>"))
+    chat(server, evil, "<i>tilted</i>")
+    page.goto(server.base_url + "/ui/conversations")
+    main = page.locator("main")
+    assert evil in main.inner_text()
+    assert "<i>tilted</i>" in main.inner_text()
+    assert page.evaluate("window.__pwned") is None
+    assert page.locator("main .content b").count() == 0
+    assert page.locator("main .content i").count() == 0
+    assert page.locator("main img").count() == 0
+
+
+def test_conversations_page_back_through_sessions(server: LiveServer, llm: FakeLLM, page: Any) -> None:
+    service = server.service
+    for i in range(60):
+        server.call(lambda i=i: service.run(service.store.append_buffer, "user", f"message {i}"))
+    page.goto(server.base_url + "/ui/conversations")
+    text = page.locator("main").inner_text()
+    assert "message 59" in text and "message 9" not in text.replace("message 59", "")
+    page.locator("a", has_text="older").first.click()
+    text = page.locator("main").inner_text()
+    assert "message 9" in text and "message 59" not in text
+
+
+def test_intent_is_set_and_cleared(server: LiveServer, page: Any) -> None:
+    page.goto(server.base_url + "/ui/settings")
+    page.fill("textarea[name=intent]", "building the storage layer")
+    page.click("button[value=set]")
+    assert "intent set" in page.locator(".notice").inner_text()
+    r = httpx.get(server.base_url + "/v1/intent").json()
+    assert r["intent"] == "building the storage layer"
+    assert "building the storage layer" in page.locator(".intent").inner_text()
+    page.click("button[value=clear]")
+    assert httpx.get(server.base_url + "/v1/intent").json()["intent"] is None
+
+
+def test_settings_switch_recall_and_interval(server: LiveServer, page: Any) -> None:
+    page.goto(server.base_url + "/ui/settings")
+    page.uncheck("input[name=recall]")
+    page.fill("input[name=interval]", "250")
+    page.click("form[action='/ui/settings'] button")
+    status = httpx.get(server.base_url + "/v1/episodic/status").json()
+    assert status["recall"] is False and status["interval"] == 250
+
+
+def test_a_source_is_ingested_with_progress(
+    server: LiveServer, llm: FakeLLM, workspace: Path, page: Any
+) -> None:
+    (workspace / "notes.md").write_text(
+        "# Replicas\n\nReplicas agree on the read cursor because it is a max register.\n"
+    )
+    llm.queue(Reply(content="How replicas agree on the read cursor."))
+    page.goto(server.base_url + "/ui/sources")
+    page.fill("input[name=target]", "notes.md")
+    page.click("form.search button")
+    page.wait_for_selector("p.notice", timeout=30_000)  # the page refreshes until done
+    assert "created" in page.locator("p.notice").inner_text()
+    page.locator("p.notice a").click()
+    assert "max register" in page.locator("main").inner_text()
+    sources = httpx.get(server.base_url + "/v1/sources").json()["sources"]
+    assert [s["name"] for s in sources] == ["notes.md"]
+
+
+def test_an_ingest_that_fails_says_why(server: LiveServer, page: Any) -> None:
+    page.goto(server.base_url + "/ui/sources")
+    page.fill("input[name=target]", "../outside.md")
+    page.click("form.search button")
+    page.wait_for_selector("p.error", timeout=30_000)
+    assert "workspace" in page.locator("p.error").inner_text()
+
+
+def test_context_page_shows_the_next_system_prompt(server: LiveServer, page: Any) -> None:
+    httpx.post(server.base_url + "/v1/intent", json={"intent": "writing the web page"})
+    page.goto(server.base_url + "/ui/context")
+    assert "## Current Intent" in page.locator("pre.prompt").inner_text()
+    assert "writing the web page" in page.locator("pre.prompt").inner_text()
+
+
+@pytest.fixture
+def attacker() -> Iterator[tuple[str, list[str]]]:
+    """Another origin (another loopback port) serving a page that posts a form to nixx."""
+    target: list[str] = []
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def log_message(self, *args: Any) -> None:
+            pass
+
+        def do_GET(self) -> None:
+            body = (
+                f'<form id="f" method="post" action="{target[0]}/ui/intent">'
+                '<input name="intent" value="pwned by another site"><input name="action" value="set">'
+                '<input name="csrf" value="guess"></form>'
+                '<script>document.getElementById("f").submit()</script>'
+            ).encode()
+            self.send_response(200)
+            self.send_header("content-type", "text/html")
+            self.send_header("content-length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://localhost:{httpd.server_address[1]}", target
+    httpd.shutdown()
+
+
+def test_a_cross_site_form_post_is_refused(
+    server: LiveServer, page: Any, attacker: tuple[str, list[str]]
+) -> None:
+    url, target = attacker
+    target.append(server.base_url)
+    with page.expect_response(lambda r: r.url.endswith("/ui/intent")) as answer:
+        page.goto(url)
+    assert answer.value.status == 403
+    assert "refused" in page.locator("p.error").inner_text()
+    assert httpx.get(server.base_url + "/v1/intent").json()["intent"] is None
+
+
+def test_the_key_is_required_when_the_server_has_one(
+    llm: FakeLLM, workspace: Path, page: Any
+) -> None:
+    with make_server(llm, workspace, api_key="sekrit-key-123") as server:
+        page.goto(server.base_url + "/ui/settings")
+        assert page.url.endswith("/ui/login")
+        page.fill("input[name=key]", "wrong")
+        page.click("main form button")
+        assert "wrong key" in page.locator("p.error").inner_text()
+        page.fill("input[name=key]", "sekrit-key-123")
+        page.click("main form button")
+        assert page.url.endswith("/ui")
+        cookies = page.context.cookies()
+        assert [(c["httpOnly"], c["sameSite"]) for c in cookies] == [(True, "Strict")]
+        assert "sekrit" not in cookies[0]["value"]
+        assert page.evaluate("document.cookie") == ""
+        page.goto(server.base_url + "/ui/settings")
+        assert page.url.endswith("/ui/settings")
+        # the cookie opens the page, not the JSON API
+        cookie = {cookies[0]["name"]: cookies[0]["value"]}
+        assert httpx.get(server.base_url + "/v1/intent", cookies=cookie).status_code == 401
+        assert httpx.get(server.base_url + "/ui/settings", cookies=cookie).status_code == 200
+        assert httpx.get(server.base_url + "/ui/settings").status_code == 303
+
+
+def test_agents_page_without_a_workspace_log_says_how(server: LiveServer, page: Any) -> None:
+    page.goto(server.base_url + "/ui/agents")
+    assert "nxs init" in page.locator("main").inner_text()
