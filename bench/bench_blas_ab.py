@@ -28,7 +28,7 @@ import httpx
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).parent))
-from bench_turn import free_port, sentence  # noqa: E402
+from bench_turn import free_port, sentence, wait_healthy  # noqa: E402
 
 from nixx.testing.fake_llm import FakeLLM  # noqa: E402
 
@@ -71,16 +71,7 @@ def main() -> int:
     try:
         client = httpx.Client(timeout=120)
         for proc, base in servers.values():
-            deadline = time.monotonic() + 180
-            while True:
-                try:
-                    if client.get(base + "/health").status_code == 200:
-                        break
-                except httpx.HTTPError:
-                    pass
-                if time.monotonic() > deadline or proc.poll() is not None:
-                    raise SystemExit("nixx serve did not start")
-                time.sleep(0.2)
+            wait_healthy(client, base, proc, timeout=180)
         rng = random.Random(11)
         history = [
             {"role": "user", "content": sentence(rng, 20)},

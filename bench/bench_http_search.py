@@ -31,7 +31,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).parent))
 from bench_search import Clustered, fts_corpus  # noqa: E402
-from bench_turn import free_port, sentence  # noqa: E402
+from bench_turn import free_port, rss_mb, sentence, wait_healthy  # noqa: E402
 
 from nixx.store import open_store  # noqa: E402
 from nixx.testing.fake_llm import FakeLLM  # noqa: E402
@@ -119,16 +119,7 @@ def main() -> int:
     base = f"http://127.0.0.1:{port}"
     try:
         client = httpx.Client(timeout=120)
-        deadline = time.monotonic() + 120
-        while True:
-            try:
-                if client.get(base + "/health").status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if time.monotonic() > deadline or server.poll() is not None:
-                raise SystemExit("nixx serve did not start")
-            time.sleep(0.1)
+        wait_healthy(client, base, server)
         while client.get(base + "/v1/episodic/status").json()["buffer_vectors"]["index_warming"]:
             time.sleep(0.5)  # the vector indexes load in the background after a start
         rng = random.Random(3)
@@ -165,12 +156,7 @@ def main() -> int:
                 f"{label:26}{np.percentile(ms, 50):9.2f}{np.percentile(ms, 95):9.2f}"
                 f"{np.percentile(ms, 99):9.2f}"
             )
-        rss = next(
-            int(line.split()[1])
-            for line in Path(f"/proc/{server.pid}/status").read_text().splitlines()
-            if line.startswith("VmRSS:")
-        )
-        print(f"server pid {server.pid}, RSS {rss / 1024:.0f} MB")
+        print(f"server pid {server.pid}, RSS {rss_mb(server.pid):.0f} MB")
     finally:
         server.terminate()
         server.wait(30)

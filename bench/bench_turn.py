@@ -147,6 +147,30 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def wait_healthy(
+    client: httpx.Client, base: str, proc: subprocess.Popen[Any], timeout: float = 120
+) -> None:
+    """Wait until the server at `base` answers /health (SystemExit if it never does)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            if client.get(base + "/health").status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        if time.monotonic() > deadline or proc.poll() is not None:
+            raise SystemExit("nixx serve did not start")
+        time.sleep(0.1)
+
+
+def rss_mb(pid: int) -> float:
+    """Resident memory of process `pid`, in MB (Linux /proc)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
 def pct(values: list[float], p: float) -> float:
     return float(np.percentile(np.array(values), p))
 
@@ -208,16 +232,7 @@ def main() -> int:
     base = f"http://127.0.0.1:{port}"
     try:
         client = httpx.Client(timeout=60)
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                if client.get(base + "/health").status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if time.monotonic() > deadline or server.poll() is not None:
-                raise SystemExit("nixx serve did not start")
-            time.sleep(0.1)
+        wait_healthy(client, base, server)
 
         rng = random.Random(11)
         fts_questions: list[str] = []
@@ -314,12 +329,7 @@ def main() -> int:
             f"{vectors['embedded']} embedded, {vectors['pending']} pending, "
             f"queue throughput {vectors['rows_per_second']} rows/s (time in embed())"
         )
-        rss = next(
-            int(line.split()[1])
-            for line in Path(f"/proc/{server.pid}/status").read_text().splitlines()
-            if line.startswith("VmRSS:")
-        )
-        print(f"server RSS: {rss / 1024:.0f} MB; load average: {os.getloadavg()}")
+        print(f"server RSS: {rss_mb(server.pid):.0f} MB; load average: {os.getloadavg()}")
     finally:
         server.terminate()
         server.wait(30)
