@@ -555,28 +555,6 @@ class NixxService:
 
         return await self.run(find)
 
-
-@dataclass
-class RecallParts:
-    """What the rankers answered for a turn's recall (`NixxService.recall_search`)."""
-
-    query: str
-    fts: list[BufferHit] = field(default_factory=list)
-    anchor_fts: list[BufferHit] = field(default_factory=list)
-    vector: np.ndarray | None = None
-    vec: list[BufferHit] = field(default_factory=list)
-    anchor_vec: list[BufferHit] = field(default_factory=list)
-    wide: list[SummaryHit] = field(default_factory=list)
-    last_summarised: int = 0
-
-
-@dataclass(frozen=True)
-class SearchAnswer:
-    buffer: list[BufferHit]  # full text over the buffer, best first
-    summaries: list[SummaryHit]  # vectors over summaries, best first
-    results: list[Any]  # the fused list (`nixx.memory.search.Result`), best first
-
-
     # ---- one door per use case for the shells (routes, web page, CLI, MCP) -------------
     async def ingest(
         self,
@@ -606,7 +584,9 @@ class SearchAnswer:
         ingestor = Ingestor(self.store, self.embedder, self.settings, progress=progress)
         if path is not None:
             result = await self.run(
-                lambda: ingestor.ingest_path(path, name=name, tags=tags, root=self.settings.workspace)
+                lambda: ingestor.ingest_path(
+                    path, name=name, tags=tags, root=self.settings.workspace
+                )
             )
         elif url is not None:
             result = await self.run(lambda: ingestor.ingest_url(url, name=name, tags=tags))
@@ -656,7 +636,9 @@ class SearchAnswer:
         first: keyset paging by id, as fast on the last page of 100,000 rows as the first."""
 
         def work() -> list[BufferRow]:
-            end = (before_id if before_id is not None else self.store.buffer_stats()["max_id"] + 1) - 1
+            end = (
+                before_id if before_id is not None else self.store.buffer_stats()["max_id"] + 1
+            ) - 1
             width = limit
             while True:
                 start = max(1, end - width + 1)
@@ -667,10 +649,33 @@ class SearchAnswer:
 
         return await self.run(work)
 
-    async def buffer_around(self, row_id: int, *, before: int = 10, after: int = 10) -> list[BufferRow]:
+    async def buffer_around(
+        self, row_id: int, *, before: int = 10, after: int = 10
+    ) -> list[BufferRow]:
         """The rows around `row_id` (markers included), for a transcript view of a hit."""
         start = max(1, row_id - before)
         return await self.run(self.store.get_buffer, start, row_id + after)
+
+
+@dataclass
+class RecallParts:
+    """What the rankers answered for a turn's recall (`NixxService.recall_search`)."""
+
+    query: str
+    fts: list[BufferHit] = field(default_factory=list)
+    anchor_fts: list[BufferHit] = field(default_factory=list)
+    vector: np.ndarray | None = None
+    vec: list[BufferHit] = field(default_factory=list)
+    anchor_vec: list[BufferHit] = field(default_factory=list)
+    wide: list[SummaryHit] = field(default_factory=list)
+    last_summarised: int = 0
+
+
+@dataclass(frozen=True)
+class SearchAnswer:
+    buffer: list[BufferHit]  # full text over the buffer, best first
+    summaries: list[SummaryHit]  # vectors over summaries, best first
+    results: list[Any]  # the fused list (`nixx.memory.search.Result`), best first
 
 
 class _BoundEmbedder(Embedder):
