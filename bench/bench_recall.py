@@ -240,14 +240,20 @@ def check_paraphrases(loaded_all: list[Loaded]) -> int:
 def run(
     args: argparse.Namespace, convs: list[Conversation], embedder: CachedEmbedder, root: Path
 ) -> None:
+    from nixx.embed import default_row_floor
     from nixx.memory import row_text
+    from nixx.memory.service import SEARCH_FLOOR_SHARE
+
+    # what `NixxService.search` applies: a result sharing no word needs this cosine
+    min_cosine = SEARCH_FLOOR_SHARE * default_row_floor(embedder.model)
+    print(f"search floor for rows sharing no word with the question: cosine {min_cosine:.2f}")
 
     stores = [load_store(c, root / f"{c.name}.db") for c in convs]
     variants = row_text.VARIANTS if args.variants else {"chosen": row_text.embedding_text}
     results: dict[str, Tally] = {}
     for vname, text_of in variants.items():
         loaded_all = [Loaded(c, s, embedder, text_of) for c, s in zip(convs, stores, strict=True)]
-        if vname in ("chosen", "row"):
+        if vname in ("chosen", row_text.CHOSEN):
             bad = check_paraphrases(loaded_all)
             print(f"paraphrase questions sharing a content word with their evidence: {bad}")
             results["full text (search_buffer)"] = evaluate(
@@ -267,12 +273,19 @@ def run(
                     else ld.qvecs[i : i + 1]
                 )
                 out = search.search_store(
-                    ld.store, q.text, vectors, limit=DEPTH, params=params, now=ld.now, context=0
+                    ld.store,
+                    q.text,
+                    vectors,
+                    limit=DEPTH,
+                    params=params,
+                    now=ld.now,
+                    context=0,
+                    min_cosine=min_cosine,
                 )
                 return [r.id for r in out if r.kind == "buffer"]
 
             results[f"fused {pname} [{vname}]"] = evaluate(loaded_all, fused)
-        if args.floor and vname in ("chosen",):
+        if args.floor and vname in ("chosen", row_text.CHOSEN):
             floor_report(loaded_all, embedder, PARAM_SETS[CHOSEN])
     print_table("R@k by category", results)
     print("\nsummary (all questions):")

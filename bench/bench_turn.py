@@ -12,7 +12,15 @@ Through nixx a turn also embeds the query (over HTTP to the backend's /v1/embedd
 `--embed openai`, the default; in-process with `--embed local`), recalls summaries, writes
 the user and assistant rows, and builds the prompt.
 
-    .venv/bin/python bench/bench_turn.py [--turns 200] [--rows 100000] [--summaries 10000] [--embed openai|local]
+    .venv/bin/python bench/bench_turn.py [--turns 200] [--rows 100000] [--summaries 10000]
+        [--embed openai|local] [--row-vectors seeded|backfill] [--blas-threads N]
+
+`--row-vectors seeded` (default) stores every seeded row with its vector, so only the
+rows the turns write are embedded in the background; `backfill` seeds rows without
+vectors, so the background queue embeds the whole store while the turns run (its
+throughput is printed). `--blas-threads N` starts the server with
+OPENBLAS_NUM_THREADS=N (nixx serve's default is 1: docs/performance.md). The server's
+resident memory (RSS) is printed at the end.
 
 The machine is shared: absolute figures are noisy, the added time (same run, interleaved)
 is the figure to read.
@@ -82,16 +90,20 @@ def sentence(rng: random.Random, n: int) -> str:
     return " ".join(rng.choice(WORDS) for _ in range(n))
 
 
-def seed(db: Path, rows: int, summaries: int, dim: int, model: str) -> None:
+def seed(
+    db: Path, rows: int, summaries: int, dim: int, model: str, *, row_vectors: bool = True
+) -> None:
     rng = random.Random(7)
     now = utc_now()
+    # row vectors: random unit vectors (the search cost does not depend on their values)
+    vec_rng = np.random.default_rng(5)
 
     def records() -> Any:
         yield header_record()
         yield {"type": "embedder", "model": model, "dim": dim}
         yield {"type": "state", "key": "episodic.interval", "value": 10**9}
         for i in range(1, rows + 1):
-            yield {
+            record = {
                 "type": "buffer",
                 "id": i,
                 "role": "user" if i % 2 else "assistant",
@@ -100,6 +112,10 @@ def seed(db: Path, rows: int, summaries: int, dim: int, model: str) -> None:
                 "created_at": now,
                 "meta": {},
             }
+            if row_vectors:
+                v = vec_rng.standard_normal(dim).astype(np.float32)
+                record["embedding"] = (v / np.linalg.norm(v)).tolist()
+            yield record
         span = max(1, rows // max(1, summaries))
         for j in range(summaries):
             text = sentence(rng, 30)
@@ -118,6 +134,9 @@ def seed(db: Path, rows: int, summaries: int, dim: int, model: str) -> None:
     store = open_store(f"sqlite:///{db}")
     try:
         store.import_records(records())
+        # the HNSW sidecars, so the server loads them at start instead of building
+        # them while the turns run
+        store.build_vector_indexes()  # type: ignore[attr-defined]
     finally:
         store.close()
 
@@ -126,6 +145,30 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+def wait_healthy(
+    client: httpx.Client, base: str, proc: subprocess.Popen[Any], timeout: float = 120
+) -> None:
+    """Wait until the server at `base` answers /health (SystemExit if it never does)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            if client.get(base + "/health").status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        if time.monotonic() > deadline or proc.poll() is not None:
+            raise SystemExit("nixx serve did not start")
+        time.sleep(0.1)
+
+
+def rss_mb(pid: int) -> float:
+    """Resident memory of process `pid`, in MB (Linux /proc)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
 
 
 def pct(values: list[float], p: float) -> float:
@@ -138,16 +181,33 @@ def main() -> int:
     ap.add_argument("--rows", type=int, default=100_000)
     ap.add_argument("--summaries", type=int, default=10_000)
     ap.add_argument("--embed", choices=("openai", "local"), default="openai")
+    ap.add_argument("--row-vectors", choices=("seeded", "backfill"), default="seeded")
+    ap.add_argument("--blas-threads", type=int, default=None)
+    ap.add_argument("--db", type=Path, default=None, help="a copy of this seeded store")
+    ap.add_argument(
+        "--questions",
+        choices=("vocab", "fts"),
+        default="vocab",
+        help="user messages: 15 words of the 35-word vocabulary (every row of the seeded "
+        "store matches them), or bench_search.fts_corpus's typical questions (with --db "
+        "a store seeded by bench_http_search.py)",
+    )
     args = ap.parse_args()
 
     tmp = Path(tempfile.mkdtemp(prefix="nixx-bench-"))
     db = tmp / "nixx.db"
     model = "fake-embed" if args.embed == "openai" else "all-MiniLM-L6-v2"
     t0 = time.perf_counter()
-    seed(db, args.rows, args.summaries, 384, model)
+    if args.db is not None:  # A/B runs on one seeded store: each run gets a fresh copy
+        import shutil
+
+        for path in args.db.parent.glob(args.db.name + "*"):
+            shutil.copy(path, tmp / path.name.replace(args.db.name, "nixx.db", 1))
+    else:
+        seed(db, args.rows, args.summaries, 384, model, row_vectors=args.row_vectors == "seeded")
     print(
         f"seeded {args.rows} buffer rows + {args.summaries} summaries in "
-        f"{time.perf_counter() - t0:.1f}s ({db.stat().st_size / 1e6:.0f} MB)"
+        f"{time.perf_counter() - t0:.1f}s ({db.stat().st_size / 1e6:.0f} MB): {db}"
     )
 
     llm = FakeLLM()
@@ -165,23 +225,26 @@ def main() -> int:
         NIXX_WORKSPACE=str(tmp),
         NIXX_LOG_LEVEL="warning",
     )
+    if args.blas_threads is not None:
+        env["OPENBLAS_NUM_THREADS"] = str(args.blas_threads)
     nixx_bin = str(Path(sys.executable).with_name("nixx"))
     server = subprocess.Popen([nixx_bin, "serve", "--port", str(port)], env=env)
     base = f"http://127.0.0.1:{port}"
     try:
         client = httpx.Client(timeout=60)
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                if client.get(base + "/health").status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if time.monotonic() > deadline or server.poll() is not None:
-                raise SystemExit("nixx serve did not start")
-            time.sleep(0.1)
+        wait_healthy(client, base, server)
 
         rng = random.Random(11)
+        fts_questions: list[str] = []
+        if args.questions == "fts":
+            sys.path.insert(0, str(Path(__file__).parent))
+            from bench_search import fts_corpus
+
+            fts_questions = fts_corpus(args.rows)[1]
+
+        def question() -> str:
+            return rng.choice(fts_questions) if fts_questions else sentence(rng, 15)
+
         history = [
             {"role": "user", "content": sentence(rng, 20)},
             {"role": "assistant", "content": sentence(rng, 40)},
@@ -191,7 +254,7 @@ def main() -> int:
             return {
                 "model": "fake-model",
                 "stream": stream,
-                "messages": [*history, {"role": "user", "content": sentence(rng, 15)}],
+                "messages": [*history, {"role": "user", "content": question()}],
             }
 
         # One async client for both paths (anyio sockets set TCP_NODELAY; a sync client
@@ -259,8 +322,14 @@ def main() -> int:
             f"\nadded at p50: {statistics.median(added) * ms:.2f} ms (goal <= 25 ms); "
             f"first token added at p50: {statistics.median(added_ttft) * ms:.2f} ms (goal <= 10 ms)"
         )
-        rows = client.get(base + "/v1/episodic/status").json()["buffer_rows"]
-        print(f"buffer rows after the run: {rows}")
+        status = client.get(base + "/v1/episodic/status").json()
+        vectors = status["buffer_vectors"]
+        print(
+            f"buffer rows after the run: {status['buffer_rows']}; row vectors: "
+            f"{vectors['embedded']} embedded, {vectors['pending']} pending, "
+            f"queue throughput {vectors['rows_per_second']} rows/s (time in embed())"
+        )
+        print(f"server RSS: {rss_mb(server.pid):.0f} MB; load average: {os.getloadavg()}")
     finally:
         server.terminate()
         server.wait(30)

@@ -1476,6 +1476,17 @@ SMALL_TALK = [
 ]
 
 
+def _words(text: str) -> set[str]:
+    """Content words, as the full-text search sees them (stop words dropped)."""
+    from nixx.store.fts_query import query_terms
+
+    return set(query_terms(text))
+
+
+def _paraphrase_words(ep: _Episode) -> set[str]:
+    return {w for cat, q, _ in ep.questions if cat == "paraphrase" for w in _words(q)}
+
+
 def _filler(rng: random.Random, deck: list[tuple[str, str]]) -> list[tuple[str, str]]:
     kind = rng.random()
     if kind < 0.55:
@@ -1591,9 +1602,13 @@ def _conversation(index: int, rng: random.Random) -> Conversation:
                 for role, text in payload.turns:
                     if role == "user" and len(text) > 30 and rng.random() < 0.5:
                         star = "*" if text.startswith("*") else ""
-                        text = star + rng.choice(LEADS) + text.lstrip("*")
-                        if rng.random() < 0.5:
-                            text += rng.choice(TAILS)
+                        lead = rng.choice(LEADS)
+                        tail = rng.choice(TAILS) if rng.random() < 0.5 else ""
+                        # a paraphrase question must keep sharing no word with its evidence
+                        taken = _paraphrase_words(payload)
+                        lead = "" if _words(lead) & taken else lead
+                        tail = "" if _words(tail) & taken else tail
+                        text = star + lead + text.lstrip("*") + tail
                     turns.append((role, text, payload.key, None))
             elif kind in ("restaurant", "film"):
                 for j, (role, text) in enumerate(payload):  # type: ignore[misc]

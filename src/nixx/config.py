@@ -120,11 +120,19 @@ class Settings(BaseSettings):
         default=None,
         ge=-1.0,
         le=1.0,
-        description="Minimum cosine similarity for a summary to be recalled into a turn. Empty: "
-        "the embedder's calibrated default (0.4 for mxbai-embed-large, 0.3 for all-MiniLM-L6-v2).",
+        description="Minimum cosine similarity for a summary or a buffer row to be recalled "
+        "into a turn. Empty: the embedder's calibrated defaults (summaries: 0.4 for "
+        "mxbai-embed-large, 0.3 for all-MiniLM-L6-v2; buffer rows: 0.40 for all-MiniLM-L6-v2, "
+        "else the summary value).",
     )
     recall_limit: int = Field(
         default=3, ge=0, description="At most this many summaries are recalled per turn."
+    )
+    recall_tokens: int = Field(
+        default=600,
+        ge=0,
+        description="Token budget of the recalled block of a turn's system prompt (verbatim "
+        "excerpts and summaries, best first; 0 recalls nothing).",
     )
     recall_enabled: bool = Field(
         default=True,

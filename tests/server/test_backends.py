@@ -82,7 +82,13 @@ def scenario(settings: Any, llm: FakeLLM, query: str) -> None:
             if b["messages"][0]["content"] not in (SUMMARY_PROMPT, INTENT_PROMPT)
         ][-1]["messages"][0]["content"]
         assert "## Current Intent\nChoosing a vector database." in system
-        assert "- " + SUMMARY["summary"] + " (tags: database, vectors)" in system
+        assert ": " + SUMMARY["summary"] + " (tags: database, vectors)" in system
+        assert "- summary of buffer #1-4" in system
+        # the fused list has the summary and the rows that said it
+        results = client.post(
+            "/v1/episodic/search", json={"query": "pgvector extension"}
+        ).json()["results"]
+        assert {r["kind"] for r in results} == {"buffer", "summary"}
         hits = client.post("/v1/episodic/search", json={"query": "pgvector extension"}).json()
         assert any("pgvector" in h["content"] for h in hits["buffer"])
         assert hits["summaries"][0]["id"] == summary["id"]

@@ -134,19 +134,29 @@ def test_intent_and_recalled_summaries_in_exact_order(nixx: Nixx, llm: FakeLLM) 
         == 200
     )
 
+    nixx.service.row_vectors.drain()  # the background queue's work, done now
     llm.queue(Reply(content="Use ef_search."))
     query = "how did we tune the postgres hnsw index"
     r = nixx.chat(query)
     assert r.status_code == 200
     system = llm.chat_requests[-1]["messages"][0]["content"]
+    day = nixx.rows()[0]["created_at"][:10]
+    summary_day = nixx.service.store.list_summaries()[-1].created_at[:10]
+    # best first: the row itself (full text and vectors agree), then the summary of it
     assert system == (
         SYSTEM_PROMPT
         + "\n\n## Current Intent\nSpeed up vector search."
         + "\n\n## Recalled Memories\n"
         + RECALL_FRAMING
-        + "\n\n- Tuned the postgres hnsw index: m=16, ef_search=64. (tags: postgres, hnsw)"
+        + f"\n\n- {day}, buffer #1:\n  user: we tuned the hnsw index of postgres"
+        + f"\n- summary of buffer #1-2 ({summary_day}): Tuned the postgres hnsw index: "
+        "m=16, ef_search=64. (tags: postgres, hnsw)"
     )
     assert r.json()["nixx"]["recalled_summaries"] == [1]
+    assert [(x["kind"], x["id"]) for x in r.json()["nixx"]["recalled"]] == [
+        ("buffer", 1),
+        ("summary", 1),
+    ]
 
 
 def test_threshold_is_respected(make_settings: Any, llm: FakeLLM, tmp_path: Any) -> None:
@@ -317,7 +327,7 @@ def test_older_summary_recalled_past_many_summaries_of_the_history(
         llm.queue(Reply(content="ok"))
         r = nixx.chat("kubernetes ingress controller", history=history)
         system = llm.chat_requests[-1]["messages"][0]["content"]
-        assert "- kubernetes ingress basics from last week (tags: old)" in system
+        assert "kubernetes ingress basics from last week (tags: old)" in system
         assert "kubernetes ingress controller setup" not in system
         assert r.json()["nixx"]["recalled_summaries"] == [7]
 

@@ -107,8 +107,12 @@ def test_debug_context_is_what_the_next_turn_sends(nixx: Nixx, llm: FakeLLM) -> 
     assert ctx["base_prompt"] == SYSTEM_PROMPT
     assert ctx["intent"] == "Ship the release."
     assert ctx["query"] == "how did we deploy nixx behind caddy"
-    assert [h["content"] for h in ctx["recalled"]] == ["Deployed nixx behind caddy with TLS."]
-    assert ctx["recalled"][0]["score"] >= ctx["threshold"]
+    assert [h["content"] for h in ctx["recalled_summaries"]] == [
+        "Deployed nixx behind caddy with TLS."
+    ]
+    assert [(h["kind"], h["id"]) for h in ctx["recalled"]] == [("summary", 1)]
+    assert ctx["recalled"][0]["cosine"] >= ctx["threshold"]
+    assert ctx["recalled"][0]["text"] in sent
     other = nixx.client.get("/v1/debug/context", params={"query": "bread"}).json()
     assert other["recalled"] == [] and "## Recalled Memories" not in other["system_prompt"]
 

@@ -515,6 +515,23 @@ class StoreContract:
         assert store.buffer_vector_stats() == {"embedded": 2, "pending": 3}
         assert store.buffer_rows_without_vector(0) == []
 
+    def test_has_episodic_vectors_once_a_row_vector_or_a_summary_is_stored(
+        self, store: MemoryStore
+    ):
+        ids = fill_buffer(store, 2)
+        store.add_source("doc", "document", chunks(random_units(1, 30)))
+        assert not store.has_episodic_vectors()  # memories are not episodic
+        store.add_buffer_vectors([(ids[0], unit(1, 0))])
+        assert store.has_episodic_vectors()
+
+    def test_has_episodic_vectors_with_a_summary(self, store: MemoryStore):
+        ids = fill_buffer(store, 2)
+        assert not store.has_episodic_vectors()
+        store.add_summary(
+            "s", unit(1, 0), tags=[], entities={}, start_buffer_id=ids[0], end_buffer_id=ids[1]
+        )
+        assert store.has_episodic_vectors()
+
     def test_buffer_vector_search_orders_by_cosine_and_filters_by_id(self, store: MemoryStore):
         ids = fill_buffer(store, 3)
         store.add_buffer_vectors([(ids[0], unit(1, 0)), (ids[1], unit(1, 1)), (ids[2], unit(0, 1))])

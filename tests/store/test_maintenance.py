@@ -106,5 +106,7 @@ def test_reindex_switches_the_store_to_the_configured_embedder(nixx_home: Path, 
         assert hit.memory.content == "the cat sat on the mat"
         [same] = store.search_memories(embedder.embed_one(texts[1]), limit=1)
         assert same.score == pytest.approx(1.0, abs=1e-4)
+        [row] = store.search_buffer_vectors(embedder.embed_one("m0"), limit=1)
+        assert row.row.id == ids[0] and row.score == pytest.approx(1.0, abs=1e-4)
     finally:
         store.close()

@@ -375,6 +375,46 @@ def test_vector_search_uses_the_hnsw_index(store: PostgresStore, pg_url: str) ->
 
 
 # ---- threads --------------------------------------------------------------------------
+def test_binding_while_searches_run_does_not_deadlock(store: PostgresStore) -> None:
+    """Binding retypes every vector table; searches reading several of them at once in
+    other connections must make it wait, never deadlock (each side is one transaction)."""
+    [row] = [store.append_buffer("user", "a row").id]
+    errors: list[BaseException] = []
+    stop = threading.Event()
+
+    def search() -> None:
+        rng = np.random.default_rng(1)
+        while not stop.is_set():
+            try:
+                store.has_episodic_vectors()
+                info = store.embedding_info()
+                if info is not None:
+                    q = unit(rng, 1, info.dim)[0]
+                    store.search_buffer_vectors(q, limit=3)
+                    store.search_summaries(q, limit=3)
+                    store.buffer_vector_stats()
+            except EmbedderMismatch:
+                pass  # rebound between reading the dimension and searching
+            except BaseException as exc:
+                errors.append(exc)
+                return
+
+    threads = [threading.Thread(target=search) for _ in range(3)]
+    for t in threads:
+        t.start()
+    try:
+        for i in range(6):
+            dim = DIM if i % 2 == 0 else 2 * DIM
+            store.bind_embedder(f"model-{i}", dim)
+            store.add_buffer_vectors([(row, unit(np.random.default_rng(i), 1, dim)[0])])
+    finally:
+        stop.set()
+        for t in threads:
+            t.join()
+    assert not errors, errors[0]
+    assert store.embedding_info().model == "model-5"
+
+
 def test_threads_share_one_store_without_losing_rows(store: PostgresStore) -> None:
     def writer(n: int) -> None:
         for i in range(100):

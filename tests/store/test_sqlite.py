@@ -461,3 +461,55 @@ def test_scrub_does_not_wait_long_for_an_old_reader(store: SQLiteStore):
     assert store.scrub()["checkpoint"]["busy"] == 0
     assert wal.stat().st_size == 0
     assert b"message number 0" not in store.path.read_bytes()
+
+
+def test_vector_indexes_are_prepared_in_the_background_after_a_restart(tmp_path: Path):
+    path = tmp_path / "warm.db"
+    dim = 32
+    first = SQLiteStore(path, ann_threshold=100)
+    first.migrate()
+    first.bind_embedder(MODEL, dim)
+    ids = [first.append_buffer("user", f"m{i}", "api").id for i in range(300)]
+    vectors = _clustered(300, dim, seed=8)
+    first.add_buffer_vectors(list(zip(ids, vectors, strict=True)))
+    truth = [h.row.id for h in first.search_buffer_vectors(vectors[3], limit=5)]
+    first.close()
+    for sidecar in tmp_path.glob("warm.db.*.hnsw*"):
+        sidecar.unlink()  # no saved index: it must be built
+
+    second = SQLiteStore(path, ann_threshold=100)
+    try:
+        thread = second.warm_vector_indexes()
+        assert thread is not None
+        # whatever the thread has done so far, a search answers (exact scan, exact
+        # index or the graph) without waiting for it
+        assert [h.row.id for h in second.search_buffer_vectors(vectors[3], limit=5)] == truth
+        thread.join(60)
+        assert not thread.is_alive()
+        assert second._indexes["buffer_vectors"].approximate
+        assert (tmp_path / "warm.db.buffer_vectors.hnsw").exists()  # saved for the next start
+        assert [h.row.id for h in second.search_buffer_vectors(vectors[3], limit=5)] == truth
+        new = second.append_buffer("user", "new", "api").id
+        second.add_buffer_vectors([(new, vectors[3])])
+        assert new in [h.row.id for h in second.search_buffer_vectors(vectors[3], limit=2)]
+        assert second.warm_vector_indexes() is thread  # once per store
+    finally:
+        second.close()
+
+
+def test_commits_are_synchronous_normal_unless_the_url_asks_for_full(tmp_path: Path):
+    default = open_store(f"sqlite:///{tmp_path / 'n.db'}")
+    full = open_store(f"sqlite:///{tmp_path / 'f.db'}?synchronous=full")
+    try:
+        assert default._conn().execute("PRAGMA synchronous").fetchone()[0] == 1  # NORMAL
+        assert full._conn().execute("PRAGMA synchronous").fetchone()[0] == 2  # FULL
+        assert full.path == tmp_path / "f.db"
+        full.append_buffer("user", "kept")
+        assert full.get_buffer(1)[0].content == "kept"
+    finally:
+        default.close()
+        full.close()
+    with pytest.raises(ConfigError, match="synchronous"):
+        open_store(f"sqlite:///{tmp_path / 'x.db'}?synchronous=sometimes")
+    with pytest.raises(ConfigError, match="unknown option 'cache'"):
+        open_store(f"sqlite:///{tmp_path / 'x.db'}?cache=shared")

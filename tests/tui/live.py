@@ -47,6 +47,15 @@ class LiveServer:
         resp.raise_for_status()
         return resp.json() if resp.content else None
 
+    def embedded(self, timeout: float = 60.0) -> None:
+        """Return once the background queue has embedded every buffer row (what search
+        and recall find depends on it; waiting for the state, not for a time)."""
+        deadline = time.monotonic() + timeout
+        while self.get("/v1/episodic/status")["buffer_vectors"]["pending"]:
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"buffer rows still pending after {timeout:.0f} s")
+            time.sleep(0.05)
+
 
 class ThreadedServer:
     """`nixx.server.app.create_app(settings)` under uvicorn in a daemon thread."""

@@ -50,6 +50,45 @@ def test_search_results_show_hostile_text_verbatim():
     assert "#[x]" in text and "0.61" in text and "1-9" in text
 
 
+def test_fused_results_show_hostile_text_verbatim_best_first():
+    body = {
+        "results": [
+            {
+                "kind": "buffer",
+                "id": 8,
+                "role": "user",
+                "content": "yes " + HOSTILE,
+                "created_at": "2025-03-04T10:00:00Z",
+                "score": 0.03,
+                "context": [
+                    {"id": 7, "role": "assistant", "content": "did you book it?"},
+                    {"id": 9, "role": "user", "content": "unrelated"},
+                ],
+            },
+            {
+                "kind": "summary",
+                "id": 2,
+                "content": HOSTILE,
+                "tags": ["[x]"],
+                "start_buffer_id": 1,
+                "end_buffer_id": 9,
+                "created_at": "2025-03-05T10:00:00Z",
+                "score": 0.01,
+            },
+        ],
+        "buffer": [],
+        "summaries": [],
+    }
+    text = text_of(render.search_results("[/]", body))
+    assert "search [/] — 1 transcript row, 1 summary, best first" in text
+    assert text.count(HOSTILE) == 2 and "#[x]" in text and "summary 1-9" in text
+    # a short answer is shown after its question; the unrelated next row is not
+    assert text.index("did you book it?") < text.index("yes " + HOSTILE)
+    assert "unrelated" not in text and "2025-03-04" in text
+    assert text.index("#8") < text.index("summary 1-9")
+    assert "nothing found" in text_of(render.search_results("q", {"results": []}))
+
+
 def test_search_results_empty():
     assert "nothing found" in text_of(render.search_results("q", {"buffer": [], "summaries": []}))
 
@@ -66,10 +105,11 @@ def test_transcript_context_source_ingest_and_status():
         "recall_enabled": True,
         "threshold": 0.3,
         "system_prompt": "base\n\n## Current Intent\n" + HOSTILE,
-        "recalled": [{"content": "old talk", "score": 0.5}],
+        "recalled": [{"kind": "buffer", "id": 4, "cosine": 0.5, "text": "- old talk " + HOSTILE}],
     }
     text = text_of(render.context_view(ctx))
-    assert text.count(HOSTILE) == 2 and "recalled summaries: 1" in text and "0.50" in text
+    assert text.count(HOSTILE) == 3 and "recalled: 1" in text and "cosine 0.50" in text
+    assert "buffer 4" in text
     src = {
         "source": {
             "id": 3,

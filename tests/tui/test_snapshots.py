@@ -59,6 +59,7 @@ def test_search_result(snap_compare, live_server):
     summary = {"summary": "apsw was chosen to load SQLite extensions.", "tags": ["storage"]}
     live_server.llm.queue(Reply(content=json.dumps(summary)))
     live_server.post("/v1/episodic/summary", {"tags": ["apsw"]})
+    live_server.embedded()
 
     async def run_before(pilot):
         await settle(pilot)

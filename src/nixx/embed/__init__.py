@@ -42,4 +42,20 @@ def default_recall_threshold(model: str) -> float:
     return FALLBACK_RECALL_THRESHOLD
 
 
-__all__ = ["Embedder", "default_recall_threshold", "make_embedder"]
+# Cosine at or above which a buffer row (its vector covers the row and the one before it,
+# nixx.memory.row_text) is recalled into a turn: measured on bench/bench_recall.py --floor
+# (related vs unrelated questions; docs/performance.md). Models without a calibration use
+# their summary threshold.
+ROW_FLOORS = {"all-minilm-l6-v2": 0.40}
+
+
+def default_row_floor(model: str) -> float:
+    """The calibrated cosine floor for recalling a buffer row with an embedding model."""
+    name = model.rsplit("/", 1)[-1].split(":", 1)[0].lower()
+    for key, value in ROW_FLOORS.items():
+        if name.startswith(key):
+            return value
+    return default_recall_threshold(model)
+
+
+__all__ = ["Embedder", "default_recall_threshold", "default_row_floor", "make_embedder"]

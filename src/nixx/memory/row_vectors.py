@@ -53,6 +53,10 @@ RETRY_MIN = 1.0
 RETRY_MAX = 60.0
 #: A backfill logs its progress at most this often (seconds).
 LOG_EVERY = 10.0
+#: How often (seconds) a drain also counts the rows pending *below* the cursor (vectors
+#: dropped by a `nixx reindex` of another process): the count reads every row, too
+#: dear for every turn (~10 ms at 100k rows).
+RECHECK_EVERY = 300.0
 
 
 def texts_for(store: MemoryStore, rows: Sequence[BufferRow]) -> list[str]:
@@ -106,6 +110,7 @@ class RowVectors:
         self.embedded_total = 0  # rows embedded by this process
         self.embed_seconds = 0.0  # time spent in embed() for them
         self._cursor = 0  # every non-marker row with id <= cursor has a vector
+        self._checked_at = 0.0  # monotonic time of the last count below the cursor
         self._wake = threading.Event()
         self._drain_lock = threading.Lock()  # one drain at a time (thread or flush)
         self._running = False
@@ -135,8 +140,8 @@ class RowVectors:
 
     # ---- status -------------------------------------------------------------------------
     def status(self) -> dict[str, Any]:
-        """``{"embedded", "pending", "running", "error", "rows_per_second"}`` (blocking:
-        it counts in the store)."""
+        """``{"embedded", "pending", "running", "error", "rows_per_second",
+        "index_warming"}`` (blocking: it counts in the store)."""
         stats = self.store.buffer_vector_stats()
         rate = self.embedded_total / self.embed_seconds if self.embed_seconds > 0 else None
         return {
@@ -145,14 +150,23 @@ class RowVectors:
             "running": self._running,
             "error": self.error,
             "rows_per_second": None if rate is None else round(rate, 1),
+            "index_warming": self.store.vector_indexes_warming(),
         }
 
     # ---- work ---------------------------------------------------------------------------
     async def flush(self) -> dict[str, Any]:
-        """Embed every row pending now, in a worker thread; returns `status()`. With the
-        embedder failing it returns at once with the error set (the rows stay pending)."""
+        """Embed every row pending now (from the first row: `nixx reindex` may have
+        dropped vectors), in a worker thread; returns `status()`. With the embedder
+        failing it returns at once with the error set (the rows stay pending)."""
+        self._cursor = 0
         await asyncio.to_thread(self.drain)
-        return await asyncio.to_thread(self.status)
+        return await asyncio.to_thread(self._settled_status)
+
+    def _settled_status(self) -> dict[str, Any]:
+        # read while no drain runs: a turn's notify may have started the background
+        # thread's drain (of nothing left) just after ours ended
+        with self._drain_lock:
+            return self.status()
 
     def drain(self) -> int:
         """Embed pending rows until none are left or a batch fails; returns rows embedded.
@@ -175,7 +189,10 @@ class RowVectors:
                 if not rows:
                     if reset or self._cursor == 0:
                         break
-                    # nothing above the cursor: is anything pending below it?
+                    # nothing above the cursor: is anything pending below it? (now and then)
+                    if time.monotonic() - self._checked_at < RECHECK_EVERY:
+                        break
+                    self._checked_at = time.monotonic()
                     if self.store.buffer_vector_stats()["pending"] == 0:
                         break
                     self._cursor, reset = 0, True

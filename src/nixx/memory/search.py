@@ -30,7 +30,8 @@ from datetime import UTC, datetime, timedelta
 import numpy as np
 
 from nixx.store.base import MemoryStore
-from nixx.store.records import BufferHit, BufferRow, Summary, SummaryHit
+from nixx.store.fts_query import fts5_match
+from nixx.store.records import BufferHit, BufferRow, MemoryHit, Summary, SummaryHit
 
 
 @dataclass(frozen=True)
@@ -195,14 +196,14 @@ def fuse(
         )
         for rid, s in score.items()
     ]
-    for rank, hit in enumerate(summaries[: params.depth], 1):
+    for rank, s_hit in enumerate(summaries[: params.depth], 1):
         results.append(
             Result(
                 kind="summary",
                 score=params.w_summary / (params.k + rank),
-                created_at=hit.summary.created_at,
-                summary=hit.summary,
-                cosine=hit.score,
+                created_at=s_hit.summary.created_at,
+                summary=s_hit.summary,
+                cosine=s_hit.score,
                 ranks={"summary": rank},
             )
         )
@@ -255,6 +256,7 @@ def search_store(
     params: FusionParams = DEFAULT_PARAMS,
     now: datetime | None = None,
     context: int = 1,
+    min_cosine: float | None = None,
 ) -> list[Result]:
     """The fused search, in one worker thread: `vectors` are the embeddings of
     `texts_to_embed(query)` (None: full text only). Rows with id >= `before_id` (and
@@ -277,6 +279,7 @@ def search_store(
         params=params,
         now=now,
         context=context,
+        min_cosine=min_cosine,
     )
 
 
@@ -295,9 +298,12 @@ def combine(
     params: FusionParams = DEFAULT_PARAMS,
     now: datetime | None = None,
     context: int = 1,
+    min_cosine: float | None = None,
 ) -> list[Result]:
     """`search_store` once the rankers have answered (the server runs the full-text and
-    the vector side in two worker threads, then this)."""
+    the vector side in two worker threads, then this). With `min_cosine`, a result that
+    shares no word with the query must have at least that cosine (what a search shows:
+    without it every question "finds" the nearest rows, however far)."""
     excluded = set(exclude_ids)
     repeat = " ".join(query.split()).casefold()
 
@@ -324,7 +330,10 @@ def combine(
             period = relative_period(rel[0], rel[1], anchors[0].created_at)
             if period:
                 periods.append(period)
-    results = fuse(fts, vec, summaries, params=params, periods=periods)[: max(0, limit)]
+    results = fuse(fts, vec, summaries, params=params, periods=periods)
+    if min_cosine is not None:
+        results = [r for r in results if r.bm25 is not None or (r.cosine or 0.0) >= min_cosine]
+    results = results[: max(0, limit)]
     if store is not None and context > 0:
         attach_context(store, results, context)
     return results
@@ -347,8 +356,58 @@ def attach_context(store: MemoryStore, results: Sequence[Result], n: int = 1) ->
         result.context = before + after
 
 
+# ---- semantic memory (sources) ------------------------------------------------------------
+# How many nearest chunks the source search re-ranks by their words.
+SOURCE_CANDIDATES = 100
+
+
+def lexical_order(query: str, texts: Sequence[str]) -> list[int]:
+    """Indexes of `texts` that share a content word with `query`, best first: BM25 over
+    these texts alone, with the buffer's tokenizer (porter stemming, diacritics folded),
+    in an in-memory FTS5 table (milliseconds for a hundred chunks)."""
+    import apsw
+
+    match = fts5_match(query)
+    if match is None or not texts:
+        return []
+    db = apsw.Connection(":memory:")
+    try:
+        db.execute(
+            "CREATE VIRTUAL TABLE t USING fts5(content, "
+            "tokenize = 'porter unicode61 remove_diacritics 2')"
+        )
+        with db:
+            db.executemany("INSERT INTO t (rowid, content) VALUES (?, ?)", list(enumerate(texts)))
+        rows = db.execute("SELECT rowid FROM t WHERE t MATCH ? ORDER BY bm25(t), rowid", (match,))
+        return [int(r[0]) for r in rows]
+    finally:
+        db.close()
+
+
+def fuse_memories(
+    query: str, hits: Sequence[MemoryHit], *, limit: int, params: FusionParams = DEFAULT_PARAMS
+) -> list[MemoryHit]:
+    """Source search: the nearest chunks by vectors (`hits`, best first) re-ranked by
+    reciprocal-rank fusion with their full-text rank among themselves, so a chunk that
+    says the question's words ("the read cursor") beats one that is only near in meaning.
+    Scores stay the cosines; only the order changes."""
+    lexical = {
+        i: rank for rank, i in enumerate(lexical_order(query, [h.memory.content for h in hits]), 1)
+    }
+    fused = {
+        i: params.w_vec / (params.k + i + 1)
+        + (params.w_fts / (params.k + lexical[i]) if i in lexical else 0.0)
+        for i in range(len(hits))
+    }
+    order = sorted(fused, key=lambda i: (-fused[i], i))
+    return [hits[i] for i in order[: max(0, limit)]]
+
+
 __all__ = [
     "DEFAULT_PARAMS",
+    "SOURCE_CANDIDATES",
+    "fuse_memories",
+    "lexical_order",
     "FusionParams",
     "Period",
     "Result",

@@ -17,6 +17,7 @@ import contextlib
 import functools
 import logging
 from collections.abc import AsyncIterator, Callable, Coroutine, Sequence
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 import numpy as np
@@ -28,11 +29,19 @@ from nixx.errors import BackendError, NixxError, NotFound, ValidationError
 from nixx.llm.client import ChatClient
 from nixx.memory import forget as forgetting
 from nixx.memory import intent as intent_state
+from nixx.memory import search as fused
 from nixx.memory import semantic
 from nixx.memory.background import BackgroundJobs
 from nixx.memory.episodic import Episodic
 from nixx.memory.prompts import SOURCE_SUMMARY_PROMPT, SYSTEM_PROMPT
-from nixx.memory.recall import RecallContext, build_system_prompt, default_threshold
+from nixx.memory.recall import (
+    RecallContext,
+    Recalled,
+    build_system_prompt,
+    default_row_floor,
+    default_threshold,
+    select,
+)
 from nixx.memory.row_vectors import RowVectors
 from nixx.memory.summarize import merge_tags, select_window, summarise
 from nixx.store.base import MemoryStore
@@ -43,6 +52,12 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 SUMMARY_JOB = "summary"
+# fused results a turn's recall looks at before the floor and the budget
+RECALL_CANDIDATES = 20
+# A search result that shares no word with the query needs this share of the recall row
+# floor as cosine (0.16 with MiniLM: bench/bench_recall.py loses no evidence row at 0.15,
+# 0.011 of R@10 at 0.2; docs/performance.md)
+SEARCH_FLOOR_SHARE = 0.4
 INTENT_JOB = "intent"
 SOURCES_JOB = "sources"
 
@@ -155,33 +170,100 @@ class NixxService:
         )
 
     # ---- recall -----------------------------------------------------------------------
-    def _context_sync(
-        self, query_vec: np.ndarray | None, before_id: int | None, query: str | None
-    ) -> RecallContext:
-        intent = intent_state.text(self.store)
-        enabled = self.episodic.recall_enabled()
-        hits: list[SummaryHit] = []
-        if enabled and query_vec is not None and self.settings.recall_limit > 0:
-            hits = self._recall(query_vec, before_id)
-        return self.recall_context(intent, enabled, hits, before_id, query)
+    @property
+    def row_floor(self) -> float:
+        if self.settings.recall_threshold is not None:
+            return self.settings.recall_threshold
+        return default_row_floor(self.embedder.model)
 
-    def recall_context(
+    def recall_search(self, query: str | None) -> RecallParts | None:
+        """The rankers' answers for recall (one worker thread, run beside the write of
+        the turn's user row): full text, then the query (and a period anchor) embedded
+        and the buffer-row and summary vectors searched. None when recall is off, the
+        budget is 0 or there is no query; an embedder failure leaves full text only
+        (`recall_error` says why)."""
+        if not self.episodic.recall_enabled() or self.settings.recall_tokens <= 0:
+            return None
+        if not query or not query.strip():
+            return None
+        depth = fused.DEFAULT_PARAMS.depth
+        fts, anchor_fts = fused.text_side(self.store, query, depth)
+        parts = RecallParts(query=query, fts=fts, anchor_fts=anchor_fts)
+        if not self.store.has_episodic_vectors():
+            return parts  # nothing to compare a query vector with: no embedding
+        vectors = self.embed_query_sync(fused.texts_to_embed(query))
+        if vectors is None:
+            return parts
+        parts.vector = vectors[0]
+        parts.vec = self.store.search_buffer_vectors(vectors[0], limit=depth)
+        if len(vectors) > 1:
+            parts.anchor_vec = self.store.search_buffer_vectors(vectors[1], limit=depth)
+        if self.settings.recall_limit > 0:
+            parts.wide, parts.last_summarised = self.recall_wide(vectors[0])
+        return parts
+
+    def recall_finish(
         self,
+        parts: RecallParts | None,
+        *,
         intent: str | None,
-        enabled: bool,
-        hits: list[SummaryHit],
         before_id: int | None,
-        query: str | None,
+        exclude_ids: Sequence[int] = (),
+        query: str | None = None,
     ) -> RecallContext:
+        """Fuse the rankers' answers, leaving out the history the client sent (rows from
+        `before_id` on) and `exclude_ids`, and pick what the prompt recalls. `query` is
+        reported when recall did not run."""
+        enabled = parts is not None or self.episodic.recall_enabled()
+        recalled: list[Recalled] = []
+        summary_hits: list[SummaryHit] = []
+        considered = 0
+        if parts is not None:
+            hits: list[SummaryHit] | None = []
+            if parts.vector is not None and self.settings.recall_limit > 0:
+                hits = self.recall_pick(parts.wide, parts.last_summarised, before_id)
+                if hits is None:
+                    assert before_id is not None
+                    hits = self.recall_filtered(parts.vector, before_id)
+            results = fused.combine(
+                parts.query,
+                parts.fts,
+                parts.vec,
+                hits or [],
+                parts.anchor_fts,
+                parts.anchor_vec,
+                store=self.store,
+                limit=RECALL_CANDIDATES,
+                before_id=before_id,
+                exclude_ids=exclude_ids,
+            )
+            considered = len(results)
+            recalled = select(
+                results,
+                row_floor=self.row_floor,
+                summary_threshold=self.threshold,
+                budget_tokens=self.settings.recall_tokens,
+                max_summaries=self.settings.recall_limit,
+            )
+            by_id = {r.summary.id: r.summary for r in results if r.summary is not None}
+            summary_hits = [
+                SummaryHit(by_id[item.id], float(item.cosine or 0.0))
+                for item in recalled
+                if item.kind == "summary"
+            ]
         return RecallContext(
-            system_prompt=build_system_prompt(self.base_prompt, intent, hits),
+            system_prompt=build_system_prompt(self.base_prompt, intent, recalled),
             base_prompt=self.base_prompt,
             intent=intent,
-            hits=hits,
+            hits=summary_hits,
             threshold=self.threshold,
             recall_enabled=enabled,
-            query=query,
+            query=parts.query if parts is not None else query,
             before_buffer_id=before_id,
+            recalled=recalled,
+            row_floor=self.row_floor,
+            budget_tokens=self.settings.recall_tokens,
+            considered=considered,
         )
 
     # Filtering by buffer id inside the store costs far more than a plain vector search
@@ -216,56 +298,47 @@ class NixxService:
             before_buffer_id=before_id,
         )
 
-    def _recall(self, query_vec: np.ndarray, before_id: int | None) -> list[SummaryHit]:
-        """Summaries at or above the threshold ending before `before_id`, best first."""
-        wide, last = self.recall_wide(query_vec)
-        hits = self.recall_pick(wide, last, before_id)
-        if hits is None:
-            assert before_id is not None
-            hits = self.recall_filtered(query_vec, before_id)
-        return hits
-
-    def embed_query_sync(self, query: str | None) -> np.ndarray | None:
-        """The query vector for recall, or None (no query, or the embedder failing: a turn
-        goes on without recall rather than fail; `recall_error` says why)."""
-        if not query or not query.strip():
-            return None
+    def embed_query_sync(self, texts: Sequence[str]) -> np.ndarray | None:
+        """The vectors of `texts` for recall, or None (the embedder failing: a turn goes
+        on without vectors rather than fail; `recall_error` says why)."""
         try:
-            vec = self._embed_sync([query])[0]
+            vectors = self._embed_sync(list(texts))
         except NixxError as exc:
             self.recall_error = exc.message
-            log.warning("recall skipped: %s", exc.message)
+            log.warning("recall without vectors: %s", exc.message)
             return None
         self.recall_error = None
-        return vec
-
-    async def embed_query(self, query: str | None) -> np.ndarray | None:
-        return await self.run(self.embed_query_sync, query)
+        return vectors
 
     async def context(
         self,
         query: str | None = None,
         *,
         history_messages: int | None = None,
-        query_vec: np.ndarray | None = None,
         before_id: int | None = None,
     ) -> RecallContext:
         """The system prompt a turn sends. With no `query`, the newest user message of the
         current session is used (what the next turn would recall against)."""
+        exclude: list[int] = []
         if query is None:
             # the newest user message of the session; a client continuing the session
-            # sends all of it, so summaries from the session start on are left out
+            # sends all of it, so nothing from the session start on is recalled
             start = await self.run(self.episodic.session_start)
             rows = await self.run(lambda: self.store.last_buffer_rows(20, after_id=start - 1))
             users = [r for r in rows if r.role == "user"]
             query = users[-1].content if users else None
+            exclude = [users[-1].id] if users else []
             if before_id is None and history_messages is None:
                 before_id = start
         if before_id is None:
             before_id = await self.run(self.episodic.oldest_in_history, history_messages or 0)
-        if query_vec is None and await self.run(self.episodic.recall_enabled):
-            query_vec = await self.embed_query(query)
-        return await self.run(self._context_sync, query_vec, before_id, query)
+        parts = await self.run(self.recall_search, query)
+        intent = await self.run(intent_state.text, self.store)
+        return await self.run(
+            lambda: self.recall_finish(
+                parts, intent=intent, before_id=before_id, exclude_ids=exclude, query=query
+            )
+        )
 
     # ---- the chat turn ----------------------------------------------------------------
     def turn(
@@ -496,14 +569,39 @@ class NixxService:
         data["buffer_vectors"] = await self.run(self.row_vectors.status)
         return data
 
-    async def search(self, query: str, limit: int) -> tuple[list[BufferHit], list[SummaryHit]]:
-        """Full-text over the buffer and vectors over summaries (both, as the seed says)."""
-        buffer_hits = await self.run(self.store.search_buffer, query, limit)
-        vector = (await self.embed([query]))[0]
-        summary_hits = await self.run(
-            lambda: self.store.search_summaries(vector, limit=limit, threshold=None)
+    async def search(self, query: str, limit: int) -> SearchAnswer:
+        """The fused search (`nixx.memory.search`), plus the two lists the seed's API had:
+        full text over the buffer and vectors over summaries. Full text runs in one worker
+        thread while the query is embedded and the vector indexes searched in another."""
+        depth = max(limit, fused.DEFAULT_PARAMS.depth)
+
+        def vector_side() -> tuple[list[BufferHit], list[SummaryHit], list[BufferHit]]:
+            if not self.store.has_episodic_vectors():
+                return [], [], []  # nothing to compare a query vector with: no embedding
+            vectors = self._embed_sync(fused.texts_to_embed(query))
+            return fused.vector_side(self.store, vectors, depth, None)
+
+        text, vector = await asyncio.gather(
+            self.run(fused.text_side, self.store, query, depth), self.run(vector_side)
         )
-        return buffer_hits, summary_hits
+        fts, anchor_fts = text
+        vec, summaries, anchor_vec = vector
+
+        def combine() -> list[fused.Result]:
+            return fused.combine(
+                query,
+                fts,
+                vec,
+                summaries,
+                anchor_fts,
+                anchor_vec,
+                store=self.store,
+                limit=limit,
+                min_cosine=self.row_floor * SEARCH_FLOOR_SHARE,
+            )
+
+        results = await self.run(combine)
+        return SearchAnswer(fts[:limit], summaries[:limit], results)
 
     # ---- sources ----------------------------------------------------------------------
     async def create_source(
@@ -545,8 +643,16 @@ class NixxService:
         return summary or None, None
 
     async def search_sources(self, query: str, limit: int) -> list[MemoryHit]:
+        """Semantic memory: the nearest chunks by vectors, re-ranked with their words
+        (`nixx.memory.search.fuse_memories`), best first."""
         vector = (await self.embed([query]))[0]
-        return await self.run(lambda: self.store.search_memories(vector, limit=limit))
+
+        def find() -> list[MemoryHit]:
+            depth = max(limit, fused.SOURCE_CANDIDATES)
+            hits = self.store.search_memories(vector, limit=depth)
+            return fused.fuse_memories(query, hits, limit=limit)
+
+        return await self.run(find)
 
     async def list_sources(self, name: str | None = None) -> list[Source]:
         """Every source, newest first; with `name`, those whose name contains it
@@ -802,6 +908,27 @@ class NixxService:
         """The rows around `row_id` (markers included), for a transcript view of a hit."""
         start = max(1, row_id - before)
         return await self.run(self.store.get_buffer, start, row_id + after)
+
+
+@dataclass
+class RecallParts:
+    """What the rankers answered for a turn's recall (`NixxService.recall_search`)."""
+
+    query: str
+    fts: list[BufferHit] = field(default_factory=list)
+    anchor_fts: list[BufferHit] = field(default_factory=list)
+    vector: np.ndarray | None = None
+    vec: list[BufferHit] = field(default_factory=list)
+    anchor_vec: list[BufferHit] = field(default_factory=list)
+    wide: list[SummaryHit] = field(default_factory=list)
+    last_summarised: int = 0
+
+
+@dataclass(frozen=True)
+class SearchAnswer:
+    buffer: list[BufferHit]  # full text over the buffer, best first
+    summaries: list[SummaryHit]  # vectors over summaries, best first
+    results: list[Any]  # the fused list (`nixx.memory.search.Result`), best first
 
 
 class _BoundEmbedder(Embedder):

@@ -2,9 +2,11 @@
 
 1. The turn's new user message (the last message, when it is a user message) is written
    to the buffer — once, before the backend is called — while, in a second worker
-   thread, the latest user message is embedded and the summaries searched.
+   thread, recall's rankers run on the latest user message (full text over the buffer,
+   vectors over buffer rows and summaries: `NixxService.recall_search`).
 2. The system prompt is built (`nixx.memory.recall`): base prompt, current intent,
-   recalled summaries; system/developer messages the client put first are appended to
+   recalled excerpts and summaries from outside the history the client sent, above the
+   floor and within the token budget; system/developer messages the client put first are appended to
    it, so the backend gets exactly one leading system message.
 3. The history is trimmed newest-first to the context budget.
 4. The backend is called (always streamed, so a cut keeps what was produced). Content
@@ -74,7 +76,8 @@ class Finished:
     usage: dict[str, int]
     tool_runs: list[ToolRun] = field(default_factory=list)
     client_tool_calls: list[dict[str, Any]] = field(default_factory=list)
-    recalled: list[int] = field(default_factory=list)
+    recalled: list[int] = field(default_factory=list)  # summary ids
+    recalled_items: list[dict[str, Any]] = field(default_factory=list)  # Recalled.info()
     user_row_id: int | None = None
     assistant_row_id: int | None = None
     trimmed: int = 0
@@ -129,37 +132,30 @@ async def run_turn(
     history_count = sum(1 for m in history if m.get("role") in ("user", "assistant"))
 
     # 1-2. two worker-thread hops side by side: (a) write the user's message (fsync'd
-    #    before the LLM is called) and read the intent; (b) embed the query and run the
-    #    vector search. Then the recalled summaries are picked and the prompt built.
+    #    before the LLM is called) and read the intent; (b) the rankers of recall (full
+    #    text; the query embedded, buffer-row and summary vectors). Then the results are
+    #    fused, the history the client sent is left out, and the prompt is built.
     def write_user() -> tuple[int | None, int, str | None]:
         row = (service.episodic.record_user(user_text, origin, tagged)
                if user_text is not None else None)
         before = service.episodic.oldest_in_history(history_count)
         return (row.id if row else None), before, intent_state.text(service.store)
 
-    def search() -> tuple[bool, Any, list[Any], int]:
-        enabled = service.episodic.recall_enabled()
-        if not enabled or settings.recall_limit <= 0:
-            return enabled, None, [], 0
-        vec = service.embed_query_sync(query)
-        if vec is None:
-            return enabled, None, [], 0
-        wide, last = service.recall_wide(vec)
-        return enabled, vec, wide, last
-
     written = asyncio.ensure_future(service.run(write_user))
-    searched = asyncio.ensure_future(service.run(search))
+    searched = asyncio.ensure_future(service.run(service.recall_search, query))
     try:
         user_row_id, before_id, intent = await written
     except BaseException:
         searched.cancel()
         raise
     info["user_row_id"] = user_row_id
-    enabled, query_vec, wide, last_summarised = await searched
-    hits = service.recall_pick(wide, last_summarised, before_id) if query_vec is not None else []
-    if hits is None:
-        hits = await service.run(service.recall_filtered, query_vec, before_id)
-    ctx = service.recall_context(intent, enabled, hits, before_id, query)
+    parts = await searched
+    exclude = [user_row_id] if user_row_id is not None else []
+    ctx = await service.run(
+        lambda: service.recall_finish(
+            parts, intent=intent, before_id=before_id, exclude_ids=exclude, query=query
+        )
+    )
     model = await service.resolve_model(body.get("model"))
     info["model"] = model
     system = ctx.system_prompt
@@ -283,6 +279,11 @@ async def run_turn(
             ]
         if exhausted:
             meta["tool_rounds_exhausted"] = True
+        if ctx.recalled:
+            # what this answer was given from memory (the web page shows it for a past answer)
+            meta["recalled"] = [
+                {"kind": r.kind, "id": r.id, "score": round(r.score, 6)} for r in ctx.recalled
+            ]
         if refused_calls:
             meta["refused_tool_calls"] = refused_calls
         if tagged:
@@ -298,6 +299,7 @@ async def run_turn(
         tool_runs=progress.tool_runs,
         client_tool_calls=progress.client_calls,
         recalled=[hit.summary.id for hit in ctx.hits],
+        recalled_items=[item.info() for item in ctx.recalled],
         user_row_id=user_row_id,
         assistant_row_id=progress.assistant_row_id,
         trimmed=trimmed,

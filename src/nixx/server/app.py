@@ -46,6 +46,7 @@ def create_app(settings: Settings) -> FastAPI:
             app.state.service = service
             service.row_vectors.start()  # embeds buffer rows without a vector (backfill)
             await service.resume_repairs()  # re-summaries and rebuilds a forget left queued
+            store.warm_vector_indexes()  # not in the first search after a restart
             from nixx.server.run import startup_line
 
             log.info("%s", startup_line(settings, embedder.model))

@@ -47,6 +47,20 @@ def summary_hit(h: SummaryHit) -> dict[str, Any]:
     return {**summary(h.summary), "score": h.score}
 
 
+def result(r: Any) -> dict[str, Any]:
+    """One item of the fused search (`nixx.memory.search.Result`)."""
+    why = {"score": r.score, "cosine": r.cosine, "bm25": r.bm25, "ranks": dict(r.ranks)}
+    if r.kind == "buffer":
+        return {
+            "kind": "buffer",
+            **row(r.row),
+            "buffer_id": r.row.id,
+            **why,
+            "context": [row(c) for c in r.context],
+        }
+    return {"kind": "summary", **summary(r.summary), "summary_id": r.summary.id, **why}
+
+
 def source(s: Source) -> dict[str, Any]:
     return {
         "id": s.id,

@@ -13,9 +13,17 @@ from nixx.store.base import MemoryStore
 def open_store(url: str, *, migrate: bool = True) -> MemoryStore:
     """Open (and by default migrate) the store at `url`."""
     if url.startswith("sqlite://"):
-        from nixx.store.sqlite import SQLiteStore
+        from nixx.store.sqlite import SQLITE_OPTIONS, SQLiteStore
 
-        store: MemoryStore = SQLiteStore(url.removeprefix("sqlite://"))
+        path, _, query = url.removeprefix("sqlite://").partition("?")
+        options = dict(part.partition("=")[::2] for part in query.split("&") if part)
+        unknown = set(options) - set(SQLITE_OPTIONS)
+        if unknown:
+            raise ConfigError(
+                f"NIXX_DB_URL {url!r}: unknown option {sorted(unknown)[0]!r} "
+                f"(SQLite URLs take {', '.join(SQLITE_OPTIONS)})"
+            )
+        store: MemoryStore = SQLiteStore(path, **options)
     elif url.startswith(("postgresql://", "postgres://")):
         from nixx.store.postgres import PostgresStore
 

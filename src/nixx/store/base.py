@@ -51,6 +51,16 @@ class MemoryStore(ABC):
     def migrate(self) -> list[int]:
         """Apply pending migrations, each in its own transaction; return those applied."""
 
+    def warm_vector_indexes(self) -> Any:
+        """Start preparing vector search in the background (the server calls this at
+        start); never blocks. A no-op where the database holds the indexes (PostgreSQL)."""
+        return None
+
+    def vector_indexes_warming(self) -> bool:
+        """Whether `warm_vector_indexes` is still preparing an index (searches are exact
+        and slower meanwhile)."""
+        return False
+
     # ---- embedder identity ---------------------------------------------------------
     @abstractmethod
     def embedding_info(self) -> EmbeddingInfo | None:
@@ -138,6 +148,12 @@ class MemoryStore(ABC):
     ) -> list[BufferHit]:
         """Buffer rows by cosine similarity of their vectors, best first
         (`BufferHit.score` is the cosine); `before_id` keeps rows with id < before_id."""
+
+    @abstractmethod
+    def has_episodic_vectors(self) -> bool:
+        """Whether any buffer row vector or summary is stored: when not, a search has
+        nothing to compare a query vector with and need not embed the query. Cheap
+        (two EXISTS probes)."""
 
     @abstractmethod
     def buffer_vector_stats(self) -> dict[str, int]:

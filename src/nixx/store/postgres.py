@@ -385,6 +385,7 @@ class PostgresStore(MemoryStore):
                 raise _mismatch(current, model, dim)
             # only buffer vectors (derived from the buffer), if any: dropped, the
             # background queue embeds the rows again with the new model
+            self._lock_vector_tables(conn)
             conn.execute("DELETE FROM buffer_vectors")
             conn.execute("UPDATE embedder SET model = %s, dim = %s, bound_at = now()", (model, dim))
             if current.dim != dim:
@@ -399,8 +400,17 @@ class PostgresStore(MemoryStore):
         return bool(row[0])  # type: ignore[index]
 
     @staticmethod
+    def _lock_vector_tables(conn: psycopg.Connection[Any]) -> None:
+        """All the vector tables at once, in the order readers lock them (a statement
+        reading several takes them in this order, e.g. `has_episodic_vectors`): an
+        ALTER of one table after another, each locking as it goes, deadlocked with a
+        concurrent turn's search holding one and wanting the next."""
+        conn.execute("LOCK TABLE buffer_vectors, summaries, memories IN ACCESS EXCLUSIVE MODE")
+
+    @staticmethod
     def _narrow_vectors(conn: psycopg.Connection[Any], dim: int) -> None:
         """Type the vector columns `vector(dim)` and build their HNSW indexes."""
+        PostgresStore._lock_vector_tables(conn)
         for table in VECTOR_TABLES:
             conn.execute(f"ALTER TABLE {table} ALTER COLUMN embedding TYPE vector({dim})")
             if dim <= HNSW_MAX_DIM:
@@ -411,6 +421,7 @@ class PostgresStore(MemoryStore):
 
     @staticmethod
     def _widen_vectors(conn: psycopg.Connection[Any]) -> None:
+        PostgresStore._lock_vector_tables(conn)
         for table in VECTOR_TABLES:
             conn.execute(f"DROP INDEX IF EXISTS {table}_embedding_hnsw")
             conn.execute(f"ALTER TABLE {table} ALTER COLUMN embedding TYPE vector")
@@ -463,7 +474,7 @@ class PostgresStore(MemoryStore):
 
         with self._conn() as conn:
             conn.execute("SELECT pg_advisory_xact_lock(%s)", (_EMBEDDER_LOCK,))
-            conn.execute("LOCK TABLE summaries, memories, buffer_vectors IN EXCLUSIVE MODE")
+            conn.execute("LOCK TABLE buffer_vectors, summaries, memories IN EXCLUSIVE MODE")
             row = conn.execute(
                 "SELECT (SELECT count(*) FROM summaries) + (SELECT count(*) FROM memories), "
                 "(SELECT count(*) FROM buffer WHERE role <> 'marker')"
@@ -657,6 +668,13 @@ class PostgresStore(MemoryStore):
             {"before": before_id},
         )
         return [BufferHit(row=_buffer_row(r), score=1.0 - float(r[-1])) for r in rows]
+
+    def has_episodic_vectors(self) -> bool:
+        with self._conn() as conn:
+            row = conn.execute(
+                "SELECT EXISTS (SELECT 1 FROM buffer_vectors) OR EXISTS (SELECT 1 FROM summaries)"
+            ).fetchone()
+        return bool(row[0])  # type: ignore[index]
 
     def buffer_vector_stats(self) -> dict[str, int]:
         with self._conn() as conn:

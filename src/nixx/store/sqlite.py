@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -26,7 +27,14 @@ from typing import Any
 import apsw
 import numpy as np
 
-from nixx.errors import Conflict, EmbedderMismatch, NotFound, StoreError, ValidationError
+from nixx.errors import (
+    ConfigError,
+    Conflict,
+    EmbedderMismatch,
+    NotFound,
+    StoreError,
+    ValidationError,
+)
 from nixx.store import forgetting, sqlite_migrations, validation
 from nixx.store.base import RETRY_TAIL, EmbedFn, MemoryStore, retried_user_row
 from nixx.store.forgetting import ForgetLogEntry, ForgetResult
@@ -61,8 +69,15 @@ from nixx.store.vector_index import (
     normalise_rows,
 )
 
+log = logging.getLogger(__name__)
+
 BUSY_TIMEOUT_MS = 60_000
 CHECKPOINT_WAIT_MS = 5_000  # how long a forget's checkpoint waits for old readers
+#: fsync on every commit (FULL) or only at WAL checkpoints (NORMAL, the default: a
+#: commit survives a crash of the process, not of the machine): docs/storage.md.
+SYNCHRONOUS = "NORMAL"
+#: Options a sqlite:/// URL may carry (``sqlite:///PATH?synchronous=full``).
+SQLITE_OPTIONS = ("synchronous",)
 _LOAD_CHUNK = 20_000
 #: Tables whose vectors are made from their own `content` (reindex re-embeds them).
 _CONTENT_VECTOR_TABLES = ("summaries", "memories")
@@ -108,6 +123,7 @@ class SQLiteStore(MemoryStore):
         *,
         ann_threshold: int = DEFAULT_ANN_THRESHOLD,
         busy_timeout_ms: int = BUSY_TIMEOUT_MS,
+        synchronous: str = SYNCHRONOUS,
     ) -> None:
         if str(path) in ("", ":memory:"):
             raise ValidationError("the SQLite store needs a file path (sqlite:///PATH)")
@@ -115,6 +131,12 @@ class SQLiteStore(MemoryStore):
         self.ann_threshold = ann_threshold
         self.busy_timeout_ms = busy_timeout_ms
         self.checkpoint_wait_ms = CHECKPOINT_WAIT_MS
+        if synchronous.upper() not in ("FULL", "NORMAL"):
+            raise ConfigError(
+                f"synchronous must be full or normal, not {synchronous!r} "
+                "(NIXX_DB_URL=sqlite:///PATH?synchronous=full)"
+            )
+        self.synchronous = synchronous.upper()
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
@@ -128,6 +150,8 @@ class SQLiteStore(MemoryStore):
         self._closed = False
         self._indexes: dict[str, VectorIndex] = {}
         self._index_locks = {name: threading.Lock() for name in _VECTOR_TABLES}
+        self._building: set[str] = set()  # tables whose index a background thread prepares
+        self._warming: threading.Thread | None = None
 
     # ---- connections & transactions ------------------------------------------------
     def _connect(self) -> apsw.Connection:
@@ -150,7 +174,7 @@ class SQLiteStore(MemoryStore):
                         ) from None
                     time.sleep(0.01)
             conn.execute("PRAGMA foreign_keys = ON")
-            conn.execute("PRAGMA synchronous = FULL")
+            conn.execute(f"PRAGMA synchronous = {self.synchronous}")
             # Deleted rows are overwritten with zeros, not just unlinked: on every
             # connection from the start, or b-tree pages keep stale copies of moved cells
             # (docs/storage.md "What a deletion leaves on disk").
@@ -540,6 +564,14 @@ class SQLiteStore(MemoryStore):
             "buffer_vectors", embedding, limit, None, before_buffer_id=before_id
         )
         return [BufferHit(row=_buffer_row(row[:6]), score=s) for row, s in found]
+
+    def has_episodic_vectors(self) -> bool:
+        return bool(
+            _one(
+                self._conn(),
+                "SELECT EXISTS (SELECT 1 FROM buffer_vectors) OR EXISTS (SELECT 1 FROM summaries)",
+            )[0]
+        )
 
     def buffer_vector_stats(self) -> dict[str, int]:
         with self._read() as conn:
@@ -958,6 +990,11 @@ class SQLiteStore(MemoryStore):
             if dim is None:  # nothing stored yet
                 return []
             query = as_vector(embedding, dim, what="query embedding")
+            held = self._indexes.get(table)
+            if table in self._building and (held is None or held.synced is None):
+                # the background thread has not loaded anything yet: never wait for it
+                q = normalise_rows(query)
+                return self._exact_scan(conn, table, q, limit, threshold, before_buffer_id)
             index = self._sync_index(conn, table, dim)
             if not index.approximate:
                 ids, scores = index.exact_search(
@@ -985,22 +1022,31 @@ class SQLiteStore(MemoryStore):
         the candidate set while filters leave too few, then fall back to an exact scan."""
         q = normalise_rows(query)
         fetch = max(4 * limit, 64)
-        at = _FILTER_COLUMN.get(table, 0)
+        spec = _INDEX_SPECS[table]
         while True:
             ids = index.ann_candidates(q, fetch)
-            rows = _rows_by_id(conn, table, ids)
-            scored = _rescore(rows, q, index.dim)
+            # re-score from the vectors alone (no row text), fetch rows for the results only
+            keys, scores, extra = _candidate_scores(conn, table, spec, ids, q, index.dim)
             exhausted = len(ids) < fetch
-            lowest = min((s for _, s in scored), default=-2.0)
-            kept = [
-                (row, s)
-                for row, s in scored
-                if (threshold is None or s >= threshold)
-                and (before_buffer_id is None or row[at] < before_buffer_id)
-            ]
-            if len(kept) >= limit or exhausted or (threshold is not None and lowest < threshold):
-                kept.sort(key=lambda p: (-p[1], p[0][0]))
-                return kept[:limit]
+            lowest = float(scores.min()) if len(scores) else -2.0
+            keep = np.ones(len(keys), dtype=bool)
+            if threshold is not None:
+                keep &= scores >= np.float32(threshold)
+            if before_buffer_id is not None:
+                keep &= extra < before_buffer_id
+            if (
+                int(keep.sum()) >= limit
+                or exhausted
+                or (threshold is not None and lowest < threshold)
+            ):
+                keys, scores = keys[keep], scores[keep]
+                order = np.lexsort((keys, -scores))[:limit]
+                rows = _rows_by_id(conn, table, keys[order])
+                return [
+                    (rows[int(k)], float(sc))
+                    for k, sc in zip(keys[order], scores[order], strict=True)
+                    if int(k) in rows
+                ]
             if fetch >= self.ann_max_candidates:
                 return self._exact_scan(conn, table, q, limit, threshold, before_buffer_id)
             fetch *= 4
@@ -1050,23 +1096,27 @@ class SQLiteStore(MemoryStore):
         out.sort(key=lambda p: (-p[1], p[0][0]))
         return out[:limit]
 
-    def _sync_index(self, conn: apsw.Connection, table: str, dim: int) -> VectorIndex:
-        """Bring the table's in-memory index up to the database's current state."""
+    def _sync_index(
+        self, conn: apsw.Connection, table: str, dim: int, into: VectorIndex | None = None
+    ) -> VectorIndex:
+        """Bring the table's in-memory index (or `into`) up to the database's state."""
         try:
-            return self._sync_index_unguarded(conn, table, dim)
+            return self._sync_index_unguarded(conn, table, dim, into)
         except BaseException:
-            index = self._indexes.get(table)
+            index = into or self._indexes.get(table)
             if index is not None:  # half-loaded: start again next time, never trust it
                 index.reset()
             raise
 
-    def _sync_index_unguarded(self, conn: apsw.Connection, table: str, dim: int) -> VectorIndex:
+    def _sync_index_unguarded(
+        self, conn: apsw.Connection, table: str, dim: int, into: VectorIndex | None = None
+    ) -> VectorIndex:
         spec = _INDEX_SPECS[table]
         epoch, deletions = _one(
             conn, "SELECT epoch, deletions FROM vector_state WHERE name = ?", (table,)
         )
         max_seq = int(_one(conn, f"SELECT max({spec.seq}) FROM {table}")[0] or 0)
-        index = self._indexes.get(table)
+        index = into if into is not None else self._indexes.get(table)
         if index is None or index.dim != dim:
             index = VectorIndex(
                 dim,
@@ -1127,6 +1177,69 @@ class SQLiteStore(MemoryStore):
     @staticmethod
     def _count_rows(conn: apsw.Connection, table: str) -> int:
         return int(_one(conn, f"SELECT count(*) FROM {table}")[0])
+
+    def warm_vector_indexes(self) -> threading.Thread | None:
+        """Load or build every vector index in a background thread (the server calls
+        this at start), instead of in the first search after a restart. A large table
+        gets an exact in-memory index first (seconds), used until its HNSW graph is
+        loaded from the sidecar or built (minutes at a million vectors); a search before
+        even that scans the stored vectors. Returns the thread (tests join it)."""
+        if self._warming is not None or self._closed:
+            return self._warming
+        self._building.update(_VECTOR_TABLES)
+        self._warming = threading.Thread(target=self._warm, name="nixx-vector-index", daemon=True)
+        self._warming.start()
+        return self._warming
+
+    def vector_indexes_warming(self) -> bool:
+        return bool(self._building)
+
+    def _warm(self) -> None:
+        for table in _VECTOR_TABLES:
+            try:
+                started = time.monotonic()
+                count = self._warm_one(table)
+                if count:
+                    log.info(
+                        "vector index %s ready: %d vectors in %.1f s",
+                        table,
+                        count,
+                        time.monotonic() - started,
+                    )
+            except Exception as exc:  # a cache: the first search builds it instead
+                if not self._closed:
+                    log.warning("preparing the %s vector index failed: %s", table, exc)
+            finally:
+                self._building.discard(table)
+
+    def _warm_one(self, table: str) -> int:
+        with self._read() as conn:
+            dim = self._bound_dim(conn)
+            if dim is None:
+                return 0
+            big = self._count_rows(conn, table) > self.ann_threshold
+        if not big:
+            with self._index_locks[table], self._read() as conn:
+                return len(self._sync_index(conn, table, dim))
+        exact = VectorIndex(dim, ann_threshold=2**62)  # never promoted to HNSW
+        with self._read() as conn:
+            self._sync_index(conn, table, dim, into=exact)
+        with self._index_locks[table]:
+            held = self._indexes.get(table)
+            if held is None or held.synced is None:
+                self._indexes[table] = exact
+        ann = VectorIndex(
+            dim,
+            ann_threshold=self.ann_threshold,
+            sidecar=self.path.with_name(f"{self.path.name}.{table}.hnsw"),
+        )
+        with self._read() as conn:  # loads the sidecar, or builds the graph and saves it
+            self._sync_index(conn, table, dim, into=ann)
+        with self._index_locks[table]:
+            held = self._indexes.get(table)
+            if held is None or held is exact or held.synced is None:
+                self._indexes[table] = ann
+        return len(ann)
 
     def build_vector_indexes(self) -> dict[str, int]:
         """Bring every table's vector index up to date now rather than on the first
@@ -1356,7 +1469,7 @@ class SQLiteStore(MemoryStore):
 def sqlite_path(url_or_path: str) -> Path:
     """The file of ``sqlite:///PATH`` (or a plain path); ``sqlite:////abs`` and
     ``sqlite:///abs`` both name ``/abs``; ``sqlite:///~/x`` is in the home folder."""
-    text = url_or_path.removeprefix("sqlite://")
+    text = url_or_path.removeprefix("sqlite://").partition("?")[0]  # options: open_store
     while text.startswith("//"):
         text = text[1:]
     if text.startswith("/~"):  # sqlite:///~/nixx.db
@@ -1482,7 +1595,7 @@ class _ForgetOps:
 
 
 #: What a vector search returns per table: (columns, FROM clause, id column); the
-#: vector is the last column (`_rescore` reads it).
+#: vector is the last column.
 _HIT_SOURCE = {
     "summaries": (_SUMMARY_COLS, "summaries", "id"),
     "memories": (_MEMORY_COLS, "memories", "id"),
@@ -1492,8 +1605,6 @@ _HIT_SOURCE = {
         "b.id",
     ),
 }
-#: The column of a hit row that `before_buffer_id` filters on.
-_FILTER_COLUMN = {"summaries": 5, "buffer_vectors": 0}
 
 
 def _rows_by_id(conn: apsw.Connection, table: str, ids: np.ndarray) -> dict[int, tuple[Any, ...]]:
@@ -1511,13 +1622,28 @@ def _rows_by_id(conn: apsw.Connection, table: str, ids: np.ndarray) -> dict[int,
     return rows
 
 
-def _rescore(
-    rows: dict[int, tuple[Any, ...]], q: np.ndarray, dim: int
-) -> list[tuple[tuple[Any, ...], float]]:
-    """Exact cosine of each row's stored vector (its last column) with unit `q`."""
-    if not rows:
-        return []
-    items = list(rows.values())
-    mat = normalise_rows(decode_vectors([r[-1] for r in items], dim))
-    scores = dot_rows(mat, q)
-    return [(row, float(s)) for row, s in zip(items, scores, strict=True)]
+def _candidate_scores(
+    conn: apsw.Connection,
+    table: str,
+    spec: _IndexSpec,
+    ids: np.ndarray,
+    q: np.ndarray,
+    dim: int,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(keys, exact cosines with unit `q`, filter column) of the candidate `ids`, from
+    their stored vectors only (the rows' text is fetched for the results alone)."""
+    found: list[tuple[Any, ...]] = []
+    id_list = [int(i) for i in ids]
+    for start in range(0, len(id_list), 500):
+        part = id_list[start : start + 500]
+        found += conn.execute(
+            f"SELECT {spec.key}, embedding, {spec.extra} FROM {table} "
+            f"WHERE {spec.key} IN ({','.join('?' * len(part))})",
+            part,
+        )
+    keys = np.fromiter((r[0] for r in found), np.int64, len(found))
+    extra = np.fromiter((r[2] for r in found), np.int64, len(found))
+    if not found:
+        return keys, np.empty(0, np.float32), extra
+    scores = dot_rows(normalise_rows(decode_vectors([r[1] for r in found], dim)), q)
+    return keys, scores, extra

@@ -45,6 +45,61 @@ def _count(n: int, one: str, many: str | None = None) -> str:
 
 
 def search_results(query: str, body: dict[str, Any]) -> RenderableType:
+    if isinstance(body.get("results"), list):
+        return fused_results(query, body["results"])
+    return _search_lists(query, body)
+
+
+def fused_results(query: str, results: list[Any]) -> RenderableType:
+    """The fused list of `/v1/episodic/search`, best first: transcript rows (a short row
+    with the row before it, dim) and summaries in one table."""
+    items = [r for r in results if isinstance(r, dict)]
+    rows = sum(1 for r in items if r.get("kind") == "buffer")
+    parts: list[RenderableType] = [
+        Text.assemble(
+            ("search ", "bold"),
+            (query, "italic"),
+            f" — {_count(rows, 'transcript row')}, "
+            f"{_count(len(items) - rows, 'summary', 'summaries')}, best first",
+        )
+    ]
+    if not items:
+        parts.append(Text("nothing found", style="dim"))
+        return Group(*parts)
+    table = Table(box=None, show_header=True, header_style="dim", padding=(0, 1, 0, 0))
+    table.add_column("what", no_wrap=True)
+    table.add_column("date", no_wrap=True, style="dim")
+    table.add_column("text", ratio=1)
+    for item in items:
+        date = str(item.get("created_at", ""))[:10]
+        if item.get("kind") == "summary":
+            text = Text(clip(item.get("content", "")))
+            tags = item.get("tags") or []
+            if tags:
+                text.append("  " + " ".join(f"#{t}" for t in tags), style="cyan")
+            what = f"summary {item.get('start_buffer_id', '?')}-{item.get('end_buffer_id', '?')}"
+            table.add_row(Text(what), Text(date), text)
+            continue
+        text = Text()
+        content = str(item.get("content", ""))
+        context = [c for c in item.get("context") or [] if isinstance(c, dict)]
+        before = [c for c in context if int(c.get("id", 0)) < int(item.get("id", 0))]
+        after = [c for c in context if int(c.get("id", 0)) > int(item.get("id", 0))]
+        # a short answer with its question, a question with its short answer (as recall)
+        if before and len(content) < 80 and str(before[-1].get("content", "")).endswith("?"):
+            prev = before[-1]
+            text.append(f"{prev.get('role', '')}: {clip(prev.get('content', ''))}\n", style="dim")
+        text.append(f"{item.get('role', '')}: ", style="bold")
+        text.append(clip(content))
+        if after and content.rstrip().endswith("?") and len(after[0].get("content", "")) < 80:
+            nxt = after[0]
+            text.append(f"\n{nxt.get('role', '')}: {clip(nxt.get('content', ''))}", style="dim")
+        table.add_row(Text(f"#{item.get('id', '?')}"), Text(date), text)
+    parts.append(table)
+    return Group(*parts)
+
+
+def _search_lists(query: str, body: dict[str, Any]) -> RenderableType:
     buffer_hits = [h for h in body.get("buffer") or [] if isinstance(h, dict)]
     summary_hits = [h for h in body.get("summaries") or [] if isinstance(h, dict)]
     parts: list[RenderableType] = [
@@ -172,15 +227,17 @@ def context_view(body: dict[str, Any]) -> RenderableType:
         parts.append(Text.assemble(("recalled for: ", "bold"), clip(str(body["query"]), 200)))
     recalled = body.get("recalled") or []
     if isinstance(recalled, list):
-        parts.append(Text(f"recalled summaries: {len(recalled)}", style="bold"))
+        parts.append(Text(f"recalled: {len(recalled)}", style="bold"))
         for hit in recalled:
             if isinstance(hit, dict):
-                summ = _nested(hit, "summary")
+                what = f"{hit.get('kind', 'summary')} {hit.get('id', '')}".strip()
+                cosine = hit.get("cosine")
+                why = f"cosine {cosine:.2f} " if isinstance(cosine, int | float) else ""
                 parts.append(
                     Text.assemble(
                         "  • ",
-                        (f"{_score(hit)} " if _score(hit) else "", "dim"),
-                        clip(summ.get("content", "")),
+                        (f"{what} {why}", "dim"),
+                        clip(str(hit.get("text") or _nested(hit, "summary").get("content", ""))),
                     )
                 )
     prompt = body.get("system_prompt")

@@ -198,13 +198,15 @@ async def search_page(request: Request, q: str = "", scope: str = "memory") -> H
 
 async def _episodic(service: Any, q: str) -> list[dict[str, Any]]:
     """The fused episodic search, one list best first (kind buffer | summary)."""
-    found = await service.search(q, 10)
-    if isinstance(found, dict) and "results" in found:
-        return list(found["results"])
-    buffer_hits, summary_hits = found
-    merged = [{"kind": "buffer", **shapes.buffer_hit(h), "context": []} for h in buffer_hits]
-    merged += [{"kind": "summary", **shapes.summary_hit(h)} for h in summary_hits]
-    return merged
+    answer = await service.search(q, 10)
+    results = []
+    for found in answer.results:
+        item = shapes.result(found)
+        if item["kind"] == "buffer" and item["context"]:
+            # the page shows a row inside its context: the row itself among its neighbours
+            item["context"] = sorted([*item["context"], shapes.row(found.row)], key=lambda c: c["id"])
+        results.append(item)
+    return results
 
 
 # ---- conversations ----------------------------------------------------------------------

@@ -28,7 +28,11 @@ async def context(
         "intent": ctx.intent,
         "recall_enabled": ctx.recall_enabled,
         "threshold": ctx.threshold,
+        "row_floor": ctx.row_floor,
+        "budget_tokens": ctx.budget_tokens,
+        "considered": ctx.considered,
         "query": ctx.query,
         "before_buffer_id": ctx.before_buffer_id,
-        "recalled": [shapes.summary_hit(h) for h in ctx.hits],
+        "recalled": [item.info() for item in ctx.recalled],
+        "recalled_summaries": [shapes.summary_hit(h) for h in ctx.hits],
     }

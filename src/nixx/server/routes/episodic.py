@@ -75,14 +75,16 @@ async def summary(service: ServiceDep, body: SummaryRequest | None = None) -> di
 
 @router.post("/v1/episodic/search")
 async def search(body: SearchRequest, service: ServiceDep) -> dict[str, Any]:
-    """Full-text search over the buffer and vector search over summaries."""
+    """The fused search over buffer rows and summaries (`results`, best first), and, as
+    before, full text over the buffer (`buffer`) and vectors over summaries (`summaries`)."""
     if not body.query.strip():
         raise ValidationError("query must contain some text", param="query")
-    buffer_hits, summary_hits = await service.search(body.query, body.limit)
+    answer = await service.search(body.query, body.limit)
     return {
         "query": body.query,
-        "buffer": [shapes.buffer_hit(h) for h in buffer_hits],
-        "summaries": [shapes.summary_hit(h) for h in summary_hits],
+        "results": [shapes.result(r) for r in answer.results],
+        "buffer": [shapes.buffer_hit(h) for h in answer.buffer],
+        "summaries": [shapes.summary_hit(h) for h in answer.summaries],
     }
 
 

@@ -1,0 +1,168 @@
+"""`POST /v1/episodic/search` over HTTP against a real `nixx serve`, at 100,000 buffer
+rows (each with its row vector) and 10,000 summaries, including the query embedding.
+
+    .venv/bin/python bench/bench_http_search.py [--queries 300] [--rows 100000]
+        [--summaries 10000] [--embed local|openai] [--limit 10] [--empty]
+
+The buffer rows are the full-text benchmark's corpus (`bench_search.fts_corpus`: Zipf
+chat text, the same data as the SQLite and PostgreSQL full-text figures), each with a
+clustered 384-d row vector (`bench_search.Clustered`); the summaries are bench_turn's. The
+HNSW sidecars are written before the server starts (as `nixx reindex` would), so the
+server loads them. The queries are fts_corpus's "typical" questions (3 content words),
+so the full-text side has real matches. A GET /health, interleaved, gives the HTTP floor
+of the same client and server. `--empty`
+runs against an empty store instead (nothing to compare the query with).
+Prints p50/p95/p99 and the load average.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import httpx
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).parent))
+from bench_search import Clustered, fts_corpus  # noqa: E402
+from bench_turn import free_port, rss_mb, sentence, wait_healthy  # noqa: E402
+
+from nixx.store import open_store  # noqa: E402
+from nixx.testing.fake_llm import FakeLLM  # noqa: E402
+
+
+def seed(db: Path, rows: int, summaries: int, model: str) -> list[str]:
+    """The store described above; returns the questions."""
+    records, typical, _ = fts_corpus(rows)
+    vectors = Clustered(seed=1).draw(rows)
+    rng = random.Random(7)
+
+    def all_records():
+        yield records[0]
+        yield {"type": "embedder", "model": model, "dim": 384}
+        yield {"type": "state", "key": "episodic.interval", "value": 10**9}
+        for rec, vec in zip(records[1:], vectors, strict=True):
+            yield {**rec, "embedding": vec.tolist()}
+        span = max(1, rows // max(1, summaries))
+        for j in range(summaries):
+            text = sentence(rng, 30)
+            yield {
+                "type": "summary",
+                "id": j + 1,
+                "content": text,
+                "embedding": FakeLLM.embedding_of(text, 384).tolist(),
+                "tags": [],
+                "entities": {},
+                "start_buffer_id": j * span + 1,
+                "end_buffer_id": min(rows, (j + 1) * span),
+                "created_at": "2026-01-01T00:00:00.000000Z",
+            }
+
+    store = open_store(f"sqlite:///{db}")
+    try:
+        store.import_records(all_records())
+        store.build_vector_indexes()  # type: ignore[attr-defined]
+    finally:
+        store.close()
+    return typical
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--queries", type=int, default=300)
+    ap.add_argument("--rows", type=int, default=100_000)
+    ap.add_argument("--summaries", type=int, default=10_000)
+    ap.add_argument("--embed", choices=("local", "openai"), default="local")
+    ap.add_argument("--limit", type=int, default=10)
+    ap.add_argument("--empty", action="store_true")
+    ap.add_argument("--blas-threads", type=int, default=None)
+    ap.add_argument("--db", type=Path, default=None, help="reuse a store seeded before")
+    ap.add_argument("--seed-only", action="store_true", help="seed the store and stop")
+    args = ap.parse_args()
+
+    tmp = Path(tempfile.mkdtemp(prefix="nixx-bench-search-"))
+    model = "fake-embed" if args.embed == "openai" else "all-MiniLM-L6-v2"
+    db = args.db or tmp / "nixx.db"
+    questions = fts_corpus(args.rows)[1] if args.db is not None else []
+    if args.db is None and not args.empty:
+        t0 = time.perf_counter()
+        questions = seed(db, args.rows, args.summaries, model)
+        print(f"seeded in {time.perf_counter() - t0:.0f}s: {db}")
+    if args.seed_only:
+        return 0
+    if args.empty:
+        questions = fts_corpus(1000)[1]
+    llm = FakeLLM()
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("NIXX_", "NXC_"))}
+    env.update(
+        NIXX_HOME=str(tmp),
+        NIXX_DB_URL=f"sqlite:///{db}",
+        NIXX_CHAT_BASE_URL=llm.base_url,
+        NIXX_EMBED_PROVIDER=args.embed,
+        NIXX_EMBED_BASE_URL=llm.base_url,
+        NIXX_EMBED_MODEL=model if args.embed == "openai" else "",
+        NIXX_WORKSPACE=str(tmp),
+        NIXX_LOG_LEVEL="warning",
+    )
+    if args.blas_threads is not None:
+        env["OPENBLAS_NUM_THREADS"] = str(args.blas_threads)
+    server = subprocess.Popen(
+        [str(Path(sys.executable).with_name("nixx")), "serve", "--port", str(port)], env=env
+    )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        client = httpx.Client(timeout=120)
+        wait_healthy(client, base, server)
+        while client.get(base + "/v1/episodic/status").json()["buffer_vectors"]["index_warming"]:
+            time.sleep(0.5)  # the vector indexes load in the background after a start
+        rng = random.Random(3)
+
+        def search() -> float:
+            q = rng.choice(questions)
+            start = time.perf_counter()
+            r = client.post(base + "/v1/episodic/search", json={"query": q, "limit": args.limit})
+            r.raise_for_status()
+            return time.perf_counter() - start
+
+        def health() -> float:
+            start = time.perf_counter()
+            client.get(base + "/health").raise_for_status()
+            return time.perf_counter() - start
+
+        for _ in range(20):
+            search()
+        times = {"search": [], "health": []}
+        for _ in range(args.queries):
+            times["search"].append(search())
+            times["health"].append(health())
+        status = client.get(base + "/v1/episodic/status").json()
+        print(
+            f"\n{args.queries} searches, embedder {args.embed}, store: {status['buffer_rows']} "
+            f"rows ({status['buffer_vectors']['embedded']} with vectors), "
+            f"{status['summaries']} summaries; load {os.getloadavg()}"
+        )
+        print(f"{'':26}{'p50 ms':>9}{'p95 ms':>9}{'p99 ms':>9}")
+        for name, values in times.items():
+            ms = np.array(values) * 1000
+            label = "POST /v1/episodic/search" if name == "search" else "GET /health (floor)"
+            print(
+                f"{label:26}{np.percentile(ms, 50):9.2f}{np.percentile(ms, 95):9.2f}"
+                f"{np.percentile(ms, 99):9.2f}"
+            )
+        print(f"server pid {server.pid}, RSS {rss_mb(server.pid):.0f} MB")
+    finally:
+        server.terminate()
+        server.wait(30)
+        llm.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,194 @@
+"""The fused search's parts: rank fusion, neighbour borrowing, periods named in a
+question, the recall selection (floor, budget, excerpts) - over real SQLite stores."""
+
+from __future__ import annotations
+
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from nixx.memory import search
+from nixx.memory.recall import build_system_prompt, select
+from nixx.store.records import BufferHit, BufferRow
+from nixx.store.sqlite import SQLiteStore
+from nixx.testing.fake_llm import FakeLLM
+
+NOW = datetime(2025, 6, 15, tzinfo=UTC)
+
+
+def row(i: int, text: str = "x", at: str = "2025-06-01T10:00:00Z", role: str = "user") -> BufferRow:
+    return BufferRow(i, role, text, "api", at)
+
+
+def hits(ids: list[int], scores: list[float] | None = None) -> list[BufferHit]:
+    scores = scores or [1.0 - 0.01 * n for n in range(len(ids))]
+    return [BufferHit(row(i), s) for i, s in zip(ids, scores, strict=True)]
+
+
+def test_agreeing_rankers_win_and_weights_count() -> None:
+    out = search.fuse(hits([1, 2, 3]), hits([3, 4, 1]))
+    assert {r.id for r in out[:2]} == {1, 3}  # in both lists, they beat 2 and 4
+    one = next(r for r in out if r.id == 1)
+    assert one.ranks == {"fts": 1, "vec": 3} and one.bm25 is not None and one.cosine is not None
+    vec_heavy = search.fuse(hits([1, 2]), hits([2, 1]), params=search.FusionParams(w_vec=2.0))
+    assert vec_heavy[0].id == 2
+
+
+def test_a_row_borrows_from_its_neighbour() -> None:
+    plain = search.FusionParams()
+    borrow = search.FusionParams(neighbour=0.5)
+    # 11 and 20 are tied on their own; 11 sits next to the strong row 10
+    fts, vec = hits([10, 20, 11]), hits([10, 11, 20])
+    assert [r.id for r in search.fuse(fts, vec, params=plain)][:1] == [10]
+    scores = {r.id: r.score for r in search.fuse(fts, vec, params=borrow)}
+    assert scores[11] > scores[20]
+
+
+def test_periods_named_in_a_question() -> None:
+    may = search.month_period("what did we cook in May?", NOW)
+    assert may and (may.start, may.end) == (
+        datetime(2025, 5, 1, tzinfo=UTC),
+        datetime(2025, 6, 1, tzinfo=UTC),
+    )
+    # a month after "now" without a year is last year's
+    dec = search.month_period("which film did we watch in December", NOW)
+    assert dec and dec.start.year == 2024
+    assert search.month_period("which restaurant in March 2023?", NOW).start.year == 2023  # type: ignore[union-attr]
+    assert search.month_period("may I ask a question", NOW) is None
+    assert search.relative_anchor("which film did we see the week after Mila's party?") == (
+        "week",
+        "after",
+        "Mila's party",
+    )
+    after = search.relative_period("week", "after", "2025-06-01T10:00:00Z")
+    assert (
+        after
+        and after.contains("2025-06-05T10:00:00Z")
+        and not after.contains("2025-06-01T11:00:00Z")
+    )
+    boosted = search.fuse(
+        [
+            BufferHit(row(1, at="2025-04-02T00:00:00Z"), 2.0),
+            BufferHit(row(2, at="2025-05-02T00:00:00Z"), 1.0),
+        ],
+        [],
+        params=search.FusionParams(period_boost=1.0),
+        periods=[may],
+    )
+    assert [r.id for r in boosted] == [2, 1]
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> SQLiteStore:
+    s = SQLiteStore(tmp_path / "s.db")
+    s.migrate()
+    s.bind_embedder("fake-embed", 384)
+    return s
+
+
+def add(store: SQLiteStore, role: str, text: str) -> BufferRow:
+    r = store.append_buffer(role, text)
+    store.add_buffer_vectors([(r.id, FakeLLM.embedding_of(text))])
+    return r
+
+
+def test_search_store_excludes_history_repeats_and_gives_context(store: SQLiteStore) -> None:
+    add(store, "assistant", "did you book the dentist appointment?")  # 1
+    add(store, "user", "yes, tuesday at four")  # 2
+    store.append_buffer("marker", "session_clear")  # 3
+    add(store, "user", "when is the dentist appointment")  # 4: repeats the query
+    add(store, "user", "the dentist appointment moved to friday")  # 5: in the history
+    q = "when is the dentist appointment"
+    vec = np.stack([FakeLLM.embedding_of(q)])
+    out = search.search_store(store, q, vec, limit=10, before_id=5)
+    ids = [r.id for r in out]
+    assert 1 in ids and 4 not in ids and 5 not in ids
+    first = next(r for r in out if r.id == 1)
+    assert [c.id for c in first.context] == [2]
+    # the marker ends a session: row 4 has no context before it
+    out = search.search_store(store, "dentist friday", None, limit=10)
+    row5 = next(r for r in out if r.id == 5)
+    assert [c.id for c in row5.context] == [4]
+    row4 = next(r for r in out if r.id == 4)
+    assert [c.id for c in row4.context] == [5]
+
+
+def test_select_floor_budget_and_short_answers(store: SQLiteStore) -> None:
+    add(store, "assistant", "did you book the dentist appointment?")  # 1
+    add(store, "user", "yes, tuesday at four")  # 2
+    add(store, "user", "the weather was lovely")  # 3
+    q = "did I book the dentist appointment"
+    vec = np.stack([FakeLLM.embedding_of(q)])
+    results = search.search_store(store, q, vec, limit=20)
+    items = select(
+        results, row_floor=0.3, summary_threshold=0.3, budget_tokens=600, max_summaries=3
+    )
+    assert [i.buffer_ids for i in items] == [[1, 2]]  # the question with its short answer
+    assert items[0].text.endswith(
+        "assistant: did you book the dentist appointment?\n  user: yes, tuesday at four"
+    )
+    # nothing clears a floor above every cosine; a tiny budget fits nothing
+    assert (
+        select(results, row_floor=0.99, summary_threshold=0.3, budget_tokens=600, max_summaries=3)
+        == []
+    )
+    assert (
+        select(results, row_floor=0.3, summary_threshold=0.3, budget_tokens=5, max_summaries=3)
+        == []
+    )
+    prompt = build_system_prompt("base", None, items)
+    assert prompt.startswith("base\n\n## Recalled Memories\n") and items[0].text in prompt
+    assert build_system_prompt("base", None, []) == "base"
+
+
+def test_the_benchmark_is_deterministic_and_labelled(tmp_path: Path) -> None:
+    sys.path.insert(0, str(Path(__file__).parents[2] / "bench"))
+    try:
+        import bench_recall
+        import recall_data
+    finally:
+        sys.path.pop(0)
+    convs = recall_data.build(seed=12)
+    again = recall_data.build(seed=12)
+    assert [[r.content for r in c.rows] for c in convs] == [
+        [r.content for r in c.rows] for c in again
+    ]
+    assert len(convs) >= 5 and all(sum(r.role != "marker" for r in c.rows) >= 300 for c in convs)
+    questions = [q for c in convs for q in c.questions]
+    assert len(questions) >= 200
+    assert {q.category for q in questions} == set(recall_data.CATEGORIES)
+    for c in convs:
+        for q in c.questions:
+            assert q.evidence and all(c.rows[i].role != "marker" for i in q.evidence)
+        sessions = {r.created_at.date() for r in c.rows if r.role == "marker"}
+        assert len(sessions) >= 5
+    assert all(len(q.evidence) >= 2 for q in questions if q.category == "multi-hop")
+    # the harness loads a conversation into a real store with the sessions' dates
+    store = bench_recall.load_store(convs[0], tmp_path / "c.db")
+    rows = store.get_buffer(1)
+    assert len(rows) == len(convs[0].rows)
+    assert rows[0].created_at.startswith(convs[0].rows[0].created_at.strftime("%Y-%m-%dT%H:%M"))
+    single = next(q for q in convs[0].questions if q.category == "single")
+    found = [h.row.id for h in store.search_buffer(single.text, 20)]
+    assert set(bench_recall.evidence_ids(single)) & set(found)
+
+
+def test_source_search_reranks_the_nearest_chunks_by_their_words() -> None:
+    from nixx.store.records import Memory, MemoryHit
+
+    def hit(i: int, text: str, score: float) -> MemoryHit:
+        return MemoryHit(Memory(i, 1, text, {}, "2025-01-01T00:00:00Z"), "docs", score)
+
+    hits = [
+        hit(1, "operations travel through the git remote", 0.41),
+        hit(2, "each workspace has an origin prefix", 0.40),
+        hit(3, "the read cursor is a max register per reader and channel", 0.33),
+    ]
+    out = search.fuse_memories("how do replicas agree on the read cursor?", hits, limit=2)
+    assert [h.memory.id for h in out] == [3, 1]  # words "read cursor" lift the third
+    assert out[0].score == 0.33  # scores stay the cosines
+    assert search.lexical_order("the a of", ["anything"]) == []
+    assert [h.memory.id for h in search.fuse_memories("zzz", hits, limit=5)] == [1, 2, 3]
