@@ -81,11 +81,11 @@ def test_fused_results_show_hostile_text_verbatim_best_first():
     }
     text = text_of(render.search_results("[/]", body))
     assert "search [/] — 1 transcript row, 1 summary, best first" in text
-    assert text.count(HOSTILE) == 2 and "#[x]" in text and "summary 1-9" in text
+    assert text.count(HOSTILE) == 2 and "#[x]" in text and "(1-9)" in text
     # a short answer is shown after its question; the unrelated next row is not
     assert text.index("did you book it?") < text.index("yes " + HOSTILE)
     assert "unrelated" not in text and "2025-03-04" in text
-    assert text.index("#8") < text.index("summary 1-9")
+    assert text.index("buffer:8") < text.index("(1-9)")
     assert "nothing found" in text_of(render.search_results("q", {"results": []}))
 
 

@@ -77,7 +77,10 @@ def fused_results(query: str, results: list[Any]) -> RenderableType:
             tags = item.get("tags") or []
             if tags:
                 text.append("  " + " ".join(f"#{t}" for t in tags), style="cyan")
-            what = f"summary {item.get('start_buffer_id', '?')}-{item.get('end_buffer_id', '?')}"
+            what = (
+                f"summary:{item.get('id', '?')} "
+                f"({item.get('start_buffer_id', '?')}-{item.get('end_buffer_id', '?')})"
+            )
             table.add_row(Text(what), Text(date), text)
             continue
         text = Text()
@@ -94,8 +97,9 @@ def fused_results(query: str, results: list[Any]) -> RenderableType:
         if after and content.rstrip().endswith("?") and len(after[0].get("content", "")) < 80:
             nxt = after[0]
             text.append(f"\n{nxt.get('role', '')}: {clip(nxt.get('content', ''))}", style="dim")
-        table.add_row(Text(f"#{item.get('id', '?')}"), Text(date), text)
+        table.add_row(Text(f"buffer:{item.get('id', '?')}"), Text(date), text)
     parts.append(table)
+    parts.append(Text("delete a hit with /forget buffer:ID or /forget summary:ID", style="dim"))
     return Group(*parts)
 
 
