@@ -250,7 +250,7 @@ def _summarize(d, r: dict[str, Any], text: str) -> str:
             backend = json.load(fh)
     except (OSError, ValueError):
         backend = d.backend(None)
-    from nixx.nxc.agent import complete_once
+    from nixx.nxc.backend import complete_once
 
     try:
         answer = complete_once(backend, [
