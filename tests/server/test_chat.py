@@ -338,3 +338,18 @@ def test_developer_message_merged_and_tool_choice_none(nixx: Nixx, llm: FakeLLM)
     assert sent["messages"][1:] == messages[1:]  # a later system message stays where it was
     assert "tools" not in sent and "tool_choice" not in sent
     assert [r["content"] for r in nixx.rows()] == ["again", "echo: again"]
+
+
+def test_a_turn_for_an_nxc_persona_is_tagged_and_offers_no_server_tools(
+    nixx: Nixx, llm: FakeLLM
+) -> None:
+    llm.queue(Reply(content="reviewed"))
+    own = [{"type": "function", "function": {"name": "nxc_reply", "parameters": {}}}]
+    r = nixx.chat("review this", tools=own, headers={"X-Nixx-Agent": "ab12/reviewer"})
+    assert r.status_code == 200, r.text
+    assert [t["function"]["name"] for t in llm.chat_requests[-1]["tools"]] == ["nxc_reply"]
+    rows = nixx.rows()
+    assert [(r["role"], r["meta"].get("agent")) for r in rows] == [
+        ("user", "ab12/reviewer"), ("assistant", "ab12/reviewer")]
+    bad = nixx.chat("x", headers={"X-Nixx-Agent": "a" * 201})
+    assert bad.status_code == 400 and "X-Nixx-Agent" in bad.json()["error"]["message"]

@@ -30,9 +30,19 @@ class _Errors:
     """The one mapping from transport failures and HTTP errors to nixx errors, shared by
     the async `ChatClient` and the blocking `SyncChatClient`."""
 
-    base_url: str
-    env_var: str
-    timeout: float
+    def __init__(self, base_url: str, timeout: float, env_var: str) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.env_var = env_var
+        self.timeout = timeout
+
+    def _options(self, api_key: str | None, headers: dict[str, str] | None) -> dict[str, Any]:
+        """What both httpx clients are built with."""
+        return {
+            "base_url": self.base_url,
+            "headers": {**({"Authorization": f"Bearer {api_key}"} if api_key else {}),
+                        **(headers or {})},
+            "timeout": httpx.Timeout(self.timeout, connect=min(10.0, self.timeout)),
+        }
 
     def _unavailable(self, exc: Exception) -> BackendUnavailable:
         return BackendUnavailable(
@@ -93,18 +103,6 @@ class _Errors:
         return data
 
 
-def _setup(client: _Errors, base_url: str, timeout: float, env_var: str) -> None:
-    client.base_url = base_url.rstrip("/")
-    client.env_var = env_var
-    client.timeout = timeout
-
-
-def _headers(api_key: str | None, extra: dict[str, str] | None) -> dict[str, str]:
-    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-    headers.update(extra or {})
-    return headers
-
-
 class SyncChatClient(_Errors):
     """Blocking `/models` and `/chat/completions` (for one-shot processes such as nxc's
     built-in agent runtime); the same errors as `ChatClient`."""
@@ -119,13 +117,8 @@ class SyncChatClient(_Errors):
         headers: dict[str, str] | None = None,
         transport: httpx.BaseTransport | None = None,
     ) -> None:
-        _setup(self, base_url, timeout, env_var)
-        self._http = httpx.Client(
-            base_url=self.base_url,
-            headers=_headers(api_key, headers),
-            timeout=httpx.Timeout(timeout, connect=min(10.0, timeout)),
-            transport=transport,
-        )
+        super().__init__(base_url, timeout, env_var)
+        self._http = httpx.Client(**self._options(api_key, headers), transport=transport)
 
     def close(self) -> None:
         self._http.close()
@@ -164,11 +157,9 @@ class ChatClient(_Errors):
         env_var: str = "NIXX_CHAT_BASE_URL",
         transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
-        _setup(self, base_url, timeout, env_var)
+        super().__init__(base_url, timeout, env_var)
         self._http = httpx.AsyncClient(
-            base_url=self.base_url,
-            headers=_headers(api_key, None),
-            timeout=httpx.Timeout(timeout, connect=min(10.0, timeout)),
+            **self._options(api_key, None),
             limits=httpx.Limits(max_connections=64, max_keepalive_connections=16),
             transport=transport,
         )

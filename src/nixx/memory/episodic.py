@@ -66,12 +66,14 @@ class Episodic:
         return self.store.append_buffer("marker", SESSION_CLEAR, origin=origin)
 
     # ---- writes ---------------------------------------------------------------------
-    def record_user(self, text: str, origin: str) -> BufferRow:
+    def record_user(
+        self, text: str, origin: str, meta: dict[str, Any] | None = None
+    ) -> BufferRow:
         """Append the turn's user message, once: a retried request (the session's newest
         row, past any answers marked incomplete, is this same message from the same
         origin) reuses that row. Atomic in the store, so concurrent identical requests
         give one row."""
-        return self.store.append_user_once(text, origin)
+        return self.store.append_user_once(text, origin, meta)
 
     def record_assistant(
         self, text: str, origin: str, meta: dict[str, Any] | None = None

@@ -255,12 +255,18 @@ class NixxService:
 
     # ---- the chat turn ----------------------------------------------------------------
     def turn(
-        self, body: dict[str, Any], origin: str = "api", info: dict[str, Any] | None = None
+        self,
+        body: dict[str, Any],
+        origin: str = "api",
+        info: dict[str, Any] | None = None,
+        *,
+        agent: str | None = None,
     ) -> AsyncIterator[Any]:
-        """Run one chat turn; yields `nixx.memory.turn` events (see there)."""
+        """Run one chat turn; yields `nixx.memory.turn` events (see there). `agent`: the nxc
+        persona the turn runs for (recorded on its buffer rows; no nixx tools offered)."""
         from nixx.memory.turn import run_turn
 
-        return run_turn(self, body, origin, info)
+        return run_turn(self, body, origin, info, agent=agent)
 
     def after_turn(self) -> None:
         """Schedule the background work a new buffer row may make due."""

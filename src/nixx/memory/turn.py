@@ -107,10 +107,18 @@ def _reserve(body: dict[str, Any], context_length: int) -> int:
 
 
 async def run_turn(
-    service: NixxService, body: dict[str, Any], origin: str, info: dict[str, Any] | None = None
+    service: NixxService,
+    body: dict[str, Any],
+    origin: str,
+    info: dict[str, Any] | None = None,
+    *,
+    agent: str | None = None,
 ) -> AsyncIterator[Delta | ToolRun | ClientToolCalls | Finished]:
     """Run the turn; `info` (when given) receives ``model`` and ``user_row_id`` as soon
-    as they are known."""
+    as they are known. `agent`: the nxc persona the turn runs for — both buffer rows carry
+    it (``meta.agent``) and nixx's own tools are not offered (the persona's are the
+    client's tools, confined to its workspace by nxc)."""
+    tagged = {"agent": agent} if agent else None
     info = info if info is not None else {}
     settings = service.settings
     messages = [normalise(m) for m in body["messages"]]
@@ -123,7 +131,8 @@ async def run_turn(
     #    before the LLM is called) and read the intent; (b) embed the query and run the
     #    vector search. Then the recalled summaries are picked and the prompt built.
     def write_user() -> tuple[int | None, int, str | None]:
-        row = service.episodic.record_user(user_text, origin) if user_text is not None else None
+        row = (service.episodic.record_user(user_text, origin, tagged)
+               if user_text is not None else None)
         before = service.episodic.oldest_in_history(history_count)
         return (row.id if row else None), before, intent_state.text(service.store)
 
@@ -173,7 +182,7 @@ async def run_turn(
         str((t.get("function") or {}).get("name")) for t in client_tools if isinstance(t, dict)
     }
     nixx_specs: list[dict[str, Any]] = []
-    if service.tools is not None and body.get("tool_choice") != "none":
+    if service.tools is not None and body.get("tool_choice") != "none" and agent is None:
         nixx_specs = [s for s in service.tools.specs() if s["function"]["name"] not in client_names]
     passthrough = {k: v for k, v in body.items() if k not in _OWN_KEYS}
 
@@ -275,6 +284,8 @@ async def run_turn(
             meta["tool_rounds_exhausted"] = True
         if refused_calls:
             meta["refused_tool_calls"] = refused_calls
+        if tagged:
+            meta.update(tagged)
         write = service.spawn(_record_answer(service, progress, origin, meta, user_row_id))
         await asyncio.shield(write)
 

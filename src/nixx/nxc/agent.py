@@ -1,10 +1,18 @@
 """The built-in runtime ``nixx``: ``python -m nixx.nxc.agent --session S --prompt-file F``.
 
-It runs a persona through any OpenAI-compatible `/chat/completions` backend (the one
-nixx is configured with: `NIXX_CHAT_BASE_URL`, `NIXX_CHAT_MODEL`, or the persona's
-`model`), so nxc works with no third-party agent installed. The backend settings come
-from a 0600 file the spawner wrote (`--backend-file`), never from the environment, which
-holds only the allowlist.
+It runs a persona on the LLM nixx is configured with, so nxc works with no third-party
+agent installed. Its settings are nixx's `Settings` (environment over
+`$NIXX_HOME/config.toml`) as resolved by the process that started the chain, handed over
+in a 0600 file (`--backend-file`), never through the environment, which holds only the
+allowlist. The model: the persona's `model`, else `NIXX_CHAT_MODEL`, else the backend's
+first listed model (`resolve_model`). HTTP goes through `nixx.llm.SyncChatClient`, so
+failures are nixx errors naming the URL and the setting; a failed run prints the cause
+(an `error` entry and a line on stderr) and exits 1.
+
+Route: when `nixx serve` answers where the settings place it (and the persona did not
+say `shared_memory: false`), turns go through its `/v1/chat/completions` with
+`X-Nixx-Agent: <persona>` — recall, intent and the buffer are shared with the workspace
+owner's memory; else straight to the backend.
 
 Tools offered to the model:
 
@@ -32,7 +40,8 @@ import time
 from typing import Any
 
 from nixx.nxc.backend import open_client as _client
-from nixx.nxc.backend import resolve_model
+from nixx.nxc.backend import open_server_client as _server_client
+from nixx.nxc.backend import resolve_model, server_answers
 
 DEFAULT_TOOLS = ("read_file", "list_dir")
 FILE_TOOLS = ("read_file", "list_dir", "write_file", "delete_file")
@@ -99,6 +108,7 @@ class Agent:
         if not backend.get("tools_delete", True) and "delete_file" in self.file_tools:
             self.file_tools.remove("delete_file")
         self.unknown_tools = [n for n in names if n not in FILE_SPECS]
+        self.via_server = server_answers(backend)
 
     def tools(self) -> list[dict[str, Any]]:
         return [FILE_SPECS[n] for n in self.file_tools] + NXC_TOOLS
@@ -147,12 +157,17 @@ class Agent:
 
         max_rounds = int(self.backend.get("max_rounds") or 8)
         final = ""
-        client = _client(self.backend)
+        via_server = self.via_server
+        client = _server_client(self.backend) if via_server else _client(self.backend)
         try:
             for _ in range(max_rounds + 1):
                 try:
-                    body = {"model": resolve_model(self.backend, client), "messages": messages,
-                            "tools": self.tools()}
+                    body: dict[str, Any] = {"messages": messages, "tools": self.tools()}
+                    if via_server:  # the server resolves the model as for any client
+                        if self.backend.get("persona_model"):
+                            body["model"] = self.backend["persona_model"]
+                    else:
+                        body["model"] = resolve_model(self.backend, client)
                     message = client.create(body)["choices"][0]["message"]
                     if not isinstance(message, dict):
                         raise ValueError("the completion's message is not an object")
@@ -251,6 +266,9 @@ def main(argv: list[str] | None = None) -> int:
     agent = Agent(args.session, backend)
     emit("session_init", {"session_id": args.session,
                           "model": backend.get("persona_model") or backend.get("model") or None,
+                          "route": "nixx serve" if agent.via_server else "backend",
+                          "url": (backend["server_url"] if agent.via_server
+                                  else backend["base_url"]),
                           "tools": [t["function"]["name"] for t in agent.tools()],
                           "resume": args.resume})
     if agent.unknown_tools:

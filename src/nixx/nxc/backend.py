@@ -4,9 +4,10 @@ The backend is the dict `Deliverer.backend` builds (nixx's `Settings` as the pro
 that started the chain resolved them, plus the persona's `model` and `tools`) and the
 spawner hands over in a 0600 file. Here: where each of its settings is set (for error
 messages), a blocking client of it (`nixx.llm.SyncChatClient`, so failures are nixx
-errors), the model a turn uses, and one plain completion. Both the runtime
-(`nixx.nxc.agent`) and the channel rounds (`nixx.nxc.rounds`) call it; it imports
-neither.
+errors), whether `nixx serve` answers and a client of it (the route a persona's turns
+take when its memory is shared), the model a turn uses, and one plain completion. Both
+the runtime (`nixx.nxc.agent`) and the channel rounds (`nixx.nxc.rounds`) call it; it
+imports neither.
 """
 
 from __future__ import annotations
@@ -31,6 +32,33 @@ def open_client(backend: dict[str, Any]) -> SyncChatClient:
     return SyncChatClient(backend["base_url"], api_key=backend.get("api_key"),
                           timeout=float(backend.get("timeout") or 120),
                           env_var=env_hint(backend, "NIXX_CHAT_BASE_URL", "chat_base_url"))
+
+
+def server_answers(backend: dict[str, Any]) -> bool:
+    """Whether the persona's turns go through `nixx serve`: the persona did not opt out
+    (`shared_memory: false`) and the server the settings name answers `/health` now."""
+    url = backend.get("server_url")
+    if not url or not backend.get("shared_memory", True):
+        return False
+    import httpx
+
+    try:
+        response = httpx.get(url.rstrip("/") + "/health", timeout=2.0)
+        data = response.json() if response.status_code == 200 else None
+    except (httpx.HTTPError, ValueError):
+        return False
+    return isinstance(data, dict) and data.get("status") == "ok" and "version" in data
+
+
+def open_server_client(backend: dict[str, Any]) -> SyncChatClient:
+    """A blocking client of `nixx serve`'s `/v1`, as the persona (`X-Nixx-Agent`)."""
+    from nixx.llm import SyncChatClient
+
+    return SyncChatClient(
+        backend["server_url"].rstrip("/") + "/v1", api_key=backend.get("server_api_key"),
+        timeout=float(backend.get("timeout") or 120) + 30,
+        env_var=env_hint(backend, "NIXX_HOST/NIXX_PORT", "host/port"),
+        headers={"X-Nixx-Origin": "api", "X-Nixx-Agent": str(backend.get("persona") or "nxc")})
 
 
 def resolve_model(backend: dict[str, Any], client: SyncChatClient | None = None) -> str:

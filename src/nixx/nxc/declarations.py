@@ -35,6 +35,7 @@ BUILTIN_RUNTIMES = frozenset({"nixx"})
 _PERSONA_KEYS = {
     "handle", "system_prompt", "job_title", "job_description", "expected_output", "model",
     "stage", "tools", "permissions", "prime", "addressable", "working_tree", "runtime",
+    "shared_memory",
 }
 _CHANNEL_KEYS = {
     "name", "members", "description", "kind", "expects", "on_complete", "summary_prompt",
@@ -110,11 +111,11 @@ class Persona(_Record):
 
     __slots__ = ("handle", "file", "system_prompt", "job_title", "job_description",
                  "expected_output", "model", "stage", "tools", "permissions", "prime",
-                 "addressable", "working_tree", "runtime")
+                 "addressable", "working_tree", "runtime", "shared_memory")
     _defaults = {"job_title": None, "job_description": None, "expected_output": None,
                  "model": None, "stage": None, "tools": None, "permissions": None,
                  "prime": True, "addressable": Addressable, "working_tree": "shared",
-                 "runtime": None}
+                 "runtime": None, "shared_memory": True}
     handle: str  # qualified
     file: str
     system_prompt: str
@@ -129,6 +130,7 @@ class Persona(_Record):
     addressable: Addressable
     working_tree: str
     runtime: Runtime | None
+    shared_memory: bool  # the built-in runtime goes through a reachable `nixx serve`
 
     @property
     def agent(self) -> str:
@@ -430,6 +432,9 @@ def _persona(path: str, data: Any, origin: str) -> Persona:
         isinstance(prime, dict) and all(isinstance(v, bool) for v in prime.values())
     ):
         raise _err(path, "prime", "must be true, false or a map of product: true/false")
+    shared_memory = data.get("shared_memory", True)
+    if not isinstance(shared_memory, bool):
+        raise _err(path, "shared_memory", "must be true or false")
     permissions = data.get("permissions")
     if permissions is not None and not isinstance(permissions, dict | list):
         raise _err(path, "permissions", "must be a map or a list")
@@ -448,6 +453,7 @@ def _persona(path: str, data: Any, origin: str) -> Persona:
         addressable=_addressable(path, data.get("addressable"), origin),
         working_tree=_choice(path, data, "working_tree", ("shared", "exclusive"), "working_tree"),
         runtime=_runtime(path, data.get("runtime")),
+        shared_memory=shared_memory,
     )
 
 

@@ -108,9 +108,15 @@ class Deliverer:
                     "model": s.chat_model, "timeout": s.chat_timeout,
                     "max_rounds": s.tool_max_rounds, "tools_write": s.tools_write,
                     "tools_delete": s.tools_delete,
-                    "config_file": str(config)}
+                    "config_file": str(config),
+                    # `nixx serve` as these settings place it: persona turns go through it
+                    # when it answers (shared recall, intent and buffer)
+                    "server_url": server_url(s.host, s.port),
+                    "server_api_key": s.api_key}
         out = dict(base)
         if persona is not None:
+            out["persona"] = persona.handle
+            out["shared_memory"] = persona.shared_memory
             out["persona_model"] = persona.model
             out["tools"] = None if persona.tools is None else list(persona.tools)
         out["workspace"] = self.workspace.root
@@ -311,6 +317,15 @@ class Deliverer:
         if summary and row["persona"] in summary["outstanding"] and not summary["stale"]:
             return tid
         return None
+
+
+def server_url(host: str, port: int) -> str:
+    """Where a client on this machine reaches `nixx serve` bound to `host`:`port`."""
+    if host in ("0.0.0.0", "", "::", "[::]"):
+        host = "127.0.0.1"
+    elif ":" in host and not host.startswith("["):
+        host = f"[{host}]"
+    return f"http://{host}:{port}"
 
 
 def _now_ms() -> int:

@@ -15,7 +15,14 @@ Hop guard. A human's send starts hop 1; a send from inside a session starts hop
 raise it but never lower it. The limit is `NXC_MAX_HOPS` in the shell of whoever starts
 a chain (default 8), recorded on each session and inherited down the chain; a lower
 `NXC_MAX_HOPS` further down still lowers it, a higher one cannot raise it. A spawn past
-the limit is refused and the refusal is recorded in the thread (`outcomes`).
+the limit is refused and the refusal is recorded in the thread (`outcomes`). The resume
+bounds (`NXC_MAX_THREAD_RESUMES`, `NXC_MAX_CHAIN_RESUMES`: `chain_bounds`) are recorded
+and inherited the same way and enforced by `sessions.deliver` / `finish_or_take`.
+
+Chain identity. Which session a process runs in is read from the process tree
+(`enclosing_sessions`: the innermost ancestor that is a session's recorded supervisor;
+supervisors are child subreapers, so detached descendants stay below them), not from
+`NXC_SESSION`, which an agent can unset or forge.
 
 Launch. The runtime does not run under the sender: nxc writes a run file (0600, under
 `.nxs/sessions/<session>/`) and starts `python -m nixx.nxc.supervisor RUNFILE` in a new

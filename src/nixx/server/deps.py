@@ -22,5 +22,25 @@ def get_origin(
     return check_origin(x_nixx_origin)
 
 
+def get_agent(
+    x_nixx_agent: str | None = Header(
+        default=None,
+        description="The nxc persona a turn runs for (`ab12/reviewer`), sent by nxc's built-in "
+        "runtime: its buffer rows carry it in `meta.agent`, and nixx's own tools are not "
+        "offered (the persona brings its own).",
+    ),
+) -> str | None:
+    if x_nixx_agent is None or not x_nixx_agent.strip():
+        return None
+    agent = x_nixx_agent.strip()
+    if len(agent) > 200 or not agent.isprintable():
+        from nixx.errors import ValidationError
+
+        raise ValidationError("X-Nixx-Agent must be a printable handle of at most 200 "
+                              "characters", param="X-Nixx-Agent")
+    return agent
+
+
 ServiceDep = Annotated[NixxService, Depends(get_service)]
 OriginDep = Annotated[str, Depends(get_origin)]
+AgentDep = Annotated[str | None, Depends(get_agent)]

@@ -85,7 +85,9 @@ class MemoryStore(ABC):
         """Append one row. Raises `ValidationError` on an unknown role or origin."""
 
     @abstractmethod
-    def append_user_once(self, content: str, origin: str = "api") -> BufferRow:
+    def append_user_once(
+        self, content: str, origin: str = "api", meta: dict[str, Any] | None = None
+    ) -> BufferRow:
         """Append a turn's user message unless it is a retry, atomically (one transaction,
         so concurrent identical requests give one row): when the session's newest row,
         skipping answers marked incomplete, is this same message from the same origin,

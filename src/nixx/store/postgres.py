@@ -534,8 +534,10 @@ class PostgresStore(MemoryStore):
             ).fetchone()
         return _buffer_row(row)  # type: ignore[arg-type]
 
-    def append_user_once(self, content: str, origin: str = "api") -> BufferRow:
-        meta = validation.buffer_row("user", content, origin, None)
+    def append_user_once(
+        self, content: str, origin: str = "api", meta: dict[str, Any] | None = None
+    ) -> BufferRow:
+        meta = validation.buffer_row("user", content, origin, meta)
         with self._conn() as conn:
             # one transaction, serialised against every other append_user_once
             conn.execute("SELECT pg_advisory_xact_lock(%s)", (_USER_ROW_LOCK,))

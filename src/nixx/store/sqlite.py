@@ -414,8 +414,10 @@ class SQLiteStore(MemoryStore):
             row_id = conn.last_insert_rowid()
         return BufferRow(row_id, role, content, origin, created, meta)
 
-    def append_user_once(self, content: str, origin: str = "api") -> BufferRow:
-        meta = validation.buffer_row("user", content, origin, None)
+    def append_user_once(
+        self, content: str, origin: str = "api", meta: dict[str, Any] | None = None
+    ) -> BufferRow:
+        meta = validation.buffer_row("user", content, origin, meta)
         with self._write() as conn:  # BEGIN IMMEDIATE: the check and the insert are one
             marker = _one(conn, "SELECT coalesce(max(id), 0) FROM buffer WHERE role = 'marker'")
             tail = conn.execute(

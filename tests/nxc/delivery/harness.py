@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
 import time
@@ -185,6 +186,11 @@ def make_workspace(tmp_path: Path, **extra_env: str) -> Workspace:
     env["PATH"] = BIN + os.pathsep + env.get("PATH", "")
     env.pop("USER", None)
     env["NXC_ACTOR"] = "operator"
+    # no `nixx serve` of this machine (another test's, a developer's on 8420) may answer
+    # the built-in runtime: a port nothing listens on, unless a test names one
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        env["NIXX_PORT"] = str(s.getsockname()[1])
     env.update(extra_env)
     proc = subprocess.run([PYTHON, "-m", "nixx.cli.nxs", "init", "--replica", "ab12", "--json"],
                           cwd=root, env=env, capture_output=True, text=True)

@@ -182,3 +182,63 @@ def test_builtin_runtime_with_a_backend_that_lists_no_model_says_what_to_set(tmp
         reason = waited["failures"][0]["reason"]
         assert "lists no models" in reason and "NIXX_CHAT_MODEL" in reason
         assert llm.chat_requests == []
+
+
+def _server(llm, tmp_path):
+    from nixx.config import load_settings
+    from nixx.server.app import create_app
+    from nixx.testing.live_server import LiveServer
+
+    settings = load_settings(chat_base_url=llm.base_url, embed_provider="openai",
+                             embed_base_url=llm.base_url, embed_model="fake-embed",
+                             workspace=tmp_path, intent_interval=10_000)
+    return LiveServer(create_app(settings))
+
+
+def test_builtin_turns_go_through_a_reachable_nixx_server(tmp_path):
+    """With `nixx serve` reachable where the settings place it, the persona's turns run
+    through it: its memory prompt, the buffer rows tagged with the persona, none of the
+    server's own tools (the persona brings its own)."""
+    with FakeLLM() as llm, _server(llm, tmp_path) as server:
+        ws = make_workspace(tmp_path, NIXX_CHAT_BASE_URL=llm.base_url,
+                            NIXX_PORT=str(server.port))
+        ws.persona("reviewer", runtime="nixx", tools=["read_file"],
+                   system_prompt="You review changes.")
+        ws.persona("loner", runtime="nixx", tools=[], shared_memory=False,
+                   system_prompt="You keep to yourself.")
+
+        def respond(body):
+            msgs = body["messages"]
+            if msgs[-1]["role"] == "tool":
+                return Reply(content="done")
+            tid = _THREAD.search(_text(msgs, "user")).group(1)
+            return Reply(tool_calls=[ToolCall("nxc_reply", {"thread": tid, "body": "reviewed"},
+                                              id="r1")])
+
+        llm.responder = respond
+        receipt = ws.nxc_json("send", "--to", "reviewer", "please review the storage layer")
+        assert ws.nxc("wait", "--thread", receipt["thread_id"], "--timeout", "120",
+                      check=False).returncode == 0
+        first = llm.chat_requests[0]
+        system = first["messages"][0]["content"]
+        assert "You review changes." in system and system.count("You review changes.") == 1
+        assert system.startswith("You are nixx, a personal AI assistant with long-term memory")
+        names = [t["function"]["name"] for t in first["tools"]]
+        assert names == ["read_file", "nxc_reply", "nxc_send", "nxc_thread"]
+        rows = server.service.store.last_buffer_rows(10)
+        mine = [r for r in rows if r.meta.get("agent") == "ab12/reviewer"]
+        assert mine == rows  # every row of the turn carries the persona
+        assert mine[0].role == "user" and "please review the storage layer" in mine[0].content
+        poll(lambda: all_idle(ws), what="the session to end")
+        init = ws.nxc_json("transcript", "show", receipt["session"])["entries"][0]
+        assert init["data"]["route"] == "nixx serve"
+        assert init["data"]["url"] == server.base_url
+
+        before = len(server.service.store.last_buffer_rows(100))
+        other = ws.nxc_json("send", "--to", "loner", "anything to add?")
+        assert ws.nxc("wait", "--thread", other["thread_id"], "--timeout", "120",
+                      check=False).returncode == 0
+        poll(lambda: all_idle(ws), what="the loner's session to end")
+        assert len(server.service.store.last_buffer_rows(100)) == before  # not through it
+        init = ws.nxc_json("transcript", "show", other["session"])["entries"][0]
+        assert init["data"]["route"] == "backend"

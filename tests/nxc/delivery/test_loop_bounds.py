@@ -7,7 +7,11 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from .harness import PYTHON, all_idle, make_workspace, poll
+
+pytestmark = pytest.mark.slow  # chains of real supervisors and runtimes
 
 # argv: LOG PROMPT. A fresh run with a `--to` in the prompt sends the task on; any other
 # run answers in the thread the newest message came from — forever.

@@ -31,7 +31,7 @@ from nixx.memory.turn import (
     Finished,
     ToolRun,
 )
-from nixx.server.deps import OriginDep, ServiceDep
+from nixx.server.deps import AgentDep, OriginDep, ServiceDep
 from nixx.server.errors import nixx_error_body
 
 router = APIRouter(tags=["chat"])
@@ -177,13 +177,14 @@ async def chat_completions(
     body: ChatCompletionRequest,
     service: ServiceDep,
     origin: OriginDep,
+    agent: AgentDep,
 ) -> Any:
     """One turn with memory: recall, intent, tools, and the buffer written once."""
     _check_tools(body.tools)
     data = body.model_dump(exclude_unset=True)
     data["messages"] = [m.model_dump(exclude_unset=True) for m in body.messages]
     info: dict[str, Any] = {}
-    events = service.turn(data, origin, info)
+    events = service.turn(data, origin, info, agent=agent)
     if body.stream:
         # The first event is awaited here, so a backend that fails before answering
         # anything gets a plain HTTP error (503/502) instead of a broken stream.
