@@ -3,6 +3,7 @@
     .venv/bin/python bench/bench_nxc.py                 # 100k and 1M operations
     .venv/bin/python bench/bench_nxc.py --sizes 100000  # quicker
     .venv/bin/python bench/bench_nxc.py --startup-only --runs 40  # CLI start-up only
+    .venv/bin/python bench/bench_nxc.py --status-only --runs 15   # nxc status at ~1k ops
     git archive REV src | tar -x -C /tmp/old && \
         .venv/bin/python bench/bench_nxc.py --startup-only --baseline-src /tmp/old/src
 
@@ -83,6 +84,104 @@ def startup(root: str, runs: int, baseline_src: str | None = None) -> None:
         print(f"  {name:37s} {med * 1000:7.1f} ms / {low * 1000:6.1f} ms   "
               f"x{med / base_med:4.2f} (median)  x{low / base_min:4.2f} (min)   "
               f"cpu {cpu * 1000:5.1f} ms x{cpu / base_cpu:4.2f}")
+
+
+def status_workspace(parent: str, operations: int = 150) -> str:
+    """A workspace where work piled up: `operations` trees of three threads (a person asks
+    coder, coder asks reviewer, reviewer asks tester: 450 threads), two thirds answered,
+    with a delivery outcome per thread — about 1,050 ops, like the workspace in issue 13.
+    → its root."""
+    from nixx.log.workspace import init_workspace
+    from nixx.nxc import outcomes
+    from nixx.nxc.delivery_live import LiveDelivery
+    from nixx.nxc.engine import Engine
+
+    ws, _ = init_workspace(os.path.join(parent, "status"), replica="be01")
+    folder = os.path.join(ws.root, ".nxs-personas")
+    os.makedirs(folder)
+    for name in ("coder", "reviewer", "tester"):
+        with open(os.path.join(folder, f"{name}.yaml"), "w") as fh:
+            fh.write(f"handle: {name}\nsystem_prompt: You are {name}.\n")
+    engines = {who: Engine.open(db=ws.db_path, env={"NXC_ACTOR": who}, delivery=LiveDelivery())
+               for who in ("alice", "coder", "reviewer", "tester")}
+    for i in range(operations):
+        root = engines["alice"].send("coder", f"task {i}: the parser drops trailing commas")
+        child = engines["coder"].send("reviewer", f"review {i}", parent=root["thread_id"])
+        leaf = engines["reviewer"].send("tester", f"test {i}", parent=child["thread_id"])
+        for t in (root, child, leaf):
+            outcomes.record(engines["alice"].store, "spawned", t["thread_id"], "be01/alice", {
+                "thread": t["thread_id"], "session": f"s-{i}", "persona": t["to"],
+                "mode": "start", "hop": 1, "argv0": "agent"})
+        if i % 3:  # two thirds of the operations are finished
+            engines["tester"].reply(f"tested {i}", thread=leaf["thread_id"])
+            engines["reviewer"].reply(f"reviewed {i}", thread=child["thread_id"])
+            engines["coder"].reply(f"done {i}", thread=root["thread_id"])
+    ops = engines["alice"].conn.execute("SELECT count(*) FROM ops").fetchone()[0]
+    for e in engines.values():
+        e.close()
+    print(f"\nnxc status workspace: {ops:,} ops, {3 * operations} threads, "
+          f"{operations - operations * 2 // 3} live operations")
+    return ws.root
+
+
+def status_statements(root: str) -> None:
+    """SQL statements one `nxc status` runs (in process, counted by apsw's exec tracer)
+    and the size of what it prints."""
+    import json
+
+    from nixx.nxc.delivery_live import LiveDelivery
+    from nixx.nxc.engine import Engine
+
+    for label, kwargs in (("status", {}), ("status --all", {"include_finished": True})):
+        engine = Engine.open(db=os.path.join(root, ".nxs", "db.sqlite"),
+                             env={"NXC_ACTOR": "alice"}, delivery=LiveDelivery())
+        count = [0]
+
+        def trace(cursor, sql, bindings, count=count):
+            count[0] += 1
+            return True
+
+        engine.conn.exec_trace = trace
+        d = engine.delivery.deliverer(engine)
+        d.local.conn.exec_trace = trace
+        out = engine.status(**kwargs)
+        engine.close()
+        size = len(json.dumps(out, indent=2, ensure_ascii=False))
+        compact = len(json.dumps(out, ensure_ascii=False, separators=(",", ":")))
+        print(f"  nxc {label:13s} {count[0]:6,} SQL statements, {len(out['operations'])} "
+              f"operations, JSON {size / 1024:6.1f} KB indented / {compact / 1024:6.1f} KB "
+              "compact")
+
+
+def status_timing(root: str, runs: int, baseline_src: str | None = None) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("NXC_", "NIXX_"))}
+    env["NXC_ACTOR"] = "alice"
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    nxc = os.path.join(VENV_BIN, "nxc")
+    cases: dict[str, tuple[list[str], dict[str, str]]] = {
+        "python -c pass": ([sys.executable, "-c", "pass"], env)}
+    for name, argv in {"nxc status": ["status"], "nxc status --json": ["status", "--json"],
+                       "nxc status --all --json": ["status", "--all", "--json"]}.items():
+        cases[name] = ([nxc, *argv], env)
+        if baseline_src:
+            cases[f"{name} (baseline)"] = ([nxc, *argv], {**env, "PYTHONPATH": baseline_src})
+    times: dict[str, list[float]] = {name: [] for name in cases}
+    cpus: dict[str, list[float]] = {name: [] for name in cases}
+    for cmd, case_env in cases.values():
+        _time(cmd, root, case_env)
+    for _ in range(runs):
+        for name, (cmd, case_env) in cases.items():
+            wall, cpu = _time_cpu(cmd, root, case_env)
+            times[name].append(wall)
+            cpus[name].append(cpu)
+    base_med = statistics.median(times["python -c pass"])
+    base_cpu = statistics.median(cpus["python -c pass"])
+    print(f"  {runs} interleaved runs: wall median (min-max), ratio to python -c pass; CPU "
+          "(user + system) median and its ratio")
+    for name, xs in times.items():
+        med, cpu = statistics.median(xs), statistics.median(cpus[name])
+        print(f"  {name:37s} {med * 1000:7.1f} ms ({min(xs) * 1000:.0f}-{max(xs) * 1000:.0f})"
+              f"   x{med / base_med:4.2f}   cpu {cpu * 1000:6.1f} ms x{cpu / base_cpu:4.2f}")
 
 
 def _workspace(parent: str, name: str) -> str:
@@ -186,6 +285,8 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=25)
     parser.add_argument("--startup-only", action="store_true",
                         help="measure the CLI start-up only (no write or size runs)")
+    parser.add_argument("--status-only", action="store_true",
+                        help="measure `nxc status` on a workspace of ~1,050 ops only")
     parser.add_argument("--baseline-src", metavar="DIR",
                         help="also time the same verbs importing nixx from DIR (another "
                         "checkout's src/, e.g. from `git archive REV src`), interleaved")
@@ -195,6 +296,11 @@ def main() -> None:
     try:
         from nixx.log.workspace import init_workspace
 
+        if args.status_only:
+            root = status_workspace(parent)
+            status_statements(root)
+            status_timing(root, args.runs, args.baseline_src)
+            return
         ws, _ = init_workspace(os.path.join(parent, "cli"), replica="be01")
         folder = os.path.join(ws.root, ".nxs-personas")
         os.makedirs(folder)
@@ -205,6 +311,9 @@ def main() -> None:
         startup(ws.root, args.runs, args.baseline_src)
         if args.startup_only:
             return
+        root = status_workspace(parent)
+        status_statements(root)
+        status_timing(root, args.runs, args.baseline_src)
         single_op_transactions(parent, 500)
         local_store_writes(parent, 100)
         for n in (int(s) for s in args.sizes.split(",") if s):

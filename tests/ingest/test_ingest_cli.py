@@ -156,3 +156,55 @@ def test_killed_half_way_leaves_no_half_written_source(env: dict[str, str], tmp_
     assert r.returncode == 0, r.stderr
     sources, memories = stored()
     assert [s.name for s in sources] == ["small"] and memories == 1
+
+
+def test_killed_during_the_display_summary_the_next_ingest_fills_it(
+    env: dict[str, str], llm: FakeLLM, tmp_path: Path
+) -> None:
+    import threading
+
+    from nixx.ingest.summary import DOCUMENT_SUMMARY_PROMPT
+
+    asked, release = threading.Event(), threading.Event()
+    calls = {"n": 0}
+
+    def responder(body: dict) -> Reply:
+        if body["messages"][0]["content"] == DOCUMENT_SUMMARY_PROMPT:
+            calls["n"] += 1
+            if calls["n"] == 1:  # the first summary request hangs until the process is dead
+                asked.set()
+                release.wait(120)
+                return Reply(content="too late")
+            return Reply(content="A note about the garden: tomatoes and peppers.")
+        return Reply(content="?")
+
+    llm.responder = responder
+    path = tmp_path / "garden.md"
+    path.write_text("# Garden\n\nTomatoes and peppers, planted in May.\n")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "nixx.cli.nixx", "ingest", str(path)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        assert asked.wait(120), "the ingest never asked for its summary"
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=60)
+    finally:
+        release.set()
+        proc.kill()
+    assert proc.returncode == -signal.SIGKILL
+    sources, _ = stored()
+    assert len(sources) == 1 and sources[0].summary is None  # stored, summary pending
+
+    r = nixx("ingest", str(path), "--json", env=env)
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert out["sources"][0]["status"] == "unchanged" and out["summary_error"] is None
+    sources, _ = stored()
+    assert sources[0].summary == "A note about the garden: tomatoes and peppers."
+    # and once it has one, an unchanged re-ingest asks nothing
+    asked_before = calls["n"]
+    assert nixx("ingest", str(path), env=env).returncode == 0
+    assert calls["n"] == asked_before

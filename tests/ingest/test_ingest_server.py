@@ -157,3 +157,20 @@ def test_url_ingest_loopback_refused_by_default_allowed_when_set(
         assert source["type"] == "web" and source["meta"]["tags"] == ["pottery", "craft"]
         hits = c.post("/v1/sources/search", json={"query": "ceramics oven temperature"}).json()
         assert "kiln fires clay" in hits["results"][0]["content"]
+
+
+def test_an_unchanged_reingest_fills_a_missing_summary(
+    client: TestClient, llm: FakeLLM, workspace: Path
+) -> None:
+    """The server route: the first summary failed (backend error), the re-ingest of the
+    same, unchanged file makes it."""
+    path = workspace / "owed.md"
+    path.write_text("# Owed\n\nA summary is owed for this note.\n")
+    llm.queue(Reply(status=500, error="backend hiccup"))
+    first = client.post("/v1/ingest", json={"path": str(path)}).json()
+    assert first["status"] == "created" and "backend hiccup" in first["summary_error"]
+    assert first["sources"][0]["summary"] is None
+    llm.queue(Reply(content="A note that owed a summary."))
+    again = client.post("/v1/ingest", json={"path": str(path)}).json()
+    assert again["status"] == "unchanged" and again["summary_error"] is None
+    assert again["sources"][0]["summary"] == "A note that owed a summary."

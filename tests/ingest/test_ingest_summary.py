@@ -50,3 +50,7 @@ def test_failing_summary_keeps_the_source(
     assert "no LLM backend answers" in result.summary_error
     assert store.get_source(result.source.id).summary is None
     assert store.count_memories() == 1
+    # the summary is still owed: an unchanged re-ingest with the backend back makes it
+    result = Ingestor(store, embedder, settings, summarize=lambda n, t: "A note.").ingest_path(path)
+    assert result.status == "unchanged" and result.source.summary == "A note."
+    assert store.get_source(result.source.id).summary == "A note."

@@ -196,7 +196,8 @@ def test_send_reply_threads_prime_status_search(ws, tmp_path):
 def test_expect_is_opener_only(ws):
     r = run_json("nxc", "send", "--to", "team", "vote", "--expect", "coder,reviewer",
                  cwd=ws.root, env=env("alice"))
-    assert r["expects"] == ["ab12/coder", "ab12/reviewer"]
+    assert r["expects"] == ["ab12/__channel-team"]  # a round: its supervisor hands back
+    assert r["members"] == ["ab12/coder", "ab12/reviewer"]
     err = error_of(run("nxc", "expect", "--thread", r["thread_id"], "alice", "--json",
                        cwd=ws.root, env=env("coder")))
     assert err["kind"] == "forbidden" and "opener" in err["msg"]
@@ -289,3 +290,44 @@ def test_wait_exit_codes(ws):
     proc = run("nxc", "wait", "--thread", pending["thread_id"], "--timeout", "0.2",
                cwd=ws.root, env=env("alice"))
     assert proc.returncode == 4 and "timeout" in proc.stdout
+
+
+@pytest.fixture
+def read_only_log(ws):
+    """The workspace log made really read-only: `chattr +i` as root (root ignores mode
+    bits), mode bits otherwise."""
+    import glob
+    import os
+    import shutil
+
+    run("nxc", "send", "--to", "reviewer", "first, while it is writable", cwd=ws.root)
+    files = sorted(glob.glob(ws.db_path + "*"))
+    if os.geteuid() == 0:
+        if shutil.which("chattr") is None:
+            pytest.skip("root and no chattr: no way to make a file read-only here")
+        made = subprocess.run(["chattr", "+i", *files], capture_output=True)
+        if made.returncode != 0:
+            pytest.skip(f"chattr +i refused here: {made.stderr.decode().strip()}")
+        yield ws
+        subprocess.run(["chattr", "-i", *files], check=True)
+    else:
+        for f in files:
+            os.chmod(f, 0o444)
+        os.chmod(os.path.dirname(ws.db_path), 0o555)
+        yield ws
+        os.chmod(os.path.dirname(ws.db_path), 0o755)
+        for f in files:
+            os.chmod(f, 0o644)
+
+
+def test_send_and_reply_on_a_read_only_log_are_a_store_error_not_a_traceback(read_only_log):
+    ws = read_only_log
+    for args in (["send", "--to", "reviewer", "hello"], ["send", "--to", "team", "hi all"]):
+        proc = run("nxc", *args, cwd=ws.root)
+        assert proc.returncode == 1, proc.stderr
+        assert "Traceback" not in proc.stderr
+        assert proc.stderr.startswith("error: the workspace log ") and "read-only" in proc.stderr
+        out = run_json("nxc", *args, cwd=ws.root, code=1)
+        assert out["error"]["kind"] == "store" and "NXC_DB" in out["error"]["msg"]
+    # reading still works
+    assert run("nxc", "threads", "list", cwd=ws.root).returncode == 0

@@ -133,3 +133,21 @@ def test_a_corrupt_cache_is_ignored(tmp_path):
     (tmp_path / "declarations.json").write_text("{not json")
     decls = load(tmp_path, {"a.yaml": "handle: a\nsystem_prompt: p\n"})
     assert "ab12/a" in decls.personas
+
+
+def test_workspace_yaml_declares_the_origin_and_is_not_a_persona(tmp_path):
+    from nixx.nxc.declarations import declared_origin
+
+    folder = write_personas(tmp_path, {"coder.yaml": "handle: coder\nsystem_prompt: x\n",
+                                       "workspace.yaml": "origin: team\n"})
+    assert declared_origin(folder) == "team"
+    decls = load_declarations(folder, "team")
+    assert list(decls.personas) == ["team/coder"]
+    (folder / "workspace.yaml").write_text("origin: a/b\n")
+    with pytest.raises(ValidationError, match=r"workspace\.yaml: field `origin` must be"):
+        declared_origin(folder)
+    (folder / "workspace.yaml").write_text("origin: team\nreplica: x\n")
+    with pytest.raises(ValidationError, match=r"`replica` is not a workspace field"):
+        load_declarations(folder, "team")
+    (folder / "workspace.yaml").unlink()
+    assert declared_origin(folder) is None

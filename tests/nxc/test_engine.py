@@ -64,8 +64,9 @@ def test_send_to_a_persona_opens_a_direct_thread(as_):
 
 def test_the_quorum_is_derived_per_turn(as_):
     alice, coder, rev = as_("alice"), as_("coder"), as_("reviewer")
-    r = alice.send("team", "ship it?", expect="coder,reviewer")
+    r = alice.send("coder", "ship it?")
     tid = r["thread_id"]
+    alice.expect(tid, "coder,reviewer")  # a quorum of two
     coder.reply("yes", thread=tid)
     t = alice.thread(tid)
     assert t["replied"] == ["ab12/coder"] and t["outstanding"] == ["ab12/reviewer"]
@@ -125,7 +126,9 @@ def test_channel_send_expects_members_minus_sender_and_records_the_channel(as_):
     alice = as_("alice")
     r = alice.send("team", "standup")
     assert r["target"] == "channel" and r["channel"] == "decl:team"
-    assert r["expects"] == ["ab12/coder", "ab12/reviewer"]
+    # a round: the thread expects the channel's supervisor, the members answer in slots
+    assert r["expects"] == ["ab12/__channel-team"]
+    assert r["members"] == ["ab12/coder", "ab12/reviewer"]
     assert "public_channels" not in alice.list()  # omitted when empty; team is a group
     row = alice.conn.execute(
         "SELECT name, kind, members FROM nxc_channels WHERE channel_id = 'decl:team'").fetchone()

@@ -50,6 +50,22 @@ def make_settings(llm: FakeLLM, workspace: Path, server_db_url: str) -> Settings
     return make
 
 
+def standalone_settings(base: Path, llm: FakeLLM, **overrides: Any) -> Settings:
+    """Settings for a server that outlives one test (module-scoped fixtures): its own home,
+    SQLite file and workspace under `base`, backed by `llm`."""
+    values: dict[str, Any] = {
+        "home": base,
+        "db_url": f"sqlite:///{base / 'nixx.db'}",
+        "chat_base_url": llm.base_url,
+        "embed_provider": "openai",
+        "embed_base_url": llm.base_url,
+        "embed_model": "fake-embed",
+        "workspace": base,
+    }
+    values.update(overrides)
+    return load_settings(**values)
+
+
 @pytest.fixture
 def settings(make_settings: SettingsFactory) -> Settings:
     return make_settings()

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from nixx import __version__
@@ -110,3 +111,19 @@ def test_debug_context_is_what_the_next_turn_sends(nixx: Nixx, llm: FakeLLM) -> 
     assert ctx["recalled"][0]["score"] >= ctx["threshold"]
     other = nixx.client.get("/v1/debug/context", params={"query": "bread"}).json()
     assert other["recalled"] == [] and "## Recalled Memories" not in other["system_prompt"]
+
+
+def test_openapi_advertises_the_400_envelope_not_422(nixx: Nixx) -> None:
+    doc = nixx.client.get("/openapi.json").json()
+    text = json.dumps(doc)
+    assert '"422"' not in text and "HTTPValidationError" not in text
+    error = doc["components"]["schemas"]["Error"]
+    assert error["properties"]["error"]["required"] == ["message", "type", "param", "code"]
+    chat = doc["paths"]["/v1/chat/completions"]["post"]["responses"]
+    assert chat["400"]["content"]["application/json"]["schema"]["$ref"].endswith("/Error")
+    assert "413" in chat
+    # and what it advertises is what a bad request really gets
+    r = nixx.client.get("/v1/episodic/transcript?start=abc")
+    assert r.status_code == 400 and set(r.json()["error"]) == set(
+        error["properties"]["error"]["required"]
+    )

@@ -28,20 +28,27 @@ def as_(agent: str, **extra: str) -> dict[str, str]:
     return cli_env(NXC_ACTOR=agent, **extra)
 
 
-@pytest.fixture
-def two_clones(tmp_path):
-    """A bare repository with a channel declaration, cloned twice: workspaces A and B."""
+def _clones(tmp_path, declarations: dict[str, str]):
+    """A bare repository holding `declarations` in `.nxs-personas/`, cloned twice:
+    workspaces A (replica aaaa) and B (bbbb)."""
     remote = bare_repo(tmp_path)
     seed = clone(remote, tmp_path / "seed")
     (seed / ".nxs-personas").mkdir()
-    (seed / ".nxs-personas" / "channels.yaml").write_text(CHANNELS)
+    for name, text in declarations.items():
+        (seed / ".nxs-personas" / name).write_text(text)
     git("add", ".", cwd=seed)
-    git("commit", "-qm", "declare the team channel", cwd=seed)
+    git("commit", "-qm", "declarations", cwd=seed)
     git("push", "-q", "origin", "HEAD", cwd=seed)
     a, b = clone(remote, tmp_path / "a"), clone(remote, tmp_path / "b")
     for folder, replica in ((a, "aaaa"), (b, "bbbb")):
         ok_json("nxs", "init", "--replica", replica, cwd=folder)
     return remote, a, b
+
+
+@pytest.fixture
+def two_clones(tmp_path):
+    """A bare repository with a channel declaration, cloned twice: workspaces A and B."""
+    return _clones(tmp_path, {"channels.yaml": CHANNELS})
 
 
 def test_the_seed_scenario_a_sends_b_reads_and_replies_a_sees_it(two_clones):
@@ -63,15 +70,23 @@ def test_the_seed_scenario_a_sends_b_reads_and_replies_a_sees_it(two_clones):
     assert got["stored"] == got["pulled"] >= 2
     shown = ok_json("nxc", "threads", "show", thread, cwd=b, env=as_("bob"))
     assert [m["body"] for m in shown["messages"]] == ["the build is green on A"]
-    assert shown["outstanding"] == ["bbbb/bob"]
-
-    ok_json("nxc", "reply", "--thread", thread, "thanks, B has it", cwd=b, env=as_("bob"))
+    assert shown["outstanding"] == ["aaaa/__channel-team"]  # a round: its supervisor
+    # bob answers in his slot of the round (his one open conversation)
+    answered = ok_json("nxc", "reply", "thanks, B has it", cwd=b, env=as_("bob"))
+    slot = answered["thread_id"]
+    assert slot != thread and answered["complete"] is True
     ok_json("nxs", "sync", "run", cwd=b)
+    # A's pass stores bob's answer and settles the round A runs: the hand-back is posted
     ok_json("nxs", "sync", "run", cwd=a)
     seen = ok_json("nxc", "threads", "show", thread, cwd=a, env=as_("alice"))
-    assert [m["body"] for m in seen["messages"]] == ["the build is green on A",
-                                                     "thanks, B has it"]
+    assert [m["body"] for m in seen["messages"]] == [
+        "the build is green on A", '<message from="bbbb/bob">\nthanks, B has it\n</message>']
     assert seen["complete"] is True and seen["outstanding"] == []
+    assert ok_json("nxc", "threads", "show", slot, cwd=a, env=as_("alice"))["messages"][0][
+        "body"] == "thanks, B has it"
+    ok_json("nxs", "sync", "run", cwd=a)  # the hand-back travels back to B
+    ok_json("nxs", "sync", "run", cwd=b)
+    seen = ok_json("nxc", "threads", "show", thread, cwd=a, env=as_("alice"))
 
     # a further pass on each side moves nothing, and nothing is doubled
     for ws in (a, b):
@@ -111,6 +126,14 @@ def test_status_bind_idempotence_and_rebind(two_clones, tmp_path):
     assert status["pushed_seq"] == 0 and status["unpushed"] >= 2
     human = run("nxs", "sync", "status", cwd=a)
     assert moved["stream"] in human.stdout and "unpushed" in human.stdout
+    # times a person can read: a UTC date and how long ago, never raw epoch ms
+    assert "last pass  never" in human.stdout  # the rebind forgot the last pass
+    ok_json("nxs", "sync", "run", cwd=a)
+    human = run("nxs", "sync", "status", cwd=a)
+    status = ok_json("nxs", "sync", "status", cwd=a)
+    assert status["bound_at_iso"].endswith("Z") and status["last_pass"]["at_iso"].endswith("Z")
+    assert str(status["bound_at"]) not in human.stdout
+    assert " UTC (" in human.stdout and "ago)" in human.stdout
 
 
 def test_bind_without_origin_fails_loudly_and_join_works(tmp_path):
@@ -178,6 +201,12 @@ def test_bind_says_how_to_run_when_the_service_cannot_start(two_clones, tmp_path
     proc = run("nxs", "sync", "bind", cwd=a, env=env)
     assert proc.returncode == 0
     assert "nxs sync daemon" in proc.stdout and "not running" in proc.stdout
+    # no per-user service manager answered: no unit file is left behind, and it says so
+    assert "no per-user service manager" in proc.stdout and "no unit was left" in proc.stdout
+    units = home / ".config" / "systemd" / "user"
+    assert not units.exists() or list(units.iterdir()) == []
+    out = ok_json("nxs", "sync", "bind", cwd=a, env=env)
+    assert out["daemon"]["installed"] is False and out["daemon"]["unit"] is None
     # --no-daemon writes nothing
     home2 = tmp_path / "home2"
     home2.mkdir()
@@ -304,11 +333,57 @@ def test_the_seed_scenario_over_postgres(two_clones, pg_url):
     ok_json("nxs", "sync", "run", cwd=b)
     shown = ok_json("nxc", "threads", "show", sent["thread_id"], cwd=b, env=as_("bob"))
     assert [m["body"] for m in shown["messages"]] == ["over postgres"]
-    ok_json("nxc", "reply", "--thread", sent["thread_id"], "got it", cwd=b, env=as_("bob"))
+    ok_json("nxc", "reply", "got it", cwd=b, env=as_("bob"))  # in bob's slot of the round
     ok_json("nxs", "sync", "run", cwd=b)
-    ok_json("nxs", "sync", "run", cwd=a)
+    ok_json("nxs", "sync", "run", cwd=a)  # stores it and settles the round A runs
     seen = ok_json("nxc", "threads", "show", sent["thread_id"], cwd=a, env=as_("alice"))
-    assert [m["body"] for m in seen["messages"]] == ["over postgres", "got it"]
+    assert [m["body"] for m in seen["messages"]] == [
+        "over postgres", '<message from="bbbb/bob">\ngot it\n</message>']
     assert seen["complete"] is True
+    ok_json("nxs", "sync", "run", cwd=a)  # the hand-back goes out
     status = ok_json("nxs", "sync", "status", cwd=a)
     assert status["transport"] == "postgres" and status["unpushed"] == 0
+
+
+def test_two_clones_one_origin_a_person_in_b_answers_a_thread_sent_in_a(tmp_path):
+    """docs/sync.md's story end to end: the repository declares one origin for every clone
+    (`.nxs-personas/workspace.yaml`), so `reviewer` is `team/reviewer` in both; a thread
+    alice sends to it in clone A is in clone B's `threads list` after a pass each way,
+    whoever acts as the reviewer in B answers it, and A sees it complete."""
+    _, a, b = _clones(tmp_path, {
+        "reviewer.yaml": "handle: reviewer\nsystem_prompt: You review.\n",
+        "workspace.yaml": "origin: team\n",  # the one step
+    })
+    for folder in (a, b):
+        ok_json("nxs", "sync", "bind", "--no-daemon", cwd=folder)
+    assert ok_json("nxc", "whoami", cwd=b, env=as_("alice"))["handle"] == "team/alice"
+
+    sent = ok_json("nxc", "send", "--to", "reviewer", "please review the storage layer",
+                   cwd=a, env=as_("alice"))
+    thread = sent["thread_id"]
+    assert sent["expects"] == ["team/reviewer"]
+    ok_json("nxs", "sync", "run", cwd=a)
+    ok_json("nxs", "sync", "run", cwd=b)
+
+    # in B: the reviewer's open conversation, and alice's own thread (the same person)
+    listed = ok_json("nxc", "threads", "list", "--open", cwd=b, env=as_("reviewer"))
+    assert [t["thread_id"] for t in listed] == [thread]
+    assert listed[0]["opener"] == "team/alice" and listed[0]["outstanding"] == ["team/reviewer"]
+    mine = ok_json("nxc", "threads", "list", cwd=b, env=as_("alice"))
+    assert [t["thread_id"] for t in mine] == [thread]
+    answered = ok_json("nxc", "reply", "looks good, one nit in the WAL handling", cwd=b,
+                       env=as_("reviewer"))  # no --thread: its one open conversation
+    assert answered["thread_id"] == thread and answered["complete"] is True
+
+    ok_json("nxs", "sync", "run", cwd=b)
+    ok_json("nxs", "sync", "run", cwd=a)
+    waited = run("nxc", "wait", "--thread", thread, "--timeout", "30", "--json", cwd=a,
+                 env=as_("alice"))
+    assert waited.returncode == 0, waited.stdout + waited.stderr
+    seen = ok_json("nxc", "threads", "show", thread, cwd=a, env=as_("alice"))
+    assert seen["complete"] is True and seen["replied"] == ["team/reviewer"]
+    assert seen["messages"][-1] == {**seen["messages"][-1], "sender": "team/reviewer",
+                                    "body": "looks good, one nit in the WAL handling"}
+    status = ok_json("nxc", "status", "--all", cwd=a, env=as_("alice"))
+    (op,) = [o for o in status["operations"] if o["root"] == thread]
+    assert op["awaiting_human"] is True and op["live"] is False

@@ -90,3 +90,20 @@ def test_execute_coerces_integer_strings_and_ignores_stray_keys(make_registry, s
     out = reg.execute("view_transcript", '{"start": "1", "end": 2.0, "verbose": true}')
     assert "message number 0" in out and "message number 1" in out
     assert "message number 2" not in out
+
+
+@pytest.mark.parametrize(
+    "name, arguments, expected",
+    [
+        ("view_transcript", '{"start": 9223372036854775808}', "out of range"),
+        ("view_transcript", '{"start": 1, "end": -9223372036854775809}', "out of range"),
+        ("search_transcript", '{"query": "x", "limit": 99999999999999999999999}', "out of range"),
+        ("write_file", '{"path": "a\\ud800.txt", "content": "x"}', "lone UTF-16 surrogate"),
+        ("write_file", '{"path": "a.txt", "content": "\\udfff"}', "lone UTF-16 surrogate"),
+        ("read_file", '{"path": "' + "p" * 5000 + '"}', "too long"),
+    ],
+)
+def test_values_no_store_can_take_are_refused_not_failed(make_registry, name, arguments, expected):
+    out = make_registry().execute(name, arguments)
+    assert out.startswith("error: ") and expected in out, out
+    assert "failed unexpectedly" not in out

@@ -24,7 +24,9 @@ def add_parser(sub: Any) -> None:
         "Re-ingesting unchanged content does nothing; changed content replaces the old chunks.",
     )
     p.add_argument("targets", nargs="+", metavar="PATH|URL", help="files, folders or http(s) URLs")
-    p.add_argument("--name", help="name of the source (one target only; default: file or page name)")
+    p.add_argument(
+        "--name", help="name of the source (one target only; default: file or page name)"
+    )
     p.add_argument("--tags", help="comma-separated tags stored with the source(s)")
     p.add_argument(
         "--no-summary", action="store_true", help="do not ask the LLM for a display summary"
@@ -144,7 +146,7 @@ def _summarise(settings: Any, store: Any, results: list[Any]) -> str | None:
     wrong (the sources stay stored and searchable without summaries)."""
     from nixx.ingest.summary import summarise_sync
 
-    todo = [r for r in results if r.status != "unchanged" and r.summary_input]
+    todo = [r for r in results if r.summary_input]  # changed, or still without a summary
     if not todo:
         return None
     try:

@@ -194,13 +194,31 @@ def _status(args: argparse.Namespace) -> int:
         flags = [f"{op['open']} open"] + (["needs decision"] if op["needs_decision"] else []) + (
             ["awaiting human"] if op["awaiting_human"] else [])
         print(f"{op['root']}  {op['channel_id']}  {', '.join(flags)}")
-        for t in op["threads"]:
+        shown = op["threads"] if args.all else _live_paths(op["threads"])
+        for t in shown:
             print(f"  {'  ' * t['depth']}{t['thread_id']} {t['state']}"
                   + (f" outstanding: {', '.join(t['outstanding'])}" if t["outstanding"] else "")
                   + (f" session {t['session']} ({t['session_state']})" if t.get("session") else ""))
+        if len(shown) < len(op["threads"]):
+            print(f"  … {len(op['threads']) - len(shown)} answered threads not shown "
+                  "(--all shows them)")
         for line in failure_lines(op.get("refusals", [])):
             print(line)
     return 0
+
+
+def _live_paths(threads: list[dict]) -> list[dict]:
+    """The threads of an operation a person acts on — open, stale or escalated — with the
+    threads above them (the tree stays readable); answered branches are left out."""
+    by_id = {t["thread_id"]: t for t in threads}
+    keep = {threads[0]["thread_id"]} if threads else set()
+    for t in threads:
+        if t["state"] != "answered" or t["escalated"]:
+            node = t
+            while node is not None and node["thread_id"] not in keep:
+                keep.add(node["thread_id"])
+                node = by_id.get(node["parent"])
+    return [t for t in threads if t["thread_id"] in keep]
 
 
 def _search(args: argparse.Namespace) -> int:

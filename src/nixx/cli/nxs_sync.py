@@ -72,6 +72,8 @@ def _run(args: argparse.Namespace) -> int:
         raise ValidationError("--batch-size must be at least 1", param="batch_size")
     ws = find_workspace(db=args.db)
     result = sync_workspace(ws, _reducers(), lock_wait=args.wait, **_run_options(args))
+    if result.stored:
+        _catch_up(ws)
     if args.json:
         emit_json(result.to_dict())
         return 0
@@ -80,6 +82,20 @@ def _run(args: argparse.Namespace) -> int:
           f"here{f', {result.rejected} rejected' if result.rejected else ''}) in "
           f"{result.elapsed_ms:.0f} ms; unpushed {result.unpushed}")
     return 0
+
+
+def _catch_up(ws) -> None:
+    """Answers that arrived by sync move on the channel rounds this machine runs (the
+    machine that sent a round settles it: docs/channels.md)."""
+    import os
+
+    from nixx.nxc.rounds import catch_up
+
+    try:
+        catch_up(ws, os.environ)
+    except Exception as exc:  # noqa: BLE001 - the pass itself succeeded; say it, go on
+        sys.stderr.write(f"warning: the pass stored new answers, but moving the channel "
+                         f"rounds on failed: {exc}; the next pass tries again\n")
 
 
 def _status(args: argparse.Namespace) -> int:
@@ -95,7 +111,8 @@ def _status(args: argparse.Namespace) -> int:
         print(f"not bound (replica {out['replica']}); run `nxs sync bind`; "
               f"{out['unpushed']} ops would be pushed")
         return 0
-    print(f"stream     {out['stream']} (from {out['derived_from']})")
+    print(f"stream     {out['stream']} (from {out['derived_from']}, bound "
+          f"{_when(out.get('bound_at'))})")
     print(f"remote     {out['transport']} {out['remote']}")
     print(f"pushed     up to seq {out['pushed_seq']} of {out['log_seq']}; "
           f"unpushed {out['unpushed']}")
@@ -104,8 +121,29 @@ def _status(args: argparse.Namespace) -> int:
     if last:
         what = (f"pushed {last.get('pushed')}, pulled {last.get('pulled')}" if last.get("ok")
                 else f"failed: {last.get('error')}")
-        print(f"last pass  at {last['at']} ms: {what}")
+        print(f"last pass  {_when(last.get('at'))}: {what}")
+    else:
+        print("last pass  never (`nxs sync run` makes one)")
     return 0
+
+
+def _when(ms: int | None) -> str:
+    """`2026-12-01 12:03:04 UTC (5 min ago)`: a time a person can read."""
+    if not ms:
+        return "(unknown)"
+    import time
+
+    stamp = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(ms / 1000))
+    ago = max(0, int(time.time() - ms / 1000))
+    if ago < 60:
+        rel = f"{ago} s ago"
+    elif ago < 3600:
+        rel = f"{ago // 60} min ago"
+    elif ago < 86_400:
+        rel = f"{ago // 3600} h {ago % 3600 // 60} min ago"
+    else:
+        rel = f"{ago // 86_400} days ago"
+    return f"{stamp} ({rel})"
 
 
 def _daemon(args: argparse.Namespace) -> int:
@@ -118,6 +156,8 @@ def _daemon(args: argparse.Namespace) -> int:
     ws = find_workspace(db=args.db)
 
     def emit(event: dict[str, Any]) -> None:
+        if event["event"] == "pass" and event.get("stored"):
+            _catch_up(ws)
         if args.json:
             sys.stdout.write(json.dumps(event, default=str) + "\n")
         elif event["event"] == "pass":

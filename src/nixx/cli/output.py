@@ -1,7 +1,8 @@
 """How every CLI renders results and errors: once, in one place.
 
 Human output goes to stdout; errors go to stderr as ``error: <message>``. With
-``--json`` results are one JSON document on stdout and errors are
+``--json`` results are one JSON document on stdout (indented at a terminal, compact in
+a pipe) and errors are
 ``{"error": {"kind", "msg", ...}}`` on stdout. Either way a `NixxError` exits 1,
 a usage error exits 2.
 """
@@ -20,7 +21,14 @@ if TYPE_CHECKING:
 
 
 def emit_json(data: Any) -> None:
-    sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False, default=str) + "\n")
+    """Indented for a person at a terminal; compact for a program reading a pipe (the
+    standard library indents in pure Python, ~10x slower than its compact C encoder: a
+    large `nxc status --json` spent more time indenting than querying)."""
+    if sys.stdout.isatty():
+        text = json.dumps(data, indent=2, ensure_ascii=False, default=str)
+    else:
+        text = json.dumps(data, ensure_ascii=False, default=str, separators=(",", ":"))
+    sys.stdout.write(text + "\n")
 
 
 def run_command(fn: Callable[[], int | None], *, as_json: bool) -> int:

@@ -80,7 +80,8 @@ class IngestResult:
     embedded: int = 0  # vectors computed by this ingest
     reused: int = 0  # vectors re-used from the stored chunks
     skipped: list[Skipped] = field(default_factory=list)
-    summary_input: str = ""  # the text to summarise for display ("" when unchanged)
+    # the text to summarise for display ("" when unchanged and it has its summary already)
+    summary_input: str = ""
     summary_error: str | None = None  # why the `summarize` hook gave no summary
 
     def to_dict(self) -> dict[str, Any]:
@@ -375,14 +376,23 @@ class Ingestor:
             and old.name == plan.name
             and list(old.meta.get("tags", [])) == plan.meta["tags"]
         ):
+            # Unchanged content; but a display summary that never came (the backend was
+            # down, the process was killed while it was being written) is made now.
+            result = IngestResult(
+                old,
+                "unchanged",
+                files=plan.files,
+                chunks=old.chunk_count,
+                skipped=plan.skipped,
+                summary_input=_summary_input(plan) if old.summary is None else "",
+            )
+            self._summarise(result, plan, old.chunk_count)
             self._emit(
                 Progress(
                     "done", plan.name, plan.files, plan.files, old.chunk_count, old.chunk_count
                 )
             )
-            return IngestResult(
-                old, "unchanged", files=plan.files, chunks=old.chunk_count, skipped=plan.skipped
-            )
+            return result
 
         pieces = self._chunk(plan)
         if not pieces:
@@ -410,20 +420,23 @@ class Ingestor:
             skipped=plan.skipped,
             summary_input=_summary_input(plan),
         )
-        if self.summarize is not None:
-            self._emit(
-                Progress("summary", plan.name, plan.files, plan.files, len(pieces), len(pieces))
-            )
-            try:
-                summary = self.summarize(source.name, result.summary_input)
-            except NixxError as exc:
-                result.summary_error = exc.message
-            else:
-                if summary:
-                    self.store.set_source_summary(source.id, summary)
-                    result.source = replace(result.source, summary=summary)
+        self._summarise(result, plan, len(pieces))
         self._emit(Progress("done", plan.name, plan.files, plan.files, len(pieces), len(pieces)))
         return result
+
+    def _summarise(self, result: IngestResult, plan: _Plan, chunks: int) -> None:
+        """Run the `summarize` hook for a result that needs a display summary."""
+        if self.summarize is None or not result.summary_input:
+            return
+        self._emit(Progress("summary", plan.name, plan.files, plan.files, chunks, chunks))
+        try:
+            summary = self.summarize(result.source.name, result.summary_input)
+        except NixxError as exc:
+            result.summary_error = exc.message
+        else:
+            if summary:
+                self.store.set_source_summary(result.source.id, summary)
+                result.source = replace(result.source, summary=summary)
 
     def _write(self, plan: _Plan, chunks: list[NewChunk], old: Source | None) -> tuple[Source, str]:
         if old is None:

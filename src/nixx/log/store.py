@@ -198,9 +198,7 @@ class _Transaction:
             store.conn.execute("BEGIN IMMEDIATE")
         except apsw.Error as exc:
             self._unlock()
-            raise StoreError(
-                f"the workspace log {store.path} stayed locked for {connection.BUSY_TIMEOUT_S:.0f}s: {exc}"
-            ) from exc
+            raise write_error(store.path, exc) from exc
         except BaseException:
             self._unlock()
             raise
@@ -212,13 +210,15 @@ class _Transaction:
             if exc_type is not None:
                 if conn.in_transaction:  # (SQLite may have rolled back already: I/O, full)
                     conn.execute("ROLLBACK")
+                if isinstance(exc, apsw.Error):  # a write SQLite refused: one error kind
+                    raise write_error(self.store.path, exc) from exc
                 return  # the exception propagates
             try:
                 conn.execute("COMMIT")
             except apsw.Error as err:
                 if conn.in_transaction:
                     conn.execute("ROLLBACK")
-                raise StoreError(f"could not commit to {self.store.path}: {err}") from err
+                raise write_error(self.store.path, err) from err
         finally:
             self._unlock()
 
@@ -228,6 +228,23 @@ class _Transaction:
 
             fcntl.flock(self.fd, fcntl.LOCK_UN)
             self.fd = None
+
+
+def write_error(path: str, exc: apsw.Error) -> StoreError:
+    """The `store` error for a write SQLite refused, saying what to do."""
+    if isinstance(exc, (apsw.ReadOnlyError, apsw.PermissionsError, apsw.CantOpenError)):
+        return StoreError(
+            f"the workspace log {path} is read-only ({exc}): make it and its folder "
+            "writable, or point --db / NXC_DB at a log you may write"
+        )
+    if isinstance(exc, (apsw.BusyError, apsw.LockedError)):
+        return StoreError(
+            f"the workspace log {path} stayed locked for "
+            f"{connection.BUSY_TIMEOUT_S:.0f}s: {exc}"
+        )
+    if isinstance(exc, apsw.FullError):
+        return StoreError(f"the disk holding the workspace log {path} is full: {exc}")
+    return StoreError(f"could not write to the workspace log {path}: {exc}")
 
 
 class LogStore:

@@ -29,8 +29,8 @@ from nixx.memory import semantic
 from nixx.memory.background import BackgroundJobs
 from nixx.memory.episodic import Episodic
 from nixx.memory.prompts import SOURCE_SUMMARY_PROMPT, SYSTEM_PROMPT
-from nixx.memory.row_vectors import RowVectors
 from nixx.memory.recall import RecallContext, build_system_prompt, default_threshold
+from nixx.memory.row_vectors import RowVectors
 from nixx.memory.summarize import merge_tags, select_window, summarise
 from nixx.store.base import MemoryStore
 from nixx.store.records import BufferHit, BufferRow, MemoryHit, Source, Summary, SummaryHit
@@ -488,7 +488,7 @@ class NixxService:
                 lambda: ingestor.ingest_text(text or "", name=name or "", tags=tags)
             )
         problem = None
-        if result.status != "unchanged" and result.summary_input:
+        if result.summary_input:  # changed, or unchanged but still without a summary
             try:
                 model = await self.resolve_model(None)
                 summary = await summarise_source(

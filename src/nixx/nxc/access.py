@@ -1,13 +1,15 @@
 """Who may read what: SQL predicates shared by every read.
 
 A caller may read a thread (and post into it) when it is the thread's opener, is
-expected to reply in it, is a member of its channel, or the channel is public.
+expected to reply in it, is a member of its channel, the channel is public, or it is a
+slot of a round the caller requested (a thread a channel supervisor opened under a
+thread the caller opened).
 A message is readable when its thread is, or (thread root not arrived yet) when its
 channel is a member or public channel. The read cursor and unread stay member-only.
 
 On top of that, a channel's `visibility` (docs/channels.md) narrows what a reader sees of
 a thread's messages: `requester_only` (the default of a declared channel) shows the
-thread's opener everything and every other reader the opener's messages, its own and —
+thread's opener (and, in a round's slot, the round's requester) everything and every other reader the opener's messages, its own and —
 in a `flow: sequential` channel — the answers handed to it (those of earlier members);
 `all_members` shows everyone everything. Who replied (the quorum) stays visible.
 """
@@ -24,11 +26,19 @@ PUBLIC_CHANNELS = (
 )
 MEMBER_CHANNELS = "SELECT channel_id FROM nxc_members WHERE handle = :me"
 
+#: a round's slot: a thread a channel supervisor opened under a thread `{t}` opened by :me
+#: (the requester reads its round's slots, and everything in them)
+_SLOT_OF_MINE = (
+    "({t}.opener LIKE '%/\\_\\_channel-%' ESCAPE '\\' AND {t}.parent IN"
+    " (SELECT pt.thread_id FROM nxc_threads pt WHERE pt.opener = :me))"
+)
+
 #: a thread row `t` joined with its state `s` (LEFT JOIN nxc_thread_state s)
 THREAD_READABLE = (
     "(t.opener = :me OR t.channel_id IN (" + MEMBER_CHANNELS + ")"
     " OR t.channel_id IN (" + PUBLIC_CHANNELS + ")"
-    " OR t.thread_id IN (SELECT thread_id FROM nxc_expected WHERE handle = :me))"
+    " OR t.thread_id IN (SELECT thread_id FROM nxc_expected WHERE handle = :me)"
+    " OR " + _SLOT_OF_MINE.format(t="t") + ")"
 )
 
 #: a message row `m`
@@ -67,7 +77,7 @@ _HANDED_OVER = (
 MESSAGE_VISIBLE = (
     "(m.sender = :me OR NOT (" + _RESTRICTED.format(ch="m.channel_id") + ")"
     " OR EXISTS (SELECT 1 FROM nxc_threads vt WHERE vt.thread_id = m.thread_id"
-    " AND vt.opener IN (:me, m.sender))"
+    " AND (vt.opener IN (:me, m.sender) OR " + _SLOT_OF_MINE.format(t="vt") + "))"
     " OR " + _HANDED_OVER.format(ch="m.channel_id") + ")"
 )
 

@@ -3,6 +3,10 @@
 - declared channel: ``decl:<name>`` (kind `group` or `public`, from channels.yaml)
 - direct channel:   ``dm:`` + first 24 hex of sha256(the two sorted handles joined by NUL),
   so both sides compute the same id with no rendezvous.
+
+A declared channel's supervisor is the engine identity ``<origin>/__channel-<name>``: a
+round's thread expects it, it opens one slot thread per member under that thread and
+posts the hand-back (`nixx.nxc.rounds`).
 """
 
 from __future__ import annotations
@@ -27,3 +31,14 @@ def decl_id(name: str) -> str:
 
 def is_dm(channel_id: str) -> bool:
     return channel_id.startswith("dm:")
+
+
+SUPERVISOR_PREFIX = "__channel-"
+
+
+def supervisor_handle(origin: str, channel: str) -> str:
+    return f"{origin}/{SUPERVISOR_PREFIX}{channel}"
+
+
+def is_supervisor(handle: str) -> bool:
+    return handle.partition("/")[2].startswith(SUPERVISOR_PREFIX)

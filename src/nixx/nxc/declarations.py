@@ -4,6 +4,12 @@ Nothing in nxc creates a participant: this folder is the whole model. Parsing is
 (an unknown key is an error, so a typo never silently changes meaning) and every error
 is a `ValidationError` naming the file and the field. A missing folder is not an error.
 
+Reading is bounded, because the model's own `write_file` can reach this folder: a file
+over `MAX_FILE_BYTES` is refused unread, and a document that expands to more than
+`MAX_VALUES` values (YAML anchors and aliases can make 512 bytes mean a billion) or
+nests deeper than `MAX_DEPTH` is refused while it is walked — each a `ValidationError`
+naming the file, cached like any other verdict so every verb after it fails as fast.
+
 Parsed YAML is cached per file in `.nxs/declarations.json`, keyed by each file's
 (mtime_ns, ctime_ns, size, inode) and the folder's mtime, so a verb that needs the
 declarations does not pay for importing PyYAML when nothing changed. Validation always
@@ -24,6 +30,12 @@ if TYPE_CHECKING:
     from typing import Any
 
 CHANNELS_FILE = "channels.yaml"
+#: the workspace's own settings that travel with the repository: `origin`
+WORKSPACE_FILE = "workspace.yaml"
+#: bounds on one declaration file (docs/limits-and-safety.md)
+MAX_FILE_BYTES = 256 * 1024
+MAX_VALUES = 100_000
+MAX_DEPTH = 64
 CACHE_FILE = "declarations.json"
 _CACHE_VERSION = 1
 
@@ -75,18 +87,22 @@ class _Record:
 class Runtime(_Record):
     """How a persona's sessions start and resume: a built-in name or argv templates."""
 
-    __slots__ = ("builtin", "start", "resume", "format")
-    _defaults = {"builtin": None, "start": (), "resume": (), "format": None}
+    __slots__ = ("builtin", "start", "resume", "format", "preset")
+    _defaults = {"builtin": None, "start": (), "resume": (), "format": None, "preset": None}
     builtin: str | None
     start: tuple[str, ...]
     resume: tuple[str, ...]
-    format: str | None  # how its stdout becomes a transcript (nixx.nxc.runtimes)
+    format: str | None  # how its stdout becomes a transcript (nixx.nxc.agentstreams)
+    preset: str | None  # `runtime: claude-code` etc. (nixx.nxc.presets)
 
     def to_dict(self) -> dict[str, Any]:
         if self.builtin:
             return {"builtin": self.builtin}
-        return {"start": list(self.start), "resume": list(self.resume),
-                "transcript": self.format or "stream-json"}
+        out = {"start": list(self.start), "resume": list(self.resume),
+               "transcript": self.format or "stream-json"}
+        if self.preset:
+            out["preset"] = self.preset
+        return out
 
 
 class Addressable(_Record):
@@ -189,15 +205,32 @@ class Declarations:
 # -- loading -------------------------------------------------------------------------
 
 
+class _TooBig(Exception):
+    pass
+
+
 def _plain(value: Any) -> Any:
-    """YAML values as JSON values (timestamps become ISO strings), recursively."""
-    if isinstance(value, dict):
-        return {str(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_plain(v) for v in value]
-    if hasattr(value, "isoformat"):
-        return value.isoformat()
-    return value
+    """YAML values as JSON values (timestamps become ISO strings), recursively, counting
+    every value visited — an alias is visited each time it is used, which is exactly the
+    expansion a reader of the data pays — so a bomb stops at `MAX_VALUES`."""
+    budget = [MAX_VALUES]
+
+    def walk(v: Any, depth: int) -> Any:
+        budget[0] -= 1
+        if budget[0] < 0:
+            raise _TooBig(f"expands to more than {MAX_VALUES:,} values (YAML anchors and "
+                          "aliases); write the values out")
+        if depth > MAX_DEPTH:
+            raise _TooBig(f"nests deeper than {MAX_DEPTH} levels")
+        if isinstance(v, dict):
+            return {str(k): walk(x, depth + 1) for k, x in v.items()}
+        if isinstance(v, list):
+            return [walk(x, depth + 1) for x in v]
+        if hasattr(v, "isoformat"):
+            return v.isoformat()
+        return v
+
+    return walk(value, 0)
 
 
 def _parse_yaml(path: str) -> dict[str, Any]:
@@ -206,13 +239,21 @@ def _parse_yaml(path: str) -> dict[str, Any]:
 
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     try:
-        with open(path, encoding="utf-8") as fh:
-            text = fh.read()
+        with open(path, "rb") as fh:
+            raw = fh.read(MAX_FILE_BYTES + 1)
+        if len(raw) > MAX_FILE_BYTES:
+            return {"error": f"is larger than {MAX_FILE_BYTES // 1024} KiB; a declaration "
+                             "file is a few lines of YAML"}
+        text = raw.decode("utf-8")
         return {"data": _plain(yaml.load(text, Loader=loader))}
     except UnicodeDecodeError as exc:
         return {"error": f"not UTF-8 text: {exc}"}
     except OSError as exc:
         return {"error": f"cannot read: {exc}"}
+    except _TooBig as exc:
+        return {"error": str(exc)}
+    except RecursionError:
+        return {"error": "nests too deeply to read"}
     except yaml.YAMLError as exc:
         return {"error": "not valid YAML: " + " ".join(str(exc).split())}
 
@@ -281,6 +322,9 @@ def load_declarations(
         entry = raw[name]
         if "error" in entry:
             raise ValidationError(f"{path}: {entry['error']}", file=str(path))
+        if name in (WORKSPACE_FILE, "workspace.yml"):
+            _workspace_origin(path, entry["data"])
+            continue
         if name in (CHANNELS_FILE, "channels.yml"):
             for channel in _channels(path, entry["data"], origin):
                 if channel.name in decls.channels:
@@ -293,6 +337,46 @@ def load_declarations(
                 raise _err(path, "handle", f"{persona.handle!r} is also declared in {other.file}")
             decls.personas[persona.handle] = persona
     return decls
+
+
+def declared_origin(folder: str | os.PathLike[str], *,
+                    cache_dir: str | os.PathLike[str] | None = None) -> str | None:
+    """The handle origin `.nxs-personas/workspace.yaml` declares (`origin: team`), or None
+    when the file is absent (one `stat`, no parse). Every clone of the repository reads
+    the same file, so a bare handle is the same qualified handle on every machine."""
+    folder = os.path.abspath(os.fspath(folder))
+    for name in (WORKSPACE_FILE, "workspace.yml"):
+        if os.path.isfile(os.path.join(folder, name)):
+            break
+    else:
+        return None
+    raw = _read_raw(folder, None if cache_dir is None else os.fspath(cache_dir))
+    entry = raw.get(name)
+    path = os.path.join(folder, name)
+    if entry is None:
+        return None
+    if "error" in entry:
+        raise ValidationError(f"{path}: {entry['error']}", file=str(path))
+    return _workspace_origin(path, entry["data"])
+
+
+def _workspace_origin(path: str, data: Any) -> str | None:
+    if data is None:
+        return None
+    if not isinstance(data, dict):
+        raise ValidationError(f"{path}: workspace.yaml must be a YAML map (`origin: team`)",
+                              file=str(path))
+    unknown = sorted(set(data) - {"origin"})
+    if unknown:
+        raise _err(path, unknown[0], "is not a workspace field (origin)")
+    origin = data.get("origin")
+    if origin is None:
+        return None
+    if (not isinstance(origin, str) or not origin or "/" in origin
+            or any(c in origin for c in " \t\r\n\x00,")):
+        raise _err(path, "origin", "must be a name without '/', spaces or commas "
+                   "(e.g. `origin: team`)")
+    return origin
 
 
 # -- validation ----------------------------------------------------------------------
@@ -363,10 +447,17 @@ def _runtime(path: str, value: Any) -> Runtime | None:
     if value is None:
         return None
     if isinstance(value, str):
+        from nixx.nxc.presets import PRESETS
+
+        preset = PRESETS.get(value)
+        if preset is not None:
+            return Runtime(start=tuple(preset["start"]), resume=tuple(preset["resume"]),
+                           format=preset["format"], preset=value)
         if value not in BUILTIN_RUNTIMES:
+            names = sorted(BUILTIN_RUNTIMES | set(PRESETS))
             raise _err(
                 path, "runtime",
-                f"names no built-in runtime ({', '.join(sorted(BUILTIN_RUNTIMES))}); "
+                f"names no built-in runtime or preset ({', '.join(names)}); "
                 "declare `{start: [...], resume: [...]}` for another one",
             )
         return Runtime(builtin=value)
@@ -377,8 +468,10 @@ def _runtime(path: str, value: Any) -> Runtime | None:
         raise _err(path, f"runtime.{sorted(unknown)[0]}",
                    "is not a runtime field (start, resume, transcript)")
     fmt = value.get("transcript", "stream-json")
-    if fmt not in ("stream-json", "nixx", "none"):
-        raise _err(path, "runtime.transcript", f"must be stream-json, nixx or none; got {fmt!r}")
+    from nixx.nxc.agentstreams import FORMATS
+
+    if fmt not in FORMATS:
+        raise _err(path, "runtime.transcript", f"must be one of {', '.join(FORMATS)}; got {fmt!r}")
     if "start" not in value:
         raise _err(path, "runtime.start", "is required")
     start = _argv(path, value["start"], "runtime.start")

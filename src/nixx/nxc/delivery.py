@@ -35,12 +35,14 @@ if TYPE_CHECKING:
 
 class SendContext:
     """What `send` just wrote. `target` is "persona" or "channel"; `persona` / `channel`
-    is the declaration addressed."""
+    is the declaration addressed; `members`, for a channel, the members the round runs
+    (the thread itself expects the channel's supervisor)."""
 
     def __init__(
         self, *, engine: Engine, sender: str, thread_id: str, message_id: str, channel_id: str,
         target: str, body: str, expects: list[str], deadline_ms: int | None,
         parent: str | None, persona: Persona | None = None, channel: ChannelDecl | None = None,
+        members: list[str] | None = None,
     ) -> None:
         self.engine = engine
         self.sender = sender
@@ -54,6 +56,7 @@ class SendContext:
         self.parent = parent
         self.persona = persona
         self.channel = channel
+        self.members = members or []
 
 
 class ReplyContext:

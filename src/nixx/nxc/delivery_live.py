@@ -8,8 +8,9 @@
       the session that opened T with every answer of the turn it has not been handed
       yet (keyed by message id, so a second wake for the same answers is dropped) — a
       human opener is never resumed;
-    * in a round's thread: the round moves on / settles; a member's escalation wakes
-      the requester's session at once.
+    * in a round's slot (a member's own thread under the round's): the round moves on /
+      settles; a member's escalation wakes the requester's session at once;
+    * by the requester in the round's thread: every member's session hears it.
 - A send refused by the persona's `addressable` is recorded before the error is raised.
 
 The sending session (`NXC_SESSION`) is where the sender stands: its thread becomes the
@@ -66,7 +67,9 @@ class LiveDelivery(Delivery):
                            sender=ctx.sender)
         from nixx.nxc import rounds
 
-        members = [h for h in ctx.expects if h != ctx.sender]
+        members = [h for h in ctx.members if h != ctx.sender]
+        if not members:
+            return {"session": None, "spawned": False, "warnings": []}
         return rounds.open_round(d, channel=ctx.channel, thread_id=ctx.thread_id,
                                  members=members, body=ctx.body, sender=ctx.sender,
                                  opener_session=current["session"] if current else None)
@@ -79,20 +82,31 @@ class LiveDelivery(Delivery):
         thread = ctx.thread
         if d._local is None and not os.path.exists(local_db_path(d.workspace.state_dir)):
             return {"resumed": None, "warnings": []}  # no session ever ran here
-        if rounds.is_round(d, ctx.thread_id) and ctx.sender != thread["opener"]:
-            out = rounds.on_reply(d, thread=thread, sender=ctx.sender,
-                                  message_id=ctx.message_id)
+        round_thread = rounds.round_of_slot(d, thread)
+        if round_thread is not None:  # a member answered (or escalated) in its slot
+            out = rounds.on_slot_reply(d, round_thread=round_thread, slot=thread,
+                                       sender=ctx.sender)
             if ctx.escalate:  # a member asks the requester for a decision or help
                 me = d.current_session()
-                for sid in sessions.sessions_of_thread(d.local, ctx.thread_id, "opener"):
+                for sid in sessions.sessions_of_thread(d.local, round_thread, "opener"):
                     if me is None or sid != me["session"]:
                         woke = d.wake(sid, thread_id=ctx.thread_id, message_id=ctx.message_id,
                                       sender=ctx.sender, body=ctx.body)
                         out = {**out, "resumed": out.get("resumed") or woke.get("resumed"),
                                "warnings": out.get("warnings", []) + woke.get("warnings", [])}
             return out
+        is_round = rounds.is_round(d, ctx.thread_id)
+        if is_round and ctx.sender != thread["opener"]:
+            # members answer in their slots: a post here is kept but answers nothing
+            slot = rounds.slot_of_member(d, ctx.thread_id, ctx.sender)
+            return {"resumed": None, "warnings": [] if slot is None else [
+                f"{ctx.sender} answers this round in its own thread {slot} (nxc reply "
+                f"--thread {slot}); this message does not count as its answer"]}
         targets: list[str] = []
-        if ctx.sender == thread["opener"]:
+        if ctx.sender == thread["opener"] and is_round:
+            # the requester follows up in the round's thread: every member hears it
+            targets = rounds.member_sessions(d, ctx.thread_id)
+        elif ctx.sender == thread["opener"]:
             for sid in sessions.sessions_of_thread(d.local, ctx.thread_id, "member"):
                 row = sessions.get(d.local, sid)
                 if row and row["persona"] in thread["expects"]:
@@ -149,20 +163,20 @@ class LiveDelivery(Delivery):
         d = self.deliverer(engine)
         conn = engine.store.conn
         has_local = os.path.exists(local_db_path(d.workspace.state_dir))
-        for op in out.get("operations", []):
-            tree = [r[0] for r in conn.execute(
-                "WITH RECURSIVE tree(id) AS (SELECT ? UNION SELECT t.thread_id FROM nxc_threads t"
-                " JOIN tree ON t.parent = tree.id) SELECT id FROM tree", (op["root"],))]
-            found = outcomes.for_threads(conn, tree)
-            op["refusals"] = [o for tid in tree for o in found.get(tid, [])
+        ops = out.get("operations", [])
+        # one query for the outcomes of every thread shown, one for their sessions (an
+        # operation is shown whole, so its threads are the whole tree)
+        shown = [t["thread_id"] for op in ops for t in op["threads"]]
+        found = outcomes.for_threads(conn, shown)
+        latest = sessions.latest_of_threads(d.local, shown, "member") if has_local else {}
+        for op in ops:
+            op["refusals"] = [o for t in op["threads"] for o in found.get(t["thread_id"], [])
                               if o["outcome"] in ("refused", "failed")]
             for t in op["threads"]:
                 t["deliveries"] = found.get(t["thread_id"], [])
                 t["failures"] = outcomes.failures(t["deliveries"], t["outstanding"])
-                member = (sessions.sessions_of_thread(d.local, t["thread_id"], "member")
-                          if has_local else [])
-                if member:
-                    row = sessions.get(d.local, member[-1])
-                    t["session"] = member[-1]
-                    t["session_state"] = row["state"] if row else None
+                row = latest.get(t["thread_id"])
+                if row is not None:
+                    t["session"] = row["session"]
+                    t["session_state"] = row["state"]
         return out

@@ -44,6 +44,9 @@ def _now_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
+_UNSET = object()
+
+
 class Engine:
     def __init__(
         self,
@@ -65,6 +68,7 @@ class Engine:
         self.now_ms = now_ms
         self._store: LogStore | None = None
         self._decls: Declarations | None = None
+        self._declared_origin: object = _UNSET
 
     @classmethod
     def open(
@@ -87,12 +91,22 @@ class Engine:
         return self.store.conn
 
     @property
+    def declared_origin(self) -> str | None:
+        """The origin `.nxs-personas/workspace.yaml` declares (read once), or None."""
+        if self._declared_origin is _UNSET:
+            from nixx.nxc.declarations import declared_origin
+
+            self._declared_origin = declared_origin(self.workspace.personas_dir,
+                                                    cache_dir=self.workspace.state_dir)
+        return self._declared_origin  # type: ignore[return-value]
+
+    @property
     def origin(self) -> str:
-        return resolve_origin(self.store.replica, self.env)
+        return resolve_origin(self.store.replica, self.env, self.declared_origin)
 
     @property
     def handle(self) -> str:
-        return resolve_handle(self.store.replica, self.env)
+        return resolve_handle(self.store.replica, self.env, self.declared_origin)
 
     @property
     def declarations(self) -> Declarations:
@@ -267,8 +281,18 @@ class Engine:
             expects = [decl.handle]
         else:
             expects = [h for h in decl.expects if h != me]
+        # a channel send runs a round: the thread between the sender and the channel's
+        # supervisor expects the supervisor (its hand-back), and each member answers in
+        # a slot thread of its own under it (docs/channels.md)
+        members: builtins.list[str] = []
+        if target == "channel":
+            from nixx.nxc.channels import supervisor_handle
+
+            members = expects
+            expects = [supervisor_handle(self.origin, decl.name)] if members else []
         now = self.now_ms()
-        deadline_ms = self._deadline(deadline, now, decl if target == "channel" else None, expects)
+        deadline_ms = self._deadline(deadline, now, decl if target == "channel" else None,
+                                     members or expects)
         if parent is None:
             parent = self.delivery.parent_thread(self)
         if parent is not None:
@@ -298,7 +322,7 @@ class Engine:
         ctx = SendContext(
             engine=self, sender=me, thread_id=thread_id, message_id=message_id,
             channel_id=channel_id, target=target, body=body, expects=expects,
-            deadline_ms=deadline_ms, parent=parent,
+            deadline_ms=deadline_ms, parent=parent, members=members,
             persona=decl if target == "persona" else None,
             channel=decl if target == "channel" else None,
         )
@@ -314,6 +338,7 @@ class Engine:
             "session": delivered.get("session"),
             **({"sessions": delivered["sessions"]} if "sessions" in delivered else {}),
             "expects": expects,
+            **({"members": members} if target == "channel" else {}),
             "deadline": iso(deadline_ms),
             "spawned": bool(delivered.get("spawned")),
             "warnings": warnings + list(delivered.get("warnings", [])),

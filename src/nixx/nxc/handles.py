@@ -1,7 +1,10 @@
 """Qualified handles `<origin>/<agent>`: who is acting, resolved in one place.
 
 - agent: `NXC_ACTOR`, else `$USER`, else the literal ``nxc``.
-- origin: `NXC_ORIGIN`, else the workspace's replica prefix.
+- origin: `NXC_ORIGIN`, else the origin the workspace declares in
+  `.nxs-personas/workspace.yaml` (shared by every clone of the repository, so one person
+  or persona is one handle on every machine: docs/sync.md), else the workspace's replica
+  prefix.
 - A variable set to an empty string counts as unset.
 - `NXC_ACTOR` that already holds a qualified handle (``ab12/coder``) is used as is.
 
@@ -40,23 +43,26 @@ def check_handle(handle: str, *, what: str = "handle") -> str:
     return handle
 
 
-def resolve_origin(replica: str, env: Mapping[str, str] | None = None) -> str:
+def resolve_origin(replica: str, env: Mapping[str, str] | None = None,
+                   declared: str | None = None) -> str:
     env = os.environ if env is None else env
-    origin = _env(env, "NXC_ORIGIN") or replica
+    origin = _env(env, "NXC_ORIGIN") or declared or replica
     if "/" in origin or _BAD_CHARS & set(origin):
         raise ValidationError(f"NXC_ORIGIN {origin!r} is not valid: no '/', no spaces")
     return origin
 
 
-def resolve_handle(replica: str, env: Mapping[str, str] | None = None) -> str:
-    """The acting handle for this process in a workspace with replica prefix `replica`."""
+def resolve_handle(replica: str, env: Mapping[str, str] | None = None,
+                   declared: str | None = None) -> str:
+    """The acting handle for this process in a workspace with replica prefix `replica`
+    (and the origin it declares, if any)."""
     env = os.environ if env is None else env
     actor = _env(env, "NXC_ACTOR")
     if actor is not None and "/" in actor:
         return check_handle(actor, what="NXC_ACTOR")
     agent = actor or _env(env, "USER") or "nxc"
     check_agent(agent, what="NXC_ACTOR" if actor else "$USER" if _env(env, "USER") else "agent")
-    return f"{resolve_origin(replica, env)}/{agent}"
+    return f"{resolve_origin(replica, env, declared)}/{agent}"
 
 
 def qualify(name: str, origin: str) -> str:

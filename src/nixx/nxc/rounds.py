@@ -1,26 +1,35 @@
-"""Channel rounds: one send to a declared channel runs its members.
+"""Channel rounds: one send to a declared channel runs its members, as a tree.
 
-The round's thread is the one `send` opened in the channel, expecting the channel's
-`expects` (minus the sender). Its deadline is the channel's `timeout` per member
-(parallel: one timeout; sequential: one per member; an RFC3339 instant: that instant),
-so a round that runs out goes `stale` with the silent members outstanding. A member's
-run is killed when its timeout passes: its own duration from its start, or the instant.
+The round's thread is the one `send` opened in the channel between the sender and the
+channel's supervisor `<origin>/__channel-<name>`: it expects the supervisor. Under it the
+supervisor opens one **slot thread** per member (same channel, `parent` = the round's
+thread, opened by the supervisor, expecting that member; the task stays the round
+thread's first message); the member answers there. So `nxc status` shows the round as a tree: the round's thread at
+depth 0, its slots at depth 1, whatever a member sends in turn at depth 2.
 
-- `flow: parallel` — every expected member starts at once with the task.
-- `flow: sequential` — one member at a time, in declaration order; the next starts when
-  the previous one answered or its run ended (killed at the per-member timeout, or
-  exited without answering). Each later member's prompt carries the earlier answers as
-  ``<message from="...">`` blocks.
+Deadlines: a slot's is the channel's `timeout` from the moment the slot opens (or the
+RFC3339 instant); the round's thread's is the channel's `timeout` per member (parallel:
+one timeout; sequential: one per member; an instant: that instant). A member's run is
+killed when its timeout passes.
+
+- `flow: parallel` — every member's slot opens and its member starts at once.
+- `flow: sequential` — one member at a time, in declaration order; the next slot opens
+  when the previous member answered in its slot or its run ended (killed at the timeout,
+  or exited without answering). Each later member's prompt carries the earlier answers
+  as ``<message from="...">`` blocks.
 - The sender is never started, even when it is a member.
-- When the round settles (the quorum is complete, or every member has had its turn and
-  its run has ended), the channel's supervisor `<origin>/__channel-<name>` posts one
-  reply in the thread with the answers: `on_complete: pass_through` hands them over as
+- Every member runs at the round's depth + 1 (the hop a spawn from the sender gets),
+  whichever member's process starts the next one: a round of nine members is one hop.
+- When the round settles (every slot is answered, or every member has had its turn and
+  no member's run is still going), the supervisor posts one reply in the round's thread
+  with the answers **in member order**: `on_complete: pass_through` hands them over as
   blocks; `summarize` asks the backend with the channel's `summary_prompt` (falling back
-  to the blocks, said so, when no backend answers). That reply wakes the opener when the
-  opener is an agent session; a human opener sees the root `awaiting_human`.
+  to the blocks, said so, when no backend answers). That reply completes the round's
+  thread and wakes the opener when it is an agent session; a human opener sees the root
+  `awaiting_human`.
 
 Round bookkeeping (whose turn, settled) is device-local: the machine that sent runs the
-round.
+round. The slots, answers and hand-back are in the log.
 """
 
 from __future__ import annotations
@@ -29,19 +38,20 @@ import json
 import time
 
 from nixx.nxc import outcomes, sessions
+from nixx.nxc.channels import supervisor_handle
 from nixx.nxc.prompt import blocks
 
 TYPE_CHECKING = False  # `typing` costs ~2 ms of every CLI start; only annotations use it
 if TYPE_CHECKING:
     from typing import Any
 
+__all__ = ["catch_up", "is_round", "member_sessions", "on_member_exit", "on_slot_reply",
+           "open_round", "round_of_slot", "settle", "slot_of_member", "slots",
+           "supervisor_handle"]
+
 
 def _now_ms() -> int:
     return time.time_ns() // 1_000_000
-
-
-def supervisor_handle(origin: str, channel: str) -> str:
-    return f"{origin}/__channel-{channel}"
 
 
 def open_round(d, *, channel, thread_id: str, members: list[str], body: str, sender: str,
@@ -75,8 +85,7 @@ def open_round(d, *, channel, thread_id: str, members: list[str], body: str, sen
         result = _start_next(d, thread_id)
         if result is None:
             break
-        if result.get("session"):
-            started.append(result["session"])
+        started += result.get("sessions", [])
         warnings += result.get("warnings", [])
     return {"session": started[0] if started else None, "sessions": started,
             "spawned": bool(started), "warnings": warnings}
@@ -111,6 +120,43 @@ def is_round(d, thread_id: str) -> bool:
     return _round(d, thread_id) is not None
 
 
+def _supervisor(r: dict[str, Any]) -> str:
+    return supervisor_handle(r["config"]["origin"], r["channel"])
+
+
+def round_of_slot(d, thread: dict[str, Any]) -> str | None:
+    """The round's thread when `thread` (a summary) is one of its slots on this machine."""
+    parent = thread.get("parent")
+    if not parent:
+        return None
+    r = _round(d, parent)
+    if r is None or thread["opener"] != _supervisor(r):
+        return None
+    return parent
+
+
+def slots(conn, round_thread: str, supervisor: str) -> dict[str, str]:
+    """member → its slot thread (from the log: the threads the supervisor opened under the
+    round's thread, each expecting one member)."""
+    rows = conn.execute(
+        "SELECT t.thread_id, coalesce(s.expects, '[]') FROM nxc_threads t"
+        " LEFT JOIN nxc_thread_state s USING (thread_id)"
+        " WHERE t.parent = ? AND t.opener = ? ORDER BY t.pos", (round_thread, supervisor))
+    out: dict[str, str] = {}
+    for tid, expects in rows:
+        for handle in json.loads(expects)[:1]:
+            out.setdefault(handle, tid)
+    return out
+
+
+def slot_of_member(d, round_thread: str, member: str) -> str | None:
+    """`member`'s slot in the round (None: not a member, or its turn has not come)."""
+    r = _round(d, round_thread)
+    if r is None:
+        return None
+    return slots(d.store.conn, round_thread, _supervisor(r)).get(member)
+
+
 def _take_turn(d, thread_id: str,
                expected_index: int | None = None) -> tuple[int, dict[str, Any]] | None:
     """Compare-and-set the next member index; None when nobody is left (or someone else
@@ -130,12 +176,41 @@ def _take_turn(d, thread_id: str,
     return index, _existing_round(d, thread_id)
 
 
-def _answers(d, thread_id: str, members: list[str]) -> list[dict[str, Any]]:
-    from nixx.nxc.threads import messages
+def _answers(d, r: dict[str, Any], members: list[str]) -> list[dict[str, Any]]:
+    """Each member's posts in its own slot, in member order (not arrival order)."""
+    by_member = slots(d.store.conn, r["thread_id"], _supervisor(r))
+    out: list[dict[str, Any]] = []
+    for member in members:
+        tid = by_member.get(member)
+        if tid is None:
+            continue
+        rows = d.store.conn.execute(
+            "SELECT sender, body FROM nxc_messages WHERE thread_id = ? AND sender = ?"
+            " ORDER BY pos", (tid, member))
+        out += [{"sender": s, "body": b} for s, b in rows]
+    return out
 
-    wanted = set(members)
-    return [{"sender": m["sender"], "body": m["body"]}
-            for m in messages(d.store.conn, thread_id) if m["sender"] in wanted]
+
+def _open_slot(d, r: dict[str, Any], member: str) -> str:
+    """The supervisor opens `member`'s slot under the round's thread. The slot holds no
+    copy of the task (it is the round thread's first message, which every member reads;
+    a sequential member's earlier answers are in its prompt and in the earlier slots), so
+    nobody gets the task twice as unread. → the slot's thread id."""
+    from nixx.log.ids import new_ulid
+    from nixx.nxc.reducer import DOMAIN
+
+    now = _now_ms()
+    deadline = r["config"].get("timeout_at_ms")
+    if deadline is None and r["timeout_ms"]:
+        deadline = now + r["timeout_ms"]
+    channel_row = d.store.conn.execute(
+        "SELECT channel_id FROM nxc_threads WHERE thread_id = ?", (r["thread_id"],)).fetchone()
+    channel_id = channel_row[0] if channel_row else "decl:" + r["channel"]
+    slot = "t-" + new_ulid(now)
+    d.store.append(DOMAIN, "thread_open", slot, _supervisor(r), {
+        "channel": channel_id, "parent": r["thread_id"], "expects": [member],
+        "deadline": deadline})
+    return slot
 
 
 def _start_next(d, thread_id: str, expected_index: int | None = None) -> dict[str, Any] | None:
@@ -144,39 +219,66 @@ def _start_next(d, thread_id: str, expected_index: int | None = None) -> dict[st
         return None
     index, r = taken
     handle = r["members"][index]
+    earlier = _answers(d, r, r["members"][:index]) if r["flow"] == "sequential" else None
+    slot = _open_slot(d, r, handle)
     persona = _persona(d, handle)
+    result: dict[str, Any]
     if persona is None:
-        return {"session": None, "warnings": [
-            f"{handle} is a member of {r['channel']} but no persona declares it: not started"]}
-    earlier = _answers(d, thread_id, r["members"]) if r["flow"] == "sequential" else None
-    result = d.start(persona, thread_id=thread_id, task=r["config"]["body"],
-                     sender=r["config"]["sender"], channel=r["channel"], earlier=earlier or None,
-                     timeout_ms=r["timeout_ms"], kill_at_ms=r["config"].get("timeout_at_ms"),
-                     round_thread=thread_id)
+        result = {"session": None, "spawned": False, "warnings": [
+            f"{handle} is a member of {r['channel']} but no persona declares it: not "
+            f"started (it can still answer in thread {slot})"]}
+    else:
+        cfg = r["config"]
+        # `round_thread`: the member runs at the round's depth + 1 (the deliverer counts
+        # from the round's opener, whichever member's process starts this one)
+        result = d.start(persona, thread_id=slot, task=cfg["body"], sender=cfg["sender"],
+                         channel=r["channel"], earlier=earlier or None,
+                         timeout_ms=r["timeout_ms"], kill_at_ms=cfg.get("timeout_at_ms"),
+                         round_thread=thread_id)
+    result["sessions"] = [result["session"]] if result.get("spawned") else []
     # nobody runs for this member: in a sequential round the next one goes now
     if r["flow"] == "sequential" and not result.get("spawned"):
         more = _start_next(d, thread_id, index + 1)
         if more is not None:
             result["warnings"] = result.get("warnings", []) + more.get("warnings", [])
-            if more.get("session"):
+            result["sessions"] += more.get("sessions", [])
+            if more.get("session") and not result.get("session"):
                 result["session"] = more["session"]
     return result
 
 
-def on_reply(d, *, thread: dict[str, Any], sender: str, message_id: str) -> dict[str, Any]:
-    """A message was posted in a round's thread."""
-    r = _round(d, thread["thread_id"])
-    if r is None:
+def _all_answered(d, r: dict[str, Any]) -> bool:
+    from nixx.nxc.threads import get_thread
+
+    if r["next_index"] < len(r["members"]):
+        return False
+    by_member = slots(d.store.conn, r["thread_id"], _supervisor(r))
+    now = _now_ms()
+    for member in r["members"]:
+        tid = by_member.get(member)
+        summary = get_thread(d.store.conn, tid, now) if tid else None
+        if summary is None or not summary["complete"]:
+            return False
+    return True
+
+
+def on_slot_reply(d, *, round_thread: str, slot: dict[str, Any],
+                  sender: str) -> dict[str, Any]:
+    """A message was posted in a slot of a round (`slot`: its summary after the post)."""
+    r = _round(d, round_thread)
+    if r is None or r["settled"]:
         return {"resumed": None, "warnings": []}
     warnings: list[str] = []
-    if r["flow"] == "sequential" and sender in r["members"]:
+    member = (slot["expects"] or [None])[0]
+    if r["flow"] == "sequential" and sender == member and slot["complete"]:
         current = r["next_index"] - 1
-        if 0 <= current < len(r["members"]) and r["members"][current] == sender:
-            started = _start_next(d, thread["thread_id"], r["next_index"])
+        if 0 <= current < len(r["members"]) and r["members"][current] == member:
+            started = _start_next(d, round_thread, r["next_index"])
             if started:
                 warnings += started.get("warnings", [])
-    if thread["complete"]:
-        return settle(d, thread["thread_id"], warnings=warnings)
+    r = _existing_round(d, round_thread)
+    if _all_answered(d, r):
+        return settle(d, round_thread, warnings=warnings)
     return {"resumed": None, "warnings": warnings}
 
 
@@ -194,11 +296,57 @@ def on_member_exit(d, thread_id: str, member: str) -> dict[str, Any] | None:
     r = _existing_round(d, thread_id)
     if r["next_index"] < len(r["members"]):
         return None
-    for sid in sessions.sessions_of_thread(d.local, thread_id, "member"):
-        row = sessions.get(d.local, sid)
-        if row and row["state"] == "running" and row["persona"] != member:
-            return None
+    for slot in slots(d.store.conn, thread_id, _supervisor(r)).values():
+        for sid in sessions.sessions_of_thread(d.local, slot, "member"):
+            row = sessions.get(d.local, sid)
+            if row and row["state"] == "running" and row["persona"] != member:
+                return None
     return settle(d, thread_id, warnings=[])
+
+
+def catch_up(workspace, env) -> list[str]:
+    """Move on the rounds this machine runs with answers that arrived by sync (a member
+    answered in its slot in another clone: no process here saw the reply). Called after
+    a sync pass stored new ops. → the rounds settled now."""
+    import os
+
+    from nixx.nxc.localstore import local_db_path
+
+    if not os.path.exists(local_db_path(workspace.state_dir)):
+        return []  # no round ever ran here
+    from nixx.nxc.supervisor import _open
+
+    d = _open({"db": workspace.db_path, "env": dict(env)})
+    try:
+        rows = d.local.conn.execute(
+            "SELECT thread_id FROM rounds WHERE settled = 0 ORDER BY created").fetchall()
+        settled = []
+        for (root,) in rows:
+            r = _existing_round(d, root)
+            if r["flow"] == "sequential" and r["next_index"] > 0:
+                from nixx.nxc.threads import get_thread
+
+                member = r["members"][r["next_index"] - 1]
+                slot = slots(d.store.conn, root, _supervisor(r)).get(member)
+                summary = get_thread(d.store.conn, slot, _now_ms()) if slot else None
+                if summary is not None and summary["complete"]:
+                    _start_next(d, root, r["next_index"])
+                    r = _existing_round(d, root)
+            if _all_answered(d, r) and settle(d, root, warnings=[]).get("settled"):
+                settled.append(root)
+        return settled
+    finally:
+        d.store.close()
+
+
+def member_sessions(d, round_thread: str) -> list[str]:
+    """The sessions started for the round's members (one per slot), in member order."""
+    r = _round(d, round_thread)
+    if r is None:
+        return []
+    by_member = slots(d.store.conn, round_thread, _supervisor(r))
+    return [sid for m in r["members"] if m in by_member
+            for sid in sessions.sessions_of_thread(d.local, by_member[m], "member")]
 
 
 def settle(d, thread_id: str, *, warnings: list[str]) -> dict[str, Any]:
@@ -209,7 +357,7 @@ def settle(d, thread_id: str, *, warnings: list[str]) -> dict[str, Any]:
         if conn.changes() == 0:
             return {"resumed": None, "warnings": warnings}
     r = _existing_round(d, thread_id)
-    answers = _answers(d, thread_id, r["members"])
+    answers = _answers(d, r, r["members"])
     answered = {a["sender"] for a in answers}
     silent = [m for m in r["members"] if m not in answered]
     body = blocks(answers) if answers else "(no member answered)"
@@ -217,7 +365,7 @@ def settle(d, thread_id: str, *, warnings: list[str]) -> dict[str, Any]:
         body = _summarize(d, r, body)
     if silent:
         body += "\n\nNo answer from: " + ", ".join(silent)
-    actor = supervisor_handle(r["config"]["origin"], r["channel"])
+    actor = _supervisor(r)
     from nixx.log.ids import new_ulid
     from nixx.nxc.reducer import DOMAIN
 
@@ -231,7 +379,7 @@ def settle(d, thread_id: str, *, warnings: list[str]) -> dict[str, Any]:
             "disposition": "in_turn", "escalate": False, "refs": {"round": r["channel"]}})
     outcomes.record(d.store, "round", thread_id, actor, {
         "thread": thread_id, "channel": r["channel"], "event": "posted",
-        "answered": sorted(answered), "silent": silent})
+        "answered": [m for m in r["members"] if m in answered], "silent": silent})
     resumed = None
     if r["opener_session"]:
         woke = d.wake(r["opener_session"], thread_id=thread_id, message_id=message_id,

@@ -1,13 +1,15 @@
 """Runtimes are declared, not hard-coded: the argv that starts and resumes a persona.
 
-A persona's `runtime` is either the built-in name ``nixx`` or argv templates:
+A persona's `runtime` is the built-in name ``nixx``, a preset for an agent CLI
+(``claude-code``, ``codex``, ``gemini``: `nixx.nxc.presets`), or argv templates:
 
     runtime:
       start:  [claude, -p, "{prompt}", --output-format, stream-json, --verbose]
       resume: [claude, -p, "{prompt}", --resume, "{runtime_session}",
                --output-format, stream-json, --verbose]
       # optional: how its stdout is read into the transcript
-      #   stream-json (Claude Code's JSON lines) | nixx (normalised entries) | none
+      #   stream-json (Claude Code's JSON lines) | codex-json | gemini-json
+      #   | nixx (normalised entries) | none
 
 Placeholders (each argument is formatted on its own, so a value never splits into
 several arguments and is never re-parsed): ``{prompt}`` the session prompt,
@@ -31,8 +33,6 @@ import sys
 TYPE_CHECKING = False  # `typing` costs ~2 ms of every CLI start; only annotations use it
 if TYPE_CHECKING:
     from typing import Any
-
-TRANSCRIPT_FORMATS = ("stream-json", "nixx", "none")
 
 
 def runtime_dict(runtime) -> dict[str, Any]:

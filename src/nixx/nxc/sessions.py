@@ -181,6 +181,20 @@ def sessions_of_thread(local: LocalStore, thread_id: str, role: str) -> list[str
     return [str(r[0]) for r in rows]
 
 
+def latest_of_threads(local: LocalStore, thread_ids: list[str], role: str) -> dict[str, dict]:
+    """thread id → its latest session in `role`, for many threads in one query."""
+    if not thread_ids:
+        return {}
+    cols = ", ".join(f"s.{c.strip()}" for c in _COLS.split(","))
+    out: dict[str, dict[str, Any]] = {}
+    for row in local.conn.execute(
+        f"SELECT ts.thread_id, {cols} FROM thread_sessions ts JOIN sessions s USING (session_id)"
+        " WHERE ts.role = ? AND ts.thread_id IN (SELECT value FROM json_each(?))"
+        " ORDER BY ts.session_id", (role, json.dumps(thread_ids))):
+        out[row[0]] = _row(row[1:])
+    return out
+
+
 DEFAULT_MAX_THREAD_RESUMES = 20
 DEFAULT_MAX_CHAIN_RESUMES = 100
 

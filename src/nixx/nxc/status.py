@@ -34,18 +34,36 @@ def operations(
     channel: str | None = None,
     include_finished: bool = False,
 ) -> list[dict[str, Any]]:
-    """Every operation with a thread `me` may read, shown whole (states only, no bodies)."""
-    parents: dict[str, str | None] = {
-        r[0]: r[1] for r in conn.execute("SELECT thread_id, parent FROM nxc_threads")}
-    readable = {r[0] for r in conn.execute(
-        "SELECT t.thread_id FROM nxc_threads t LEFT JOIN nxc_thread_state s USING (thread_id)"
-        " WHERE " + THREAD_READABLE, {"me": me}).fetchall()}
+    """Every operation with a thread `me` may read, shown whole (states only, no bodies).
+
+    Three statements whatever the size of the log: every thread's parent and whether
+    `me` may read it; the summaries of the operations shown; who posted in them."""
+    parents: dict[str, str | None] = {}
+    readable: set[str] = set()
+    order: dict[str, str] = {}
+    for tid, parent, pos, can_read in conn.execute(
+        "SELECT t.thread_id, t.parent, t.pos, " + THREAD_READABLE + " FROM nxc_threads t"
+        " LEFT JOIN nxc_thread_state s USING (thread_id)", {"me": me}):
+        parents[tid] = parent
+        order[tid] = pos
+        if can_read:
+            readable.add(tid)
+
+    roots: dict[str, str] = {}
 
     def root_of(tid: str) -> str:
-        seen = {tid}
-        while (up := parents.get(tid)) is not None and up in parents and up not in seen:
+        found = roots.get(tid)
+        if found is not None:
+            return found
+        path = [tid]
+        while (up := parents.get(tid)) is not None and up in parents and up not in path:
+            if up in roots:
+                tid = roots[up]
+                break
             tid = up
-            seen.add(tid)
+            path.append(tid)
+        for t in path:
+            roots[t] = tid
         return tid
 
     members: dict[str, list[str]] = {}
@@ -93,7 +111,8 @@ def operations(
                 "deadline": t["deadline"],
                 "readable": tid in readable,
             })
-            for child in sorted(children.get(tid, []), reverse=True):
+            # children in log order (a round's slots: member order), depth first
+            for child in sorted(children.get(tid, []), key=lambda c: order[c], reverse=True):
                 stack.append((child, depth + 1))
         open_count = sum(1 for t in tree if t["state"] == "open")
         finished = open_count == 0

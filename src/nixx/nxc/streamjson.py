@@ -29,6 +29,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from nixx.nxc.agentstreams import LineParser
+
 
 def _text_of(content: Any) -> str:
     if isinstance(content, str):
@@ -49,24 +51,12 @@ def _text_of(content: Any) -> str:
     return json.dumps(content, ensure_ascii=False)
 
 
-class StreamJsonParser:
+class StreamJsonParser(LineParser):
     """Stateful: remembers Task calls so their sub-agent's entries can be named."""
 
     def __init__(self) -> None:
         self.subagents: dict[str, str] = {}
         self.session_id: str | None = None
-
-    def parse_line(self, line: str) -> list[dict[str, Any]]:
-        line = line.strip()
-        if not line:
-            return []
-        try:
-            obj = json.loads(line)
-        except ValueError:
-            return [{"kind": "error", "data": {"msg": "not a JSON line", "raw": line}}]
-        if not isinstance(obj, dict):
-            return [{"kind": "error", "data": {"msg": "not a JSON object", "raw": line}}]
-        return self.parse(obj)
 
     def parse(self, obj: dict[str, Any]) -> list[dict[str, Any]]:
         kind = obj.get("type")

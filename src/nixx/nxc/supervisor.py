@@ -8,7 +8,8 @@ it is the only process that lives while an agent runs (there is no daemon):
    session a process runs in (`spawn.enclosing_sessions`);
    starts the runtime's argv (cwd: the workspace root; env: exactly the allowlist);
 2. reads its stdout line by line into the transcript (format `stream-json`: Claude
-   Code's JSON lines; `nixx`: normalised entries; `none`: ignored), binding the
+   Code's JSON lines; `codex-json`, `gemini-json`: those CLIs' JSON lines
+   (`nixx.nxc.agentstreams`); `nixx`: normalised entries; `none`: ignored), binding the
    runtime's own session id from its init line; stderr goes to
    `.nxs/sessions/<session>/stderr.log` (its tail becomes an `error` entry on failure);
 3. kills the runtime's process group at a channel round's per-member timeout (a
@@ -38,7 +39,7 @@ STDERR_TAIL = 2_000
 def _open(spec: dict[str, Any]):
     from nixx.log.store import LogStore
     from nixx.log.workspace import Workspace
-    from nixx.nxc.declarations import load_declarations
+    from nixx.nxc.declarations import declared_origin, load_declarations
     from nixx.nxc.deliverer import Deliverer
     from nixx.nxc.handles import resolve_origin
     from nixx.nxc.outcomes import DeliveryReducer
@@ -46,21 +47,22 @@ def _open(spec: dict[str, Any]):
 
     ws = Workspace.for_db(spec["db"])
     store = LogStore.open(ws.db_path, [ChatReducer(), DeliveryReducer()])
-    origin = resolve_origin(store.replica, spec["env"])
+    origin = resolve_origin(store.replica, spec["env"],
+                            declared_origin(ws.personas_dir, cache_dir=ws.state_dir))
     decls = load_declarations(ws.personas_dir, origin, cache_dir=ws.state_dir)
     return Deliverer(workspace=ws, store=store, decls=decls, origin=origin, env=spec["env"])
 
 
 class _Transcript:
     def __init__(self, d, session: str, fmt: str, keep_days: int) -> None:
-        from nixx.nxc.streamjson import StreamJsonParser
+        from nixx.nxc.agentstreams import parser_for
         from nixx.nxc.transcripts import TranscriptStore
 
         self.d = d
         self.session = session
         self.fmt = fmt
         self.store = TranscriptStore(d.local, keep_days=keep_days)
-        self.parser = StreamJsonParser()
+        self.parser = parser_for(fmt)
         self.pending: list[dict[str, Any]] = []
         self.bound = False
         self.last_error: str | None = None  # of the current run: the cause of a failure
@@ -68,7 +70,7 @@ class _Transcript:
     def line(self, text: str) -> None:
         if self.fmt == "none" or not text.strip():
             return
-        if self.fmt == "stream-json":
+        if self.parser is not None:
             entries = self.parser.parse_line(text)
         else:
             try:
@@ -96,6 +98,12 @@ class _Transcript:
             e.get("kind") in ("result", "tool_use") for e in entries
         ):
             self.flush()
+
+    def end_of_output(self) -> None:
+        """The runtime's stdout closed: what its parser still holds is written."""
+        finish = getattr(self.parser, "finish", None)
+        if finish is not None:
+            self.pending.extend(finish())
 
     def add(self, entry: dict[str, Any]) -> None:
         self.pending.append(entry)
@@ -176,6 +184,7 @@ def run_once(d, spec: dict[str, Any], transcript: _Transcript) -> dict[str, Any]
         assert proc.stdout is not None
         for raw in proc.stdout:
             transcript.line(raw.decode("utf-8", "replace"))
+        transcript.end_of_output()
         code = proc.wait()
         if timer is not None:
             timer.cancel()

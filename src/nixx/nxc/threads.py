@@ -27,26 +27,6 @@ _THREAD_COLS = (
 )
 
 
-def _replied(conn: Connection, thread_id: str, expects: list[str], w_pos: str) -> set[str]:
-    if not expects:
-        return set()
-    rows = conn.execute(
-        "SELECT DISTINCT sender FROM nxc_messages WHERE thread_id = ? AND pos > ?"
-        " AND escalate = 0",
-        (thread_id, w_pos),
-    ).fetchall()
-    named = set(expects)
-    return {r[0] for r in rows if r[0] in named}
-
-
-def _escalated(conn: Connection, thread_id: str, w_pos: str) -> bool:
-    row = conn.execute(
-        "SELECT 1 FROM nxc_messages WHERE thread_id = ? AND pos > ? AND escalate = 1 LIMIT 1",
-        (thread_id, w_pos),
-    ).fetchone()
-    return row is not None
-
-
 def state_of(q: dict[str, Any]) -> str:
     """`stale` | `answered` | `open` for a thread summary (no expectation: answered)."""
     if q["stale"]:
@@ -56,15 +36,37 @@ def state_of(q: dict[str, Any]) -> str:
     return "open"
 
 
-def _summary(conn: Connection, row: tuple, now_ms: int) -> dict[str, Any]:
+def _summaries(conn: Connection, rows: list[tuple], now_ms: int) -> list[dict[str, Any]]:
+    """Thread summaries for thread rows (`_THREAD_COLS`), with one more query for all of
+    them: who posted in each thread after its expectation was declared (answers and
+    escalations apart) and how many messages it holds — never a query per thread."""
+    if not rows:
+        return []
+    per: dict[str, dict[str, Any]] = {}
+    for tid, sender, answers, escalations, count in conn.execute(
+        "SELECT m.thread_id, m.sender,"
+        " sum(m.pos > coalesce(s.expects_pos, '') AND m.escalate = 0),"
+        " sum(m.pos > coalesce(s.expects_pos, '') AND m.escalate != 0), count(*)"
+        " FROM nxc_messages m LEFT JOIN nxc_thread_state s USING (thread_id)"
+        " WHERE m.thread_id IN (SELECT value FROM json_each(?))"
+        " GROUP BY m.thread_id, m.sender",
+        (json.dumps([r[0] for r in rows]),),
+    ):
+        agg = per.setdefault(tid, {"answered": set(), "escalated": False, "count": 0})
+        if answers:
+            agg["answered"].add(sender)
+        agg["escalated"] = agg["escalated"] or bool(escalations)
+        agg["count"] += count
+    return [_summary(row, per.get(row[0]), now_ms) for row in rows]
+
+
+def _summary(row: tuple, agg: dict[str, Any] | None, now_ms: int) -> dict[str, Any]:
     tid, channel, opener, parent, origin, created, pos, expects_json, w_pos, deadline = row
     expects = json.loads(expects_json)
-    replied = _replied(conn, tid, expects, w_pos)
+    replied = agg["answered"].intersection(expects) if agg else set()
     outstanding = [h for h in expects if h not in replied]
     complete = bool(expects) and not outstanding
     stale = deadline is not None and now_ms > deadline and bool(outstanding)
-    counted = conn.execute("SELECT count(*) FROM nxc_messages WHERE thread_id = ?", (tid,)).fetchone()
-    count = int(counted[0]) if counted else 0
     out = {
         "thread_id": tid,
         "channel_id": channel,
@@ -78,8 +80,8 @@ def _summary(conn: Connection, row: tuple, now_ms: int) -> dict[str, Any]:
         "complete": complete,
         "stale": stale,
         "deadline": iso(deadline),
-        "escalated": _escalated(conn, tid, w_pos),
-        "message_count": count,
+        "escalated": bool(agg and agg["escalated"]),
+        "message_count": agg["count"] if agg else 0,
     }
     out["state"] = state_of(out)
     return out
@@ -91,7 +93,7 @@ def get_thread(conn: Connection, thread_id: str, now_ms: int) -> dict[str, Any] 
         " WHERE t.thread_id = ?",
         (thread_id,),
     ).fetchone()
-    return None if row is None else _summary(conn, row, now_ms)
+    return None if row is None else _summaries(conn, [row], now_ms)[0]
 
 
 def messages(conn: Connection, thread_id: str, me: str | None = None) -> list[dict[str, Any]]:
@@ -132,7 +134,7 @@ def list_threads(
     if limit is not None:
         sql += " LIMIT :limit"
         args["limit"] = limit
-    return [_summary(conn, row, now_ms) for row in conn.execute(sql, args).fetchall()]
+    return _summaries(conn, conn.execute(sql, args).fetchall(), now_ms)
 
 
 def open_for(conn: Connection, me: str, now_ms: int) -> list[dict[str, Any]]:
@@ -143,9 +145,5 @@ def open_for(conn: Connection, me: str, now_ms: int) -> list[dict[str, Any]]:
         " ORDER BY t.pos DESC",
         {"me": me},
     ).fetchall()
-    out = []
-    for row in rows:
-        summary = _summary(conn, row, now_ms)
-        if me in summary["outstanding"] and not summary["stale"]:
-            out.append(summary)
-    return out
+    return [summary for summary in _summaries(conn, rows, now_ms)
+            if me in summary["outstanding"] and not summary["stale"]]

@@ -75,8 +75,13 @@ def create_app(settings: Settings) -> FastAPI:
                 embedder.close()
             await to_thread.run_sync(store.close)
 
+    from fastapi import Depends
+
+    from nixx.server.edge import check_json_values
+
     app = FastAPI(
         title="nixx",
+        dependencies=[Depends(check_json_values)],
         version=__version__,
         description="An OpenAI-compatible memory server: every turn is remembered, "
         "summarised, recalled and steered by the current intent. See docs/api.md.",
@@ -84,11 +89,12 @@ def create_app(settings: Settings) -> FastAPI:
     )
     app.state.settings = settings
 
-    from nixx.server.errors import install_error_handlers
+    from nixx.server.errors import install_error_handlers, install_openapi
     from nixx.server.limits import RequestSizeLimit
     from nixx.server.routes import include_routes
 
     install_error_handlers(app)
+    install_openapi(app)
     include_routes(app)
     app.add_middleware(RequestSizeLimit, max_bytes=settings.max_request_bytes)
     from nixx.mcp.http import PATH, MCPEndpoint
@@ -101,4 +107,7 @@ def create_app(settings: Settings) -> FastAPI:
         from nixx.server.auth import APIKeyMiddleware
 
         app.add_middleware(APIKeyMiddleware, api_key=settings.api_key)
+    from nixx.server.errors import ErrorBarrier
+
+    app.add_middleware(ErrorBarrier)  # added last: the outermost
     return app

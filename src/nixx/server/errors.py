@@ -4,11 +4,12 @@
 
 `NixxError`s answer their `http_status` (``code`` is their `kind`); request validation
 failures answer 400 (never FastAPI's 422); unknown routes 404; anything unexpected a
-500 that names no internals.
+500 that names no internals (`ErrorBarrier`, which also keeps the connection open).
 """
 
 from __future__ import annotations
 
+import json
 import logging
 from typing import Any
 
@@ -55,6 +56,31 @@ def error_response(
     return JSONResponse(
         envelope(message, status, param=param, code=code), status_code=status, headers=headers
     )
+
+
+async def send_error(
+    send: Any,
+    message: str,
+    status: int,
+    *,
+    code: str | None = None,
+    headers: list[tuple[bytes, bytes]] | None = None,
+) -> None:
+    """Answer the envelope straight over ASGI `send` (for plain ASGI middlewares that
+    refuse a request before the app sees it)."""
+    body = json.dumps(envelope(message, status, code=code)).encode()
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(body)).encode()),
+                *(headers or []),
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})
 
 
 def nixx_error_body(exc: NixxError) -> dict[str, Any]:
@@ -145,9 +171,97 @@ def install_error_handlers(app: FastAPI) -> None:
             headers=dict(exc.headers) if exc.headers else None,
         )
 
-    @app.exception_handler(Exception)
-    async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
-        log.exception("unexpected error on %s %s", request.method, request.url.path)
-        return error_response(
-            f"internal error ({type(exc).__name__}); see the server log", 500, code="internal"
+
+class ErrorBarrier:
+    """The outermost of nixx's ASGI middlewares: an unexpected exception becomes a 500
+    envelope that names no internals (logged with its traceback) and does not travel on,
+    so the server does not close the keep-alive connection after it (Starlette's own
+    error middleware re-raises, and uvicorn then drops the connection). An exception
+    after a response was complete is logged and dropped; one in the middle of a
+    response (a stream) goes on, since only closing the connection can end that."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        state = {"started": False, "complete": False}
+
+        async def tracked(message: dict[str, Any]) -> None:
+            if message["type"] == "http.response.start":
+                state["started"] = True
+            elif message["type"] == "http.response.body" and not message.get("more_body"):
+                state["complete"] = True
+            await send(message)
+
+        try:
+            await self.app(scope, receive, tracked)
+        except Exception as exc:
+            log.error(
+                "unexpected error on %s %s",
+                scope.get("method"),
+                scope.get("path"),
+                exc_info=exc,
+            )
+            if state["started"] and not state["complete"]:
+                raise
+            if state["complete"]:
+                return
+            message = f"internal error ({type(exc).__name__}); see the server log"
+            await send_error(send, message, 500, code="internal")
+
+
+ERROR_SCHEMA: dict[str, Any] = {
+    "title": "Error",
+    "description": "OpenAI's error envelope: every refusal and failure has this shape.",
+    "type": "object",
+    "required": ["error"],
+    "properties": {
+        "error": {
+            "type": "object",
+            "required": ["message", "type", "param", "code"],
+            "properties": {
+                "message": {"type": "string"},
+                "type": {"type": "string"},
+                "param": {"type": ["string", "null"]},
+                "code": {"type": ["string", "null"]},
+            },
+        }
+    },
+}
+
+
+def install_openapi(app: FastAPI) -> None:
+    """Make `/openapi.json` say what the server really answers: a 400 with the error
+    envelope for bad input (FastAPI would advertise 422 `HTTPValidationError`, which nixx
+    never sends), 413 for a body over the size limit, and the envelope for 500."""
+    from fastapi.openapi.utils import get_openapi
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema:
+            return app.openapi_schema
+        schema = get_openapi(
+            title=app.title, version=app.version, description=app.description, routes=app.routes
         )
+        components = schema.setdefault("components", {}).setdefault("schemas", {})
+        components.pop("HTTPValidationError", None)
+        components.pop("ValidationError", None)
+        components["Error"] = ERROR_SCHEMA
+        ref = {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}
+        for item in schema.get("paths", {}).values():
+            for operation in item.values():
+                responses = operation.setdefault("responses", {})
+                responses.pop("422", None)
+                responses["400"] = {"description": "Invalid request", "content": ref}
+                if "requestBody" in operation:
+                    responses["413"] = {
+                        "description": "Request body over NIXX_MAX_REQUEST_BYTES",
+                        "content": ref,
+                    }
+                responses["500"] = {"description": "Internal error", "content": ref}
+        app.openapi_schema = schema
+        return schema
+
+    app.openapi = openapi  # type: ignore[method-assign]

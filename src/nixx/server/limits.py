@@ -10,18 +10,9 @@ rest of the body is not read). Responses are not buffered, so streaming is untou
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
-from nixx.server.errors import envelope
-
-
-def _too_large(limit: int) -> bytes:
-    message = (
-        f"the request body is larger than {limit} bytes, the server's limit "
-        "(NIXX_MAX_REQUEST_BYTES); send less"
-    )
-    return json.dumps(envelope(message, 413, code="request_too_large")).encode()
+from nixx.server.errors import send_error
 
 
 class RequestSizeLimit:
@@ -69,16 +60,10 @@ class RequestSizeLimit:
         await self.app(scope, limited_receive, tracked_send)
 
     async def _refuse(self, send: Any) -> None:
-        body = _too_large(self.max_bytes)
-        await send(
-            {
-                "type": "http.response.start",
-                "status": 413,
-                "headers": [
-                    (b"content-type", b"application/json"),
-                    (b"content-length", str(len(body)).encode()),
-                    (b"connection", b"close"),
-                ],
-            }
+        message = (
+            f"the request body is larger than {self.max_bytes} bytes, the server's limit "
+            "(NIXX_MAX_REQUEST_BYTES); send less"
         )
-        await send({"type": "http.response.body", "body": body})
+        await send_error(
+            send, message, 413, code="request_too_large", headers=[(b"connection", b"close")]
+        )

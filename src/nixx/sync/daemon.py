@@ -21,6 +21,7 @@ loop by hand.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import subprocess
@@ -137,8 +138,10 @@ def manual_hint(ws: Workspace) -> str:
 
 def install_service(ws: Workspace, *, home: str | None = None,
                     systemctl: str | None = None) -> dict[str, Any]:
-    """Write (and try to enable) the systemd user unit for this workspace's daemon.
-    `systemctl` is the binary to use (None: not available, nothing is written)."""
+    """Write and enable the systemd user unit for this workspace's daemon. `systemctl` is
+    the binary to use (None: not available, nothing is written). When the per-user
+    service manager does not answer, the unit is removed again: nothing is left behind
+    and the result says so (`installed: false`, `how`)."""
     if systemctl is None:
         return {"installed": False, "unit": None, "enabled": False,
                 "detail": "systemctl not found", "how": manual_hint(ws)}
@@ -163,10 +166,14 @@ def install_service(ws: Workspace, *, home: str | None = None,
             enabled = True
     except (OSError, subprocess.TimeoutExpired) as exc:
         detail = str(exc)
-    out: dict[str, Any] = {"installed": True, "unit": path, "enabled": enabled,
-                           "detail": detail}
     if not enabled:
-        out["how"] = (f"the unit is written but `systemctl --user enable --now {name}` "
-                      f"failed ({detail or 'no user session'}); run it once you have a user "
-                      f"session, or {manual_hint(ws)}")
-    return out
+        # no per-user service manager answered (no user session, a container, ssh without
+        # lingering): a unit nobody runs is clutter that looks like a running daemon
+        with contextlib.suppress(OSError):
+            os.unlink(path)
+        return {"installed": False, "unit": None, "enabled": False,
+                "detail": detail or "no per-user service manager",
+                "how": (f"no per-user service manager runs here (`systemctl --user` "
+                        f"failed: {detail or 'no user session'}), so no unit was left "
+                        f"behind; {manual_hint(ws)}")}
+    return {"installed": True, "unit": path, "enabled": True, "detail": detail}

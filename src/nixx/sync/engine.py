@@ -220,4 +220,11 @@ def status(ws: Workspace) -> dict[str, Any]:
         out["unpushed"] = state.unpushed_count(store)
         out["log_seq"] = store.max_seq()
         out["last_pass"] = state.last_pass(store)
+    # the times in epoch ms stay (programs compare them); each also as an RFC3339 instant
+    from nixx.nxc.durations import iso
+
+    if out.get("bound_at"):
+        out["bound_at_iso"] = iso(out["bound_at"])
+    if out["last_pass"] and out["last_pass"].get("at"):
+        out["last_pass"]["at_iso"] = iso(out["last_pass"]["at"])
     return out

@@ -34,9 +34,10 @@ import os
 import secrets
 import stat
 from collections import deque
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
+from typing import TypeVar
 
 from nixx.errors import NoWorkspace, WorkspaceError
 from nixx.paths import DEFAULT_PROTECTED
@@ -49,6 +50,8 @@ NAME_MAX_BYTES = 255  # one component
 MAX_SYMLINKS = 40  # as the kernel's own limit
 _RETRIES = 100  # a component that keeps changing type while it is opened
 
+
+T = TypeVar("T")
 
 _O_DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
@@ -315,7 +318,7 @@ def _open_final(target: _Target, path: str, flags: int) -> int:
     return os.open(target.name, flags | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=target.dir_fd)
 
 
-def _retrying(root: Path, path: str, attempt, **walk_kw):  # type: ignore[no-untyped-def]
+def _retrying(root: Path, path: str, attempt: Callable[[_Target], T], **walk_kw: bool) -> T:
     """Run `attempt(target)` on a fresh walk; walk again when the last component turned
     into a symlink between the walk and the open (ELOOP from ``O_NOFOLLOW``)."""
     for _ in range(_RETRIES):

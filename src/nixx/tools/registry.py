@@ -19,6 +19,7 @@ from nixx.config import Settings
 from nixx.errors import NixxError
 from nixx.store.base import MemoryStore
 from nixx.tools import files, transcript
+from nixx.values import MAX_ID, bad_json_value
 
 log = logging.getLogger(__name__)
 
@@ -79,6 +80,13 @@ class Tool:
                 raise ToolArgumentError(
                     f"{self.name}: argument {key!r} must be {_ARTICLE.get(kind, 'a')} {kind}, got {json.dumps(value)[:80]}"
                 )
+            if kind == "integer" and not -MAX_ID <= value <= MAX_ID:
+                raise ToolArgumentError(
+                    f"{self.name}: argument {key!r} is out of range (at most {MAX_ID})"
+                )
+            bad = bad_json_value(value, key)
+            if bad is not None:
+                raise ToolArgumentError(f"{self.name}: argument {bad[0]!r} {bad[1]}")
             bound[key] = value
         return bound
 

@@ -28,6 +28,8 @@ BIN = str(Path(sys.executable).parent)
 #   on_resume  body prefix for the reply on a resumed run (the prompt is appended)
 #   reply_args extra `nxc reply` options (e.g. ["--escalate"])
 #   bind_as    bind this runtime session id with `nxc session bind` (and print no init line)
+#   wait_for   a file to wait for before replying (orders answers without timing)
+#   touch      a file to create after replying
 # A persona may declare a `resume` template `[python, script, cfg, --resumed-as,
 # {runtime_session}, {prompt}]`; the run's log line then carries `resumed_as`.
 SCRIPT = r'''
@@ -83,10 +85,15 @@ if resumed and cfg.get("on_resume") is not None:
     body = cfg["on_resume"] + "\n" + prompt
 elif not resumed and cfg.get("reply") is not None:
     body = cfg["reply"]
+if cfg.get("wait_for"):
+    while not os.path.exists(cfg["wait_for"]):
+        time.sleep(0.05)
 if body is not None and thread:
     code, out = nxc("reply", "--thread", thread, *cfg.get("reply_args", []), body)
     emit({"type": "user", "message": {"content": [{"type": "tool_result", "tool_use_id": "r",
           "content": out, "is_error": code != 0}]}})
+if cfg.get("touch"):
+    open(cfg["touch"], "w").close()
 emit({"type": "result", "subtype": "success", "is_error": False, "result": "finished"})
 '''
 
@@ -172,6 +179,14 @@ def poll(fn, *, timeout: float = 90.0, what: str = "condition"):
         if time.monotonic() > give_up:
             raise AssertionError(f"timed out waiting for {what}; last value: {value!r}")
         time.sleep(0.1)
+
+
+def slots(ws: Workspace, root: str, **kw: Any) -> dict[str, dict[str, Any]]:
+    """The round's slot threads (depth 1 under `root` in `nxc status --json`), by member."""
+    status = ws.nxc_json("status", "--thread", root, **kw)
+    (op,) = status["operations"]
+    return {t["expects"][0]: t for t in op["threads"]
+            if t["depth"] == 1 and t["parent"] == root and t["expects"]}
 
 
 def all_idle(ws: Workspace) -> bool:

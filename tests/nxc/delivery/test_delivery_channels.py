@@ -1,10 +1,14 @@
-"""Channel rounds with scripted runtimes in real subprocesses: parallel and sequential
-rounds run to a complete quorum and the supervisor hands the answers back; a round that
-runs out of time goes stale; a ping-pong pair stops at the hop limit."""
+"""Channel rounds with scripted runtimes in real subprocesses: a round is a tree (the
+round's thread expects the channel's supervisor; one slot thread per member under it,
+where that member answers); parallel and sequential rounds run to the supervisor's
+hand-back in member order; a round that runs out of time goes stale; a ping-pong pair
+stops at the hop limit, a round of nine members does not."""
 
 from __future__ import annotations
 
-from .harness import all_idle, make_workspace, poll, runs
+import pytest
+
+from .harness import all_idle, make_workspace, poll, runs, slots
 
 
 def _supervisor_post(ws, thread_id, channel):
@@ -19,23 +23,58 @@ def test_parallel_channel_completes_and_collects_answers(tmp_path):
     ws.channel(name="panel", members=["ann", "ben", "cy"], flow="parallel",
                description="three opinions")
     receipt = ws.nxc_json("send", "--to", "panel", "should we ship?")
+    root = receipt["thread_id"]
     assert receipt["target"] == "channel" and receipt["spawned"] is True
+    assert receipt["expects"] == ["ab12/__channel-panel"]
+    assert receipt["members"] == ["ab12/ann", "ab12/ben", "ab12/cy"]
     assert len(receipt["sessions"]) == 3
-    waited = ws.nxc("wait", "--thread", receipt["thread_id"], "--timeout", "120", check=False)
+    waited = ws.nxc("wait", "--thread", root, "--timeout", "120", check=False)
     assert waited.returncode == 0, waited.stdout + waited.stderr
-    thread = ws.nxc_json("threads", "show", receipt["thread_id"])
-    assert thread["complete"] and sorted(thread["replied"]) == ["ab12/ann", "ab12/ben", "ab12/cy"]
-    for log in logs.values():
+    thread = ws.nxc_json("threads", "show", root)
+    assert thread["complete"] and thread["replied"] == ["ab12/__channel-panel"]
+    by_member = slots(ws, root)
+    assert sorted(by_member) == ["ab12/ann", "ab12/ben", "ab12/cy"]
+    for n, log in logs.items():
+        slot = by_member[f"ab12/{n}"]
         (run,) = runs(log)
-        assert run["thread"] == receipt["thread_id"] and run["hop"] == "1"
-    post = poll(lambda: _supervisor_post(ws, receipt["thread_id"], "panel"),
-                what="the supervisor's reply")
+        assert run["thread"] == slot["thread_id"] and run["hop"] == "1"
+        shown = ws.nxc_json("threads", "show", slot["thread_id"])
+        assert shown["parent"] == root and shown["opener"] == "ab12/__channel-panel"
+        assert shown["complete"] and shown["replied"] == [f"ab12/{n}"]
+        assert [m["body"] for m in shown["messages"]] == [f"{n} thinks yes"]
+    post = _supervisor_post(ws, root, "panel")
     for n in ("ann", "ben", "cy"):
         assert f'<message from="ab12/{n}">\n{n} thinks yes\n</message>' in post["body"]
     poll(lambda: all_idle(ws), what="every session to end")
     status = ws.nxc_json("status", "--all")
-    op = next(o for o in status["operations"] if o["root"] == receipt["thread_id"])
-    assert op["awaiting_human"] is True
+    op = next(o for o in status["operations"] if o["root"] == root)
+    assert op["awaiting_human"] is True and op["live"] is False
+    assert [(t["depth"], t["awaiting_human"]) for t in op["threads"]] == [
+        (0, True), (1, False), (1, False), (1, False)]
+    assert all(t["parent"] == root for t in op["threads"][1:])
+    assert {t["session"] for t in op["threads"][1:]} == set(receipt["sessions"])
+
+
+def test_parallel_round_answers_in_member_order_not_arrival_order(tmp_path):
+    ws = make_workspace(tmp_path)
+    flags = {n: tmp_path / f"{n}.answered" for n in ("ann", "ben", "cy")}
+    # cy answers first, then ben (after cy), then ann (after ben): the reverse of the order
+    ws.scripted("ann", reply="ann: A", wait_for=str(flags["ben"]), touch=str(flags["ann"]))
+    ws.scripted("ben", reply="ben: B", wait_for=str(flags["cy"]), touch=str(flags["ben"]))
+    ws.scripted("cy", reply="cy: C", touch=str(flags["cy"]))
+    ws.channel(name="panel", members=["ann", "ben", "cy"], flow="parallel")
+    receipt = ws.nxc_json("send", "--to", "panel", "one letter each")
+    root = receipt["thread_id"]
+    assert ws.nxc("wait", "--thread", root, "--timeout", "120", check=False).returncode == 0
+    answers = [o for o in ws.log_ops("message") if o["kind"] == "post"
+               and o["actor"] in ("ab12/ann", "ab12/ben", "ab12/cy")]
+    assert [o["actor"] for o in answers] == ["ab12/cy", "ab12/ben", "ab12/ann"]  # arrival
+    body = _supervisor_post(ws, root, "panel")["body"]
+    assert body == ('<message from="ab12/ann">\nann: A\n</message>\n\n'
+                    '<message from="ab12/ben">\nben: B\n</message>\n\n'
+                    '<message from="ab12/cy">\ncy: C\n</message>')
+    (posted,) = [o for o in ws.outcomes() if o["kind"] == "round"]
+    assert posted["payload"]["answered"] == ["ab12/ann", "ab12/ben", "ab12/cy"]
 
 
 def test_sequential_channel_hands_earlier_answers_to_later_members(tmp_path):
@@ -45,18 +84,44 @@ def test_sequential_channel_hands_earlier_answers_to_later_members(tmp_path):
     ws.channel(name="pipeline", members=["drafter", "reviewer"], flow="sequential",
                timeout="5m")
     receipt = ws.nxc_json("send", "--to", "pipeline", "pick a database")
+    root = receipt["thread_id"]
     assert len(receipt["sessions"]) == 1  # only the first member starts
-    waited = ws.nxc("wait", "--thread", receipt["thread_id"], "--timeout", "120", check=False)
+    waited = ws.nxc("wait", "--thread", root, "--timeout", "120", check=False)
     assert waited.returncode == 0, waited.stdout + waited.stderr
     (d_run,) = runs(first)
     (r_run,) = runs(second)
+    by_member = slots(ws, root)
+    assert d_run["thread"] == by_member["ab12/drafter"]["thread_id"]
+    assert r_run["thread"] == by_member["ab12/reviewer"]["thread_id"]
     assert "Earlier answers" not in d_run["prompt"]
     assert '<message from="ab12/drafter">\ndraft: use SQLite\n</message>' in r_run["prompt"]
     spawned = [o for o in ws.outcomes() if o["kind"] == "spawned"]
     assert [o["payload"]["persona"] for o in spawned] == ["ab12/drafter", "ab12/reviewer"]
-    post = poll(lambda: _supervisor_post(ws, receipt["thread_id"], "pipeline"),
-                what="the supervisor's reply")
+    assert [o["payload"]["hop"] for o in spawned] == [1, 1]  # both at the round's depth + 1
+    post = _supervisor_post(ws, root, "pipeline")
     assert post["body"].index("drafter") < post["body"].index("reviewer")
+    # each slot has its own deadline: the timeout from the moment it opened
+    assert all(t["deadline"] for t in by_member.values())
+
+
+@pytest.mark.slow
+def test_sequential_round_of_nine_members_completes_under_the_default_hop_limit(tmp_path):
+    ws = make_workspace(tmp_path)
+    names = [f"m{i}" for i in range(1, 10)]
+    logs = [ws.scripted(n, reply=f"{n} done") for n in names]
+    ws.channel(name="relay", members=names, flow="sequential")
+    receipt = ws.nxc_json("send", "--to", "relay", "pass it on")
+    root = receipt["thread_id"]
+    waited = ws.nxc("wait", "--thread", root, "--timeout", "300", check=False)
+    assert waited.returncode == 0, waited.stdout + waited.stderr
+    assert [run["hop"] for log in logs for run in runs(log)] == ["1"] * 9
+    assert not [o for o in ws.outcomes() if o["kind"] == "refused"]
+    body = _supervisor_post(ws, root, "relay")["body"]
+    assert [body.index(f'from="ab12/{n}"') for n in names] == sorted(
+        body.index(f'from="ab12/{n}"') for n in names)
+    assert "No answer from" not in body
+    poll(lambda: all_idle(ws), what="every session to end")
+    assert [s["hop"] for s in ws.sessions()] == [1] * 9
 
 
 def test_round_timeout_goes_stale(tmp_path):
@@ -65,10 +130,10 @@ def test_round_timeout_goes_stale(tmp_path):
     ws.scripted("sloth", sleep=600, reply="too late")
     ws.channel(name="race", members=["quick", "sloth"], flow="parallel", timeout="3s")
     receipt = ws.nxc_json("send", "--to", "race", "answer fast")
-    waited = ws.nxc("wait", "--thread", receipt["thread_id"], "--timeout", "120", "--json",
-                    check=False)
+    sloth = slots(ws, receipt["thread_id"])["ab12/sloth"]["thread_id"]
+    waited = ws.nxc("wait", "--thread", sloth, "--timeout", "120", "--json", check=False)
     assert waited.returncode == 3, waited.stdout + waited.stderr  # stale
-    thread = ws.nxc_json("threads", "show", receipt["thread_id"])
+    thread = ws.nxc_json("threads", "show", sloth)
     assert thread["stale"] is True and thread["outstanding"] == ["ab12/sloth"]
     # the sloth's run is killed at the round timeout and recorded
     killed = poll(lambda: [o for o in ws.outcomes() if o["kind"] == "exited"
@@ -79,7 +144,8 @@ def test_round_timeout_goes_stale(tmp_path):
     assert "quick answer" in post["body"] and "No answer from: ab12/sloth" in post["body"]
     status = ws.nxc_json("status", "--all")
     op = next(o for o in status["operations"] if o["root"] == receipt["thread_id"])
-    assert op["threads"][0]["state"] == "stale"
+    states = {t["thread_id"]: t["state"] for t in op["threads"]}
+    assert states[sloth] == "stale" and states[receipt["thread_id"]] == "answered"
 
 
 def test_round_timeout_as_an_instant_kills_the_run_at_that_instant(tmp_path):
@@ -94,7 +160,9 @@ def test_round_timeout_as_an_instant_kills_the_run_at_that_instant(tmp_path):
     ws.channel(name="race", members=["quick", "sloth"], flow="parallel", timeout=at)
     receipt = ws.nxc_json("send", "--to", "race", "answer before the bell")
     assert receipt["deadline"] == at  # the thread's deadline is the instant itself
-    waited = ws.nxc("wait", "--thread", receipt["thread_id"], "--timeout", "120", "--json",
+    sloth = slots(ws, receipt["thread_id"])["ab12/sloth"]
+    assert sloth["deadline"] == at  # and every slot's
+    waited = ws.nxc("wait", "--thread", sloth["thread_id"], "--timeout", "120", "--json",
                     check=False)
     assert waited.returncode == 3, waited.stdout + waited.stderr  # stale
     # the sloth (asleep for 600 s) is killed at the instant, not left running
@@ -148,9 +216,15 @@ def test_settled_round_wakes_an_agent_opener(tmp_path):
     assert '<message from="ab12/left">\nleft view\n</message>' in final["body"]
     assert '<message from="ab12/right">\nright view\n</message>' in final["body"]
     assert [r["resumed"] for r in runs(coord)] == [False, True]
-    # the round's thread hangs under coord's thread
-    round_thread = runs(coord)[1]["prompt"]
-    assert "ab12/__channel-duo" in round_thread
+    assert "ab12/__channel-duo" in runs(coord)[1]["prompt"]
+    # the round's thread hangs under coord's thread, its slots under it; coord runs at
+    # hop 1, both members at hop 2
+    poll(lambda: all_idle(ws), what="every session to end")
+    (op,) = ws.nxc_json("status", "--thread", receipt["thread_id"])["operations"]
+    assert [t["depth"] for t in op["threads"]] == [0, 1, 2, 2]
+    assert op["threads"][1]["opener"] == "ab12/coord"
+    assert {t["opener"] for t in op["threads"][2:]} == {"ab12/__channel-duo"}
+    assert sorted(s["hop"] for s in ws.sessions()) == [1, 2, 2]
 
 
 def test_escalation_in_a_round_wakes_the_requester(tmp_path):
@@ -170,7 +244,9 @@ def test_escalation_in_a_round_wakes_the_requester(tmp_path):
     assert final["sender"] == "ab12/coord" and final["body"].startswith("coord decided:")
     status = ws.nxc_json("status", "--all", env={"NXC_ACTOR": "coord"})
     escalated = [t for op in status["operations"] for t in op["threads"] if t["escalated"]]
-    assert len(escalated) == 1 and escalated[0]["opener"] == "ab12/coord"
+    # the escalation is in asker's slot, under the round coord opened
+    assert len(escalated) == 1 and escalated[0]["expects"] == ["ab12/asker"]
+    assert escalated[0]["opener"] == "ab12/__channel-duo" and escalated[0]["depth"] == 2
 
 
 def test_summarize_round_asks_the_backend_with_the_summary_prompt(tmp_path):

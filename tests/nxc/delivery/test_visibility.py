@@ -3,12 +3,15 @@
 `requester_only` (the default): a member sees the opening message, the opener's messages
 and its own replies; in a sequential channel also the answers handed to it (the earlier
 members'); the requester (the thread's opener) sees everything. `all_members`: members
-read each other. Members here declare no runtime: people answer for them by hand
-(`NXC_ACTOR=<member> nxc reply`), which is what makes the order of answers exact."""
+read each other. A round is a tree: the task and the supervisor's hand-back are in the
+round's thread, each member's answer in its own slot thread under it. Members here
+declare no runtime: people answer for them by hand (`NXC_ACTOR=<member> nxc reply`, no
+`--thread`: the slot is the member's one open conversation), which is what makes the
+order of answers exact."""
 
 from __future__ import annotations
 
-from .harness import make_workspace, poll, runs
+from .harness import make_workspace, poll, runs, slots
 
 
 def _as(ws, who: str, *args: str):
@@ -29,9 +32,20 @@ def _round(ws, *, flow: str, visibility: str | None, members: tuple[str, ...]) -
     receipt = ws.nxc_json("send", "--to", "panel", "question for the panel: ship it?")
     tid = receipt["thread_id"]
     for m in members:
-        out = _as(ws, m, "reply", "--thread", tid, f"{m} answer keyword{m}")
-        assert out["posted"] is True
+        out = _as(ws, m, "reply", f"{m} answer keyword{m}")
+        assert out["posted"] is True and out["thread_id"] != tid
     return tid
+
+
+def _tree(ws, tid: str, who: str | None = None) -> list[tuple[str, str]]:
+    """(sender, body) of every message `who` sees in the round: its thread, then each
+    slot in member order."""
+    env = {"NXC_ACTOR": who} if who else None
+    by_member = slots(ws, tid)
+    members = ws.channels[-1]["members"]
+    order = [tid] + [by_member[f"ab12/{m}"]["thread_id"] for m in members]
+    return [(m["sender"], m["body"]) for t in order
+            for m in ws.nxc_json("threads", "show", t, env=env)["messages"]]
 
 
 def test_requester_only_is_the_default_and_hides_members_from_each_other(tmp_path):
@@ -41,17 +55,20 @@ def test_requester_only_is_the_default_and_hides_members_from_each_other(tmp_pat
     # the requester sees everything: the task, both answers, the supervisor's hand-back
     mine = ws.nxc_json("threads", "show", tid)
     assert mine["complete"] is True
-    senders = [m["sender"] for m in mine["messages"]]
-    assert senders == ["ab12/operator", "ab12/ann", "ab12/ben", "ab12/__channel-panel"]
+    assert [m["sender"] for m in mine["messages"]] == ["ab12/operator", "ab12/__channel-panel"]
+    assert [s for s, _ in _tree(ws, tid)] == [
+        "ab12/operator", "ab12/__channel-panel", "ab12/ann", "ab12/ben"]
 
     # a member: the opening message and its own reply, nothing of the other member's,
     # nor the supervisor's hand-back (it carries the other answers)
-    ann = _as(ws, "ann", "threads", "show", tid)
-    assert _bodies(ann) == ["question for the panel: ship it?", "ann answer keywordann"]
-    ben = _as(ws, "ben", "threads", "show", tid)
-    assert _bodies(ben) == ["question for the panel: ship it?", "ben answer keywordben"]
+    task = "question for the panel: ship it?"
+    assert [b for _, b in _tree(ws, tid, "ann")] == [task, "ann answer keywordann"]
+    assert [b for _, b in _tree(ws, tid, "ben")] == [task, "ben answer keywordben"]
     # the quorum (who answered, not what) stays visible
-    assert ann["replied"] == ["ab12/ann", "ab12/ben"] and ann["complete"] is True
+    ben_slot = slots(ws, tid)["ab12/ben"]["thread_id"]
+    seen = _as(ws, "ann", "threads", "show", ben_slot)
+    assert seen["replied"] == ["ab12/ben"] and seen["complete"] is True
+    assert seen["messages"] == []
 
     # search: a member finds its own answer, not the other's; the requester finds both
     assert _as(ws, "ann", "search", "keywordben") == []
@@ -65,8 +82,26 @@ def test_requester_only_is_the_default_and_hides_members_from_each_other(tmp_pat
     assert prime["count"] == 1
 
     # a human rendering of the same read
-    human = ws.nxc("threads", "show", tid, env={"NXC_ACTOR": "ann"})
-    assert "keywordann" in human.stdout and "keywordben" not in human.stdout
+    ann_slot = slots(ws, tid)["ab12/ann"]["thread_id"]
+    human = ws.nxc("threads", "show", ann_slot, env={"NXC_ACTOR": "ann"})
+    assert "keywordann" in human.stdout
+    human = ws.nxc("threads", "show", ben_slot, env={"NXC_ACTOR": "ann"})
+    assert "keywordben" not in human.stdout
+
+
+def test_a_member_posting_in_the_round_thread_is_told_where_it_answers(tmp_path):
+    ws = make_workspace(tmp_path)
+    for m in ("ann", "ben"):
+        ws.persona(m)
+    ws.channel(name="panel", members=["ann", "ben"])
+    tid = ws.nxc_json("send", "--to", "panel", "ship it?")["thread_id"]
+    out = _as(ws, "ann", "reply", "--thread", tid, "yes")
+    slot = slots(ws, tid)["ab12/ann"]["thread_id"]
+    assert out["posted"] is True and out["complete"] is False
+    assert out["warnings"] == [
+        f"ab12/ann answers this round in its own thread {slot} (nxc reply --thread {slot}); "
+        "this message does not count as its answer"]
+    assert slots(ws, tid)["ab12/ann"]["state"] == "open"
 
 
 def test_requester_follow_ups_reach_every_member(tmp_path):
@@ -81,9 +116,8 @@ def test_requester_follow_ups_reach_every_member(tmp_path):
 def test_all_members_lets_members_read_each_other(tmp_path):
     ws = make_workspace(tmp_path)
     tid = _round(ws, flow="parallel", visibility="all_members", members=("ann", "ben"))
-    ann = _as(ws, "ann", "threads", "show", tid)
-    assert [m["sender"] for m in ann["messages"]] == [
-        "ab12/operator", "ab12/ann", "ab12/ben", "ab12/__channel-panel"]
+    assert [s for s, _ in _tree(ws, tid, "ann")] == [
+        "ab12/operator", "ab12/__channel-panel", "ab12/ann", "ab12/ben"]
     found = sorted(h["sender"] for h in _as(ws, "ann", "search", "keywordben"))
     assert found == ["ab12/__channel-panel", "ab12/ben"]  # the hand-back quotes it
     assert _as(ws, "ann", "prime")["count"] == 3  # the task, ben's answer, the hand-back
@@ -94,14 +128,12 @@ def test_sequential_requester_only_hands_earlier_answers_to_later_members(tmp_pa
     tid = _round(ws, flow="sequential", visibility="requester_only",
                  members=("drafter", "reviewer", "closer"))
     task = "question for the panel: ship it?"
-    drafter = _as(ws, "drafter", "threads", "show", tid)
-    assert _bodies(drafter) == [task, "drafter answer keyworddrafter"]
-    reviewer = _as(ws, "reviewer", "threads", "show", tid)
-    assert _bodies(reviewer) == [task, "drafter answer keyworddrafter",
-                                 "reviewer answer keywordreviewer"]
-    closer = _as(ws, "closer", "threads", "show", tid)
-    assert _bodies(closer) == [task, "drafter answer keyworddrafter",
-                               "reviewer answer keywordreviewer", "closer answer keywordcloser"]
+    assert [b for _, b in _tree(ws, tid, "drafter")] == [task, "drafter answer keyworddrafter"]
+    assert [b for _, b in _tree(ws, tid, "reviewer")] == [
+        task, "drafter answer keyworddrafter", "reviewer answer keywordreviewer"]
+    assert [b for _, b in _tree(ws, tid, "closer")] == [
+        task, "drafter answer keyworddrafter", "reviewer answer keywordreviewer",
+        "closer answer keywordcloser"]
     # an earlier member never sees what came after it
     assert _as(ws, "drafter", "search", "keywordreviewer keywordcloser") == []
     assert [h["sender"] for h in _as(ws, "closer", "search", "keyworddrafter")] == [
@@ -127,7 +159,5 @@ def test_member_prompts_follow_the_visibility(tmp_path):
         assert f"{other} private view" not in first["prompt"]
         assert second["resumed"] is True and "follow-up for both" in second["prompt"]
         assert f"{other} private view" not in second["prompt"]
-    # the requester's thread has both answers and the hand-back
-    final = ws.nxc_json("threads", "show", tid)
-    assert {"ab12/left", "ab12/right", "ab12/__channel-duo"} <= {
-        m["sender"] for m in final["messages"]}
+    # the requester reads both answers (in the slots) and the hand-back
+    assert {"ab12/left", "ab12/right", "ab12/__channel-duo"} <= {s for s, _ in _tree(ws, tid)}

@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt
 from nixx.errors import ValidationError
 from nixx.server import shapes
 from nixx.server.deps import ServiceDep
+from nixx.server.edge import MAX_ID
 
 router = APIRouter(tags=["episodic"])
 TRANSCRIPT_MAX_ROWS = 1000
@@ -77,8 +78,10 @@ async def search(body: SearchRequest, service: ServiceDep) -> dict[str, Any]:
 @router.get("/v1/episodic/transcript")
 async def transcript(
     service: ServiceDep,
-    start: int = Query(ge=1, description="First buffer id."),
-    end: int | None = Query(default=None, ge=1, description="Last buffer id (default: newest)."),
+    start: int = Query(ge=1, le=MAX_ID, description="First buffer id."),
+    end: int | None = Query(
+        default=None, ge=1, le=MAX_ID, description="Last buffer id (default: newest)."
+    ),
     limit: int = Query(
         default=200, ge=1, le=TRANSCRIPT_MAX_ROWS, description="At most this many rows."
     ),
@@ -86,7 +89,7 @@ async def transcript(
     """Buffer rows with start <= id <= end (markers included), at most `limit`."""
     if end is not None and end < start:
         raise ValidationError(f"end ({end}) must be >= start ({start})", param="end")
-    last = end if end is not None else start + limit - 1
+    last = end if end is not None else min(start + limit - 1, MAX_ID)
     rows = await service.run(service.store.get_buffer, start, last)
     rows = rows[:limit]
     return {
@@ -101,7 +104,7 @@ async def transcript(
 async def summaries(
     service: ServiceDep,
     limit: int = Query(default=50, ge=1, le=500),
-    offset: int = Query(default=0, ge=0),
+    offset: int = Query(default=0, ge=0, le=MAX_ID),
 ) -> dict[str, Any]:
     """Stored summaries, newest first."""
 

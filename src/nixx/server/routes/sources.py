@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictInt
 from nixx.errors import ValidationError
 from nixx.server import shapes
 from nixx.server.deps import ServiceDep
+from nixx.server.edge import MAX_ID, Id
 
 router = APIRouter(tags=["sources"])
 
@@ -18,9 +19,11 @@ class SourceRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
     name: str = Field(min_length=1, max_length=200)
     start_id: StrictInt | None = Field(
-        default=None, ge=1, description="Default: the previous buffer source's end + 1."
+        default=None, ge=1, le=MAX_ID, description="Default: the previous buffer source's end + 1."
     )
-    end_id: StrictInt | None = Field(default=None, ge=1, description="Default: the newest row.")
+    end_id: StrictInt | None = Field(
+        default=None, ge=1, le=MAX_ID, description="Default: the newest row."
+    )
 
 
 class SourceSearch(BaseModel):
@@ -43,12 +46,12 @@ async def list_sources(service: ServiceDep) -> dict[str, Any]:
 
 
 @router.get("/v1/sources/{source_id}")
-async def get_source(source_id: int, service: ServiceDep) -> dict[str, Any]:
+async def get_source(source_id: Id, service: ServiceDep) -> dict[str, Any]:
     return {"source": shapes.source(await service.run(service.store.get_source, source_id))}
 
 
 @router.get("/v1/sources/{source_id}/chunks")
-async def source_chunks(source_id: int, service: ServiceDep) -> dict[str, Any]:
+async def source_chunks(source_id: Id, service: ServiceDep) -> dict[str, Any]:
     chunks = await service.run(service.store.source_chunks, source_id)
     return {"source_id": source_id, "chunks": [shapes.memory(m) for m in chunks]}
 
