@@ -314,9 +314,9 @@ def catch_up(workspace, env) -> list[str]:
 
     if not os.path.exists(local_db_path(workspace.state_dir)):
         return []  # no round ever ran here
-    from nixx.nxc.supervisor import _open
+    from nixx.nxc.deliverer import Deliverer
 
-    d = _open({"db": workspace.db_path, "env": dict(env)})
+    d = Deliverer.open(workspace.db_path, dict(env))
     try:
         rows = d.local.conn.execute(
             "SELECT thread_id FROM rounds WHERE settled = 0 ORDER BY created").fetchall()
