@@ -320,8 +320,8 @@ def catch_up(workspace, env) -> list[str]:
     try:
         rows = d.local.conn.execute(
             "SELECT thread_id FROM rounds WHERE settled = 0 ORDER BY created").fetchall()
-        settled = []
-        for (root,) in rows:
+        settled: list[str] = []
+        for root in [str(tid) for (tid,) in rows]:
             r = _existing_round(d, root)
             if r["flow"] == "sequential" and r["next_index"] > 0:
                 from nixx.nxc.threads import get_thread
