@@ -11,18 +11,13 @@ import pytest
 
 from nixx.log.store import LogStore
 from nixx.log.workspace import Workspace, init_workspace
-from nixx.nxc.outcomes import DeliveryReducer
-from nixx.nxc.reducer import ChatReducer
+from nixx.nxc.installed import reducers
 from nixx.sync import state
 from nixx.sync.engine import PassResult, sync_workspace
 from nixx.testing.pg_fixtures import *  # noqa: F403 - pg_server / pg_url
 
 GIT_ENV = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
            "GIT_COMMITTER_EMAIL": "t@t", "GIT_TERMINAL_PROMPT": "0"}
-
-
-def reducers() -> list:
-    return [ChatReducer(), DeliveryReducer()]
 
 
 def git(*args: str, cwd: Path | str | None = None) -> str:

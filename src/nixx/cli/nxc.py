@@ -96,9 +96,7 @@ def _send(args: argparse.Namespace) -> int:
         out = engine.send(args.to, body, expect=args.expect, deadline=args.deadline,
                           kind=args.kind, priority=args.priority)
         if getattr(args, "wait", False):
-            from nixx.cli.nxc_delivery import wait_after_send
-
-            return wait_after_send(engine, out, args)
+            return _wait_after_send(engine, out, args)
     if args.json:
         emit_json(out)
         return 0
@@ -250,6 +248,28 @@ def _wait(args: argparse.Namespace) -> int:
               + (f" (outstanding: {', '.join(summary['outstanding'])})" if summary["outstanding"] else ""))
         for line in failure_lines(summary.get("failures", [])):
             print(line)
+    return WAIT_EXIT[outcome]
+
+
+def _wait_after_send(engine, receipt: dict, args: argparse.Namespace) -> int:
+    """`send --wait`: wait as `nxc wait` does, then show the whole thread."""
+    from nixx.errors import ValidationError
+
+    if not receipt["expects"]:
+        raise ValidationError("--wait: the thread expects no reply, so there is nothing to wait for")
+    outcome, summary = engine.wait(receipt["thread_id"], timeout=args.timeout)
+    summary = engine.thread(receipt["thread_id"])
+    if args.json:
+        emit_json({**receipt, "outcome": outcome, "thread": summary})
+    else:
+        print(receipt["thread_id"])
+        print(f"  {outcome}" + (f" (outstanding: {', '.join(summary['outstanding'])})"
+                                if summary["outstanding"] else ""), file=sys.stderr)
+        for line in failure_lines(summary.get("failures", [])):
+            print(line, file=sys.stderr)
+        for m in summary["messages"][1:]:
+            print(f"\n--- {m['sender']} · {m['kind']}")
+            print(m["body"])
     return WAIT_EXIT[outcome]
 
 

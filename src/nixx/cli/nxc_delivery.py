@@ -1,6 +1,6 @@
-"""The delivery verbs of `nxc` (sessions, transcripts, `send --wait`, `search
---transcripts`), kept out of `nixx.cli.nxc` so the other verbs start as fast as before.
-Each is a thin shell over `nixx.nxc.sessions` / `nixx.nxc.transcripts`.
+"""The delivery verbs of `nxc` (sessions, transcripts, `search --transcripts`), kept
+out of `nixx.cli.nxc` so the other verbs start as fast as before. Each is a thin
+shell over `nixx.nxc.sessions` / `nixx.nxc.transcripts`.
 """
 
 from __future__ import annotations
@@ -17,28 +17,6 @@ def _local(args: argparse.Namespace):
     from nixx.nxc.localstore import LocalStore
 
     return LocalStore.for_workspace(find_workspace(db=args.db))
-
-
-def wait_after_send(engine, receipt: dict, args: argparse.Namespace) -> int:
-    from nixx.cli.nxc import WAIT_EXIT, failure_lines
-    from nixx.errors import ValidationError
-
-    if not receipt["expects"]:
-        raise ValidationError("--wait: the thread expects no reply, so there is nothing to wait for")
-    outcome, summary = engine.wait(receipt["thread_id"], timeout=args.timeout)
-    summary = engine.thread(receipt["thread_id"])
-    if args.json:
-        emit_json({**receipt, "outcome": outcome, "thread": summary})
-    else:
-        print(receipt["thread_id"])
-        print(f"  {outcome}" + (f" (outstanding: {', '.join(summary['outstanding'])})"
-                                if summary["outstanding"] else ""), file=sys.stderr)
-        for line in failure_lines(summary.get("failures", [])):
-            print(line, file=sys.stderr)
-        for m in summary["messages"][1:]:
-            print(f"\n--- {m['sender']} · {m['kind']}")
-            print(m["body"])
-    return WAIT_EXIT[outcome]
 
 
 def search_transcripts(args: argparse.Namespace) -> int:

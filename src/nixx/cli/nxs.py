@@ -21,14 +21,6 @@ from nixx.cli.output import emit_json
 from nixx.cli.shell import Formatter, common_parser, run_parsed
 
 
-def _reducers() -> list:
-    """Every product reducer this installation knows (the shell composes them)."""
-    from nixx.nxc.outcomes import DeliveryReducer
-    from nixx.nxc.reducer import ChatReducer
-
-    return [ChatReducer(), DeliveryReducer()]
-
-
 def _init(args: argparse.Namespace) -> int:
     from nixx.log.store import LogStore
     from nixx.log.workspace import init_workspace
@@ -102,9 +94,10 @@ def _refold(args: argparse.Namespace) -> int:
     from nixx.errors import ValidationError
     from nixx.log.store import LogStore
     from nixx.log.workspace import find_workspace
+    from nixx.nxc.installed import reducers as installed
 
     ws = find_workspace(db=args.db)
-    reducers = _reducers()
+    reducers = installed()
     known = sorted(r.domain for r in reducers)
     if args.domain and args.domain not in known:
         raise ValidationError(f"no reducer folds domain {args.domain!r} here; known: {known}")

@@ -11,9 +11,9 @@ from nixx.cli.output import emit_json
 
 
 def _reducers() -> list:
-    from nixx.cli.nxs import _reducers as every
+    from nixx.nxc.installed import reducers
 
-    return every()
+    return reducers()
 
 
 def _bind(args: argparse.Namespace) -> int:

@@ -24,7 +24,6 @@ final `Finished`. Errors are raised as `NixxError`s; partial answers are stored 
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -319,7 +318,3 @@ async def _record_answer(
         progress.assistant_row_id = row.id
     if content.strip() or user_row_id is not None:
         service.after_turn()
-
-
-def completion_id() -> str:
-    return f"chatcmpl-nixx{time.time_ns():x}"

@@ -11,6 +11,8 @@
     search.py        full-text search
     engine.py        the library facade every shell calls
     delivery.py      the seam where session delivery (issue 8) plugs in
+    backend.py       the LLM backend of the built-in runtime and channel summaries
+    installed.py     the reducers every process opening the log with nxc's views uses
     durations.py     durations and RFC3339 instants
 
 Nothing is imported here: import the module you need.

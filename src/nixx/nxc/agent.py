@@ -39,6 +39,10 @@ import sys
 import time
 from typing import Any
 
+from nixx.nxc.backend import open_client as _client
+from nixx.nxc.backend import open_server_client as _server_client
+from nixx.nxc.backend import resolve_model, server_answers
+
 DEFAULT_TOOLS = ("read_file", "list_dir")
 FILE_TOOLS = ("read_file", "list_dir", "write_file", "delete_file")
 
@@ -47,79 +51,6 @@ def emit(kind: str, data: dict[str, Any], **extra: Any) -> None:
     entry = {"kind": kind, "at": time.time_ns() // 1_000_000, **extra, "data": data}
     sys.stdout.write(json.dumps(entry, ensure_ascii=False) + "\n")
     sys.stdout.flush()
-
-
-def _env_hint(backend: dict[str, Any], variable: str, key: str) -> str:
-    """Where a setting is set: the variable, or the key in the config file nixx read."""
-    config = backend.get("config_file")
-    return f"{variable} (or `{key}` in {config})" if config else variable
-
-
-def _client(backend: dict[str, Any]):
-    from nixx.llm import SyncChatClient
-
-    return SyncChatClient(backend["base_url"], api_key=backend.get("api_key"),
-                          timeout=float(backend.get("timeout") or 120),
-                          env_var=_env_hint(backend, "NIXX_CHAT_BASE_URL", "chat_base_url"))
-
-
-def server_answers(backend: dict[str, Any]) -> bool:
-    """Whether the persona's turns go through `nixx serve`: the persona did not opt out
-    (`shared_memory: false`) and the server the settings name answers `/health` now."""
-    url = backend.get("server_url")
-    if not url or not backend.get("shared_memory", True):
-        return False
-    import httpx
-
-    try:
-        response = httpx.get(url.rstrip("/") + "/health", timeout=2.0)
-        data = response.json() if response.status_code == 200 else None
-    except (httpx.HTTPError, ValueError):
-        return False
-    return isinstance(data, dict) and data.get("status") == "ok" and "version" in data
-
-
-def _server_client(backend: dict[str, Any]):
-    from nixx.llm import SyncChatClient
-
-    return SyncChatClient(
-        backend["server_url"].rstrip("/") + "/v1", api_key=backend.get("server_api_key"),
-        timeout=float(backend.get("timeout") or 120) + 30,
-        env_var=_env_hint(backend, "NIXX_HOST/NIXX_PORT", "host/port"),
-        headers={"X-Nixx-Origin": "api", "X-Nixx-Agent": str(backend.get("persona") or "nxc")})
-
-
-def resolve_model(backend: dict[str, Any], client=None) -> str:
-    """The persona's `model`, else NIXX_CHAT_MODEL, else the backend's first listed model
-    (as `nixx serve` does) — never a made-up name. `BackendError` when there is none."""
-    from nixx.errors import BackendError
-
-    chosen = backend.get("persona_model") or backend.get("model")
-    if chosen:
-        return str(chosen)
-    if backend.get("resolved_model"):
-        return str(backend["resolved_model"])
-    own = client is None
-    client = client or _client(backend)
-    try:
-        data = client.list_models()
-    finally:
-        if own:
-            client.close()
-    names = [str(m.get("id")) for m in data["data"] if isinstance(m, dict) and m.get("id")]
-    if not names:
-        raise BackendError(
-            f"the LLM backend at {backend['base_url']} lists no models; set "
-            f"{_env_hint(backend, 'NIXX_CHAT_MODEL', 'chat_model')} or the persona's `model`")
-    backend["resolved_model"] = names[0]
-    return names[0]
-
-
-def complete_once(backend: dict[str, Any], messages: list[dict[str, Any]]) -> str:
-    """One plain completion (used by channel summaries)."""
-    with _client(backend) as client:
-        out = client.create({"model": resolve_model(backend, client), "messages": messages})
-    return out["choices"][0]["message"].get("content") or ""
 
 
 def _obj(props: dict[str, Any], required: list[str]) -> dict[str, Any]:

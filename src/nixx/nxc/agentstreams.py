@@ -43,34 +43,13 @@ from __future__ import annotations
 
 import json
 
+from nixx.nxc.jsonlines import LineParser
+
 TYPE_CHECKING = False  # `typing` costs ~2 ms of every CLI start; only annotations use it
 if TYPE_CHECKING:
     from typing import Any
 
 FORMATS = ("stream-json", "codex-json", "gemini-json", "nixx", "none")
-
-
-class LineParser:
-    """One JSON object per line → entries; subclasses implement `parse`."""
-
-    def parse_line(self, line: str) -> list[dict[str, Any]]:
-        line = line.strip()
-        if not line:
-            return []
-        try:
-            obj = json.loads(line)
-        except ValueError:
-            return [{"kind": "error", "data": {"msg": "not a JSON line", "raw": line}}]
-        if not isinstance(obj, dict):
-            return [{"kind": "error", "data": {"msg": "not a JSON object", "raw": line}}]
-        return self.parse(obj)
-
-    def parse(self, obj: dict[str, Any]) -> list[dict[str, Any]]:
-        raise NotImplementedError
-
-    def finish(self) -> list[dict[str, Any]]:
-        """Entries still held when the output ends."""
-        return []
 
 
 def _str(value: Any) -> str:

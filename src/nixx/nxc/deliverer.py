@@ -42,6 +42,24 @@ class Deliverer:
         self._local = local
         self._current: Any = _UNSET
 
+    @classmethod
+    def open(cls, db: str, env: Mapping[str, str]) -> Deliverer:
+        """A deliverer of the workspace whose log is `db`, opened on its own (no engine):
+        the supervisor's, and a sync pass's moving rounds on. Its store folds every view
+        (`nixx.nxc.installed`)."""
+        from nixx.log.store import LogStore
+        from nixx.log.workspace import Workspace
+        from nixx.nxc.declarations import declared_origin, load_declarations
+        from nixx.nxc.handles import resolve_origin
+        from nixx.nxc.installed import reducers
+
+        ws = Workspace.for_db(db)
+        store = LogStore.open(ws.db_path, reducers())
+        origin = resolve_origin(store.replica, env,
+                                declared_origin(ws.personas_dir, cache_dir=ws.state_dir))
+        decls = load_declarations(ws.personas_dir, origin, cache_dir=ws.state_dir)
+        return cls(workspace=ws, store=store, decls=decls, origin=origin, env=env)
+
     @property
     def local(self) -> LocalStore:
         """Opened on first use: a send to a persona without a runtime never touches it."""

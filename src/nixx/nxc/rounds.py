@@ -314,14 +314,14 @@ def catch_up(workspace, env) -> list[str]:
 
     if not os.path.exists(local_db_path(workspace.state_dir)):
         return []  # no round ever ran here
-    from nixx.nxc.supervisor import _open
+    from nixx.nxc.deliverer import Deliverer
 
-    d = _open({"db": workspace.db_path, "env": dict(env)})
+    d = Deliverer.open(workspace.db_path, dict(env))
     try:
         rows = d.local.conn.execute(
             "SELECT thread_id FROM rounds WHERE settled = 0 ORDER BY created").fetchall()
-        settled = []
-        for (root,) in rows:
+        settled: list[str] = []
+        for root in [str(tid) for (tid,) in rows]:
             r = _existing_round(d, root)
             if r["flow"] == "sequential" and r["next_index"] > 0:
                 from nixx.nxc.threads import get_thread
@@ -398,7 +398,7 @@ def _summarize(d, r: dict[str, Any], text: str) -> str:
             backend = json.load(fh)
     except (OSError, ValueError):
         backend = d.backend(None)
-    from nixx.nxc.agent import complete_once
+    from nixx.nxc.backend import complete_once
 
     try:
         answer = complete_once(backend, [

@@ -36,23 +36,6 @@ FLUSH_EVERY = 20
 STDERR_TAIL = 2_000
 
 
-def _open(spec: dict[str, Any]):
-    from nixx.log.store import LogStore
-    from nixx.log.workspace import Workspace
-    from nixx.nxc.declarations import declared_origin, load_declarations
-    from nixx.nxc.deliverer import Deliverer
-    from nixx.nxc.handles import resolve_origin
-    from nixx.nxc.outcomes import DeliveryReducer
-    from nixx.nxc.reducer import ChatReducer
-
-    ws = Workspace.for_db(spec["db"])
-    store = LogStore.open(ws.db_path, [ChatReducer(), DeliveryReducer()])
-    origin = resolve_origin(store.replica, spec["env"],
-                            declared_origin(ws.personas_dir, cache_dir=ws.state_dir))
-    decls = load_declarations(ws.personas_dir, origin, cache_dir=ws.state_dir)
-    return Deliverer(workspace=ws, store=store, decls=decls, origin=origin, env=spec["env"])
-
-
 class _Transcript:
     def __init__(self, d, session: str, fmt: str, keep_days: int) -> None:
         from nixx.nxc.agentstreams import parser_for
@@ -214,7 +197,9 @@ def supervise(run_file: str) -> int:
     with open(run_file, encoding="utf-8") as fh:
         spec = json.load(fh)
     spec["_run_file"] = run_file
-    d = _open(spec)
+    from nixx.nxc.deliverer import Deliverer
+
+    d = Deliverer.open(spec["db"], spec["env"])
     sid, persona, thread = spec["session"], spec["persona"], spec["thread"]
     try:
         keep_days = int(spec.get("keep_days") or DEFAULT_KEEP_DAYS)

@@ -20,6 +20,18 @@ from nixx.config import Settings
 log = logging.getLogger(__name__)
 
 
+def startup_line(settings: Settings, embedder_model: str) -> str:
+    """The one line the lifespan logs once the service is up: what is used."""
+    from nixx.store.maintenance import display_url
+
+    model = settings.chat_model or "(as each client asks)"
+    return (
+        f"nixx {__version__}: store {display_url(settings.database_url)}, backend "
+        f"{settings.chat_base_url}, model {model}, embedder {settings.embed_provider} "
+        f"{embedder_model}, workspace {settings.workspace}"
+    )
+
+
 def create_app(settings: Settings) -> FastAPI:
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -47,8 +59,6 @@ def create_app(settings: Settings) -> FastAPI:
             service.row_vectors.start()  # embeds buffer rows without a vector (backfill)
             await service.resume_repairs()  # re-summaries and rebuilds a forget left queued
             store.warm_vector_indexes()  # not in the first search after a restart
-            from nixx.server.run import startup_line
-
             log.info("%s", startup_line(settings, embedder.model))
             try:
                 from nixx.mcp.http import run_mcp

@@ -134,18 +134,6 @@ def preflight(settings: Settings) -> None:
     open_store(settings.database_url).close()
 
 
-def startup_line(settings: Settings, embedder_model: str) -> str:
-    from nixx import __version__
-    from nixx.store.maintenance import display_url
-
-    model = settings.chat_model or "(as each client asks)"
-    return (
-        f"nixx {__version__}: store {display_url(settings.database_url)}, backend "
-        f"{settings.chat_base_url}, model {model}, embedder {settings.embed_provider} "
-        f"{embedder_model}, workspace {settings.workspace}"
-    )
-
-
 def _log_to_stderr(settings: Settings) -> None:
     if log.handlers:
         return

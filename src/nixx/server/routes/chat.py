@@ -30,12 +30,16 @@ from nixx.memory.turn import (
     Delta,
     Finished,
     ToolRun,
-    completion_id,
 )
 from nixx.server.deps import AgentDep, OriginDep, ServiceDep
 from nixx.server.errors import nixx_error_body
 
 router = APIRouter(tags=["chat"])
+
+
+def completion_id() -> str:
+    """OpenAI's wire id of one completion (`chatcmpl-...`), shared by its chunks."""
+    return f"chatcmpl-nixx{time.time_ns():x}"
 
 
 class ChatMessage(BaseModel):

@@ -1,0 +1,94 @@
+"""The LLM backend of nxc's built-in runtime and of channel summaries.
+
+The backend is the dict `Deliverer.backend` builds (nixx's `Settings` as the process
+that started the chain resolved them, plus the persona's `model` and `tools`) and the
+spawner hands over in a 0600 file. Here: where each of its settings is set (for error
+messages), a blocking client of it (`nixx.llm.SyncChatClient`, so failures are nixx
+errors), whether `nixx serve` answers and a client of it (the route a persona's turns
+take when its memory is shared), the model a turn uses, and one plain completion. Both
+the runtime (`nixx.nxc.agent`) and the channel rounds (`nixx.nxc.rounds`) call it; it
+imports neither.
+"""
+
+from __future__ import annotations
+
+TYPE_CHECKING = False  # `typing` costs ~2 ms of every CLI start; only annotations use it
+if TYPE_CHECKING:
+    from typing import Any
+
+    from nixx.llm import SyncChatClient
+
+
+def env_hint(backend: dict[str, Any], variable: str, key: str) -> str:
+    """Where a setting is set: the variable, or the key in the config file nixx read."""
+    config = backend.get("config_file")
+    return f"{variable} (or `{key}` in {config})" if config else variable
+
+
+def open_client(backend: dict[str, Any]) -> SyncChatClient:
+    """A blocking client of the backend (close it, or use it as a context manager)."""
+    from nixx.llm import SyncChatClient
+
+    return SyncChatClient(backend["base_url"], api_key=backend.get("api_key"),
+                          timeout=float(backend.get("timeout") or 120),
+                          env_var=env_hint(backend, "NIXX_CHAT_BASE_URL", "chat_base_url"))
+
+
+def server_answers(backend: dict[str, Any]) -> bool:
+    """Whether the persona's turns go through `nixx serve`: the persona did not opt out
+    (`shared_memory: false`) and the server the settings name answers `/health` now."""
+    url = backend.get("server_url")
+    if not url or not backend.get("shared_memory", True):
+        return False
+    import httpx
+
+    try:
+        response = httpx.get(url.rstrip("/") + "/health", timeout=2.0)
+        data = response.json() if response.status_code == 200 else None
+    except (httpx.HTTPError, ValueError):
+        return False
+    return isinstance(data, dict) and data.get("status") == "ok" and "version" in data
+
+
+def open_server_client(backend: dict[str, Any]) -> SyncChatClient:
+    """A blocking client of `nixx serve`'s `/v1`, as the persona (`X-Nixx-Agent`)."""
+    from nixx.llm import SyncChatClient
+
+    return SyncChatClient(
+        backend["server_url"].rstrip("/") + "/v1", api_key=backend.get("server_api_key"),
+        timeout=float(backend.get("timeout") or 120) + 30,
+        env_var=env_hint(backend, "NIXX_HOST/NIXX_PORT", "host/port"),
+        headers={"X-Nixx-Origin": "api", "X-Nixx-Agent": str(backend.get("persona") or "nxc")})
+
+
+def resolve_model(backend: dict[str, Any], client: SyncChatClient | None = None) -> str:
+    """The persona's `model`, else NIXX_CHAT_MODEL, else the backend's first listed model
+    (as `nixx serve` does) — never a made-up name. `BackendError` when there is none."""
+    from nixx.errors import BackendError
+
+    chosen = backend.get("persona_model") or backend.get("model")
+    if chosen:
+        return str(chosen)
+    if backend.get("resolved_model"):
+        return str(backend["resolved_model"])
+    own = client is None
+    client = client or open_client(backend)
+    try:
+        data = client.list_models()
+    finally:
+        if own:
+            client.close()
+    names = [str(m.get("id")) for m in data["data"] if isinstance(m, dict) and m.get("id")]
+    if not names:
+        raise BackendError(
+            f"the LLM backend at {backend['base_url']} lists no models; set "
+            f"{env_hint(backend, 'NIXX_CHAT_MODEL', 'chat_model')} or the persona's `model`")
+    backend["resolved_model"] = names[0]
+    return names[0]
+
+
+def complete_once(backend: dict[str, Any], messages: list[dict[str, Any]]) -> str:
+    """One plain completion (a channel round's summary)."""
+    with open_client(backend) as client:
+        out = client.create({"model": resolve_model(backend, client), "messages": messages})
+    return out["choices"][0]["message"].get("content") or ""

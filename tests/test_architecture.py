@@ -1,0 +1,272 @@
+"""The shape of the code, computed from the source (docs/architecture.md says why).
+
+- **No import cycle** between the modules of `src/nixx`. The graph is read with `ast`
+  from every ``import`` and ``from ... import`` statement, at module level and inside
+  functions alike (a lazy import is still a dependency: it only moves the cycle to run
+  time); statements inside an ``if TYPE_CHECKING:`` block are left out (annotations only,
+  never run). Relative imports are resolved; ``from pkg import name`` is an edge to
+  ``pkg.name`` when that is a module, else to ``pkg``. An edge goes to the module named,
+  not to the packages above it. `importlib.import_module` with a computed name (the route
+  and reader registries, the sync transports) is not read: those load plugins downward.
+- **No HTTP call to an LLM outside `nixx.llm`** (chat) **and `nixx.embed.openai`**
+  (embeddings). The rule, precisely: a string literal in code (docstrings and the route
+  decorators a server uses to *serve* a path are not code that calls) whose text holds
+  the OpenAI path ``/chat/completions`` or ends in ``/embeddings`` — plain, or a constant
+  part of an f-string — appears only in those two places. Exempt: `nixx.testing` (the
+  fake LLM server serves those paths), and `nixx.tui.client`, which calls `nixx serve`'s
+  own ``/v1/chat/completions`` (the memory server, never the LLM behind it).
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+from textwrap import dedent
+
+import nixx
+
+SRC = Path(nixx.__file__).parent
+
+LLM_PATH = re.compile(r"/chat/completions|/embeddings/?(?:$|\?)")
+LLM_CALLERS = ("nixx.llm", "nixx.embed.openai")
+LLM_EXEMPT = {
+    "nixx.testing": "the fake LLM server serves these paths",
+    "nixx.tui.client": "calls nixx serve's own /v1/chat/completions, not an LLM",
+}
+
+
+# -- reading the source ----------------------------------------------------------------
+
+
+def modules(root: Path) -> dict[str, tuple[Path, bool]]:
+    """Dotted name → (file, is a package) for every module under the package `root`."""
+    out = {}
+    for path in sorted(root.rglob("*.py")):
+        parts = list(path.relative_to(root.parent).with_suffix("").parts)
+        package = parts[-1] == "__init__"
+        if package:
+            parts.pop()
+        out[".".join(parts)] = (path, package)
+    return out
+
+
+def _is_type_checking(node: ast.If) -> bool:
+    test = node.test
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
+
+
+def _run_imports(tree: ast.AST) -> list[ast.Import | ast.ImportFrom]:
+    """Every import statement that can run: anywhere but the body of `if TYPE_CHECKING:`."""
+    found: list[ast.Import | ast.ImportFrom] = []
+
+    def walk(node: ast.AST) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.If) and _is_type_checking(child):
+                for stmt in child.orelse:
+                    walk_one(stmt)
+            else:
+                walk_one(child)
+
+    def walk_one(node: ast.AST) -> None:
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            found.append(node)
+        else:
+            walk(node)
+
+    walk(tree)
+    return found
+
+
+def import_graph(root: Path) -> dict[str, dict[str, int]]:
+    """module → {module it imports: line of the first such import}."""
+    known = modules(root)
+
+    def owner(name: str) -> str | None:
+        while name and name not in known:
+            name = name.rpartition(".")[0]
+        return name or None
+
+    graph: dict[str, dict[str, int]] = {}
+    for name, (path, package) in known.items():
+        here = name if package else name.rpartition(".")[0]
+        edges: dict[str, int] = {}
+        for stmt in _run_imports(ast.parse(path.read_text(encoding="utf-8"))):
+            targets: list[str | None] = []
+            if isinstance(stmt, ast.Import):
+                targets = [owner(alias.name) for alias in stmt.names]
+            else:
+                if stmt.level:
+                    base_parts = here.split(".")[: len(here.split(".")) - (stmt.level - 1)]
+                    base = ".".join(base_parts + ([stmt.module] if stmt.module else []))
+                else:
+                    base = stmt.module or ""
+                for alias in stmt.names:
+                    sub = f"{base}.{alias.name}"
+                    targets.append(sub if sub in known else owner(base))
+            for target in targets:
+                if target is not None and target != name:
+                    edges.setdefault(target, stmt.lineno)
+        graph[name] = edges
+    return graph
+
+
+def cycles(graph: dict[str, dict[str, int]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan), each sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in graph.get(v, {}):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return sorted(found)
+
+
+def _describe(graph: dict[str, dict[str, int]], component: list[str]) -> str:
+    inside = set(component)
+    arrows = [
+        f"    {a} -> {b} (line {line})"
+        for a in component
+        for b, line in sorted(graph[a].items())
+        if b in inside
+    ]
+    return f"  cycle of {len(component)}: {', '.join(component)}\n" + "\n".join(arrows)
+
+
+def llm_paths(path: Path) -> list[tuple[int, str]]:
+    """(line, text) of each string literal in code that names an LLM endpoint path."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    skipped: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+            body = node.body
+            if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+                skipped.add(id(body[0].value))  # a docstring
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            for decorator in node.decorator_list:  # a route the server serves
+                for inner in ast.walk(decorator):
+                    skipped.add(id(inner))
+    found = []
+    for node in ast.walk(tree):
+        if (
+            isinstance(node, ast.Constant)
+            and isinstance(node.value, str)
+            and id(node) not in skipped
+            and LLM_PATH.search(node.value)
+        ):
+            found.append((node.lineno, node.value))
+    return sorted(found)
+
+
+def _within(name: str, prefixes) -> bool:
+    return any(name == p or name.startswith(p + ".") for p in prefixes)
+
+
+# -- the rules -------------------------------------------------------------------------
+
+
+def test_no_import_cycle_between_modules():
+    graph = import_graph(SRC)
+    assert len(graph) > 100  # the whole package was read
+    found = cycles(graph)
+    assert not found, "import cycles in src/nixx (docs/architecture.md: which way arrows go):\n" + (
+        "\n".join(_describe(graph, c) for c in found)
+    )
+
+
+def test_no_llm_http_call_outside_the_llm_clients():
+    offenders = []
+    for name, (path, _) in modules(SRC).items():
+        if _within(name, LLM_CALLERS) or _within(name, LLM_EXEMPT):
+            continue
+        offenders += [f"  {name}:{line}: {text!r}" for line, text in llm_paths(path)]
+    assert not offenders, (
+        "LLM endpoints named outside nixx.llm / nixx.embed.openai (call the client there):\n"
+        + "\n".join(offenders)
+    )
+
+
+def test_the_llm_clients_are_where_the_rule_says():
+    # The rule would pass vacuously if the clients moved: they name their paths.
+    known = modules(SRC)
+    assert llm_paths(known["nixx.llm.client"][0])
+    assert llm_paths(known["nixx.embed.openai"][0])
+    for prefix in LLM_EXEMPT:
+        assert any(_within(name, [prefix]) for name in known), prefix
+
+
+# -- the checks themselves, on a package made for them ---------------------------------
+
+
+def _package(tmp_path: Path, files: dict[str, str]) -> Path:
+    root = tmp_path / "pkg"
+    for rel, text in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(dedent(text), encoding="utf-8")
+    return root
+
+
+def test_the_cycle_finder_reads_lazy_relative_and_from_imports(tmp_path):
+    root = _package(tmp_path, {
+        "__init__.py": "",
+        "a.py": "def f():\n    from pkg.sub import b\n",  # lazy: still an edge
+        "sub/__init__.py": "",
+        "sub/b.py": "from .. import c\n",  # relative, `from pkg import module`
+        "c.py": "import pkg.a.thing\n",  # the longest module prefix
+        "d.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from pkg import e\n",
+        "e.py": "from pkg.d import x\n",  # d -> e only for the type checker: no cycle
+        "f.py": "from pkg.sub import name\n",  # a name in the package's __init__
+    })
+    graph = import_graph(root)
+    assert graph["pkg.a"] == {"pkg.sub.b": 2}
+    assert graph["pkg.sub.b"] == {"pkg.c": 1}
+    assert graph["pkg.c"] == {"pkg.a": 1}
+    assert graph["pkg.d"] == {}
+    assert graph["pkg.f"] == {"pkg.sub": 1}
+    assert cycles(graph) == [["pkg.a", "pkg.c", "pkg.sub.b"]]
+    assert "pkg.a -> pkg.sub.b (line 2)" in _describe(graph, cycles(graph)[0])
+
+
+def test_the_llm_rule_sees_calls_not_docs_or_served_routes(tmp_path):
+    root = _package(tmp_path, {
+        "caller.py": '''
+            """Talks to /v1/chat/completions."""
+            def post(base):
+                """POST {base}/embeddings."""
+                return base + "/chat/completions", f"{base}/embeddings"
+        ''',
+        "route.py": '''
+            @router.post("/v1/chat/completions")
+            def chat():
+                return "bert embeddings.word"
+        ''',
+    })
+    assert [line for line, _ in llm_paths(root / "caller.py")] == [5, 5]
+    assert llm_paths(root / "route.py") == []
