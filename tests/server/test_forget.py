@@ -342,3 +342,17 @@ def test_forgotten_row_loses_its_vector_and_vector_search_skips_it(
     assert rows[0]["id"] not in [h.row.id for h in hits] and len(hits) == 3
     search = nixx.client.post("/v1/episodic/search", json={"query": SECRET}).json()
     assert all(SECRET not in json.dumps(h) for h in search["buffer"])
+
+
+def test_ids_past_64_bits_are_refused_not_a_500(nixx) -> None:
+    big = 2**63
+    for method, path, body in [
+        ("POST", "/v1/buffer/delete", {"start_id": 1, "end_id": big}),
+        ("DELETE", f"/v1/buffer/{big}", None),
+        ("DELETE", f"/v1/episodic/summaries/{big}", None),
+        ("DELETE", f"/v1/sources/{big}", None),
+        ("POST", "/v1/forget/ids", {"ids": [f"buffer:{big}"]}),
+    ]:
+        r = nixx.client.request(method, path, json=body)
+        assert r.status_code == 400, (path, r.status_code, r.text)
+        assert r.json()["error"]["type"] == "invalid_request_error"

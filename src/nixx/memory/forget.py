@@ -18,6 +18,7 @@ from nixx.errors import ValidationError
 from nixx.memory import intent as intent_state
 from nixx.store.base import MemoryStore
 from nixx.store.forgetting import query_terms, snippet
+from nixx.values import MAX_ID
 
 REF_KINDS = {"buffer": "buffer_ids", "summary": "summary_ids", "source": "source_ids",
              "memory": "memory_ids"}  # fmt: skip
@@ -30,7 +31,8 @@ def parse_ref(ref: str) -> tuple[str, int]:
     kind, _, number = str(ref).strip().partition(":")
     kind = kind.strip().lower()
     kind = _PLURAL.get(kind, kind)
-    if kind not in REF_KINDS or not number.strip().isdigit() or int(number) < 1:
+    if (kind not in REF_KINDS or not number.strip().isascii() or not number.strip().isdigit()
+            or not 1 <= int(number) <= MAX_ID):
         raise ValidationError(
             f"{ref!r} is not an item reference: write buffer:ID, summary:ID, source:ID or "
             "memory:ID (ids as shown by search or a forget dry run)",

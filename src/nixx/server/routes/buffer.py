@@ -9,14 +9,15 @@ from pydantic import BaseModel, ConfigDict, Field, StrictInt
 
 from nixx.server import shapes
 from nixx.server.deps import OriginDep, ServiceDep
+from nixx.server.edge import MAX_ID
 
 router = APIRouter(tags=["buffer"])
 
 
 class DeleteRange(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    start_id: StrictInt = Field(ge=1, description="First buffer id to delete.")
-    end_id: StrictInt = Field(ge=1, description="Last buffer id to delete (inclusive).")
+    start_id: StrictInt = Field(ge=1, le=MAX_ID, description="First buffer id to delete.")
+    end_id: StrictInt = Field(ge=1, le=MAX_ID, description="Last buffer id to delete (inclusive).")
 
 
 @router.get("/v1/buffer/session")
@@ -38,7 +39,7 @@ async def clear(service: ServiceDep, origin: OriginDep) -> dict[str, Any]:
 
 
 @router.delete("/v1/buffer/{row_id}")
-async def delete_row(service: ServiceDep, row_id: int = Path(ge=1)) -> dict[str, Any]:
+async def delete_row(service: ServiceDep, row_id: int = Path(ge=1, le=MAX_ID)) -> dict[str, Any]:
     """Forget one buffer row with its full-text entry; summaries that covered it are
     removed and summarised again from the rows that remain (docs/memory.md)."""
     return await service.forget_buffer_row(row_id)

@@ -129,14 +129,14 @@ async def summaries(
 
 
 @router.delete("/v1/episodic/summaries/{summary_id}")
-async def delete_summary(service: ServiceDep, summary_id: int = Path(ge=1)) -> dict[str, Any]:
+async def delete_summary(service: ServiceDep, summary_id: int = Path(ge=1, le=MAX_ID)) -> dict[str, Any]:
     """Forget one summary (its buffer rows stay)."""
     return await service.forget_summary(summary_id)
 
 
 @router.patch("/v1/episodic/summaries/{summary_id}")
 async def edit_summary(
-    body: SummaryEdit, service: ServiceDep, summary_id: int = Path(ge=1)
+    body: SummaryEdit, service: ServiceDep, summary_id: int = Path(ge=1, le=MAX_ID)
 ) -> dict[str, Any]:
     """Correct a summary's content, tags or entities; new content is embedded again."""
     edited = await service.update_summary(
