@@ -282,3 +282,14 @@ def test_a_bad_id_is_a_400_page_not_a_500(server: LiveServer) -> None:
     assert r.status_code == 400 and "whole number" in r.text
     r = httpx.get(server.base_url + f"/ui/conversations?around={2**63}")
     assert r.status_code == 400
+
+
+def test_context_page_lists_a_recalled_excerpt(server: LiveServer, llm: FakeLLM, page: Any) -> None:
+    llm.queue(Reply(content="Noted."))
+    chat(server, "The spare key to the boathouse is under the blue flowerpot.", "Noted.")
+    httpx.post(server.base_url + "/v1/buffer/clear")
+    server.call(server.service.row_vectors.flush)
+    page.goto(server.base_url + "/ui/context?query=The+spare+key+to+the+boathouse+is+where%3F")
+    rows = page.locator("table.grid tbody tr")
+    assert rows.count() >= 1
+    assert "buffer" in rows.first.inner_text() and "blue flowerpot" in rows.first.inner_text()
