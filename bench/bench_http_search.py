@@ -82,15 +82,16 @@ def main() -> int:
     ap.add_argument("--limit", type=int, default=10)
     ap.add_argument("--empty", action="store_true")
     ap.add_argument("--blas-threads", type=int, default=None)
-    ap.add_argument("--db", type=Path, default=None, help="reuse a store seeded before")
+    ap.add_argument("--db", type=Path, default=None, help="a store seeded before (seeded here when missing)")
     ap.add_argument("--seed-only", action="store_true", help="seed the store and stop")
     args = ap.parse_args()
 
     tmp = Path(tempfile.mkdtemp(prefix="nixx-bench-search-"))
     model = "fake-embed" if args.embed == "openai" else "all-MiniLM-L6-v2"
     db = args.db or tmp / "nixx.db"
-    questions = fts_corpus(args.rows)[1] if args.db is not None else []
-    if args.db is None and not args.empty:
+    reuse = args.db is not None and args.db.exists()
+    questions = fts_corpus(args.rows)[1] if reuse else []
+    if not reuse and not args.empty:
         t0 = time.perf_counter()
         questions = seed(db, args.rows, args.summaries, model)
         print(f"seeded in {time.perf_counter() - t0:.0f}s: {db}")
