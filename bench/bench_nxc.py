@@ -92,8 +92,8 @@ def status_workspace(parent: str, operations: int = 150) -> str:
     with a delivery outcome per thread — about 1,050 ops, like the workspace in issue 13.
     → its root."""
     from nixx.log.workspace import init_workspace
-    from nixx.nxc import outcomes
-    from nixx.nxc.delivery_live import LiveDelivery
+    from nixx.nxc.delivery import outcomes
+    from nixx.nxc.delivery.dispatch import LiveDelivery
     from nixx.nxc.engine import Engine
 
     ws, _ = init_workspace(os.path.join(parent, "status"), replica="be01")
@@ -129,7 +129,7 @@ def status_statements(root: str) -> None:
     and the size of what it prints."""
     import json
 
-    from nixx.nxc.delivery_live import LiveDelivery
+    from nixx.nxc.delivery.dispatch import LiveDelivery
     from nixx.nxc.engine import Engine
 
     for label, kwargs in (("status", {}), ("status --all", {"include_finished": True})):
@@ -262,8 +262,8 @@ def single_op_transactions(parent: str, n: int) -> None:
 
 
 def local_store_writes(parent: str, n: int) -> None:
-    from nixx.nxc import sessions
-    from nixx.nxc.localstore import LocalStore
+    from nixx.nxc.delivery import sessions
+    from nixx.nxc.delivery.localstore import LocalStore
 
     path = os.path.join(parent, "local.sqlite")
     with LocalStore(path) as local:

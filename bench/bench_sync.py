@@ -26,7 +26,7 @@ import time
 
 from nixx.log.store import LogStore
 from nixx.log.workspace import init_workspace
-from nixx.nxc.outcomes import DeliveryReducer
+from nixx.nxc.delivery.outcomes import DeliveryReducer
 from nixx.nxc.reducer import ChatReducer
 from nixx.sync import state
 from nixx.sync.engine import sync_workspace

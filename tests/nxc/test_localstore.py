@@ -10,9 +10,9 @@ import pytest
 
 from nixx.errors import StoreError
 from nixx.log.connection import WAL_TRUNCATE_BYTES
-from nixx.nxc import sessions
-from nixx.nxc.localstore import SCHEMA_VERSION, LocalStore
-from nixx.nxc.transcripts import TranscriptStore
+from nixx.nxc.delivery import sessions
+from nixx.nxc.delivery.localstore import SCHEMA_VERSION, LocalStore
+from nixx.nxc.delivery.transcripts import TranscriptStore
 
 
 def _session(local: LocalStore) -> str:

@@ -8,8 +8,8 @@ import apsw
 import pytest
 
 from nixx.log.store import LogStore
-from nixx.nxc import outcomes
-from nixx.nxc.outcomes import DeliveryReducer
+from nixx.nxc.delivery import outcomes
+from nixx.nxc.delivery.outcomes import DeliveryReducer
 from nixx.nxc.reducer import ChatReducer
 
 

@@ -55,8 +55,8 @@ def test_common_verbs_import_nothing_heavy(ws, argv):
 
 def test_list_does_not_import_what_only_other_verbs_use(ws):
     loaded = _modules(ws, "list", "--json")
-    for module in ("nixx.nxc.threads", "nixx.nxc.cursor", "nixx.nxc.rounds",
-                   "nixx.nxc.localstore", "nixx.nxc.status", "nixx.nxc.search"):
+    for module in ("nixx.nxc.threads", "nixx.nxc.cursor", "nixx.nxc.delivery.rounds",
+                   "nixx.nxc.delivery.localstore", "nixx.nxc.status", "nixx.nxc.search"):
         assert module not in loaded, module
 
 

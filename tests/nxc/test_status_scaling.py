@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import os
 
-from nixx.nxc import outcomes, sessions
-from nixx.nxc.delivery_live import LiveDelivery
+from nixx.nxc.delivery import outcomes, sessions
+from nixx.nxc.delivery.dispatch import LiveDelivery
 from nixx.nxc.engine import Engine
 
 from .conftest import cli_env, run

@@ -290,9 +290,9 @@ def test_the_daemon_backoff_doubles_up_to_the_cap(tmp_path):
 
 def test_sessions_and_transcripts_stay_on_their_machine(two_clones):
     from nixx.log.workspace import find_workspace
-    from nixx.nxc import sessions
-    from nixx.nxc.localstore import LocalStore
-    from nixx.nxc.transcripts import TranscriptStore
+    from nixx.nxc.delivery import sessions
+    from nixx.nxc.delivery.localstore import LocalStore
+    from nixx.nxc.delivery.transcripts import TranscriptStore
 
     _, a, b = two_clones
     for ws in (a, b):

@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from nixx.log.workspace import init_workspace
-from nixx.nxc.outcomes import KINDS as DELIVERY_KINDS
+from nixx.nxc.delivery.outcomes import KINDS as DELIVERY_KINDS
 from nixx.nxc.reducer import snapshot
 
 from .conftest import bare_repo, bind, open_store, sync

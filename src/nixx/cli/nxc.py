@@ -36,7 +36,7 @@ def failure_lines(failures: list[dict], indent: str = "  ") -> list[str]:
 
 
 def _engine(args: argparse.Namespace):
-    from nixx.nxc.delivery_live import LiveDelivery
+    from nixx.nxc.delivery.dispatch import LiveDelivery
     from nixx.nxc.engine import Engine
 
     return Engine.open(db=args.db, delivery=LiveDelivery())

@@ -1,6 +1,6 @@
 """The delivery verbs of `nxc` (sessions, transcripts, `search --transcripts`), kept
 out of `nixx.cli.nxc` so the other verbs start as fast as before. Each is a thin
-shell over `nixx.nxc.sessions` / `nixx.nxc.transcripts`.
+shell over `nixx.nxc.delivery.sessions` / `nixx.nxc.delivery.transcripts`.
 """
 
 from __future__ import annotations
@@ -14,13 +14,13 @@ from nixx.cli.output import emit_json
 
 def _local(args: argparse.Namespace):
     from nixx.log.workspace import find_workspace
-    from nixx.nxc.localstore import LocalStore
+    from nixx.nxc.delivery.localstore import LocalStore
 
     return LocalStore.for_workspace(find_workspace(db=args.db))
 
 
 def search_transcripts(args: argparse.Namespace) -> int:
-    from nixx.nxc.transcripts import TranscriptStore
+    from nixx.nxc.delivery.transcripts import TranscriptStore
 
     with _local(args) as local:
         hits = TranscriptStore(local).search(args.query, limit=args.limit)
@@ -36,7 +36,7 @@ def search_transcripts(args: argparse.Namespace) -> int:
 
 
 def _session_bind(args: argparse.Namespace) -> int:
-    from nixx.nxc import sessions
+    from nixx.nxc.delivery import sessions
 
     with _local(args) as local:
         out = sessions.bind(local, args.internal, args.runtime_id)
@@ -48,7 +48,7 @@ def _session_bind(args: argparse.Namespace) -> int:
 
 
 def _session_state(args: argparse.Namespace) -> int:
-    from nixx.nxc import sessions
+    from nixx.nxc.delivery import sessions
 
     with _local(args) as local:
         if args.session:
@@ -108,7 +108,7 @@ def _print_entry(e: dict, indent: str = "") -> None:
 
 
 def _transcript_show(args: argparse.Namespace) -> int:
-    from nixx.nxc.transcripts import TranscriptStore
+    from nixx.nxc.delivery.transcripts import TranscriptStore
 
     with _local(args) as local:
         out = TranscriptStore(local).show(args.session)
@@ -122,9 +122,9 @@ def _transcript_show(args: argparse.Namespace) -> int:
 
 def _transcript_append(args: argparse.Namespace) -> int:
     from nixx.errors import ValidationError
-    from nixx.nxc import sessions
-    from nixx.nxc.streamjson import StreamJsonParser
-    from nixx.nxc.transcripts import TranscriptStore
+    from nixx.nxc.delivery import sessions
+    from nixx.nxc.delivery.stream_claude import StreamJsonParser
+    from nixx.nxc.delivery.transcripts import TranscriptStore
 
     entries = []
     parser = StreamJsonParser()
@@ -150,7 +150,7 @@ def _transcript_append(args: argparse.Namespace) -> int:
 
 
 def _transcript_prune(args: argparse.Namespace) -> int:
-    from nixx.nxc.transcripts import TranscriptStore
+    from nixx.nxc.delivery.transcripts import TranscriptStore
 
     with _local(args) as local:
         out = TranscriptStore(local).prune(keep_days=args.keep_days, dry_run=args.dry_run)

@@ -48,7 +48,7 @@ def _init(args: argparse.Namespace) -> int:
 
 
 def _prime(args: argparse.Namespace) -> int:
-    from nixx.nxc.delivery_live import LiveDelivery
+    from nixx.nxc.delivery.dispatch import LiveDelivery
     from nixx.nxc.engine import Engine
     from nixx.nxc.prime import render
 

@@ -89,7 +89,7 @@ def _catch_up(ws) -> None:
     machine that sent a round settles it: docs/channels.md)."""
     import os
 
-    from nixx.nxc.rounds import catch_up
+    from nixx.nxc.delivery.rounds import catch_up
 
     try:
         catch_up(ws, os.environ)

@@ -34,7 +34,7 @@ class ChatTools:
         return await to_thread.run_sync(lambda: self._run(fn))
 
     def _run(self, fn: Callable[[Any], Any]) -> Any:
-        from nixx.nxc.delivery_live import LiveDelivery
+        from nixx.nxc.delivery.dispatch import LiveDelivery
         from nixx.nxc.engine import Engine
 
         with Engine.open(db=self.db, cwd=self.cwd, env=self.env, delivery=LiveDelivery()) as engine:

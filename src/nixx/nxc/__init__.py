@@ -10,8 +10,9 @@
     status.py        operations (thread trees) and their states
     search.py        full-text search
     engine.py        the library facade every shell calls
-    delivery.py      the seam where session delivery (issue 8) plugs in
-    backend.py       the LLM backend of the built-in runtime and channel summaries
+    prime.py         the prime block (`nxc prime`, `nxs prime`)
+    delivery/        the delivery wing: starting, running and waking agent sessions
+                     (`Engine` knows only its seam, `delivery/hooks.py`)
     installed.py     the reducers every process opening the log with nxc's views uses
     durations.py     durations and RFC3339 instants
 

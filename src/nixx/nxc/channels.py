@@ -6,7 +6,7 @@
 
 A declared channel's supervisor is the engine identity ``<origin>/__channel-<name>``: a
 round's thread expects it, it opens one slot thread per member under that thread and
-posts the hand-back (`nixx.nxc.rounds`).
+posts the hand-back (`nixx.nxc.delivery.rounds`).
 """
 
 from __future__ import annotations

@@ -92,8 +92,8 @@ class Runtime(_Record):
     builtin: str | None
     start: tuple[str, ...]
     resume: tuple[str, ...]
-    format: str | None  # how its stdout becomes a transcript (nixx.nxc.agentstreams)
-    preset: str | None  # `runtime: claude-code` etc. (nixx.nxc.presets)
+    format: str | None  # how its stdout becomes a transcript (nixx.nxc.delivery.stream_formats)
+    preset: str | None  # `runtime: claude-code` etc. (nixx.nxc.delivery.presets)
 
     def to_dict(self) -> dict[str, Any]:
         if self.builtin:
@@ -447,7 +447,7 @@ def _runtime(path: str, value: Any) -> Runtime | None:
     if value is None:
         return None
     if isinstance(value, str):
-        from nixx.nxc.presets import PRESETS
+        from nixx.nxc.delivery.presets import PRESETS
 
         preset = PRESETS.get(value)
         if preset is not None:
@@ -468,7 +468,7 @@ def _runtime(path: str, value: Any) -> Runtime | None:
         raise _err(path, f"runtime.{sorted(unknown)[0]}",
                    "is not a runtime field (start, resume, transcript)")
     fmt = value.get("transcript", "stream-json")
-    from nixx.nxc.agentstreams import FORMATS
+    from nixx.nxc.delivery.stream_formats import FORMATS
 
     if fmt not in FORMATS:
         raise _err(path, "runtime.transcript", f"must be one of {', '.join(FORMATS)}; got {fmt!r}")

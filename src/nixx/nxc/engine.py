@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     import builtins
     from typing import Any
 
-    from nixx.nxc.delivery import Delivery
+    from nixx.nxc.delivery.hooks import Delivery
 
 
 def _now_ms() -> int:
@@ -60,7 +60,7 @@ class Engine:
         self.workspace = workspace
         self.env = dict(os.environ if env is None else env)
         if delivery is None:
-            from nixx.nxc.delivery import Delivery
+            from nixx.nxc.delivery.hooks import Delivery
 
             delivery = Delivery()
         self.delivery = delivery
@@ -317,7 +317,7 @@ class Engine:
                 "priority": priority, "disposition": "in_turn", "escalate": False,
                 "refs": refs or {},
             })
-        from nixx.nxc.delivery import SendContext
+        from nixx.nxc.delivery.hooks import SendContext
 
         ctx = SendContext(
             engine=self, sender=me, thread_id=thread_id, message_id=message_id,
@@ -418,7 +418,7 @@ class Engine:
                 "refs": refs or {},
             })
         after = threads.get_thread(self.conn, thread, self.now_ms()) or summary
-        from nixx.nxc.delivery import ReplyContext
+        from nixx.nxc.delivery.hooks import ReplyContext
 
         delivered = self.delivery.on_reply(ReplyContext(
             engine=self, sender=me, thread_id=thread, message_id=message_id,

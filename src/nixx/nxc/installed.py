@@ -12,7 +12,7 @@ if TYPE_CHECKING:
 
 def reducers() -> list[Reducer]:
     """A fresh instance of every product reducer (a store registers its own)."""
-    from nixx.nxc.outcomes import DeliveryReducer
+    from nixx.nxc.delivery.outcomes import DeliveryReducer
     from nixx.nxc.reducer import ChatReducer
 
     return [ChatReducer(), DeliveryReducer()]

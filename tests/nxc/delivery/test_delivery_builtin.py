@@ -1,4 +1,4 @@
-"""The built-in `nixx` runtime (`python -m nixx.nxc.agent`) in real subprocesses, against
+"""The built-in `nixx` runtime (`python -m nixx.nxc.delivery.builtin_runtime`) in real subprocesses, against
 the scripted OpenAI-compatible backend: tools from the persona file plus nxc send/reply,
 resume with the conversation kept, the transcript it writes."""
 

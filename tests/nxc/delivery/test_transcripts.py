@@ -8,10 +8,10 @@ import json
 import pytest
 
 from nixx.errors import AlreadyRunning, NotFound, ValidationError
-from nixx.nxc import sessions
-from nixx.nxc.localstore import LocalStore
-from nixx.nxc.streamjson import StreamJsonParser
-from nixx.nxc.transcripts import DAY_MS, TranscriptStore
+from nixx.nxc.delivery import sessions
+from nixx.nxc.delivery.localstore import LocalStore
+from nixx.nxc.delivery.stream_claude import StreamJsonParser
+from nixx.nxc.delivery.transcripts import DAY_MS, TranscriptStore
 
 from .harness import make_workspace
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 import os
 import subprocess
 
-from nixx.nxc import sessions
-from nixx.nxc.localstore import LocalStore
+from nixx.nxc.delivery import sessions
+from nixx.nxc.delivery.localstore import LocalStore
 
 from .harness import PYTHON, all_idle, make_workspace, poll, runs
 
@@ -56,7 +56,7 @@ def _lead_with_two_repliers(tmp_path, threads: int):
 def test_simultaneous_completion_wakes_the_opener_once(tmp_path):
     """Deterministic: both replies are in the log before either reply's delivery runs, as
     when two repliers finish together; the delivery hooks then run one after the other."""
-    from nixx.nxc.delivery_live import LiveDelivery
+    from nixx.nxc.delivery.dispatch import LiveDelivery
     from nixx.nxc.engine import Engine
     from nixx.nxc.threads import get_thread
 

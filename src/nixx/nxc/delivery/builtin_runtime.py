@@ -1,4 +1,4 @@
-"""The built-in runtime ``nixx``: ``python -m nixx.nxc.agent --session S --prompt-file F``.
+"""The built-in runtime ``nixx``: ``python -m nixx.nxc.delivery.builtin_runtime --session S --prompt-file F``.
 
 It runs a persona on the LLM nixx is configured with, so nxc works with no third-party
 agent installed. Its settings are nixx's `Settings` (environment over
@@ -39,9 +39,9 @@ import sys
 import time
 from typing import Any
 
-from nixx.nxc.backend import open_client as _client
-from nixx.nxc.backend import open_server_client as _server_client
-from nixx.nxc.backend import resolve_model, server_answers
+from nixx.nxc.delivery.llm_backend import open_client as _client
+from nixx.nxc.delivery.llm_backend import open_server_client as _server_client
+from nixx.nxc.delivery.llm_backend import resolve_model, server_answers
 
 DEFAULT_TOOLS = ("read_file", "list_dir")
 FILE_TOOLS = ("read_file", "list_dir", "write_file", "delete_file")
@@ -92,7 +92,7 @@ FILE_SPECS = {
 
 class Agent:
     def __init__(self, session: str, backend: dict[str, Any]) -> None:
-        from nixx.nxc.delivery_live import LiveDelivery
+        from nixx.nxc.delivery.dispatch import LiveDelivery
         from nixx.nxc.engine import Engine
 
         self.session = session
@@ -221,8 +221,8 @@ class Agent:
         return "", False
 
     def _auto_reply(self, text: str) -> bool:
-        from nixx.nxc import sessions
-        from nixx.nxc.localstore import LocalStore
+        from nixx.nxc.delivery import sessions
+        from nixx.nxc.delivery.localstore import LocalStore
 
         local = LocalStore.for_workspace(self.engine.workspace)
         row = sessions.get(local, self.session)
@@ -240,7 +240,7 @@ class Agent:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m nixx.nxc.agent",
+    parser = argparse.ArgumentParser(prog="python -m nixx.nxc.delivery.builtin_runtime",
                                      description="nxc's built-in runtime")
     parser.add_argument("--session", required=True)
     parser.add_argument("--prompt-file", required=True)
@@ -275,7 +275,7 @@ def main(argv: list[str] | None = None) -> int:
         emit("error", {"msg": "the persona names tools the built-in runtime does not have: "
                               + ", ".join(agent.unknown_tools)})
     code, messages = agent.run(messages)
-    from nixx.nxc.spawn import write_private
+    from nixx.nxc.delivery.spawn import write_private
 
     write_private(history_path, messages)
     agent.engine.close()

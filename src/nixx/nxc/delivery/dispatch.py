@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import os
 
-from nixx.nxc.delivery import Delivery
+from nixx.nxc.delivery.hooks import Delivery
 
 TYPE_CHECKING = False  # `typing` costs ~2 ms of every CLI start; only annotations use it
 if TYPE_CHECKING:
@@ -33,7 +33,7 @@ class LiveDelivery(Delivery):
         self._deliverers: dict[int, Any] = {}
 
     def reducers(self) -> list:
-        from nixx.nxc.outcomes import DeliveryReducer
+        from nixx.nxc.delivery.outcomes import DeliveryReducer
 
         return [DeliveryReducer()]
 
@@ -41,7 +41,7 @@ class LiveDelivery(Delivery):
         key = id(engine)
         d = self._deliverers.get(key)
         if d is None:
-            from nixx.nxc.deliverer import Deliverer
+            from nixx.nxc.delivery.launcher import Deliverer
 
             d = Deliverer(workspace=engine.workspace, store=engine.store,
                           decls=engine.declarations, origin=engine.origin, env=engine.env)
@@ -59,13 +59,13 @@ class LiveDelivery(Delivery):
         d = self.deliverer(ctx.engine)
         current = d.current_session()
         if current is not None:
-            from nixx.nxc import sessions
+            from nixx.nxc.delivery import sessions
 
             sessions.add_opener(d.local, ctx.thread_id, current["session"])
         if ctx.target == "persona":
             return d.start(ctx.persona, thread_id=ctx.thread_id, task=ctx.body,
                            sender=ctx.sender)
-        from nixx.nxc import rounds
+        from nixx.nxc.delivery import rounds
 
         members = [h for h in ctx.members if h != ctx.sender]
         if not members:
@@ -75,8 +75,8 @@ class LiveDelivery(Delivery):
                                  opener_session=current["session"] if current else None)
 
     def on_reply(self, ctx) -> dict[str, Any]:
-        from nixx.nxc import rounds, sessions
-        from nixx.nxc.localstore import local_db_path
+        from nixx.nxc.delivery import rounds, sessions
+        from nixx.nxc.delivery.localstore import local_db_path
 
         d = self.deliverer(ctx.engine)
         thread = ctx.thread
@@ -135,7 +135,7 @@ class LiveDelivery(Delivery):
         return {"resumed": resumed, "warnings": warnings}
 
     def on_refused(self, engine, *, to: str, persona, reason: str, msg: str) -> None:
-        from nixx.nxc import outcomes
+        from nixx.nxc.delivery import outcomes
 
         d = self.deliverer(engine)
         current = d.current_session()
@@ -147,7 +147,7 @@ class LiveDelivery(Delivery):
     def annotate_thread(self, engine, summary: dict[str, Any]) -> dict[str, Any]:
         """Add `failures`: the personas still owed a reply whose last delivery failed or was
         refused, with the cause (`reason`, `msg`)."""
-        from nixx.nxc import outcomes
+        from nixx.nxc.delivery import outcomes
 
         outs = outcomes.for_threads(engine.store.conn, [summary["thread_id"]])
         summary["failures"] = outcomes.failures(outs.get(summary["thread_id"], []),
@@ -157,8 +157,8 @@ class LiveDelivery(Delivery):
     def annotate_status(self, engine, out: dict[str, Any]) -> dict[str, Any]:
         """Add each thread's session and delivery outcomes, and each operation's refusals
         (also from threads of the tree the caller may not read)."""
-        from nixx.nxc import outcomes, sessions
-        from nixx.nxc.localstore import local_db_path
+        from nixx.nxc.delivery import outcomes, sessions
+        from nixx.nxc.delivery.localstore import local_db_path
 
         d = self.deliverer(engine)
         conn = engine.store.conn

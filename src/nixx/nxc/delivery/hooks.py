@@ -15,7 +15,7 @@ msg=)` — a send refused by `addressable`, before the error is raised;
 `annotate_status(engine, out)` — add sessions and outcomes to `nxc status`;
 `annotate_thread(engine, summary)` — add `failures` (personas owed a reply whose delivery
 failed or was refused) to a thread summary (`threads show`, `wait`).
-`nixx.nxc.delivery_live.LiveDelivery` is the real one (the CLI uses it).
+`nixx.nxc.delivery.dispatch.LiveDelivery` is the real one (the CLI uses it).
 
 `NoDelivery` (the default here) starts nothing: receipts say ``session: null,
 spawned: false``. A delivery that records outcomes appends ops through

@@ -10,9 +10,9 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 
-from nixx.nxc import outcomes, sessions
-from nixx.nxc.localstore import LocalStore
-from nixx.nxc.spawn import (
+from nixx.nxc.delivery import outcomes, sessions
+from nixx.nxc.delivery.localstore import LocalStore
+from nixx.nxc.delivery.spawn import (
     chain_bounds,
     child_env,
     enclosing_sessions,
@@ -155,8 +155,8 @@ class Deliverer:
             return {"session": None, "spawned": False, "warnings": [
                 f"{persona.handle} declares no `runtime` in {persona.file}: nobody was "
                 "started; the message waits in the thread for whoever acts as it"]}
-        from nixx.nxc.prompt import session_prompt
-        from nixx.nxc.runtimes import runtime_dict
+        from nixx.nxc.delivery.runtimes import runtime_dict
+        from nixx.nxc.delivery.session_prompt import session_prompt
 
         # who spawns: the round's opener for a round's member (every member runs at the
         # round's depth + 1, whichever process starts it), else the session we run in
@@ -206,7 +206,7 @@ class Deliverer:
     def _run_spec(self, sid, persona, thread_id, runtime, hop, *, mode, prompt, backend_file,
                   timeout_ms, round_thread, runtime_session=None,
                   kill_at_ms=None) -> dict[str, Any]:
-        from nixx.nxc.runtimes import build_argv
+        from nixx.nxc.delivery.runtimes import build_argv
 
         folder = session_dir(self.workspace.state_dir, sid)
         n = len([f for f in os.listdir(folder) if f.startswith("prompt-")]) + 1
@@ -309,7 +309,7 @@ class Deliverer:
 
     def resume(self, row: dict[str, Any], wakes: list[dict[str, Any]], *, actor: str) -> dict:
         """Start a resume run for a session already claimed (state running)."""
-        from nixx.nxc.prompt import resume_prompt
+        from nixx.nxc.delivery.session_prompt import resume_prompt
 
         sid = row["session"]
         runtime = row["runtime"]

@@ -6,7 +6,7 @@ spawner hands over in a 0600 file. Here: where each of its settings is set (for 
 messages), a blocking client of it (`nixx.llm.SyncChatClient`, so failures are nixx
 errors), whether `nixx serve` answers and a client of it (the route a persona's turns
 take when its memory is shared), the model a turn uses, and one plain completion. Both
-the runtime (`nixx.nxc.agent`) and the channel rounds (`nixx.nxc.rounds`) call it; it
+the runtime (`nixx.nxc.delivery.builtin_runtime`) and the channel rounds (`nixx.nxc.delivery.rounds`) call it; it
 imports neither.
 """
 

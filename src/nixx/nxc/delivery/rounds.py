@@ -37,9 +37,9 @@ from __future__ import annotations
 import json
 import time
 
-from nixx.nxc import outcomes, sessions
 from nixx.nxc.channels import supervisor_handle
-from nixx.nxc.prompt import blocks
+from nixx.nxc.delivery import outcomes, sessions
+from nixx.nxc.delivery.session_prompt import blocks
 
 TYPE_CHECKING = False  # `typing` costs ~2 ms of every CLI start; only annotations use it
 if TYPE_CHECKING:
@@ -73,7 +73,7 @@ def open_round(d, *, channel, thread_id: str, members: list[str], body: str, sen
     if builtin or channel.on_complete == "summarize":
         import os
 
-        from nixx.nxc.spawn import write_private
+        from nixx.nxc.delivery.spawn import write_private
 
         folder = os.path.join(d.workspace.state_dir, "rounds")
         os.makedirs(folder, mode=0o700, exist_ok=True)
@@ -310,11 +310,11 @@ def catch_up(workspace, env) -> list[str]:
     a sync pass stored new ops. → the rounds settled now."""
     import os
 
-    from nixx.nxc.localstore import local_db_path
+    from nixx.nxc.delivery.localstore import local_db_path
 
     if not os.path.exists(local_db_path(workspace.state_dir)):
         return []  # no round ever ran here
-    from nixx.nxc.deliverer import Deliverer
+    from nixx.nxc.delivery.launcher import Deliverer
 
     d = Deliverer.open(workspace.db_path, dict(env))
     try:
@@ -398,7 +398,7 @@ def _summarize(d, r: dict[str, Any], text: str) -> str:
             backend = json.load(fh)
     except (OSError, ValueError):
         backend = d.backend(None)
-    from nixx.nxc.backend import complete_once
+    from nixx.nxc.delivery.llm_backend import complete_once
 
     try:
         answer = complete_once(backend, [

@@ -1,7 +1,7 @@
 """Runtimes are declared, not hard-coded: the argv that starts and resumes a persona.
 
 A persona's `runtime` is the built-in name ``nixx``, a preset for an agent CLI
-(``claude-code``, ``codex``, ``gemini``: `nixx.nxc.presets`), or argv templates:
+(``claude-code``, ``codex``, ``gemini``: `nixx.nxc.delivery.presets`), or argv templates:
 
     runtime:
       start:  [claude, -p, "{prompt}", --output-format, stream-json, --verbose]
@@ -21,7 +21,7 @@ Resume uses `resume` when declared and, if it names ``{runtime_session}``, only 
 id is bound; otherwise it starts the runtime afresh with the resume prompt (which is
 self-contained: the thread id and the answers).
 
-The built-in ``nixx`` runtime is `python -m nixx.nxc.agent` (see `nixx.nxc.agent`): the
+The built-in ``nixx`` runtime is `python -m nixx.nxc.delivery.builtin_runtime` (see `nixx.nxc.delivery.builtin_runtime`): the
 persona's model and tools through an OpenAI-compatible backend, plus nxc send/reply.
 """
 
@@ -57,7 +57,7 @@ def build_argv(
 ) -> list[str]:
     """The argv of one run. `mode` is ``start`` or ``resume``."""
     if runtime.get("builtin") == "nixx":
-        argv = [sys.executable, "-m", "nixx.nxc.agent", "--session", values["session"],
+        argv = [sys.executable, "-m", "nixx.nxc.delivery.builtin_runtime", "--session", values["session"],
                 "--prompt-file", prompt_file]
         if backend_file:
             argv += ["--backend-file", backend_file]

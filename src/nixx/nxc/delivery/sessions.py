@@ -30,7 +30,7 @@ import time
 
 from nixx.errors import AlreadyRunning, NotFound, ValidationError
 from nixx.log.ids import new_ulid
-from nixx.nxc.localstore import LocalStore
+from nixx.nxc.delivery.localstore import LocalStore
 
 TYPE_CHECKING = False  # `typing` costs ~2 ms of every CLI start; only annotations use it
 if TYPE_CHECKING:

@@ -25,7 +25,7 @@ supervisors are child subreapers, so detached descendants stay below them), not 
 `NXC_SESSION`, which an agent can unset or forge.
 
 Launch. The runtime does not run under the sender: nxc writes a run file (0600, under
-`.nxs/sessions/<session>/`) and starts `python -m nixx.nxc.supervisor RUNFILE` in a new
+`.nxs/sessions/<session>/`) and starts `python -m nixx.nxc.delivery.supervisor RUNFILE` in a new
 session (detached, stdio closed), with the same cleared environment. The supervisor
 starts the runtime, reads its stdout into the transcript, records its exit and resumes
 it with answers that were queued while it ran. The sender returns at once.
@@ -86,7 +86,7 @@ def chain_bounds(env: Mapping[str, str], current: dict[str, Any] | None) -> dict
     }
 
 
-SUPERVISOR_MODULE = "nixx.nxc.supervisor"
+SUPERVISOR_MODULE = "nixx.nxc.delivery.supervisor"
 
 
 def _proc_parent(pid: int) -> int | None:
@@ -199,7 +199,7 @@ def launch_supervisor(run_file: str, env: dict[str, str], cwd: str, log_path: st
 
     with open(log_path, "ab") as log:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "nixx.nxc.supervisor", run_file],
+            [sys.executable, "-m", "nixx.nxc.delivery.supervisor", run_file],
             env=env, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log,
             start_new_session=True, close_fds=True,
         )

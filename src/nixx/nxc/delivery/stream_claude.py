@@ -29,7 +29,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from nixx.nxc.jsonlines import LineParser
+from nixx.nxc.delivery.stream_parser import LineParser
 
 
 def _text_of(content: Any) -> str:

@@ -2,7 +2,7 @@
 
 One parser per format a runtime declares as its `transcript` (a preset sets it):
 
-- ``stream-json`` — Claude Code (`nixx.nxc.streamjson`);
+- ``stream-json`` — Claude Code (`nixx.nxc.delivery.stream_claude`);
 - ``codex-json`` — `codex exec --json`, one event per line:
 
       {"type": "thread.started", "thread_id": "..."}
@@ -43,7 +43,7 @@ from __future__ import annotations
 
 import json
 
-from nixx.nxc.jsonlines import LineParser
+from nixx.nxc.delivery.stream_parser import LineParser
 
 TYPE_CHECKING = False  # `typing` costs ~2 ms of every CLI start; only annotations use it
 if TYPE_CHECKING:
@@ -200,7 +200,7 @@ def parser_for(fmt: str):
     """A fresh parser for the transcript format `fmt` (stream-json, codex-json,
     gemini-json); None for `nixx` (already entries) and `none`."""
     if fmt == "stream-json":
-        from nixx.nxc.streamjson import StreamJsonParser
+        from nixx.nxc.delivery.stream_claude import StreamJsonParser
 
         return StreamJsonParser()
     if fmt == "codex-json":

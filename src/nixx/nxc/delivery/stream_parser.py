@@ -1,6 +1,6 @@
 """The contract of a transcript format's parser: an agent CLI's output, one JSON object
 per line, → normalised transcript entries. Each format implements it
-(`nixx.nxc.streamjson` for Claude Code, `nixx.nxc.agentstreams` for the others, whose
+(`nixx.nxc.delivery.stream_claude` for Claude Code, `nixx.nxc.delivery.stream_formats` for the others, whose
 `parser_for` picks one by name).
 """
 

@@ -1,4 +1,4 @@
-"""The supervisor of one session's runs: ``python -m nixx.nxc.supervisor RUNFILE``.
+"""The supervisor of one session's runs: ``python -m nixx.nxc.delivery.supervisor RUNFILE``.
 
 Started detached by `spawn.launch_supervisor` with the session's cleared environment,
 it is the only process that lives while an agent runs (there is no daemon):
@@ -9,7 +9,7 @@ it is the only process that lives while an agent runs (there is no daemon):
    starts the runtime's argv (cwd: the workspace root; env: exactly the allowlist);
 2. reads its stdout line by line into the transcript (format `stream-json`: Claude
    Code's JSON lines; `codex-json`, `gemini-json`: those CLIs' JSON lines
-   (`nixx.nxc.agentstreams`); `nixx`: normalised entries; `none`: ignored), binding the
+   (`nixx.nxc.delivery.stream_formats`); `nixx`: normalised entries; `none`: ignored), binding the
    runtime's own session id from its init line; stderr goes to
    `.nxs/sessions/<session>/stderr.log` (its tail becomes an `error` entry on failure);
 3. kills the runtime's process group at a channel round's per-member timeout (a
@@ -38,8 +38,8 @@ STDERR_TAIL = 2_000
 
 class _Transcript:
     def __init__(self, d, session: str, fmt: str, keep_days: int) -> None:
-        from nixx.nxc.agentstreams import parser_for
-        from nixx.nxc.transcripts import TranscriptStore
+        from nixx.nxc.delivery.stream_formats import parser_for
+        from nixx.nxc.delivery.transcripts import TranscriptStore
 
         self.d = d
         self.session = session
@@ -72,7 +72,7 @@ class _Transcript:
             if entry.get("kind") == "session_init" and not self.bound:
                 rsid = (entry.get("data") or {}).get("session_id")
                 if isinstance(rsid, str) and rsid and rsid != self.session:
-                    from nixx.nxc import sessions
+                    from nixx.nxc.delivery import sessions
 
                     sessions.bind(self.d.local, self.session, rsid)
                 self.bound = True
@@ -191,13 +191,13 @@ def run_once(d, spec: dict[str, Any], transcript: _Transcript) -> dict[str, Any]
 
 
 def supervise(run_file: str) -> int:
-    from nixx.nxc import outcomes, rounds, sessions
-    from nixx.nxc.transcripts import DEFAULT_KEEP_DAYS
+    from nixx.nxc.delivery import outcomes, rounds, sessions
+    from nixx.nxc.delivery.transcripts import DEFAULT_KEEP_DAYS
 
     with open(run_file, encoding="utf-8") as fh:
         spec = json.load(fh)
     spec["_run_file"] = run_file
-    from nixx.nxc.deliverer import Deliverer
+    from nixx.nxc.delivery.launcher import Deliverer
 
     d = Deliverer.open(spec["db"], spec["env"])
     sid, persona, thread = spec["session"], spec["persona"], spec["thread"]
@@ -205,7 +205,7 @@ def supervise(run_file: str) -> int:
         keep_days = int(spec.get("keep_days") or DEFAULT_KEEP_DAYS)
     except ValueError:
         keep_days = DEFAULT_KEEP_DAYS
-    from nixx.nxc.spawn import become_subreaper
+    from nixx.nxc.delivery.spawn import become_subreaper
 
     # the runtime's descendants stay below this process even when they detach (double
     # fork, `setsid -f`): `spawn.enclosing_sessions` finds their session in the tree
@@ -255,9 +255,9 @@ def supervise(run_file: str) -> int:
 
 def _resume_spec(d, row: dict[str, Any], wakes: list[dict[str, Any]]) -> dict[str, Any] | None:
     """The next run of a session resumed in place (it stays claimed: state running)."""
-    from nixx.nxc import outcomes
-    from nixx.nxc.deliverer import BACKEND_FILE
-    from nixx.nxc.prompt import resume_prompt
+    from nixx.nxc.delivery import outcomes
+    from nixx.nxc.delivery.launcher import BACKEND_FILE
+    from nixx.nxc.delivery.session_prompt import resume_prompt
 
     runtime = row["runtime"]
     builtin = bool(runtime.get("builtin"))
@@ -268,7 +268,7 @@ def _resume_spec(d, row: dict[str, Any], wakes: list[dict[str, Any]]) -> dict[st
                        backend_file=os.path.join(folder, BACKEND_FILE) if builtin else None,
                        timeout_ms=None, round_thread=None,
                        runtime_session=row.get("runtime_session"))
-    from nixx.nxc.spawn import write_private
+    from nixx.nxc.delivery.spawn import write_private
 
     run_file = write_private(os.path.join(folder, f"run-{spec['run']}.json"), spec)
     spec["_run_file"] = run_file
@@ -281,7 +281,7 @@ def _resume_spec(d, row: dict[str, Any], wakes: list[dict[str, Any]]) -> dict[st
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     if len(args) != 1:
-        print("usage: python -m nixx.nxc.supervisor RUNFILE", file=sys.stderr)
+        print("usage: python -m nixx.nxc.delivery.supervisor RUNFILE", file=sys.stderr)
         return 2
     try:
         return supervise(args[0])

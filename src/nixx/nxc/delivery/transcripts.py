@@ -33,7 +33,7 @@ import time
 from typing import Any
 
 from nixx.errors import NotFound, ValidationError
-from nixx.nxc.localstore import LocalStore
+from nixx.nxc.delivery.localstore import LocalStore
 
 KINDS = ("session_init", "assistant", "thinking", "tool_use", "tool_result", "result", "error")
 THINKING_CAP = 4_000

@@ -1,0 +1,31 @@
+"""nxc's delivery wing: getting a message to an agent and its answer back.
+
+The chat core (`nixx.nxc`: declarations, the chat reducer, threads, the engine) knows
+only the seam, `hooks.Delivery`, which `Engine` calls after each write. Everything that
+starts, runs, wakes and records agent sessions lives here. A new reader opens
+`dispatch.py` first (what a send or a reply sets in motion), then `launcher.py` (how a
+session is started or woken), then `supervisor.py` (the process that watches a run).
+
+    hooks.py            the seam `Engine` calls (`Delivery`, its no-op methods;
+                        `NoDelivery`), and the contexts it hands over
+    dispatch.py         `LiveDelivery`: who a send or a reply starts, resumes or wakes
+    launcher.py         `Deliverer`: start a persona's session for a thread, wake one
+                        with answers, record each outcome
+    rounds.py           channel rounds: one send to a channel runs its members as a tree
+    sessions.py         the session state machine and the wake queue (device-local)
+    spawn.py            the cleared environment, the hop guard, the detached launch
+    supervisor.py       `python -m nixx.nxc.delivery.supervisor RUNFILE`: one session's runs
+    runtimes.py         the argv a persona's runtime is started / resumed with
+    presets.py          argv presets for agent CLIs (claude-code, codex, gemini)
+    builtin_runtime.py  `python -m nixx.nxc.delivery.builtin_runtime`: the runtime `nixx`
+    llm_backend.py      the LLM backend of the built-in runtime and of round summaries
+    session_prompt.py   the prompt a session is started or resumed with
+    stream_parser.py    the contract of a transcript format's line parser
+    stream_claude.py    Claude Code's stream-json → transcript entries
+    stream_formats.py   codex-json, gemini-json, nixx, none; `parser_for(format)`
+    transcripts.py      each session's normalised transcript (device-local)
+    localstore.py       `.nxs/local.sqlite`: the device-local store, never synced
+    outcomes.py         delivery outcomes in the log (domain ``delivery``, synced)
+
+Nothing is imported here: import the module you need.
+"""
