@@ -30,7 +30,17 @@ from nixx.nxc.declarations import (
 )
 from nixx.nxc.durations import iso, parse_deadline
 from nixx.nxc.handles import parse_handle_list, resolve_handle, resolve_origin
-from nixx.nxc.reducer import DOMAIN, MESSAGE_KINDS, PRIORITIES, ChatReducer
+from nixx.nxc.reducer import (
+    DOMAIN,
+    MESSAGE_KINDS,
+    PRIORITIES,
+    ChatReducer,
+    channel_fields,
+    first_known_channel,
+    message_pos,
+    public_channels,
+    thread_deadline,
+)
 
 TYPE_CHECKING = False  # `typing` costs ~2 ms of every CLI start; only annotations use it
 if TYPE_CHECKING:
@@ -160,16 +170,12 @@ class Engine:
             for c in sorted(decls.channels.values(), key=lambda c: c.name)
         ]
         out: dict[str, Any] = {"actor": me, "personas": personas, "channels": channels}
-        rows = self.conn.execute(
-            "SELECT channel_id, name, members, description FROM nxc_channels"
-            " WHERE kind = 'public' ORDER BY channel_id"
-        ).fetchall()
         public = [
             {
-                "channel_id": r[0], "name": r[1], "members": json.loads(r[2] or "[]"),
-                "description": r[3], "declared": decls.channel_by_id(r[0]) is not None,
+                "channel_id": cid, "name": name, "members": members,
+                "description": description, "declared": decls.channel_by_id(cid) is not None,
             }
-            for r in rows
+            for cid, name, members, description in public_channels(self.conn)
         ]
         if public:
             out["public_channels"] = public
@@ -231,12 +237,10 @@ class Engine:
                 f"{to} is a direct channel: send to the persona instead (nxc send --to <persona>)",
                 param="to",
             )
-        known = self.conn.execute(
-            "SELECT channel_id FROM nxc_channels WHERE channel_id IN (?, ?)", (to, "decl:" + name)
-        ).fetchone()
+        known = first_known_channel(self.conn, to, "decl:" + name)
         if known is not None:
             raise NotFound(
-                f"channel {known[0]} exists in the log but no declaration names it, so it is "
+                f"channel {known} exists in the log but no declaration names it, so it is "
                 f"not a target; declare it in {self._channels_file()} to send to it "
                 "(its messages stay readable with nxc threads / nxc search)",
                 param="to",
@@ -302,9 +306,7 @@ class Engine:
                 raise NotFound(f"parent thread {parent} is not in the log", param="parent")
         thread_id, message_id = "t-" + new_ulid(now), "m-" + new_ulid(now)
         with self.store.transaction() as txn:
-            stored: dict[str, str] = {r[0]: r[1] for r in txn.conn.execute(
-                "SELECT field, value FROM nxc_channel_fields WHERE channel_id = ?", (channel_id,)
-            )}
+            stored = channel_fields(txn.conn, channel_id)
             changed = {k: v for k, v in fields.items() if stored.get(k) != _dumps(v)}
             if changed:
                 txn.append(DOMAIN, "channel", channel_id, me, {"fields": changed})
@@ -474,13 +476,9 @@ class Engine:
         if upto is None:
             pos = cursor.latest_pos(self.conn, channel)
         else:
-            row = self.conn.execute(
-                "SELECT pos FROM nxc_messages WHERE message_id = ? AND channel_id = ?",
-                (upto, channel),
-            ).fetchone()
-            if row is None:
+            pos = message_pos(self.conn, upto, channel)
+            if pos is None:
                 raise NotFound(f"message {upto} is not in channel {channel}", param="upto")
-            pos = row[0]
         current = cursor.cursor_of(self.conn, me, channel)
         moved = pos is not None and (current is None or pos > current)
         if moved:
@@ -574,11 +572,9 @@ class Engine:
                     step = give_up - time.monotonic()
                     if step <= 0:
                         return "timeout", summary
-                raw = self.conn.execute(
-                    "SELECT deadline FROM nxc_thread_state WHERE thread_id = ?", (thread,)
-                ).fetchone()
-                if raw and raw[0] is not None:  # wake when it would go stale
-                    step = min(step, max(0.0, (raw[0] - self.now_ms()) / 1000) + 0.01)
+                deadline = thread_deadline(self.conn, thread)
+                if deadline is not None:  # wake when it would go stale
+                    step = min(step, max(0.0, (deadline - self.now_ms()) / 1000) + 0.01)
                 watcher.wait(step)
 
 

@@ -320,3 +320,84 @@ def snapshot(conn: Connection) -> dict[str, list[tuple]]:
     # raises if the full-text index disagrees with the messages it indexes
     conn.execute("INSERT INTO nxc_messages_fts(nxc_messages_fts) VALUES ('integrity-check')")
     return out
+
+
+# -- questions the views answer --------------------------------------------------------
+# The engine and the delivery wing ask these instead of writing SQL on the tables above
+# (the read modules `threads`, `access`, `cursor`, `status`, `search` hold their own).
+
+
+def public_channels(conn: Connection) -> list[tuple[str, str | None, list[str], str | None]]:
+    """Every public channel in the log: (channel id, name, members, description), by id."""
+    rows = conn.execute(
+        "SELECT channel_id, name, members, description FROM nxc_channels"
+        " WHERE kind = 'public' ORDER BY channel_id"
+    ).fetchall()
+    return [(r[0], r[1], json.loads(r[2] or "[]"), r[3]) for r in rows]
+
+
+def first_known_channel(conn: Connection, *channel_ids: str) -> str | None:
+    """One of `channel_ids` that is a channel in the log, else None."""
+    marks = ", ".join("?" * len(channel_ids))
+    row = conn.execute(
+        f"SELECT channel_id FROM nxc_channels WHERE channel_id IN ({marks})", channel_ids
+    ).fetchone()
+    return None if row is None else str(row[0])
+
+
+def channel_fields(conn: Connection, channel_id: str) -> dict[str, str]:
+    """The channel's current fields as stored (field → its JSON text)."""
+    return {str(r[0]): str(r[1]) for r in conn.execute(
+        "SELECT field, value FROM nxc_channel_fields WHERE channel_id = ?", (channel_id,))}
+
+
+def message_pos(conn: Connection, message_id: str, channel_id: str) -> str | None:
+    """The position of message `message_id` when it is in `channel_id`, else None."""
+    row = conn.execute(
+        "SELECT pos FROM nxc_messages WHERE message_id = ? AND channel_id = ?",
+        (message_id, channel_id),
+    ).fetchone()
+    return None if row is None else str(row[0])
+
+
+def thread_deadline(conn: Connection, thread_id: str) -> int | None:
+    """The thread's current deadline (epoch ms), None when it has none."""
+    row = conn.execute(
+        "SELECT deadline FROM nxc_thread_state WHERE thread_id = ?", (thread_id,)
+    ).fetchone()
+    return None if row is None or row[0] is None else int(row[0])
+
+
+def thread_channel(conn: Connection, thread_id: str) -> str | None:
+    """The channel the thread was opened in, None when its root is not in the log."""
+    row = conn.execute(
+        "SELECT channel_id FROM nxc_threads WHERE thread_id = ?", (thread_id,)).fetchone()
+    return None if row is None else str(row[0])
+
+
+def children_by(conn: Connection, parent: str, opener: str) -> list[tuple[str, list[str]]]:
+    """The threads `opener` opened under `parent`, oldest first: (thread id, expects)."""
+    rows = conn.execute(
+        "SELECT t.thread_id, coalesce(s.expects, '[]') FROM nxc_threads t"
+        " LEFT JOIN nxc_thread_state s USING (thread_id)"
+        " WHERE t.parent = ? AND t.opener = ? ORDER BY t.pos", (parent, opener))
+    return [(str(tid), list(json.loads(expects))) for tid, expects in rows]
+
+
+def posts_of(conn: Connection, thread_id: str, sender: str) -> list[tuple[str, str]]:
+    """`sender`'s messages in the thread, in order: (sender, body)."""
+    rows = conn.execute(
+        "SELECT sender, body FROM nxc_messages WHERE thread_id = ? AND sender = ?"
+        " ORDER BY pos", (thread_id, sender))
+    return [(str(s), str(b)) for s, b in rows]
+
+
+def turn_messages(conn: Connection, thread_id: str, opener: str) -> list[tuple[str, str, str]]:
+    """The messages of the thread's current turn (after its expectation was declared)
+    not sent by `opener`, in order: (message id, sender, body)."""
+    rows = conn.execute(
+        "SELECT m.message_id, m.sender, m.body FROM nxc_messages m"
+        " LEFT JOIN nxc_thread_state s ON s.thread_id = m.thread_id"
+        " WHERE m.thread_id = ? AND m.sender != ? AND m.pos > coalesce(s.expects_pos, '')"
+        " ORDER BY m.pos", (thread_id, opener)).fetchall()
+    return [(str(r[0]), str(r[1]), str(r[2])) for r in rows]

@@ -145,10 +145,13 @@ class Deliverer:
     def start(
         self, persona, *, thread_id: str, task: str, sender: str, channel: str | None = None,
         earlier: list[dict[str, Any]] | None = None, timeout_ms: int | None = None,
-        round_thread: str | None = None, kill_at_ms: int | None = None,
+        round_thread: str | None = None, round_opener: str | None = None,
+        kill_at_ms: int | None = None,
     ) -> dict[str, Any]:
         """Start a fresh session of `persona` answering `thread_id`; its run is killed
-        `timeout_ms` after it starts, or at the instant `kill_at_ms` (epoch ms).
+        `timeout_ms` after it starts, or at the instant `kill_at_ms` (epoch ms). A round's
+        member names the round's thread (`round_thread`) and the session that opened the
+        round (`round_opener`, None: a person), whose hop it runs one below.
         → {session, spawned, warnings}."""
         actor = sender
         if persona.runtime is None:
@@ -161,10 +164,7 @@ class Deliverer:
         # who spawns: the round's opener for a round's member (every member runs at the
         # round's depth + 1, whichever process starts it), else the session we run in
         if round_thread is not None:
-            opener = self.local.conn.execute(
-                "SELECT opener_session FROM rounds WHERE thread_id = ?", (round_thread,)
-            ).fetchone()
-            current = sessions.get(self.local, opener[0]) if opener and opener[0] else None
+            current = sessions.get(self.local, round_opener) if round_opener else None
             hop, limit = hop_limit(self.env if current else {}, current, env_hop=False)
         else:
             current = self.current_session()
@@ -299,13 +299,10 @@ class Deliverer:
     def turn_answers(self, thread_id: str, opener: str) -> list[dict[str, Any]]:
         """What the opener of `thread_id` is woken with: every message of the current turn
         (after the expectation was declared) not its own, in order."""
-        rows = self.store.conn.execute(
-            "SELECT m.message_id, m.sender, m.body FROM nxc_messages m"
-            " LEFT JOIN nxc_thread_state s ON s.thread_id = m.thread_id"
-            " WHERE m.thread_id = ? AND m.sender != ? AND m.pos > coalesce(s.expects_pos, '')"
-            " ORDER BY m.pos", (thread_id, opener)).fetchall()
-        return [{"thread_id": thread_id, "message_id": r[0], "sender": r[1], "body": r[2]}
-                for r in rows]
+        from nixx.nxc.reducer import turn_messages
+
+        return [{"thread_id": thread_id, "message_id": mid, "sender": sender, "body": body}
+                for mid, sender, body in turn_messages(self.store.conn, thread_id, opener)]
 
     def resume(self, row: dict[str, Any], wakes: list[dict[str, Any]], *, actor: str) -> dict:
         """Start a resume run for a session already claimed (state running)."""

@@ -40,6 +40,7 @@ import time
 from nixx.nxc.channels import supervisor_handle
 from nixx.nxc.delivery import outcomes, sessions
 from nixx.nxc.delivery.session_prompt import blocks
+from nixx.nxc.reducer import DOMAIN, children_by, posts_of, thread_channel
 
 TYPE_CHECKING = False  # `typing` costs ~2 ms of every CLI start; only annotations use it
 if TYPE_CHECKING:
@@ -138,13 +139,9 @@ def round_of_slot(d, thread: dict[str, Any]) -> str | None:
 def slots(conn, round_thread: str, supervisor: str) -> dict[str, str]:
     """member → its slot thread (from the log: the threads the supervisor opened under the
     round's thread, each expecting one member)."""
-    rows = conn.execute(
-        "SELECT t.thread_id, coalesce(s.expects, '[]') FROM nxc_threads t"
-        " LEFT JOIN nxc_thread_state s USING (thread_id)"
-        " WHERE t.parent = ? AND t.opener = ? ORDER BY t.pos", (round_thread, supervisor))
     out: dict[str, str] = {}
-    for tid, expects in rows:
-        for handle in json.loads(expects)[:1]:
+    for tid, expects in children_by(conn, round_thread, supervisor):
+        for handle in expects[:1]:
             out.setdefault(handle, tid)
     return out
 
@@ -184,10 +181,7 @@ def _answers(d, r: dict[str, Any], members: list[str]) -> list[dict[str, Any]]:
         tid = by_member.get(member)
         if tid is None:
             continue
-        rows = d.store.conn.execute(
-            "SELECT sender, body FROM nxc_messages WHERE thread_id = ? AND sender = ?"
-            " ORDER BY pos", (tid, member))
-        out += [{"sender": s, "body": b} for s, b in rows]
+        out += [{"sender": s, "body": b} for s, b in posts_of(d.store.conn, tid, member)]
     return out
 
 
@@ -197,15 +191,12 @@ def _open_slot(d, r: dict[str, Any], member: str) -> str:
     a sequential member's earlier answers are in its prompt and in the earlier slots), so
     nobody gets the task twice as unread. → the slot's thread id."""
     from nixx.log.ids import new_ulid
-    from nixx.nxc.reducer import DOMAIN
 
     now = _now_ms()
     deadline = r["config"].get("timeout_at_ms")
     if deadline is None and r["timeout_ms"]:
         deadline = now + r["timeout_ms"]
-    channel_row = d.store.conn.execute(
-        "SELECT channel_id FROM nxc_threads WHERE thread_id = ?", (r["thread_id"],)).fetchone()
-    channel_id = channel_row[0] if channel_row else "decl:" + r["channel"]
+    channel_id = thread_channel(d.store.conn, r["thread_id"]) or "decl:" + r["channel"]
     slot = "t-" + new_ulid(now)
     d.store.append(DOMAIN, "thread_open", slot, _supervisor(r), {
         "channel": channel_id, "parent": r["thread_id"], "expects": [member],
@@ -234,7 +225,7 @@ def _start_next(d, thread_id: str, expected_index: int | None = None) -> dict[st
         result = d.start(persona, thread_id=slot, task=cfg["body"], sender=cfg["sender"],
                          channel=r["channel"], earlier=earlier or None,
                          timeout_ms=r["timeout_ms"], kill_at_ms=cfg.get("timeout_at_ms"),
-                         round_thread=thread_id)
+                         round_thread=thread_id, round_opener=r["opener_session"])
     result["sessions"] = [result["session"]] if result.get("spawned") else []
     # nobody runs for this member: in a sequential round the next one goes now
     if r["flow"] == "sequential" and not result.get("spawned"):
@@ -367,15 +358,12 @@ def settle(d, thread_id: str, *, warnings: list[str]) -> dict[str, Any]:
         body += "\n\nNo answer from: " + ", ".join(silent)
     actor = _supervisor(r)
     from nixx.log.ids import new_ulid
-    from nixx.nxc.reducer import DOMAIN
 
     message_id = "m-" + new_ulid()
-    summary_channel = d.store.conn.execute(
-        "SELECT channel_id FROM nxc_threads WHERE thread_id = ?", (thread_id,)).fetchone()
+    summary_channel = thread_channel(d.store.conn, thread_id) or "decl:" + r["channel"]
     with d.store.transaction() as txn:
         txn.append(DOMAIN, "post", message_id, actor, {
-            "thread": thread_id, "channel": summary_channel[0] if summary_channel else
-            "decl:" + r["channel"], "body": body, "kind": "report", "priority": "normal",
+            "thread": thread_id, "channel": summary_channel, "body": body, "kind": "report", "priority": "normal",
             "disposition": "in_turn", "escalate": False, "refs": {"round": r["channel"]}})
     outcomes.record(d.store, "round", thread_id, actor, {
         "thread": thread_id, "channel": r["channel"], "event": "posted",
