@@ -92,8 +92,8 @@ class Engine:
     @property
     def store(self) -> LogStore:
         if self._store is None:
-            extra = list(getattr(self.delivery, "reducers", lambda: [])())
-            self._store = LogStore.open(self.workspace.db_path, [self.reducer, *extra])
+            self._store = LogStore.open(self.workspace.db_path,
+                                        [self.reducer, *self.delivery.reducers()])
         return self._store
 
     @property
@@ -215,9 +215,8 @@ class Engine:
                 try:
                     self._check_addressable(persona, me)
                 except Forbidden as exc:  # recorded (delivery outcome), then raised
-                    refused = getattr(self.delivery, "on_refused", None)
-                    if refused is not None:
-                        refused(self, to=to, persona=persona, reason="addressable", msg=exc.message)
+                    self.delivery.on_refused(self, to=to, persona=persona, reason="addressable",
+                                             msg=exc.message)
                     raise
                 members = sorted([me, persona.handle])
                 return "persona", persona, dm_id(me, persona.handle), {
@@ -499,8 +498,7 @@ class Engine:
             raise Forbidden(f"{me} may not read {thread_id} (a member-only channel)")
         if with_messages:
             summary["messages"] = threads.messages(self.conn, thread_id, me)
-        annotate = getattr(self.delivery, "annotate_thread", None)
-        return annotate(self, summary) if annotate is not None else summary
+        return self.delivery.annotate_thread(self, summary)
 
     def threads(
         self, *, channel: str | None = None, open_only: bool = False, limit: int | None = 50
@@ -538,8 +536,7 @@ class Engine:
             thread=thread, channel=channel, include_finished=include_finished,
         )
         out = {"actor": self.handle, "operations": ops}
-        annotate = getattr(self.delivery, "annotate_status", None)
-        return annotate(self, out) if annotate is not None else out
+        return self.delivery.annotate_status(self, out)
 
     def search(self, query: str, *, limit: int = 20) -> builtins.list[dict[str, Any]]:
         from nixx.nxc.search import search

@@ -9,9 +9,10 @@ finds the thread and the message in the log:
   ``{"session": id | None, "spawned": bool, "warnings": [...]}``.
 - `on_reply(ctx)`: a reply was posted; return ``{"resumed": id | None, "warnings": [...]}``.
 
-Optional hooks (`Engine` calls them when present): `reducers()` — extra reducers to
-register with the store (delivery outcomes); `on_refused(engine, to=, persona=, reason=,
-msg=)` — a send refused by `addressable`, before the error is raised;
+The other hooks are no-ops in the base, which every delivery inherits; `Engine` calls
+each directly: `reducers()` — extra reducers to register with the store (delivery
+outcomes); `on_refused(engine, to=, persona=, reason=, msg=)` — a send refused by
+`addressable`, before the error is raised;
 `annotate_status(engine, out)` — add sessions and outcomes to `nxc status`;
 `annotate_thread(engine, summary)` — add `failures` (personas owed a reply whose delivery
 failed or was refused) to a thread summary (`threads show`, `wait`).
@@ -29,6 +30,7 @@ TYPE_CHECKING = False  # `typing` costs ~2 ms of every CLI start; only annotatio
 if TYPE_CHECKING:
     from typing import Any
 
+    from nixx.log.reducer import Reducer
     from nixx.nxc.declarations import ChannelDecl, Persona
     from nixx.nxc.engine import Engine
 
@@ -77,7 +79,12 @@ class ReplyContext:
 
 
 class Delivery:
-    """Starts nothing. Subclass and pass to `Engine(delivery=...)`."""
+    """Starts nothing: every hook is a no-op. Subclass, override what you deliver, and
+    pass it to `Engine(delivery=...)`; `Engine` calls every hook directly."""
+
+    def reducers(self) -> list[Reducer]:
+        """Extra reducers the engine registers with the store it opens."""
+        return []
 
     def parent_thread(self, engine: Engine) -> str | None:
         return None
@@ -88,8 +95,17 @@ class Delivery:
     def on_reply(self, ctx: ReplyContext) -> dict[str, Any]:
         return {"resumed": None, "warnings": []}
 
-    def reducers(self) -> list:
-        return []
+    def on_refused(self, engine: Engine, *, to: str, persona: Persona, reason: str,
+                   msg: str) -> None:
+        """A send to `persona` was refused (`reason`), before the error is raised."""
+
+    def annotate_thread(self, engine: Engine, summary: dict[str, Any]) -> dict[str, Any]:
+        """A thread summary (`threads show`, `wait`), with what delivery knows of it."""
+        return summary
+
+    def annotate_status(self, engine: Engine, out: dict[str, Any]) -> dict[str, Any]:
+        """`nxc status`'s answer, with what delivery knows of its threads."""
+        return out
 
 
 NoDelivery = Delivery

@@ -84,9 +84,8 @@ class _Transcript:
 
     def end_of_output(self) -> None:
         """The runtime's stdout closed: what its parser still holds is written."""
-        finish = getattr(self.parser, "finish", None)
-        if finish is not None:
-            self.pending.extend(finish())
+        if self.parser is not None:
+            self.pending.extend(self.parser.finish())
 
     def add(self, entry: dict[str, Any]) -> None:
         self.pending.append(entry)
