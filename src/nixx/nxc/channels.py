@@ -21,7 +21,7 @@ KINDS = ("group", "public", "direct")
 
 def dm_id(a: str, b: str) -> str:
     first, second = sorted((a, b))
-    digest = sha256(f"{first}\x00{second}".encode()).hexdigest()
+    digest: str = sha256(f"{first}\x00{second}".encode()).hexdigest()
     return "dm:" + digest[:24]
 
 

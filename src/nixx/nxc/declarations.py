@@ -386,7 +386,7 @@ def _err(path: str, fld: str, msg: str) -> ValidationError:
     return ValidationError(f"{path}: field `{fld}` {msg}", param=fld, file=str(path))
 
 
-def _opt_str(path: str, data: dict, key: str, fld: str | None = None) -> str | None:
+def _opt_str(path: str, data: dict[str, Any], key: str, fld: str | None = None) -> str | None:
     value = data.get(key)
     if value is None:
         return None
@@ -395,11 +395,11 @@ def _opt_str(path: str, data: dict, key: str, fld: str | None = None) -> str | N
     return value
 
 
-def _choice(path: str, data: dict, key: str, choices: tuple[str, ...], fld: str) -> str:
+def _choice(path: str, data: dict[str, Any], key: str, choices: tuple[str, ...], fld: str) -> str:
     value = data.get(key, choices[0])
     if value not in choices:
         raise _err(path, fld, f"must be one of {', '.join(choices)}; got {value!r}")
-    return value
+    return str(value)  # one of `choices`
 
 
 def _handle(path: str, value: Any, origin: str, fld: str) -> str:
@@ -451,8 +451,8 @@ def _runtime(path: str, value: Any) -> Runtime | None:
 
         preset = PRESETS.get(value)
         if preset is not None:
-            return Runtime(start=tuple(preset["start"]), resume=tuple(preset["resume"]),
-                           format=preset["format"], preset=value)
+            return Runtime(start=preset.start, resume=preset.resume, format=preset.format,
+                           preset=value)
         if value not in BUILTIN_RUNTIMES:
             names = sorted(BUILTIN_RUNTIMES | set(PRESETS))
             raise _err(

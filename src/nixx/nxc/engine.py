@@ -47,6 +47,8 @@ if TYPE_CHECKING:
     import builtins
     from typing import Any
 
+    from apsw import Connection
+
     from nixx.nxc.delivery.hooks import Delivery
 
 
@@ -97,7 +99,7 @@ class Engine:
         return self._store
 
     @property
-    def conn(self):
+    def conn(self) -> Connection:
         return self.store.conn
 
     @property
@@ -274,9 +276,9 @@ class Engine:
             expects = parse_handle_list(expect, self.origin) if isinstance(expect, str) else [
                 h for h in parse_handle_list(",".join(expect), self.origin)
             ]
-            members = set(fields["members"])
+            channel_members = set(fields["members"])
             for handle in expects:
-                if handle not in members and handle not in self.declarations.personas:
+                if handle not in channel_members and handle not in self.declarations.personas:
                     warnings.append(
                         f"{handle} is neither a member of {channel_id} nor a declared persona"
                     )

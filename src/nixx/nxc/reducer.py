@@ -29,6 +29,7 @@ from nixx.log.reducer import Reducer
 
 TYPE_CHECKING = False  # `typing` costs ~2 ms of every CLI start; only annotations use it
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Any
 
     from apsw import Connection
@@ -117,7 +118,7 @@ class ChatReducer(Reducer):
     version = 2  # bump on any change to the views: stores rebuild them on open
 
     def __init__(self) -> None:
-        self._kinds = {
+        self._kinds: dict[str, Callable[[Connection, Op], bool]] = {
             "channel": self._channel,
             "thread_open": self._thread_open,
             "thread_expects": self._thread_register,
@@ -126,7 +127,7 @@ class ChatReducer(Reducer):
             "read_cursor": self._read_cursor,
         }
 
-    def register_kind(self, kind: str, fold) -> None:
+    def register_kind(self, kind: str, fold: Callable[[Connection, Op], bool]) -> None:
         """Add a kind (issue 8: sessions, deliveries): `fold(conn, op) -> bool`."""
         if kind in self._kinds:
             raise ValueError(f"kind {kind!r} already folded")
@@ -309,7 +310,7 @@ def _split(script: str) -> list[str]:
     return out
 
 
-def snapshot(conn: Connection) -> dict[str, list[tuple]]:
+def snapshot(conn: Connection) -> dict[str, list[tuple[Any, ...]]]:
     """Every chat view as sorted rows without local row ids: two replicas that have folded
     the same set of operations give equal snapshots (used by the property tests)."""
     out = {}
@@ -333,7 +334,9 @@ def public_channels(conn: Connection) -> list[tuple[str, str | None, list[str], 
         "SELECT channel_id, name, members, description FROM nxc_channels"
         " WHERE kind = 'public' ORDER BY channel_id"
     ).fetchall()
-    return [(r[0], r[1], json.loads(r[2] or "[]"), r[3]) for r in rows]
+    return [(str(cid), None if name is None else str(name), json.loads(str(members or "[]")),
+             None if description is None else str(description))
+            for cid, name, members, description in rows]
 
 
 def first_known_channel(conn: Connection, *channel_ids: str) -> str | None:

@@ -36,7 +36,7 @@ def state_of(q: dict[str, Any]) -> str:
     return "open"
 
 
-def _summaries(conn: Connection, rows: list[tuple], now_ms: int) -> list[dict[str, Any]]:
+def _summaries(conn: Connection, rows: list[tuple[Any, ...]], now_ms: int) -> list[dict[str, Any]]:
     """Thread summaries for thread rows (`_THREAD_COLS`), with one more query for all of
     them: who posted in each thread after its expectation was declared (answers and
     escalations apart) and how many messages it holds — never a query per thread."""
@@ -60,7 +60,7 @@ def _summaries(conn: Connection, rows: list[tuple], now_ms: int) -> list[dict[st
     return [_summary(row, per.get(row[0]), now_ms) for row in rows]
 
 
-def _summary(row: tuple, agg: dict[str, Any] | None, now_ms: int) -> dict[str, Any]:
+def _summary(row: tuple[Any, ...], agg: dict[str, Any] | None, now_ms: int) -> dict[str, Any]:
     tid, channel, opener, parent, origin, created, pos, expects_json, w_pos, deadline = row
     expects = json.loads(expects_json)
     replied = agg["answered"].intersection(expects) if agg else set()

@@ -27,17 +27,23 @@ TYPE_CHECKING = False  # `typing` costs ~2 ms of every CLI start; only annotatio
 if TYPE_CHECKING:
     from typing import Any
 
+    from nixx.log.reducer import Reducer
+    from nixx.nxc.declarations import Persona
+    from nixx.nxc.delivery.hooks import ReplyContext, SendContext
+    from nixx.nxc.delivery.launcher import Deliverer
+    from nixx.nxc.engine import Engine
+
 
 class LiveDelivery(Delivery):
     def __init__(self) -> None:
-        self._deliverers: dict[int, Any] = {}
+        self._deliverers: dict[int, Deliverer] = {}
 
-    def reducers(self) -> list:
+    def reducers(self) -> list[Reducer]:
         from nixx.nxc.delivery.outcomes import DeliveryReducer
 
         return [DeliveryReducer()]
 
-    def deliverer(self, engine):
+    def deliverer(self, engine: Engine) -> Deliverer:
         key = id(engine)
         d = self._deliverers.get(key)
         if d is None:
@@ -48,14 +54,14 @@ class LiveDelivery(Delivery):
             self._deliverers[key] = d
         return d
 
-    def parent_thread(self, engine) -> str | None:
+    def parent_thread(self, engine: Engine) -> str | None:
         d = self.deliverer(engine)
         if not d.in_session():  # a person's shell: no store opened
             return None
         current = d.current_session()
         return current["thread_id"] if current else None
 
-    def on_send(self, ctx) -> dict[str, Any]:
+    def on_send(self, ctx: SendContext) -> dict[str, Any]:
         d = self.deliverer(ctx.engine)
         current = d.current_session()
         if current is not None:
@@ -63,10 +69,12 @@ class LiveDelivery(Delivery):
 
             sessions.add_opener(d.local, ctx.thread_id, current["session"])
         if ctx.target == "persona":
+            assert ctx.persona is not None  # a send to a persona carries its declaration
             return d.start(ctx.persona, thread_id=ctx.thread_id, task=ctx.body,
                            sender=ctx.sender)
         from nixx.nxc.delivery import rounds
 
+        assert ctx.channel is not None  # a send to a channel carries its declaration
         members = [h for h in ctx.members if h != ctx.sender]
         if not members:
             return {"session": None, "spawned": False, "warnings": []}
@@ -74,7 +82,7 @@ class LiveDelivery(Delivery):
                                  members=members, body=ctx.body, sender=ctx.sender,
                                  opener_session=current["session"] if current else None)
 
-    def on_reply(self, ctx) -> dict[str, Any]:
+    def on_reply(self, ctx: ReplyContext) -> dict[str, Any]:
         from nixx.nxc.delivery import rounds, sessions
         from nixx.nxc.delivery.localstore import local_db_path
 
@@ -134,7 +142,8 @@ class LiveDelivery(Delivery):
             warnings += woke.get("warnings", [])
         return {"resumed": resumed, "warnings": warnings}
 
-    def on_refused(self, engine, *, to: str, persona, reason: str, msg: str) -> None:
+    def on_refused(self, engine: Engine, *, to: str, persona: Persona, reason: str,
+                   msg: str) -> None:
         from nixx.nxc.delivery import outcomes
 
         d = self.deliverer(engine)
@@ -144,7 +153,7 @@ class LiveDelivery(Delivery):
             "thread": thread, "persona": persona.handle, "reason": reason, "msg": msg,
             "to": to})
 
-    def annotate_thread(self, engine, summary: dict[str, Any]) -> dict[str, Any]:
+    def annotate_thread(self, engine: Engine, summary: dict[str, Any]) -> dict[str, Any]:
         """Add `failures`: the personas still owed a reply whose last delivery failed or was
         refused, with the cause (`reason`, `msg`)."""
         from nixx.nxc.delivery import outcomes
@@ -154,7 +163,7 @@ class LiveDelivery(Delivery):
                                                 summary["outstanding"])
         return summary
 
-    def annotate_status(self, engine, out: dict[str, Any]) -> dict[str, Any]:
+    def annotate_status(self, engine: Engine, out: dict[str, Any]) -> dict[str, Any]:
         """Add each thread's session and delivery outcomes, and each operation's refusals
         (also from threads of the tree the caller may not read)."""
         from nixx.nxc.delivery import outcomes, sessions

@@ -27,20 +27,25 @@ TYPE_CHECKING = False  # `typing` costs ~2 ms of every CLI start; only annotatio
 if TYPE_CHECKING:
     from typing import Any
 
+    from nixx.log.store import LogStore
+    from nixx.log.workspace import Workspace
+    from nixx.nxc.declarations import Declarations, Persona
+    from nixx.nxc.delivery.session_prompt import SessionPrompt
+
 BACKEND_FILE = "backend.json"
-_UNSET = object()
 
 
 class Deliverer:
-    def __init__(self, *, workspace, store, decls, origin: str, env: Mapping[str, str],
-                 local: LocalStore | None = None) -> None:
+    def __init__(self, *, workspace: Workspace, store: LogStore, decls: Declarations,
+                 origin: str, env: Mapping[str, str], local: LocalStore | None = None) -> None:
         self.workspace = workspace
         self.store = store
         self.decls = decls
         self.origin = origin
         self.env = env
         self._local = local
-        self._current: Any = _UNSET
+        self._current: dict[str, Any] | None = None
+        self._current_known = False  # current_session() is looked up once
 
     @classmethod
     def open(cls, db: str, env: Mapping[str, str]) -> Deliverer:
@@ -74,7 +79,7 @@ class Deliverer:
         enclosing_sessions`: the innermost ancestor that is the recorded supervisor of a
         session), so an agent that unsets or rewrites `NXC_SESSION` is still inside its
         session; `NXC_SESSION` is used only where no supervisor is an ancestor (no /proc)."""
-        if self._current is not _UNSET:
+        if self._current_known:
             return self._current
         found = None
         enclosing = enclosing_sessions(self.workspace.state_dir)
@@ -85,7 +90,7 @@ class Deliverer:
                 break
         if found is None and self.env.get("NXC_SESSION"):
             found = sessions.get(self.local, self.env["NXC_SESSION"])
-        self._current = found
+        self._current, self._current_known = found, True
         return found
 
     def in_session(self) -> bool:
@@ -96,7 +101,7 @@ class Deliverer:
 
     # -- backend for the built-in runtime -------------------------------------------------
 
-    def backend(self, persona, *, round_thread: str | None = None) -> dict[str, Any]:
+    def backend(self, persona: Persona | None, *, round_thread: str | None = None) -> dict[str, Any]:
         """The built-in runtime's backend: inherited down the chain (a child's env holds no
         NIXX_* settings), else the round's, else this process's nixx settings."""
         import json
@@ -143,7 +148,7 @@ class Deliverer:
     # -- starting ------------------------------------------------------------------------
 
     def start(
-        self, persona, *, thread_id: str, task: str, sender: str, channel: str | None = None,
+        self, persona: Persona, *, thread_id: str, task: str, sender: str, channel: str | None = None,
         earlier: list[dict[str, Any]] | None = None, timeout_ms: int | None = None,
         round_thread: str | None = None, round_opener: str | None = None,
         kill_at_ms: int | None = None,
@@ -203,9 +208,11 @@ class Deliverer:
                 "thread": thread_id or "", "handle": persona, "db": self.workspace.db_path,
                 "workspace": self.workspace.root}
 
-    def _run_spec(self, sid, persona, thread_id, runtime, hop, *, mode, prompt, backend_file,
-                  timeout_ms, round_thread, runtime_session=None,
-                  kill_at_ms=None) -> dict[str, Any]:
+    def _run_spec(self, sid: str, persona: str, thread_id: str | None, runtime: dict[str, Any],
+                  hop: int, *, mode: str, prompt: str | SessionPrompt, backend_file: str | None,
+                  timeout_ms: int | None, round_thread: str | None,
+                  runtime_session: str | None = None,
+                  kill_at_ms: int | None = None) -> dict[str, Any]:
         from nixx.nxc.delivery.runtimes import build_argv
 
         folder = session_dir(self.workspace.state_dir, sid)
@@ -304,7 +311,8 @@ class Deliverer:
         return [{"thread_id": thread_id, "message_id": mid, "sender": sender, "body": body}
                 for mid, sender, body in turn_messages(self.store.conn, thread_id, opener)]
 
-    def resume(self, row: dict[str, Any], wakes: list[dict[str, Any]], *, actor: str) -> dict:
+    def resume(self, row: dict[str, Any], wakes: list[dict[str, Any]], *,
+               actor: str) -> dict[str, Any]:
         """Start a resume run for a session already claimed (state running)."""
         from nixx.nxc.delivery.session_prompt import resume_prompt
 
@@ -325,7 +333,7 @@ class Deliverer:
     def _still_owed(self, row: dict[str, Any]) -> str | None:
         from nixx.nxc import threads
 
-        tid = row.get("thread_id")
+        tid: str | None = row.get("thread_id")
         if not tid:
             return None
         summary = threads.get_thread(self.store.conn, tid, _now_ms())

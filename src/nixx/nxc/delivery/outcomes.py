@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from apsw import Connection
 
     from nixx.log.op import Op
+    from nixx.log.store import LogStore
 
 DOMAIN = "delivery"
 KINDS = ("spawned", "queued", "exited", "failed", "refused", "round")
@@ -77,11 +78,11 @@ class DeliveryReducer(Reducer):
         return True
 
 
-def record(store, kind: str, target: str, actor: str, payload: dict[str, Any]) -> Op:
+def record(store: LogStore, kind: str, target: str, actor: str, payload: dict[str, Any]) -> Op:
     return store.append(DOMAIN, kind, target, actor, payload)
 
 
-def _out(row: tuple) -> dict[str, Any]:
+def _out(row: tuple[Any, ...]) -> dict[str, Any]:
     kind, target, actor, payload, created = row
     from nixx.nxc.durations import iso
 
@@ -89,9 +90,9 @@ def _out(row: tuple) -> dict[str, Any]:
             **json.loads(payload)}
 
 
-def for_threads(conn: Connection, thread_ids: list[str]) -> dict[str, list[dict]]:
+def for_threads(conn: Connection, thread_ids: list[str]) -> dict[str, list[dict[str, Any]]]:
     """Outcomes per thread (and per target, for refusals recorded against a thread)."""
-    out: dict[str, list[dict]] = {}
+    out: dict[str, list[dict[str, Any]]] = {}
     if not thread_ids:
         return out
     try:

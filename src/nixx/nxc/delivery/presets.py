@@ -23,33 +23,48 @@ says how); a persona that needs other flags declares the argv itself.
 
 from __future__ import annotations
 
-PRESETS: dict[str, dict[str, object]] = {
-    "claude-code": {
-        "start": ("claude", "-p", "{prompt}", "--output-format", "stream-json", "--verbose",
-                  "--allowedTools", "Bash(nxc:*)"),
-        "resume": ("claude", "-p", "{prompt}", "--resume", "{runtime_session}",
-                   "--output-format", "stream-json", "--verbose",
-                   "--allowedTools", "Bash(nxc:*)"),
-        "format": "stream-json",
-        "needs": "Claude Code: `npm install -g @anthropic-ai/claude-code`, then `claude` once "
-                 "to log in",
-    },
-    "codex": {
-        "start": ("codex", "exec", "--json", "--full-auto", "--skip-git-repo-check",
-                  "{prompt}"),
-        "resume": ("codex", "exec", "--json", "--full-auto", "--skip-git-repo-check",
-                   "resume", "{runtime_session}", "{prompt}"),
-        "format": "codex-json",
-        "needs": "Codex CLI: `npm install -g @openai/codex`, then `codex login` (or "
-                 "OPENAI_API_KEY in the environment the tool reads its login from)",
-    },
-    "gemini": {
-        "start": ("gemini", "--output-format=stream-json",
-                  "--allowed-tools=run_shell_command(nxc)", "-p", "{prompt}"),
-        "resume": ("gemini", "--resume", "{runtime_session}", "--output-format=stream-json",
-                   "--allowed-tools=run_shell_command(nxc)", "-p", "{prompt}"),
-        "format": "gemini-json",
-        "needs": "Gemini CLI: `npm install -g @google/gemini-cli`, then `gemini` once to log "
-                 "in",
-    },
+
+class Preset:
+    """One preset: the argv templates, the transcript format, and what must be installed
+    for it to run (`needs`)."""
+
+    __slots__ = ("start", "resume", "format", "needs")
+
+    def __init__(self, *, start: tuple[str, ...], resume: tuple[str, ...], format: str,
+                 needs: str) -> None:
+        self.start = start
+        self.resume = resume
+        self.format = format
+        self.needs = needs
+
+
+PRESETS: dict[str, Preset] = {
+    "claude-code": Preset(
+        start=("claude", "-p", "{prompt}", "--output-format", "stream-json", "--verbose",
+               "--allowedTools", "Bash(nxc:*)"),
+        resume=("claude", "-p", "{prompt}", "--resume", "{runtime_session}",
+                 "--output-format", "stream-json", "--verbose",
+                 "--allowedTools", "Bash(nxc:*)"),
+        format="stream-json",
+        needs="Claude Code: `npm install -g @anthropic-ai/claude-code`, then `claude` once "
+              "to log in",
+    ),
+    "codex": Preset(
+        start=("codex", "exec", "--json", "--full-auto", "--skip-git-repo-check",
+               "{prompt}"),
+        resume=("codex", "exec", "--json", "--full-auto", "--skip-git-repo-check",
+                 "resume", "{runtime_session}", "{prompt}"),
+        format="codex-json",
+        needs="Codex CLI: `npm install -g @openai/codex`, then `codex login` (or "
+              "OPENAI_API_KEY in the environment the tool reads its login from)",
+    ),
+    "gemini": Preset(
+        start=("gemini", "--output-format=stream-json",
+               "--allowed-tools=run_shell_command(nxc)", "-p", "{prompt}"),
+        resume=("gemini", "--resume", "{runtime_session}", "--output-format=stream-json",
+                 "--allowed-tools=run_shell_command(nxc)", "-p", "{prompt}"),
+        format="gemini-json",
+        needs="Gemini CLI: `npm install -g @google/gemini-cli`, then `gemini` once to log "
+              "in",
+    ),
 }

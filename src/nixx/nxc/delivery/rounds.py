@@ -44,7 +44,14 @@ from nixx.nxc.reducer import DOMAIN, children_by, posts_of, thread_channel
 
 TYPE_CHECKING = False  # `typing` costs ~2 ms of every CLI start; only annotations use it
 if TYPE_CHECKING:
+    from collections.abc import Mapping
     from typing import Any
+
+    from apsw import Connection
+
+    from nixx.log.workspace import Workspace
+    from nixx.nxc.declarations import ChannelDecl, Persona
+    from nixx.nxc.delivery.launcher import Deliverer
 
 __all__ = ["catch_up", "is_round", "member_sessions", "on_member_exit", "on_slot_reply",
            "open_round", "round_of_slot", "settle", "slot_of_member", "slots",
@@ -55,7 +62,7 @@ def _now_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
-def open_round(d, *, channel, thread_id: str, members: list[str], body: str, sender: str,
+def open_round(d: Deliverer, *, channel: ChannelDecl, thread_id: str, members: list[str], body: str, sender: str,
                opener_session: str | None) -> dict[str, Any]:
     """Record the round and start its first member(s). → receipt fields."""
     config = {"on_complete": channel.on_complete, "summary_prompt": channel.summary_prompt,
@@ -67,8 +74,8 @@ def open_round(d, *, channel, thread_id: str, members: list[str], body: str, sen
             (thread_id, channel.name, channel.flow, json.dumps(members), 0, opener_session,
              channel.timeout_ms, 0, json.dumps(config), _now_ms()),
         )
-    builtin = any(_persona(d, m) is not None and _persona(d, m).runtime is not None
-                  and _persona(d, m).runtime.builtin for m in members)
+    builtin = any(p is not None and p.runtime is not None and p.runtime.builtin
+                  for p in (_persona(d, m) for m in members))
     # whoever settles the round may be a member's process, whose environment holds no
     # NIXX_* settings: the backend is captured here, in the sender's process
     if builtin or channel.on_complete == "summarize":
@@ -92,11 +99,11 @@ def open_round(d, *, channel, thread_id: str, members: list[str], body: str, sen
             "spawned": bool(started), "warnings": warnings}
 
 
-def _persona(d, handle: str):
+def _persona(d: Deliverer, handle: str) -> Persona | None:
     return d.decls.personas.get(handle)
 
 
-def _round(d, thread_id: str) -> dict[str, Any] | None:
+def _round(d: Deliverer, thread_id: str) -> dict[str, Any] | None:
     row = d.local.conn.execute(
         "SELECT channel, flow, members, next_index, opener_session, timeout_ms, settled, config"
         " FROM rounds WHERE thread_id = ?", (thread_id,)).fetchone()
@@ -107,7 +114,7 @@ def _round(d, thread_id: str) -> dict[str, Any] | None:
             "timeout_ms": row[5], "settled": bool(row[6]), "config": json.loads(row[7])}
 
 
-def _existing_round(d, thread_id: str) -> dict[str, Any]:
+def _existing_round(d: Deliverer, thread_id: str) -> dict[str, Any]:
     """A round known to exist (rounds are never deleted)."""
     r = _round(d, thread_id)
     if r is None:
@@ -117,7 +124,7 @@ def _existing_round(d, thread_id: str) -> dict[str, Any]:
     return r
 
 
-def is_round(d, thread_id: str) -> bool:
+def is_round(d: Deliverer, thread_id: str) -> bool:
     return _round(d, thread_id) is not None
 
 
@@ -125,9 +132,9 @@ def _supervisor(r: dict[str, Any]) -> str:
     return supervisor_handle(r["config"]["origin"], r["channel"])
 
 
-def round_of_slot(d, thread: dict[str, Any]) -> str | None:
+def round_of_slot(d: Deliverer, thread: dict[str, Any]) -> str | None:
     """The round's thread when `thread` (a summary) is one of its slots on this machine."""
-    parent = thread.get("parent")
+    parent: str | None = thread.get("parent")
     if not parent:
         return None
     r = _round(d, parent)
@@ -136,7 +143,7 @@ def round_of_slot(d, thread: dict[str, Any]) -> str | None:
     return parent
 
 
-def slots(conn, round_thread: str, supervisor: str) -> dict[str, str]:
+def slots(conn: Connection, round_thread: str, supervisor: str) -> dict[str, str]:
     """member → its slot thread (from the log: the threads the supervisor opened under the
     round's thread, each expecting one member)."""
     out: dict[str, str] = {}
@@ -146,7 +153,7 @@ def slots(conn, round_thread: str, supervisor: str) -> dict[str, str]:
     return out
 
 
-def slot_of_member(d, round_thread: str, member: str) -> str | None:
+def slot_of_member(d: Deliverer, round_thread: str, member: str) -> str | None:
     """`member`'s slot in the round (None: not a member, or its turn has not come)."""
     r = _round(d, round_thread)
     if r is None:
@@ -154,7 +161,7 @@ def slot_of_member(d, round_thread: str, member: str) -> str | None:
     return slots(d.store.conn, round_thread, _supervisor(r)).get(member)
 
 
-def _take_turn(d, thread_id: str,
+def _take_turn(d: Deliverer, thread_id: str,
                expected_index: int | None = None) -> tuple[int, dict[str, Any]] | None:
     """Compare-and-set the next member index; None when nobody is left (or someone else
     advanced first)."""
@@ -173,7 +180,7 @@ def _take_turn(d, thread_id: str,
     return index, _existing_round(d, thread_id)
 
 
-def _answers(d, r: dict[str, Any], members: list[str]) -> list[dict[str, Any]]:
+def _answers(d: Deliverer, r: dict[str, Any], members: list[str]) -> list[dict[str, Any]]:
     """Each member's posts in its own slot, in member order (not arrival order)."""
     by_member = slots(d.store.conn, r["thread_id"], _supervisor(r))
     out: list[dict[str, Any]] = []
@@ -185,7 +192,7 @@ def _answers(d, r: dict[str, Any], members: list[str]) -> list[dict[str, Any]]:
     return out
 
 
-def _open_slot(d, r: dict[str, Any], member: str) -> str:
+def _open_slot(d: Deliverer, r: dict[str, Any], member: str) -> str:
     """The supervisor opens `member`'s slot under the round's thread. The slot holds no
     copy of the task (it is the round thread's first message, which every member reads;
     a sequential member's earlier answers are in its prompt and in the earlier slots), so
@@ -204,7 +211,7 @@ def _open_slot(d, r: dict[str, Any], member: str) -> str:
     return slot
 
 
-def _start_next(d, thread_id: str, expected_index: int | None = None) -> dict[str, Any] | None:
+def _start_next(d: Deliverer, thread_id: str, expected_index: int | None = None) -> dict[str, Any] | None:
     taken = _take_turn(d, thread_id, expected_index)
     if taken is None:
         return None
@@ -238,7 +245,7 @@ def _start_next(d, thread_id: str, expected_index: int | None = None) -> dict[st
     return result
 
 
-def _all_answered(d, r: dict[str, Any]) -> bool:
+def _all_answered(d: Deliverer, r: dict[str, Any]) -> bool:
     from nixx.nxc.threads import get_thread
 
     if r["next_index"] < len(r["members"]):
@@ -253,7 +260,7 @@ def _all_answered(d, r: dict[str, Any]) -> bool:
     return True
 
 
-def on_slot_reply(d, *, round_thread: str, slot: dict[str, Any],
+def on_slot_reply(d: Deliverer, *, round_thread: str, slot: dict[str, Any],
                   sender: str) -> dict[str, Any]:
     """A message was posted in a slot of a round (`slot`: its summary after the post)."""
     r = _round(d, round_thread)
@@ -273,7 +280,7 @@ def on_slot_reply(d, *, round_thread: str, slot: dict[str, Any],
     return {"resumed": None, "warnings": warnings}
 
 
-def on_member_exit(d, thread_id: str, member: str) -> dict[str, Any] | None:
+def on_member_exit(d: Deliverer, thread_id: str, member: str) -> dict[str, Any] | None:
     """A member's run ended (answered or not): in a sequential round whose turn it was,
     the next member goes; a round where everybody had their turn and nobody runs
     any more settles."""
@@ -295,7 +302,7 @@ def on_member_exit(d, thread_id: str, member: str) -> dict[str, Any] | None:
     return settle(d, thread_id, warnings=[])
 
 
-def catch_up(workspace, env) -> list[str]:
+def catch_up(workspace: Workspace, env: Mapping[str, str]) -> list[str]:
     """Move on the rounds this machine runs with answers that arrived by sync (a member
     answered in its slot in another clone: no process here saw the reply). Called after
     a sync pass stored new ops. → the rounds settled now."""
@@ -330,7 +337,7 @@ def catch_up(workspace, env) -> list[str]:
         d.store.close()
 
 
-def member_sessions(d, round_thread: str) -> list[str]:
+def member_sessions(d: Deliverer, round_thread: str) -> list[str]:
     """The sessions started for the round's members (one per slot), in member order."""
     r = _round(d, round_thread)
     if r is None:
@@ -340,7 +347,7 @@ def member_sessions(d, round_thread: str) -> list[str]:
             for sid in sessions.sessions_of_thread(d.local, by_member[m], "member")]
 
 
-def settle(d, thread_id: str, *, warnings: list[str]) -> dict[str, Any]:
+def settle(d: Deliverer, thread_id: str, *, warnings: list[str]) -> dict[str, Any]:
     """Post the supervisor's reply once, and wake the opener's session with it."""
     with d.local.transaction() as conn:
         conn.execute("UPDATE rounds SET settled = 1 WHERE thread_id = ? AND settled = 0",
@@ -363,8 +370,8 @@ def settle(d, thread_id: str, *, warnings: list[str]) -> dict[str, Any]:
     summary_channel = thread_channel(d.store.conn, thread_id) or "decl:" + r["channel"]
     with d.store.transaction() as txn:
         txn.append(DOMAIN, "post", message_id, actor, {
-            "thread": thread_id, "channel": summary_channel, "body": body, "kind": "report", "priority": "normal",
-            "disposition": "in_turn", "escalate": False, "refs": {"round": r["channel"]}})
+            "thread": thread_id, "channel": summary_channel, "body": body, "kind": "report",
+            "priority": "normal", "disposition": "in_turn", "escalate": False, "refs": {"round": r["channel"]}})
     outcomes.record(d.store, "round", thread_id, actor, {
         "thread": thread_id, "channel": r["channel"], "event": "posted",
         "answered": [m for m in r["members"] if m in answered], "silent": silent})
@@ -377,7 +384,7 @@ def settle(d, thread_id: str, *, warnings: list[str]) -> dict[str, Any]:
     return {"resumed": resumed, "warnings": warnings, "settled": True}
 
 
-def _summarize(d, r: dict[str, Any], text: str) -> str:
+def _summarize(d: Deliverer, r: dict[str, Any], text: str) -> str:
     import os
 
     path = os.path.join(d.workspace.state_dir, "rounds", f"{r['thread_id']}.backend.json")

@@ -34,8 +34,10 @@ TYPE_CHECKING = False  # `typing` costs ~2 ms of every CLI start; only annotatio
 if TYPE_CHECKING:
     from typing import Any
 
+    from nixx.nxc.declarations import Runtime
 
-def runtime_dict(runtime) -> dict[str, Any]:
+
+def runtime_dict(runtime: Runtime) -> dict[str, Any]:
     """The JSON form stored with a session (from a `declarations.Runtime`)."""
     if runtime.builtin:
         return {"builtin": runtime.builtin, "format": "nixx"}

@@ -19,6 +19,8 @@ TYPE_CHECKING = False  # `typing` costs ~2 ms of every CLI start; only annotatio
 if TYPE_CHECKING:
     from typing import Any
 
+    from nixx.nxc.declarations import Declarations, Persona
+
 
 COMMANDS = """\
 Commands (run them in a shell; every verb takes --json):
@@ -51,7 +53,7 @@ class SessionPrompt:
         return self.system.rstrip() + "\n\n" + self.user.strip() + "\n"
 
 
-def _whom(decls, persona) -> str:
+def _whom(decls: Declarations, persona: Persona) -> str:
     others = sorted(h for h in decls.personas if h != persona.handle
                     and decls.personas[h].addressable.mode != "none")
     channels = sorted(decls.channels)
@@ -64,7 +66,7 @@ def _whom(decls, persona) -> str:
 
 
 def session_prompt(
-    *, persona, decls, thread: dict[str, Any], task: str, sender: str, builtin: bool,
+    *, persona: Persona, decls: Declarations, thread: dict[str, Any], task: str, sender: str, builtin: bool,
     earlier: list[dict[str, Any]] | None = None, channel: str | None = None,
 ) -> SessionPrompt:
     """The prompt of a fresh session for `persona`, answering `thread`."""

@@ -34,7 +34,10 @@ from nixx.nxc.delivery.localstore import LocalStore
 
 TYPE_CHECKING = False  # `typing` costs ~2 ms of every CLI start; only annotations use it
 if TYPE_CHECKING:
+    from collections.abc import Container
     from typing import Any
+
+    from apsw import Connection
 
 STATES = ("running", "exited", "failed", "lost")
 
@@ -69,7 +72,7 @@ def pid_alive(pid: int | None) -> bool:
         return True
 
 
-def _row(row: tuple) -> dict[str, Any]:
+def _row(row: tuple[Any, ...]) -> dict[str, Any]:
     (sid, persona, thread, runtime, rsid, hop, max_hops, parent, state, pid, runs, code,
      detail, created, updated, stderr_tail, chain, max_thread, max_chain) = row
     if state == "running" and not pid_alive(pid):
@@ -181,7 +184,7 @@ def sessions_of_thread(local: LocalStore, thread_id: str, role: str) -> list[str
     return [str(r[0]) for r in rows]
 
 
-def latest_of_threads(local: LocalStore, thread_ids: list[str], role: str) -> dict[str, dict]:
+def latest_of_threads(local: LocalStore, thread_ids: list[str], role: str) -> dict[str, dict[str, Any]]:
     """thread id → its latest session in `role`, for many threads in one query."""
     if not thread_ids:
         return {}
@@ -207,8 +210,8 @@ class ResumeRefused(Exception):  # noqa: N818 - a refusal, not an error: it is r
         self.info = info
 
 
-def _count_resume(conn, row: dict[str, Any], messages: list[dict[str, Any]],
-                  agents) -> dict[str, Any] | None:
+def _count_resume(conn: Connection, row: dict[str, Any], messages: list[dict[str, Any]],
+                  agents: Container[str]) -> dict[str, Any] | None:
     """Count one resume of `row` caused by `messages`, inside the caller's transaction.
     Only a resume carrying a message from an agent (a declared persona, `agents`) counts:
     a person's follow-ups never exhaust a bound. → None (counted), or the refusal when the
@@ -260,7 +263,7 @@ def resume_counts(local: LocalStore, *, thread: str | None = None,
 
 
 def deliver(
-    local: LocalStore, session_id: str, messages: list[dict[str, Any]], *, agents=(),
+    local: LocalStore, session_id: str, messages: list[dict[str, Any]], *, agents: Container[str] = (),
 ) -> tuple[str, list[dict[str, Any]]]:
     """Hand `messages` ({thread_id, message_id, sender, body}) to a session, atomically.
 
@@ -349,7 +352,8 @@ def claim(local: LocalStore, session_id: str) -> None:
 
 def finish_or_take(local: LocalStore, session_id: str, exit_code: int | None, *,
                    failure: str | None = None, stderr_tail: str | None = None,
-                   agents=(), refused: list | None = None) -> list[dict]:
+                   agents: Container[str] = (), refused: list[dict[str, Any]] | None = None,
+                   ) -> list[dict[str, Any]]:
     """The process ended. With answers queued: take them all (the session stays running
     and is resumed with them). Else the session becomes `exited` — or `failed` with the
     cause (`failure`) as its detail when the run failed. The run's stderr tail is kept
@@ -365,8 +369,10 @@ def finish_or_take(local: LocalStore, session_id: str, exit_code: int | None, *,
         conn.execute("UPDATE sessions SET exit_code = ?, stderr_tail = ?, updated = ? "
                      "WHERE session_id = ?", (exit_code, stderr_tail, now, session_id))
         if rows:
-            row = _row(conn.execute(f"SELECT {_COLS} FROM sessions WHERE session_id = ?",
-                                    (session_id,)).fetchone())
+            found = conn.execute(f"SELECT {_COLS} FROM sessions WHERE session_id = ?",
+                                 (session_id,)).fetchone()
+            assert found is not None  # its wake queue has rows: the session exists
+            row = _row(found)
             wakes = [{"thread_id": r[1], "sender": r[3]} for r in rows]
             bound = _count_resume(conn, row, wakes, agents)
             if bound is not None:

@@ -30,14 +30,17 @@ import subprocess
 import sys
 import threading
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from nixx.nxc.delivery.launcher import Deliverer
 
 FLUSH_EVERY = 20
 STDERR_TAIL = 2_000
 
 
 class _Transcript:
-    def __init__(self, d, session: str, fmt: str, keep_days: int) -> None:
+    def __init__(self, d: Deliverer, session: str, fmt: str, keep_days: int) -> None:
         from nixx.nxc.delivery.stream_formats import parser_for
         from nixx.nxc.delivery.transcripts import TranscriptStore
 
@@ -101,7 +104,7 @@ class _Transcript:
                 "msg": f"a batch of {len(batch)} entries was rejected: {exc}"}}])
 
 
-def _kill_group(proc: subprocess.Popen) -> None:
+def _kill_group(proc: subprocess.Popen[bytes]) -> None:
     try:
         os.killpg(proc.pid, signal.SIGTERM)
     except (ProcessLookupError, PermissionError):
@@ -136,7 +139,7 @@ def _last_line(text: str) -> str:
     return lines[-1] if lines else ""
 
 
-def run_once(d, spec: dict[str, Any], transcript: _Transcript) -> dict[str, Any]:
+def run_once(d: Deliverer, spec: dict[str, Any], transcript: _Transcript) -> dict[str, Any]:
     """Run the runtime once. → {code (None: it did not start), why (it failed to start or
     was killed), failure (the cause in words when it exited non-zero), stderr (tail)}."""
     folder = os.path.dirname(spec["_run_file"])
@@ -252,7 +255,7 @@ def supervise(run_file: str) -> int:
         spec = result
 
 
-def _resume_spec(d, row: dict[str, Any], wakes: list[dict[str, Any]]) -> dict[str, Any] | None:
+def _resume_spec(d: Deliverer, row: dict[str, Any], wakes: list[dict[str, Any]]) -> dict[str, Any] | None:
     """The next run of a session resumed in place (it stays claimed: state running)."""
     from nixx.nxc.delivery import outcomes
     from nixx.nxc.delivery.launcher import BACKEND_FILE

@@ -30,10 +30,15 @@ from __future__ import annotations
 
 import json
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from nixx.errors import NotFound, ValidationError
 from nixx.nxc.delivery.localstore import LocalStore
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from apsw import Connection
 
 KINDS = ("session_init", "assistant", "thinking", "tool_use", "tool_result", "result", "error")
 THINKING_CAP = 4_000
@@ -80,8 +85,9 @@ def _searchable(kind: str, data: Any) -> str:
     if kind == "tool_use":
         return f"{data.get('name', '')} {json.dumps(data.get('input'), ensure_ascii=False)}"
     for key in ("text", "content", "msg"):
-        if isinstance(data.get(key), str):
-            return data[key]
+        text = data.get(key)
+        if isinstance(text, str):
+            return text
     return json.dumps(data, ensure_ascii=False)
 
 
@@ -110,10 +116,16 @@ def normalise(entry: Any, now_ms: int) -> dict[str, Any]:
     return out
 
 
+def _expired(row: tuple[Any, ...], iso: Callable[[int | None], str | None]) -> dict[str, Any]:
+    """A `transcript_sessions` row (session_id, last_at, entries) as a prune lists it."""
+    return {"session": row[0], "last_entry": iso(row[1]), "entries": row[2]}
+
+
 class TranscriptStore:
     """Transcripts in the device-local store. `now` is injectable (retention tests)."""
 
-    def __init__(self, local: LocalStore, *, now=_now_ms, keep_days: int = DEFAULT_KEEP_DAYS):
+    def __init__(self, local: LocalStore, *, now: Callable[[], int] = _now_ms,
+                 keep_days: int = DEFAULT_KEEP_DAYS) -> None:
         self.local = local
         self.now = now
         self.keep_days = keep_days
@@ -166,7 +178,7 @@ class TranscriptStore:
             out["pruned"] = pruned
         return out
 
-    def _prune(self, conn, now: int, keep_days: int, *, dry_run: bool) -> dict[str, Any]:
+    def _prune(self, conn: Connection, now: int, keep_days: int, *, dry_run: bool) -> dict[str, Any]:
         cutoff = now - keep_days * DAY_MS
         rows = conn.execute(
             "SELECT session_id, last_at, entries FROM transcript_sessions WHERE last_at < ?"
@@ -174,7 +186,7 @@ class TranscriptStore:
         ).fetchall()
         from nixx.nxc.durations import iso
 
-        sessions = [{"session": r[0], "last_entry": iso(r[1]), "entries": r[2]} for r in rows]
+        sessions = [_expired(r, iso) for r in rows]
         if not dry_run:
             for r in rows:
                 conn.execute("DELETE FROM transcript WHERE session_id = ?", (r[0],))
