@@ -56,7 +56,6 @@ def _now_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
-_UNSET = object()
 
 
 class Engine:
@@ -80,7 +79,8 @@ class Engine:
         self.now_ms = now_ms
         self._store: LogStore | None = None
         self._decls: Declarations | None = None
-        self._declared_origin: object = _UNSET
+        self._declared_origin: str | None = None
+        self._declared_origin_read = False  # workspace.yaml is read once
 
     @classmethod
     def open(
@@ -105,12 +105,13 @@ class Engine:
     @property
     def declared_origin(self) -> str | None:
         """The origin `.nxs-personas/workspace.yaml` declares (read once), or None."""
-        if self._declared_origin is _UNSET:
+        if not self._declared_origin_read:
             from nixx.nxc.declarations import declared_origin
 
             self._declared_origin = declared_origin(self.workspace.personas_dir,
                                                     cache_dir=self.workspace.state_dir)
-        return self._declared_origin  # type: ignore[return-value]
+            self._declared_origin_read = True
+        return self._declared_origin
 
     @property
     def origin(self) -> str:
