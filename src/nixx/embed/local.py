@@ -27,6 +27,7 @@ import numpy as np
 from nixx.config import LOCAL_EMBED_MODEL
 from nixx.embed.base import Embedder
 from nixx.errors import ConfigError, ModelMissing
+from nixx.priority import lower_thread_priority
 
 if TYPE_CHECKING:
     from tokenizers import Tokenizer
@@ -265,7 +266,14 @@ def _pool(workers: int) -> ThreadPoolExecutor:
     global _POOL
     with _POOL_LOCK:
         if _POOL is None:
-            _POOL = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="nixx-embed")
+            # Passes run here only for calls of several passes: batches (the row-vector
+            # queue, ingest, /v1/embeddings), never one short text (a query runs inline in
+            # its request thread). Batches are background work: they yield to requests.
+            _POOL = ThreadPoolExecutor(
+                max_workers=workers,
+                thread_name_prefix="nixx-embed",
+                initializer=lower_thread_priority,
+            )
         return _POOL
 
 
