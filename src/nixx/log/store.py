@@ -26,6 +26,7 @@ from nixx.log import clock as hlc
 from nixx.log import connection
 from nixx.log.op import Op
 from nixx.log.reducer import Reducer, ReducerRegistry
+from nixx.sqlite_tx import immediate
 
 TYPE_CHECKING = False  # `typing` costs ~2 ms of every CLI start; only annotations use it
 if TYPE_CHECKING:
@@ -79,16 +80,15 @@ def create_store(path: str | os.PathLike[str], replica: str) -> None:
     conn = _connect(path)
     try:
         conn.execute("PRAGMA journal_mode=WAL")
-        conn.execute("BEGIN IMMEDIATE")
-        for statement in _SCHEMA.split(";"):
-            if statement.strip():
-                conn.execute(statement)
-        conn.execute("INSERT OR IGNORE INTO meta VALUES ('schema', ?)", (SCHEMA_VERSION,))
-        conn.execute("INSERT OR IGNORE INTO meta VALUES ('replica', ?)", (replica,))
-        conn.execute(
-            "INSERT OR IGNORE INTO meta VALUES ('created', ?)", (str(hlc.now_ms()),)
-        )
-        conn.execute("COMMIT")
+        with immediate(conn, error=lambda exc, phase: write_error(path, exc)):
+            for statement in _SCHEMA.split(";"):
+                if statement.strip():
+                    conn.execute(statement)
+            conn.execute("INSERT OR IGNORE INTO meta VALUES ('schema', ?)", (SCHEMA_VERSION,))
+            conn.execute("INSERT OR IGNORE INTO meta VALUES ('replica', ?)", (replica,))
+            conn.execute(
+                "INSERT OR IGNORE INTO meta VALUES ('created', ?)", (str(hlc.now_ms()),)
+            )
     finally:
         conn.close()
 
@@ -181,44 +181,36 @@ class Txn:
 
 class _Transaction:
     """The context manager `LogStore.transaction` returns (a class rather than
-    `contextlib.contextmanager`: importing contextlib costs every CLI start ~0.5 ms)."""
+    `contextlib.contextmanager`: importing contextlib costs every CLI start ~0.5 ms):
+    the `.lock` flock, then `nixx.sqlite_tx.immediate` with the log's error mapping."""
 
     def __init__(self, store: LogStore) -> None:
         self.store = store
         self.fd: int | None = None
+        self.tx = immediate(store.conn, error=self._error)
+
+    def _error(self, exc: apsw.Error, phase: str) -> StoreError:
+        return write_error(self.store.path, exc)  # a write SQLite refused: one error kind
 
     def __enter__(self) -> Txn:
         import fcntl
 
         store = self.store
-        self.fd = store._writer_lock()
-        if self.fd is not None:
-            fcntl.flock(self.fd, fcntl.LOCK_EX)
+        if not store.conn.in_transaction:  # the outermost writer queues on the flock
+            self.fd = store._writer_lock()
+            if self.fd is not None:
+                fcntl.flock(self.fd, fcntl.LOCK_EX)
         try:
-            store.conn.execute("BEGIN IMMEDIATE")
-        except apsw.Error as exc:
-            self._unlock()
-            raise write_error(store.path, exc) from exc
+            self.tx.__enter__()
         except BaseException:
             self._unlock()
             raise
         return Txn(store)
 
-    def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
-        conn = self.store.conn
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: object) -> None:
         try:
-            if exc_type is not None:
-                if conn.in_transaction:  # (SQLite may have rolled back already: I/O, full)
-                    conn.execute("ROLLBACK")
-                if isinstance(exc, apsw.Error):  # a write SQLite refused: one error kind
-                    raise write_error(self.store.path, exc) from exc
-                return  # the exception propagates
-            try:
-                conn.execute("COMMIT")
-            except apsw.Error as err:
-                if conn.in_transaction:
-                    conn.execute("ROLLBACK")
-                raise write_error(self.store.path, err) from err
+            self.tx.__exit__(exc_type, exc, tb)
         finally:
             self._unlock()
 
@@ -379,16 +371,13 @@ class LogStore:
         """Fold one op. A reducer bug (any exception but SQLite's own) rolls back that op's
         view writes and leaves it unfolded; a SQLite error (disk full, I/O) propagates and
         aborts the whole transaction, so the log and its views never disagree."""
-        self.conn.execute("SAVEPOINT fold")
         try:
-            folded = bool(reducer.fold(self.conn, op))
+            with immediate(self.conn):  # inside the write: a savepoint
+                return bool(reducer.fold(self.conn, op))
         except apsw.Error:
             raise
         except Exception:
-            self.conn.execute("ROLLBACK TO fold")
-            folded = False
-        self.conn.execute("RELEASE fold")
-        return folded
+            return False
 
     def _ensure_views(self) -> None:
         stale = [

@@ -39,6 +39,11 @@ import apsw
 
 from nixx.errors import StoreError
 from nixx.log import connection
+from nixx.sqlite_tx import Immediate, immediate
+
+TYPE_CHECKING = False  # `typing` costs a CLI start; only annotations use it
+if TYPE_CHECKING:
+    from nixx.sqlite_tx import ErrorMap
 
 LOCAL_DB = "local.sqlite"
 SCHEMA_VERSION = "4"
@@ -116,33 +121,19 @@ def local_db_path(state_dir: str) -> str:
     return os.path.join(state_dir, LOCAL_DB)
 
 
-class _Transaction:
-    """What `LocalStore.transaction` returns (a class: contextlib costs a CLI start)."""
+def _error_for(path: str) -> ErrorMap:
+    """The device-local store's mapping for `nixx.sqlite_tx.immediate`: a lock it could
+    not take and a commit that failed name the file; other apsw errors pass through."""
 
-    def __init__(self, local: LocalStore) -> None:
-        self.local = local
+    def error(exc: apsw.Error, phase: str) -> StoreError | None:
+        if phase == "begin":
+            return StoreError(f"the device-local store {path} stayed locked "
+                              f"for {connection.BUSY_TIMEOUT_S:.0f}s: {exc}")
+        if phase == "commit":
+            return StoreError(f"could not commit to the device-local store {path}: {exc}")
+        return None
 
-    def __enter__(self) -> apsw.Connection:
-        try:
-            self.local.conn.execute("BEGIN IMMEDIATE")
-        except apsw.Error as exc:
-            raise StoreError(f"the device-local store {self.local.path} stayed locked "
-                             f"for {connection.BUSY_TIMEOUT_S:.0f}s: {exc}") from exc
-        return self.local.conn
-
-    def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
-        conn = self.local.conn
-        if exc_type is not None:
-            if conn.in_transaction:
-                conn.execute("ROLLBACK")
-            return  # the exception propagates
-        try:
-            conn.execute("COMMIT")
-        except apsw.Error as err:
-            if conn.in_transaction:
-                conn.execute("ROLLBACK")
-            raise StoreError(f"could not commit to the device-local store "
-                             f"{self.local.path}: {err}") from err
+    return error
 
 
 class LocalStore:
@@ -172,8 +163,7 @@ class LocalStore:
         if row is not None and row[0] == SCHEMA_VERSION:
             return
         self.conn.execute("PRAGMA journal_mode=WAL")
-        self.conn.execute("BEGIN IMMEDIATE")
-        try:
+        with immediate(self.conn):
             for statement in _statements(_SCHEMA):
                 self.conn.execute(statement)
             for table, column, decl in _ADDED_COLUMNS:  # files made by an older schema
@@ -181,16 +171,12 @@ class LocalStore:
                 if column not in have:
                     self.conn.execute(f"ALTER TABLE {table} ADD COLUMN {column} {decl}")
             self.conn.execute("INSERT OR REPLACE INTO meta VALUES ('schema', ?)", (SCHEMA_VERSION,))
-            self.conn.execute("COMMIT")
-        except BaseException:
-            self.conn.execute("ROLLBACK")
-            raise
 
-    def transaction(self) -> _Transaction:
+    def transaction(self) -> Immediate:
         """`with local.transaction() as conn:` — `BEGIN IMMEDIATE` … `COMMIT` (rolled back
-        on any exception). Yields the apsw connection: `conn.changes()` /
+        on any exception; `nixx.sqlite_tx`). Yields the apsw connection: `conn.changes()` /
         `conn.last_insert_rowid()` say what a write did."""
-        return _Transaction(self)
+        return immediate(self.conn, error=_error_for(self.path))
 
     def close(self) -> None:
         """Close (truncating an oversized WAL first: `nixx.log.connection.close`)."""

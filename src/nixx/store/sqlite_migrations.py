@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from nixx.sqlite_tx import immediate
 from nixx.store.portable import utc_now
 
 if TYPE_CHECKING:
@@ -72,8 +73,7 @@ def apply_pending(conn: apsw.Connection, *, target: int | None = None) -> list[i
     target = head_version() if target is None else target
     applied: list[int] = []
     while True:
-        conn.execute("BEGIN IMMEDIATE")
-        try:
+        with immediate(conn):
             conn.execute(_CREATE_TRACKING)
             version = current_version(conn)
             if version > head_version():
@@ -82,7 +82,6 @@ def apply_pending(conn: apsw.Connection, *, target: int | None = None) -> list[i
                     f"knows ({head_version()}); upgrade nixx"
                 )
             if version >= target:
-                conn.execute("COMMIT")
                 return applied
             step = MIGRATIONS[version]
             step.apply(conn)
@@ -90,11 +89,6 @@ def apply_pending(conn: apsw.Connection, *, target: int | None = None) -> list[i
                 "INSERT INTO nixx_migrations (version, name, applied_at) VALUES (?, ?, ?)",
                 (step.version, step.name, utc_now()),
             )
-            conn.execute("COMMIT")
-        except BaseException:
-            if not conn.getautocommit():
-                conn.execute("ROLLBACK")
-            raise
         applied.append(step.version)
 
 
