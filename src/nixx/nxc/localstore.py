@@ -8,6 +8,7 @@ flag to forget and no filter to get wrong. Deleting the file loses only device s
 (transcripts, session bookkeeping); every message and delivery outcome is in the log.
 
     meta(key, value)
+    nixx_migrations(version, name, applied_at)          the schema steps run (`nixx.migrations`)
     sessions(session_id, persona, thread_id, runtime, runtime_session, hop, max_hops,
              parent_session, state, pid, runs, exit_code, detail, created, updated,
              stderr_tail, chain, max_thread_resumes, max_chain_resumes)
@@ -39,6 +40,7 @@ import apsw
 
 from nixx.errors import StoreError
 from nixx.log import connection
+from nixx.migrations import Migrations, apply_sqlite, sqlite_version
 from nixx.sqlite_tx import Immediate, immediate
 
 TYPE_CHECKING = False  # `typing` costs a CLI start; only annotations use it
@@ -46,7 +48,9 @@ if TYPE_CHECKING:
     from nixx.sqlite_tx import ErrorMap
 
 LOCAL_DB = "local.sqlite"
-SCHEMA_VERSION = "4"
+#: The device-local store's schema steps (`nixx.migrations`, recorded in
+#: `nixx_migrations`). Append a step to change the schema.
+MIGRATIONS = Migrations("the device-local store")
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
@@ -117,6 +121,26 @@ def _statements(script: str) -> list[str]:
     return out
 
 
+@MIGRATIONS.register
+def m001_device_state(conn: apsw.Connection) -> None:
+    """Every table of the module docstring. Idempotent, so it also brings a file of the
+    schemas 1-4 that were kept in meta('schema') before `nixx_migrations` up to date."""
+    for statement in _statements(_SCHEMA):
+        conn.execute(statement)
+    for table, column, decl in _ADDED_COLUMNS:  # files made by an older schema
+        have = {r[1] for r in conn.execute(f"PRAGMA table_info({table})")}
+        if column not in have:
+            conn.execute(f"ALTER TABLE {table} ADD COLUMN {column} {decl}")
+
+
+def _legacy_version(conn: apsw.Connection) -> int:
+    """A file made before `nixx_migrations` kept meta('schema') (1-4): drop it; step 1,
+    idempotent, brings any of them up to date."""
+    if conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'meta'").fetchone():
+        conn.execute("DELETE FROM meta WHERE key = 'schema'")
+    return 0
+
+
 def local_db_path(state_dir: str) -> str:
     return os.path.join(state_dir, LOCAL_DB)
 
@@ -156,21 +180,11 @@ class LocalStore:
         return cls(local_db_path(workspace.state_dir))
 
     def _ensure_schema(self) -> None:
-        try:
-            row = self.conn.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
-        except apsw.SQLError:  # no meta table: a new file
-            row = None
-        if row is not None and row[0] == SCHEMA_VERSION:
+        if sqlite_version(self.conn) == MIGRATIONS.head:  # the common case: one read
             return
         self.conn.execute("PRAGMA journal_mode=WAL")
-        with immediate(self.conn):
-            for statement in _statements(_SCHEMA):
-                self.conn.execute(statement)
-            for table, column, decl in _ADDED_COLUMNS:  # files made by an older schema
-                have = {r[1] for r in self.conn.execute(f"PRAGMA table_info({table})")}
-                if column not in have:
-                    self.conn.execute(f"ALTER TABLE {table} ADD COLUMN {column} {decl}")
-            self.conn.execute("INSERT OR REPLACE INTO meta VALUES ('schema', ?)", (SCHEMA_VERSION,))
+        apply_sqlite(self.conn, MIGRATIONS, self.path, error=_error_for(self.path),
+                     legacy=_legacy_version)
 
     def transaction(self) -> Immediate:
         """`with local.transaction() as conn:` — `BEGIN IMMEDIATE` … `COMMIT` (rolled back

@@ -260,7 +260,7 @@ class SQLiteStore(MemoryStore):
 
     def migrate(self) -> list[int]:
         try:
-            return sqlite_migrations.apply_pending(self._conn())
+            return sqlite_migrations.apply_pending(self._conn(), where=str(self.path))
         except apsw.BusyError:
             raise StoreError(f"the SQLite store {self.path} stayed busy while migrating") from None
         except (apsw.NotADBError, apsw.CorruptError, apsw.ReadOnlyError, apsw.CantOpenError) as exc:
