@@ -60,7 +60,7 @@ CREATE INDEX IF NOT EXISTS ops_clock ON ops(clock);
 _OP_COLUMNS = "seq, id, domain, kind, target, origin, clock, actor, payload, created, local"
 
 
-def _row_to_op(row: tuple) -> Op:
+def _row_to_op(row: tuple[Any, ...]) -> Op:
     seq, op_id, domain, kind, target, origin, clock, actor, payload, created, local = row
     return Op(op_id, domain, kind, target, origin, clock, actor, json.loads(payload), created,
               seq, bool(local))
