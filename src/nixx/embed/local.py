@@ -125,11 +125,12 @@ def _load(engine: str) -> _Model:
                         "it with: .venv/bin/pip install onnxruntime onnx — or set "
                         "NIXX_EMBED_ENGINE=numpy (same vectors, slower for short texts)."
                     )
-            encoder: Encoder = BertEncoder.from_dir(root)
+            bert = BertEncoder.from_dir(root)
+            encoder: Encoder = bert
             if engine == "onnx":
                 from nixx.embed.bert_onnx import OnnxBertEncoder
 
-                encoder = OnnxBertEncoder(encoder)  # the numpy weights are dropped here
+                encoder = OnnxBertEncoder(bert)  # the numpy weights are dropped here
             _MODELS[engine] = _Model(tokenizer, encoder, max_len)
     return _MODELS[engine]
 
