@@ -592,6 +592,17 @@ class PostgresStore(MemoryStore):
             ).fetchall()
         return [_buffer_row(r) for r in rows]
 
+    def get_buffer_rows(self, ids: Sequence[int]) -> list[BufferRow]:
+        wanted = sorted({int(i) for i in ids})
+        if not wanted:
+            return []
+        with self._conn() as conn:
+            rows = conn.execute(
+                f"SELECT {_BUFFER_COLS} FROM buffer WHERE id = ANY(%s::bigint[]) ORDER BY id",
+                (wanted,),
+            ).fetchall()
+        return [_buffer_row(r) for r in rows]
+
     def last_buffer_rows(self, n: int, *, after_id: int = 0) -> list[BufferRow]:
         if n <= 0:
             return []

@@ -485,6 +485,20 @@ class SQLiteStore(MemoryStore):
             )
         return [_buffer_row(r) for r in cur]
 
+    def get_buffer_rows(self, ids: Sequence[int]) -> list[BufferRow]:
+        wanted = sorted({int(i) for i in ids})
+        rows: list[BufferRow] = []
+        conn = self._conn()
+        for start in range(0, len(wanted), 500):
+            part = wanted[start : start + 500]
+            cur = conn.execute(
+                f"SELECT {_BUFFER_COLS} FROM buffer WHERE id IN ({','.join('?' * len(part))}) "
+                "ORDER BY id",
+                part,
+            )
+            rows += [_buffer_row(r) for r in cur]
+        return rows
+
     def last_buffer_rows(self, n: int, *, after_id: int = 0) -> list[BufferRow]:
         if n <= 0:
             return []
