@@ -17,6 +17,7 @@ import contextlib
 import functools
 import logging
 from collections.abc import AsyncIterator, Callable, Coroutine, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -95,9 +96,21 @@ class NixxService:
         # from a deleted row (`_store_if_current`).
         self._forget_lock = asyncio.Lock()
         self._forget_epoch = 0
+        self._ranker_pool: ThreadPoolExecutor | None = None
+
+    @property
+    def ranker_pool(self) -> ThreadPoolExecutor:
+        """Threads for the rankers that run beside a search's embedding (full text, the
+        summary vectors: `nixx.memory.search.run_rankers`). Its tasks never wait for
+        each other, so a few threads serve any number of concurrent searches."""
+        if self._ranker_pool is None:
+            self._ranker_pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="nixx-rank")
+        return self._ranker_pool
 
     async def close(self) -> None:
         await self.run(self.row_vectors.close)
+        if self._ranker_pool is not None:
+            self._ranker_pool.shutdown(wait=False)
         if self._writes:
             await asyncio.gather(*self._writes, return_exceptions=True)
         await self.jobs.close()
@@ -186,20 +199,24 @@ class NixxService:
             return None
         if not query or not query.strip():
             return None
-        depth = fused.DEFAULT_PARAMS.depth
-        fts, anchor_fts = fused.text_side(self.store, query, depth)
-        parts = RecallParts(query=query, fts=fts, anchor_fts=anchor_fts)
-        if not self.store.has_episodic_vectors():
-            return parts  # nothing to compare a query vector with: no embedding
-        vectors = self.embed_query_sync(fused.texts_to_embed(query))
-        if vectors is None:
-            return parts
-        parts.vector = vectors[0]
-        parts.vec = self.store.search_buffer_vectors(vectors[0], limit=depth)
-        if len(vectors) > 1:
-            parts.anchor_vec = self.store.search_buffer_vectors(vectors[1], limit=depth)
-        if self.settings.recall_limit > 0:
-            parts.wide, parts.last_summarised = self.recall_wide(vectors[0])
+        wide = self.settings.recall_limit > 0
+        answers = fused.run_rankers(
+            self.store,
+            query,
+            self.embed_query_sync,
+            lambda vector: self.recall_wide(vector) if wide else ([], 0),
+            pool=self.ranker_pool,
+        )
+        parts = RecallParts(
+            query=query,
+            fts=answers.fts,
+            anchor_fts=answers.anchor_fts,
+            vector=answers.vector,
+            vec=answers.vec,
+            anchor_vec=answers.anchor_vec,
+        )
+        if answers.summaries is not None:
+            parts.wide, parts.last_summarised = answers.summaries
         return parts
 
     def recall_finish(
@@ -571,21 +588,24 @@ class NixxService:
 
     async def search(self, query: str, limit: int) -> SearchAnswer:
         """The fused search (`nixx.memory.search`), plus the two lists the seed's API had:
-        full text over the buffer and vectors over summaries. Full text runs in one worker
-        thread while the query is embedded and the vector indexes searched in another."""
+        full text over the buffer and vectors over summaries. The rankers overlap
+        (`nixx.memory.search.run_rankers`)."""
         depth = max(limit, fused.DEFAULT_PARAMS.depth)
-
-        def vector_side() -> tuple[list[BufferHit], list[SummaryHit], list[BufferHit]]:
-            if not self.store.has_episodic_vectors():
-                return [], [], []  # nothing to compare a query vector with: no embedding
-            vectors = self._embed_sync(fused.texts_to_embed(query))
-            return fused.vector_side(self.store, vectors, depth, None)
-
-        text, vector = await asyncio.gather(
-            self.run(fused.text_side, self.store, query, depth), self.run(vector_side)
+        # A summary ranked below `limit` among summaries can never be in the fused top
+        # `limit` (rank fusion scores a summary by its rank alone): `limit` are enough.
+        answers = await self.run(
+            lambda: fused.run_rankers(
+                self.store,
+                query,
+                self._embed_sync,
+                lambda vector: self.store.search_summaries(vector, limit=limit, threshold=None),
+                pool=self.ranker_pool,
+                depth=depth,
+            )
         )
-        fts, anchor_fts = text
-        vec, summaries, anchor_vec = vector
+        fts, anchor_fts = answers.fts, answers.anchor_fts
+        vec, anchor_vec = answers.vec, answers.anchor_vec
+        summaries = answers.summaries or []
 
         def combine() -> list[fused.Result]:
             return fused.combine(

@@ -35,10 +35,11 @@ from nixx.errors import (
     StoreError,
     ValidationError,
 )
+from nixx.sqlite_tx import Immediate, immediate
 from nixx.store import forgetting, sqlite_migrations, validation
 from nixx.store.base import RETRY_TAIL, EmbedFn, MemoryStore, retried_user_row
 from nixx.store.forgetting import ForgetLogEntry, ForgetResult
-from nixx.store.fts_query import fts5_match
+from nixx.store.fts_query import fts5_match_terms
 from nixx.store.portable import (
     as_vector,
     buffer_record,
@@ -60,6 +61,7 @@ from nixx.store.records import (
     Summary,
     SummaryHit,
 )
+from nixx.store.term_stats import TermStats
 from nixx.store.vector_index import (
     DEFAULT_ANN_THRESHOLD,
     SyncPoint,
@@ -116,6 +118,8 @@ class SQLiteStore(MemoryStore):
     backend = "sqlite"
     #: Widest HNSW candidate set tried before a filtered search falls back to an exact scan.
     ann_max_candidates = 4_096
+    #: HNSW candidates fetched per result wanted (re-scored exactly, best `limit` kept).
+    ann_overfetch = 2.0
 
     def __init__(
         self,
@@ -152,6 +156,7 @@ class SQLiteStore(MemoryStore):
         self._index_locks = {name: threading.Lock() for name in _VECTOR_TABLES}
         self._building: set[str] = set()  # tables whose index a background thread prepares
         self._warming: threading.Thread | None = None
+        self._term_stats = TermStats()
 
     # ---- connections & transactions ------------------------------------------------
     def _connect(self) -> apsw.Connection:
@@ -211,30 +216,20 @@ class SQLiteStore(MemoryStore):
                 self._conns.append(conn)
         return conn
 
-    @contextmanager
-    def _write(self) -> Iterator[apsw.Connection]:
-        """One write transaction (``BEGIN IMMEDIATE``); nested uses become savepoints."""
-        conn = self._conn()
-        if not conn.getautocommit():
-            with conn:  # apsw: a savepoint inside the open transaction
-                yield conn
-            return
-        try:
-            conn.execute("BEGIN IMMEDIATE")
-        except apsw.BusyError:
-            raise StoreError(
+    def _write(self) -> Immediate:
+        """One write transaction (``BEGIN IMMEDIATE``, `nixx.sqlite_tx`); nested uses
+        become savepoints."""
+        return immediate(self._conn(), error=self._write_error)
+
+    def _write_error(self, exc: apsw.Error, phase: str) -> BaseException | None:
+        if isinstance(exc, apsw.BusyError) and phase == "begin":
+            return StoreError(
                 f"the SQLite store {self.path} was busy for {self.busy_timeout_ms / 1000:g} s; "
                 "another process holds a long write; try again"
-            ) from None
-        try:
-            yield conn
-            conn.execute("COMMIT")
-        except BaseException as exc:
-            if not conn.getautocommit():
-                conn.execute("ROLLBACK")
-            if isinstance(exc, apsw.ConstraintError):
-                raise ValidationError(f"rejected by the store: {exc}") from None
-            raise
+            )
+        if isinstance(exc, apsw.ConstraintError):
+            return ValidationError(f"rejected by the store: {exc}")
+        return None
 
     @contextmanager
     def _read(self) -> Iterator[apsw.Connection]:
@@ -269,7 +264,7 @@ class SQLiteStore(MemoryStore):
 
     def migrate(self) -> list[int]:
         try:
-            return sqlite_migrations.apply_pending(self._conn())
+            return sqlite_migrations.apply_pending(self._conn(), where=str(self.path))
         except apsw.BusyError:
             raise StoreError(f"the SQLite store {self.path} stayed busy while migrating") from None
         except (apsw.NotADBError, apsw.CorruptError, apsw.ReadOnlyError, apsw.CantOpenError) as exc:
@@ -490,6 +485,20 @@ class SQLiteStore(MemoryStore):
             )
         return [_buffer_row(r) for r in cur]
 
+    def get_buffer_rows(self, ids: Sequence[int]) -> list[BufferRow]:
+        wanted = sorted({int(i) for i in ids})
+        rows: list[BufferRow] = []
+        conn = self._conn()
+        for start in range(0, len(wanted), 500):
+            part = wanted[start : start + 500]
+            cur = conn.execute(
+                f"SELECT {_BUFFER_COLS} FROM buffer WHERE id IN ({','.join('?' * len(part))}) "
+                "ORDER BY id",
+                part,
+            )
+            rows += [_buffer_row(r) for r in cur]
+        return rows
+
     def last_buffer_rows(self, n: int, *, after_id: int = 0) -> list[BufferRow]:
         if n <= 0:
             return []
@@ -505,10 +514,14 @@ class SQLiteStore(MemoryStore):
         return int(row[0] or 0)
 
     def search_buffer(self, query: str, limit: int = 10) -> list[BufferHit]:
-        match = fts5_match(query)
-        if match is None or limit <= 0:
+        if limit <= 0:
             return []
-        cur = self._conn().execute(
+        conn = self._conn()
+        # words in half the rows or more cannot change bm25's order, only its cost
+        match = fts5_match_terms(self._term_stats.rankable_terms(conn, query))
+        if match is None:
+            return []
+        cur = conn.execute(
             "SELECT b.id, b.role, b.content, b.origin, b.created_at, b.meta, "
             "       bm25(buffer_fts) AS rank "
             "FROM buffer_fts JOIN buffer b ON b.id = buffer_fts.rowid "
@@ -832,9 +845,11 @@ class SQLiteStore(MemoryStore):
         memory_ids: Sequence[int] = (),
     ) -> ForgetResult:
         with self._write() as conn:
-            return forgetting.execute(
+            result = forgetting.execute(
                 _ForgetOps(conn), kind, buffer_ids, summary_ids, source_ids, memory_ids
             )
+        self._term_stats.forget()  # fewer rows: frequencies read before may be too high
+        return result
 
     def get_summary(self, summary_id: int) -> Summary:
         row = (
@@ -1021,7 +1036,7 @@ class SQLiteStore(MemoryStore):
         """HNSW candidates re-scored exactly from the stored vectors, filtered; widen
         the candidate set while filters leave too few, then fall back to an exact scan."""
         q = normalise_rows(query)
-        fetch = max(4 * limit, 64)
+        fetch = max(int(self.ann_overfetch * limit), 64)
         spec = _INDEX_SPECS[table]
         while True:
             ids = index.ann_candidates(q, fetch)

@@ -39,9 +39,9 @@ class LiveDelivery(Delivery):
         self._deliverers: dict[int, Deliverer] = {}
 
     def reducers(self) -> list[Reducer]:
-        from nixx.nxc.delivery.outcomes import DeliveryReducer
+        from nixx.nxc.installed import delivery_reducers
 
-        return [DeliveryReducer()]
+        return delivery_reducers()
 
     def deliverer(self, engine: Engine) -> Deliverer:
         key = id(engine)
