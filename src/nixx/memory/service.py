@@ -17,7 +17,7 @@ import contextlib
 import functools
 import logging
 from collections.abc import AsyncIterator, Callable, Coroutine, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import numpy as np
@@ -25,7 +25,7 @@ from anyio import to_thread
 
 from nixx.config import Settings
 from nixx.embed.base import Embedder
-from nixx.errors import BackendError, NixxError, NotFound, ValidationError
+from nixx.errors import BackendError, NotFound, ValidationError
 from nixx.llm.client import ChatClient
 from nixx.memory import forget as forgetting
 from nixx.memory import intent as intent_state
@@ -33,17 +33,11 @@ from nixx.memory import search as fused
 from nixx.memory import semantic
 from nixx.memory.background import BackgroundJobs
 from nixx.memory.episodic import Episodic
-from nixx.memory.prompts import SOURCE_SUMMARY_PROMPT, SYSTEM_PROMPT
-from nixx.memory.recall import (
-    RecallContext,
-    Recalled,
-    build_system_prompt,
-    default_row_floor,
-    default_threshold,
-    select,
-)
+from nixx.memory.prompts import SOURCE_SUMMARY_PROMPT
+from nixx.memory.recall import Recall, RecallContext
 from nixx.memory.row_vectors import RowVectors
 from nixx.memory.summarize import merge_tags, select_window, summarise
+from nixx.memory.turn import TurnParts, run_turn
 from nixx.store.base import MemoryStore
 from nixx.store.forgetting import REBUILD_KEY, RESUMMARISE_KEY, ForgetLogEntry, ForgetResult
 from nixx.store.records import BufferHit, BufferRow, MemoryHit, Source, Summary, SummaryHit
@@ -52,8 +46,6 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 SUMMARY_JOB = "summary"
-# fused results a turn's recall looks at before the floor and the budget
-RECALL_CANDIDATES = 20
 # A search result that shares no word with the query needs this share of the recall row
 # floor as cosine (0.16 with MiniLM: bench/bench_recall.py loses no evidence row at 0.15,
 # 0.011 of R@10 at 0.2; docs/performance.md)
@@ -81,12 +73,23 @@ class NixxService:
         self.llm = llm
         self.tools = tools
         self.episodic = Episodic(settings, store)
+        self.recall = Recall(settings, store, self.episodic, self._embed_sync, embedder.model)
+        self._turn_parts = TurnParts(
+            settings=settings,
+            recall=self.recall,
+            episodic=self.episodic,
+            llm=llm,
+            tools=tools,
+            intent=functools.partial(intent_state.text, store),
+            resolve_model=self.resolve_model,
+            spawn=self.spawn,
+            after_turn=self.after_turn,
+        )
         self.jobs = BackgroundJobs()
         # every buffer row's vector, made in a thread of its own (started by the server)
         self.row_vectors = RowVectors(store, self._embed_sync)
         self._bound = False
         self._models: list[str] | None = None
-        self.recall_error: str | None = None
         self._writes: set[asyncio.Task[Any]] = set()
         self._summary_failures = 0
         self._summary_skip = 0
@@ -115,16 +118,6 @@ class NixxService:
     async def run(fn: Callable[..., T], *args: Any) -> T:
         """Run a blocking call in a worker thread."""
         return await to_thread.run_sync(fn, *args)
-
-    @property
-    def base_prompt(self) -> str:
-        return self.settings.system_prompt or SYSTEM_PROMPT
-
-    @property
-    def threshold(self) -> float:
-        if self.settings.recall_threshold is not None:
-            return self.settings.recall_threshold
-        return default_threshold(self.embedder.model)
 
     def _embed_sync(self, texts: Sequence[str]) -> np.ndarray:
         vectors = self.embedder.embed(list(texts))
@@ -170,146 +163,6 @@ class NixxService:
         )
 
     # ---- recall -----------------------------------------------------------------------
-    @property
-    def row_floor(self) -> float:
-        if self.settings.recall_threshold is not None:
-            return self.settings.recall_threshold
-        return default_row_floor(self.embedder.model)
-
-    def recall_search(self, query: str | None) -> RecallParts | None:
-        """The rankers' answers for recall (one worker thread, run beside the write of
-        the turn's user row): full text, then the query (and a period anchor) embedded
-        and the buffer-row and summary vectors searched. None when recall is off, the
-        budget is 0 or there is no query; an embedder failure leaves full text only
-        (`recall_error` says why)."""
-        if not self.episodic.recall_enabled() or self.settings.recall_tokens <= 0:
-            return None
-        if not query or not query.strip():
-            return None
-        depth = fused.DEFAULT_PARAMS.depth
-        fts, anchor_fts = fused.text_side(self.store, query, depth)
-        parts = RecallParts(query=query, fts=fts, anchor_fts=anchor_fts)
-        if not self.store.has_episodic_vectors():
-            return parts  # nothing to compare a query vector with: no embedding
-        vectors = self.embed_query_sync(fused.texts_to_embed(query))
-        if vectors is None:
-            return parts
-        parts.vector = vectors[0]
-        parts.vec = self.store.search_buffer_vectors(vectors[0], limit=depth)
-        if len(vectors) > 1:
-            parts.anchor_vec = self.store.search_buffer_vectors(vectors[1], limit=depth)
-        if self.settings.recall_limit > 0:
-            parts.wide, parts.last_summarised = self.recall_wide(vectors[0])
-        return parts
-
-    def recall_finish(
-        self,
-        parts: RecallParts | None,
-        *,
-        intent: str | None,
-        before_id: int | None,
-        exclude_ids: Sequence[int] = (),
-        query: str | None = None,
-    ) -> RecallContext:
-        """Fuse the rankers' answers, leaving out the history the client sent (rows from
-        `before_id` on) and `exclude_ids`, and pick what the prompt recalls. `query` is
-        reported when recall did not run."""
-        enabled = parts is not None or self.episodic.recall_enabled()
-        recalled: list[Recalled] = []
-        summary_hits: list[SummaryHit] = []
-        considered = 0
-        if parts is not None:
-            hits: list[SummaryHit] | None = []
-            if parts.vector is not None and self.settings.recall_limit > 0:
-                hits = self.recall_pick(parts.wide, parts.last_summarised, before_id)
-                if hits is None:
-                    assert before_id is not None
-                    hits = self.recall_filtered(parts.vector, before_id)
-            results = fused.combine(
-                parts.query,
-                parts.fts,
-                parts.vec,
-                hits or [],
-                parts.anchor_fts,
-                parts.anchor_vec,
-                store=self.store,
-                limit=RECALL_CANDIDATES,
-                before_id=before_id,
-                exclude_ids=exclude_ids,
-            )
-            considered = len(results)
-            recalled = select(
-                results,
-                row_floor=self.row_floor,
-                summary_threshold=self.threshold,
-                budget_tokens=self.settings.recall_tokens,
-                max_summaries=self.settings.recall_limit,
-            )
-            by_id = {r.summary.id: r.summary for r in results if r.summary is not None}
-            summary_hits = [
-                SummaryHit(by_id[item.id], float(item.cosine or 0.0))
-                for item in recalled
-                if item.kind == "summary"
-            ]
-        return RecallContext(
-            system_prompt=build_system_prompt(self.base_prompt, intent, recalled),
-            base_prompt=self.base_prompt,
-            intent=intent,
-            hits=summary_hits,
-            threshold=self.threshold,
-            recall_enabled=enabled,
-            query=parts.query if parts is not None else query,
-            before_buffer_id=before_id,
-            recalled=recalled,
-            row_floor=self.row_floor,
-            budget_tokens=self.settings.recall_tokens,
-            considered=considered,
-        )
-
-    # Filtering by buffer id inside the store costs far more than a plain vector search
-    # (measured: bench/bench_turn.py), and the summaries it leaves out — those of the
-    # history the client sent — are few. So recall runs a plain search for 4x the limit
-    # (`recall_wide`), filters it here (`recall_pick`), and uses the store's filter only
-    # when that left too few (`recall_filtered`).
-    def recall_wide(self, query_vec: np.ndarray) -> tuple[list[SummaryHit], int]:
-        """(the best 4 x limit summaries at or above the threshold, last summarised id)."""
-        limit = self.settings.recall_limit
-        wide = self.store.search_summaries(query_vec, limit=limit * 4, threshold=self.threshold)
-        return wide, self.store.last_summarised_id()
-
-    def recall_pick(
-        self, wide: list[SummaryHit], last_summarised: int, before_id: int | None
-    ) -> list[SummaryHit] | None:
-        """The recalled summaries from `recall_wide`'s answer, or None when only the
-        store's filtered search can tell."""
-        limit = self.settings.recall_limit
-        if before_id is None or before_id > last_summarised:
-            return wide[:limit]
-        kept = [h for h in wide if h.summary.end_buffer_id < before_id]
-        if len(kept) >= limit or len(wide) < limit * 4:
-            return kept[:limit]
-        return None
-
-    def recall_filtered(self, query_vec: np.ndarray, before_id: int) -> list[SummaryHit]:
-        return self.store.search_summaries(
-            query_vec,
-            limit=self.settings.recall_limit,
-            threshold=self.threshold,
-            before_buffer_id=before_id,
-        )
-
-    def embed_query_sync(self, texts: Sequence[str]) -> np.ndarray | None:
-        """The vectors of `texts` for recall, or None (the embedder failing: a turn goes
-        on without vectors rather than fail; `recall_error` says why)."""
-        try:
-            vectors = self._embed_sync(list(texts))
-        except NixxError as exc:
-            self.recall_error = exc.message
-            log.warning("recall without vectors: %s", exc.message)
-            return None
-        self.recall_error = None
-        return vectors
-
     async def context(
         self,
         query: str | None = None,
@@ -317,26 +170,12 @@ class NixxService:
         history_messages: int | None = None,
         before_id: int | None = None,
     ) -> RecallContext:
-        """The system prompt a turn sends. With no `query`, the newest user message of the
-        current session is used (what the next turn would recall against)."""
-        exclude: list[int] = []
-        if query is None:
-            # the newest user message of the session; a client continuing the session
-            # sends all of it, so nothing from the session start on is recalled
-            start = await self.run(self.episodic.session_start)
-            rows = await self.run(lambda: self.store.last_buffer_rows(20, after_id=start - 1))
-            users = [r for r in rows if r.role == "user"]
-            query = users[-1].content if users else None
-            exclude = [users[-1].id] if users else []
-            if before_id is None and history_messages is None:
-                before_id = start
-        if before_id is None:
-            before_id = await self.run(self.episodic.oldest_in_history, history_messages or 0)
-        parts = await self.run(self.recall_search, query)
-        intent = await self.run(intent_state.text, self.store)
+        """The system prompt a turn sends (`Recall.for_next_turn`). With no `query`, the
+        newest user message of the current session is used (what the next turn would
+        recall against)."""
         return await self.run(
-            lambda: self.recall_finish(
-                parts, intent=intent, before_id=before_id, exclude_ids=exclude, query=query
+            lambda: self.recall.for_next_turn(
+                query, history_messages=history_messages, before_id=before_id
             )
         )
 
@@ -351,9 +190,7 @@ class NixxService:
     ) -> AsyncIterator[Any]:
         """Run one chat turn; yields `nixx.memory.turn` events (see there). `agent`: the nxc
         persona the turn runs for (recorded on its buffer rows; no nixx tools offered)."""
-        from nixx.memory.turn import run_turn
-
-        return run_turn(self, body, origin, info, agent=agent)
+        return run_turn(self._turn_parts, body, origin, info, agent=agent)
 
     def after_turn(self) -> None:
         """Schedule the background work a new buffer row may make due."""
@@ -559,13 +396,13 @@ class NixxService:
     # ---- episodic search and status ----------------------------------------------------
     async def status(self) -> dict[str, Any]:
         data = await self.run(self.episodic.status)
-        data["threshold"] = self.threshold
+        data["threshold"] = self.recall.threshold
         data["recall_limit"] = self.settings.recall_limit
         data["context_length"] = self.settings.chat_context_length
         data["summary_running"] = self.jobs.running(SUMMARY_JOB)
         data["summary_error"] = self.jobs.last_error.get(SUMMARY_JOB)
         data["intent_error"] = self.jobs.last_error.get(INTENT_JOB)
-        data["recall_error"] = self.recall_error
+        data["recall_error"] = self.recall.error
         data["buffer_vectors"] = await self.run(self.row_vectors.status)
         return data
 
@@ -597,7 +434,7 @@ class NixxService:
                 anchor_vec,
                 store=self.store,
                 limit=limit,
-                min_cosine=self.row_floor * SEARCH_FLOOR_SHARE,
+                min_cosine=self.recall.row_floor * SEARCH_FLOOR_SHARE,
             )
 
         results = await self.run(combine)
@@ -908,20 +745,6 @@ class NixxService:
         """The rows around `row_id` (markers included), for a transcript view of a hit."""
         start = max(1, row_id - before)
         return await self.run(self.store.get_buffer, start, row_id + after)
-
-
-@dataclass
-class RecallParts:
-    """What the rankers answered for a turn's recall (`NixxService.recall_search`)."""
-
-    query: str
-    fts: list[BufferHit] = field(default_factory=list)
-    anchor_fts: list[BufferHit] = field(default_factory=list)
-    vector: np.ndarray | None = None
-    vec: list[BufferHit] = field(default_factory=list)
-    anchor_vec: list[BufferHit] = field(default_factory=list)
-    wide: list[SummaryHit] = field(default_factory=list)
-    last_summarised: int = 0
 
 
 @dataclass(frozen=True)

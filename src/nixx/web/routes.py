@@ -378,7 +378,7 @@ async def context_page(request: Request, query: str | None = None, answer: str |
         past = shapes.row(rows[0])
     ctx = await service.context(query or None)
     return render(request, "context.html", title="Context", ctx=ctx, query=query or "",
-                  past=past, recalled=[item.info() for item in ctx.recalled])
+                  past=past, recalled=ctx.info()["recalled"])
 
 
 # ---- intent and settings ----------------------------------------------------------------
