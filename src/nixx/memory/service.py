@@ -54,6 +54,41 @@ INTENT_JOB = "intent"
 SOURCES_JOB = "sources"
 
 
+@contextlib.asynccontextmanager
+async def open_service(settings: Settings, *, tools: bool = False) -> AsyncIterator[NixxService]:
+    """The service over what `settings` name — the store (``NIXX_DB_URL``), the embedder,
+    one LLM client and, with `tools`, the tool registry — all closed after. The server's
+    lifespan opens one (with tools); so does each one-shot CLI verb (`nixx ingest`, `nixx
+    forget`)."""
+    from nixx.embed import make_embedder
+    from nixx.store import open_store
+
+    store = await to_thread.run_sync(open_store, settings.database_url)
+    embedder = None
+    llm = None
+    try:
+        embedder = make_embedder(settings)
+        llm = ChatClient(
+            settings.chat_base_url, api_key=settings.chat_api_key, timeout=settings.chat_timeout
+        )
+        registry = None
+        if tools:
+            from nixx.tools.registry import ToolRegistry
+
+            registry = ToolRegistry(settings, store)
+        service = NixxService(settings, store, embedder, llm, registry)
+        try:
+            yield service
+        finally:
+            await service.close()
+    finally:
+        if llm is not None:
+            await llm.aclose()
+        if embedder is not None:
+            embedder.close()
+        await to_thread.run_sync(store.close)
+
+
 class _Stale(Exception):
     """A forget ran while a background job read the rows it was about to store."""
 
@@ -99,6 +134,14 @@ class NixxService:
         self._forget_lock = asyncio.Lock()
         self._forget_epoch = 0
 
+    async def start(self) -> None:
+        """What the server does once when it starts: the thread that embeds buffer rows
+        without a vector (backfill), the repairs a forget left queued, and the vector
+        indexes warmed (not in the first search after a restart)."""
+        self.row_vectors.start()
+        await self.resume_repairs()
+        self.store.warm_vector_indexes()
+
     async def close(self) -> None:
         await self.run(self.row_vectors.close)
         if self._writes:
@@ -128,6 +171,15 @@ class NixxService:
 
     async def embed(self, texts: Sequence[str]) -> np.ndarray:
         return await self.run(self._embed_sync, texts)
+
+    @property
+    def embedding_model(self) -> str:
+        return self.embedder.model
+
+    async def embed_for_client(self, texts: Sequence[str]) -> np.ndarray:
+        """Vectors for a client's texts (`POST /v1/embeddings`): the embedder only, the
+        store is not bound to it."""
+        return await self.run(self.embedder.embed, texts)
 
     async def resolve_model(self, requested: str | None) -> str:
         """NIXX_CHAT_MODEL, else the model the client asked for, else the backend's first."""
@@ -658,12 +710,15 @@ class NixxService:
         name: str | None = None,
         tags: Sequence[str] | str | None = None,
         progress: Callable[[Any], None] | None = None,
+        confined: bool = True,
+        summarise: bool = True,
     ) -> tuple[Any, str | None]:
-        """Ingest one of `path` (inside the workspace), `url` or `text` (needs `name`),
-        then ask the LLM for the source's display summary. Returns the
-        `nixx.ingest.pipeline.IngestResult` and why there is no summary (None if fine)."""
+        """Ingest one of `path` (inside the workspace, unless not `confined`: the CLI
+        reads any path its user names), `url` or `text` (needs `name`), then, when
+        `summarise`, ask the LLM for the source's display summary (`summarise_sources`).
+        Returns the `nixx.ingest.pipeline.IngestResult` and why there is no summary
+        (None if fine)."""
         from nixx.ingest.pipeline import Ingestor
-        from nixx.ingest.summary import summarise as summarise_source
 
         given = [k for k, v in (("path", path), ("url", url), ("text", text)) if v is not None]
         if len(given) != 1:
@@ -675,11 +730,10 @@ class NixxService:
         if text is not None and not name:
             raise ValidationError('"text" needs a "name" for the source', param="name")
         ingestor = Ingestor(self.store, self.embedder, self.settings, progress=progress)
+        root = self.settings.workspace if confined else None
         if path is not None:
             result = await self.run(
-                lambda: ingestor.ingest_path(
-                    path, name=name, tags=tags, root=self.settings.workspace
-                )
+                lambda: ingestor.ingest_path(path, name=name, tags=tags, root=root)
             )
         elif url is not None:
             result = await self.run(lambda: ingestor.ingest_url(url, name=name, tags=tags))
@@ -687,21 +741,35 @@ class NixxService:
             result = await self.run(
                 lambda: ingestor.ingest_text(text or "", name=name or "", tags=tags)
             )
-        problem = None
-        if result.summary_input:  # changed, or unchanged but still without a summary
-            try:
-                model = await self.resolve_model(None)
+        problem = await self.summarise_sources([result]) if summarise else None
+        return result, problem
+
+    async def summarise_sources(self, results: Sequence[Any]) -> str | None:
+        """Write the display summary of each ingested source that needs one (changed,
+        or unchanged but still without a summary: `IngestResult.summary_input`), asking
+        the LLM (`nixx.ingest.summary`); each result's `source` is re-read after. Stops
+        at the first backend failure and returns what went wrong (the sources stay
+        stored and searchable without summaries; the next ingest makes them)."""
+        from nixx.ingest.summary import summarise as summarise_source
+
+        todo = [r for r in results if r.summary_input]
+        if not todo:
+            return None
+        result = todo[0]
+        try:
+            model = await self.resolve_model(None)
+            for result in todo:
                 summary = await summarise_source(
                     self.llm, model, result.source.name, result.summary_input
                 )
-            except BackendError as exc:
-                problem = exc.message
-            else:
                 if summary:
                     source_id = result.source.id
                     await self.run(self.store.set_source_summary, source_id, summary)
                     result.source = await self.run(self.store.get_source, source_id)
-        return result, problem
+        except BackendError as exc:
+            result.summary_error = exc.message  # the source being summarised
+            return exc.message
+        return None
 
     async def get_source(self, source_id: int) -> Source:
         return await self.run(self.store.get_source, source_id)
@@ -711,6 +779,37 @@ class NixxService:
 
     async def list_summaries(self, limit: int = 50, offset: int = 0) -> list[Summary]:
         return await self.run(lambda: self.store.list_summaries(limit=limit, offset=offset))
+
+    async def summaries_page(self, limit: int, offset: int) -> tuple[list[Summary], int]:
+        """(stored summaries newest first, from `offset`; how many there are in all)."""
+
+        def work() -> tuple[list[Summary], int]:
+            return self.store.list_summaries(limit, offset), self.store.count_summaries()
+
+        return await self.run(work)
+
+    async def transcript(self, start_id: int, end_id: int) -> list[BufferRow]:
+        """Buffer rows with start_id <= id <= end_id (markers included), oldest first."""
+        return await self.run(self.store.get_buffer, start_id, end_id)
+
+    async def session(self) -> tuple[int, list[BufferRow]]:
+        """(the first buffer id of the current session, its non-marker rows oldest first)."""
+
+        def work() -> tuple[int, list[BufferRow]]:
+            return self.episodic.session_start(), self.episodic.session_rows()
+
+        return await self.run(work)
+
+    async def clear_session(self, origin: str) -> BufferRow:
+        """End the session: a ``session_clear`` marker row (nothing is deleted)."""
+        return await self.run(self.episodic.clear_session, origin)
+
+    async def wait_for_repairs(self, timeout: float) -> dict[str, str]:
+        """Wait up to `timeout` seconds for the background repairs (re-summaries, source
+        rebuilds, intent); what failed, by job (they stay queued for later)."""
+        with contextlib.suppress(TimeoutError):
+            await self.jobs.wait_idle(timeout)
+        return dict(self.jobs.last_error)
 
     async def configure(
         self, *, interval: int | None = None, recall: bool | None = None
@@ -769,4 +868,4 @@ class _BoundEmbedder(Embedder):
         return self._service._embed_sync(texts)
 
 
-__all__ = ["NixxService"]
+__all__ = ["NixxService", "open_service"]
