@@ -117,8 +117,8 @@ class NixxService:
             tools=tools,
             intent=functools.partial(intent_state.text, store),
             resolve_model=self.resolve_model,
-            spawn=self.spawn,
-            after_turn=self.after_turn,
+            spawn=self._spawn,
+            after_turn=self._after_turn,
         )
         self.jobs = BackgroundJobs()
         # every buffer row's vector, made in a thread of its own (started by the server)
@@ -148,7 +148,7 @@ class NixxService:
             await asyncio.gather(*self._writes, return_exceptions=True)
         await self.jobs.close()
 
-    def spawn(self, coro: Coroutine[Any, Any, T]) -> asyncio.Task[T]:
+    def _spawn(self, coro: Coroutine[Any, Any, T]) -> asyncio.Task[T]:
         """Run `coro` as its own task, kept alive until done (writes that must finish
         even when the request that started them is cancelled)."""
         task = asyncio.get_running_loop().create_task(coro)
@@ -244,7 +244,7 @@ class NixxService:
         persona the turn runs for (recorded on its buffer rows; no nixx tools offered)."""
         return run_turn(self._turn_parts, body, origin, info, agent=agent)
 
-    def after_turn(self) -> None:
+    def _after_turn(self) -> None:
         """Schedule the background work a new buffer row may make due."""
         self.jobs.schedule(SUMMARY_JOB, self._auto_summary)
         self.jobs.schedule(INTENT_JOB, self._auto_intent)
@@ -817,7 +817,7 @@ class NixxService:
         """Change the summary interval and/or recall (kept across restarts); the status after."""
         await self.run(lambda: self.episodic.configure(interval=interval, recall=recall))
         if interval is not None:
-            self.after_turn()  # a lower interval may make a summary due now
+            self._after_turn()  # a lower interval may make a summary due now
         return await self.status()
 
     async def buffer_page(self, *, before_id: int | None, limit: int) -> list[BufferRow]:
