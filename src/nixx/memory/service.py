@@ -8,6 +8,13 @@ event loop never waits on them.
     async for event in service.turn(body, origin="api"): ...
     await service.summarise_now(tags=["db"])
     await service.close()
+
+    async with open_service(settings) as service: ...   # opens and closes all of it
+
+It builds its collaborators once — the `Episodic` buffer, the per-turn `Recall`
+(`nixx.memory.recall`) and the `TurnParts` each turn is handed (`nixx.memory.turn`) — and
+is the one door of every shell: a shell calls a method named for its use case, never
+what the service holds (`tests/test_architecture.py`).
 """
 
 from __future__ import annotations
