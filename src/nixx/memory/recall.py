@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
+from concurrent.futures import Executor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -165,7 +166,8 @@ class Recall:
     explains the pick. Its methods block (store and embedder calls): run them in a
     worker thread. `embed` is the service's embedding call (it binds the store to the
     embedder on first use); `model` names the embedding model the floors are
-    calibrated for."""
+    calibrated for; `pool` gives the threads the rankers overlap on (the service's,
+    shared with its search: `nixx.memory.search.run_rankers`)."""
 
     def __init__(
         self,
@@ -174,12 +176,14 @@ class Recall:
         episodic: Episodic,
         embed: Callable[[Sequence[str]], np.ndarray],
         model: str,
+        pool: Callable[[], Executor],
     ) -> None:
         self.settings = settings
         self.store = store
         self.episodic = episodic
         self._embed = embed
         self.model = model
+        self._pool = pool
         self.error: str | None = None  # why the last recall went without vectors
 
     @property
@@ -209,20 +213,24 @@ class Recall:
             return None
         if not query or not query.strip():
             return None
-        depth = fused.DEFAULT_PARAMS.depth
-        fts, anchor_fts = fused.text_side(self.store, query, depth)
-        parts = RecallParts(query=query, fts=fts, anchor_fts=anchor_fts)
-        if not self.store.has_episodic_vectors():
-            return parts  # nothing to compare a query vector with: no embedding
-        vectors = self._embed_query(fused.texts_to_embed(query))
-        if vectors is None:
-            return parts
-        parts.vector = vectors[0]
-        parts.vec = self.store.search_buffer_vectors(vectors[0], limit=depth)
-        if len(vectors) > 1:
-            parts.anchor_vec = self.store.search_buffer_vectors(vectors[1], limit=depth)
-        if self.settings.recall_limit > 0:
-            parts.wide, parts.last_summarised = self._wide(vectors[0])
+        wide = self.settings.recall_limit > 0
+        answers = fused.run_rankers(
+            self.store,
+            query,
+            self._embed_query,
+            lambda vector: self._wide(vector) if wide else ([], 0),
+            pool=self._pool(),
+        )
+        parts = RecallParts(
+            query=query,
+            fts=answers.fts,
+            anchor_fts=answers.anchor_fts,
+            vector=answers.vector,
+            vec=answers.vec,
+            anchor_vec=answers.anchor_vec,
+        )
+        if answers.summaries is not None:
+            parts.wide, parts.last_summarised = answers.summaries
         return parts
 
     def finish(

@@ -23,9 +23,11 @@ from __future__ import annotations
 
 import calendar
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from concurrent.futures import Executor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from typing import Generic, TypeVar
 
 import numpy as np
 
@@ -245,6 +247,56 @@ def vector_side(
     return vec, summaries, anchor
 
 
+S = TypeVar("S")
+
+
+@dataclass
+class Rankers(Generic[S]):
+    """What the three rankers answered for one question (`run_rankers`)."""
+
+    fts: list[BufferHit] = field(default_factory=list)
+    anchor_fts: list[BufferHit] = field(default_factory=list)
+    vector: np.ndarray | None = None  # the question's embedding (None: full text only)
+    vec: list[BufferHit] = field(default_factory=list)
+    anchor_vec: list[BufferHit] = field(default_factory=list)
+    summaries: S | None = None  # what the caller's summary search returned
+
+
+def run_rankers(
+    store: MemoryStore,
+    query: str,
+    embed: Callable[[list[str]], np.ndarray | None],
+    summaries: Callable[[np.ndarray], S],
+    *,
+    pool: Executor,
+    depth: int = DEFAULT_PARAMS.depth,
+    before_id: int | None = None,
+) -> Rankers[S]:
+    """The rankers of a question, each on its own thread where it can overlap: full text
+    on `pool` while this thread embeds the question (`embed`: None when the embedder is
+    down, then full text only) and searches the buffer-row vectors; the summary search
+    (the caller's: a search shows the best few, recall filters by a threshold) on `pool`
+    beside it. Nothing is embedded when no vector is stored. Blocking; run it in a
+    worker thread. SQLite, the embedder and the HNSW index release the GIL, so on two
+    cores this takes about max(full text, embedding + the longer vector search)."""
+    text = pool.submit(text_side, store, query, depth)
+    out: Rankers[S] = Rankers()
+    try:
+        vectors = embed(texts_to_embed(query)) if store.has_episodic_vectors() else None
+        if vectors is not None and len(vectors):
+            out.vector = vectors[0]
+            summary_side = pool.submit(summaries, vectors[0])
+            out.vec = store.search_buffer_vectors(vectors[0], limit=depth, before_id=before_id)
+            if len(vectors) > 1:
+                out.anchor_vec = store.search_buffer_vectors(
+                    vectors[1], limit=depth, before_id=before_id
+                )
+            out.summaries = summary_side.result()
+    finally:
+        out.fts, out.anchor_fts = text.result()
+    return out
+
+
 def search_store(
     store: MemoryStore,
     query: str,
@@ -410,6 +462,7 @@ __all__ = [
     "lexical_order",
     "FusionParams",
     "Period",
+    "Rankers",
     "Result",
     "attach_context",
     "combine",
@@ -421,4 +474,5 @@ __all__ = [
     "month_period",
     "relative_anchor",
     "relative_period",
+    "run_rankers",
 ]

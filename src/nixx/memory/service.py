@@ -24,6 +24,7 @@ import contextlib
 import functools
 import logging
 from collections.abc import AsyncIterator, Callable, Coroutine, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -115,7 +116,10 @@ class NixxService:
         self.llm = llm
         self.tools = tools
         self.episodic = Episodic(settings, store)
-        self.recall = Recall(settings, store, self.episodic, self._embed_sync, embedder.model)
+        self.recall = Recall(
+            settings, store, self.episodic, self._embed_sync, embedder.model,
+            lambda: self.ranker_pool,
+        )
         self._turn_parts = TurnParts(
             settings=settings,
             recall=self.recall,
@@ -140,6 +144,16 @@ class NixxService:
         # from a deleted row (`_store_if_current`).
         self._forget_lock = asyncio.Lock()
         self._forget_epoch = 0
+        self._ranker_pool: ThreadPoolExecutor | None = None
+
+    @property
+    def ranker_pool(self) -> ThreadPoolExecutor:
+        """Threads for the rankers that run beside a search's embedding (full text, the
+        summary vectors: `nixx.memory.search.run_rankers`). Its tasks never wait for
+        each other, so a few threads serve any number of concurrent searches."""
+        if self._ranker_pool is None:
+            self._ranker_pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="nixx-rank")
+        return self._ranker_pool
 
     async def start(self) -> None:
         """What the server does once when it starts: the thread that embeds buffer rows
@@ -151,6 +165,8 @@ class NixxService:
 
     async def close(self) -> None:
         await self.run(self.row_vectors.close)
+        if self._ranker_pool is not None:
+            self._ranker_pool.shutdown(wait=False)
         if self._writes:
             await asyncio.gather(*self._writes, return_exceptions=True)
         await self.jobs.close()
@@ -467,21 +483,24 @@ class NixxService:
 
     async def search(self, query: str, limit: int) -> SearchAnswer:
         """The fused search (`nixx.memory.search`), plus the two lists the seed's API had:
-        full text over the buffer and vectors over summaries. Full text runs in one worker
-        thread while the query is embedded and the vector indexes searched in another."""
+        full text over the buffer and vectors over summaries. The rankers overlap
+        (`nixx.memory.search.run_rankers`)."""
         depth = max(limit, fused.DEFAULT_PARAMS.depth)
-
-        def vector_side() -> tuple[list[BufferHit], list[SummaryHit], list[BufferHit]]:
-            if not self.store.has_episodic_vectors():
-                return [], [], []  # nothing to compare a query vector with: no embedding
-            vectors = self._embed_sync(fused.texts_to_embed(query))
-            return fused.vector_side(self.store, vectors, depth, None)
-
-        text, vector = await asyncio.gather(
-            self.run(fused.text_side, self.store, query, depth), self.run(vector_side)
+        # A summary ranked below `limit` among summaries can never be in the fused top
+        # `limit` (rank fusion scores a summary by its rank alone): `limit` are enough.
+        answers = await self.run(
+            lambda: fused.run_rankers(
+                self.store,
+                query,
+                self._embed_sync,
+                lambda vector: self.store.search_summaries(vector, limit=limit, threshold=None),
+                pool=self.ranker_pool,
+                depth=depth,
+            )
         )
-        fts, anchor_fts = text
-        vec, summaries, anchor_vec = vector
+        fts, anchor_fts = answers.fts, answers.anchor_fts
+        vec, anchor_vec = answers.vec, answers.anchor_vec
+        summaries = answers.summaries or []
 
         def combine() -> list[fused.Result]:
             return fused.combine(

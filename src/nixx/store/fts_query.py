@@ -54,7 +54,11 @@ def query_terms(query: str, *, max_terms: int = 32) -> list[str]:
 def fts5_match(query: str) -> str | None:
     """An FTS5 MATCH expression OR-ing the quoted terms of `query`, or None when
     the query has no searchable term."""
-    terms = query_terms(query)
+    return fts5_match_terms(query_terms(query))
+
+
+def fts5_match_terms(terms: list[str]) -> str | None:
+    """An FTS5 MATCH expression OR-ing the quoted `terms` (None for none)."""
     if not terms:
         return None
     return " OR ".join('"' + term.replace('"', '""') + '"' for term in terms)

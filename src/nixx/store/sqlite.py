@@ -38,7 +38,7 @@ from nixx.errors import (
 from nixx.store import forgetting, sqlite_migrations, validation
 from nixx.store.base import RETRY_TAIL, EmbedFn, MemoryStore, retried_user_row
 from nixx.store.forgetting import ForgetLogEntry, ForgetResult
-from nixx.store.fts_query import fts5_match
+from nixx.store.fts_query import fts5_match_terms
 from nixx.store.portable import (
     as_vector,
     buffer_record,
@@ -60,6 +60,7 @@ from nixx.store.records import (
     Summary,
     SummaryHit,
 )
+from nixx.store.term_stats import TermStats
 from nixx.store.vector_index import (
     DEFAULT_ANN_THRESHOLD,
     SyncPoint,
@@ -116,6 +117,8 @@ class SQLiteStore(MemoryStore):
     backend = "sqlite"
     #: Widest HNSW candidate set tried before a filtered search falls back to an exact scan.
     ann_max_candidates = 4_096
+    #: HNSW candidates fetched per result wanted (re-scored exactly, best `limit` kept).
+    ann_overfetch = 2.0
 
     def __init__(
         self,
@@ -152,6 +155,7 @@ class SQLiteStore(MemoryStore):
         self._index_locks = {name: threading.Lock() for name in _VECTOR_TABLES}
         self._building: set[str] = set()  # tables whose index a background thread prepares
         self._warming: threading.Thread | None = None
+        self._term_stats = TermStats()
 
     # ---- connections & transactions ------------------------------------------------
     def _connect(self) -> apsw.Connection:
@@ -505,10 +509,14 @@ class SQLiteStore(MemoryStore):
         return int(row[0] or 0)
 
     def search_buffer(self, query: str, limit: int = 10) -> list[BufferHit]:
-        match = fts5_match(query)
-        if match is None or limit <= 0:
+        if limit <= 0:
             return []
-        cur = self._conn().execute(
+        conn = self._conn()
+        # words in half the rows or more cannot change bm25's order, only its cost
+        match = fts5_match_terms(self._term_stats.rankable_terms(conn, query))
+        if match is None:
+            return []
+        cur = conn.execute(
             "SELECT b.id, b.role, b.content, b.origin, b.created_at, b.meta, "
             "       bm25(buffer_fts) AS rank "
             "FROM buffer_fts JOIN buffer b ON b.id = buffer_fts.rowid "
@@ -832,9 +840,11 @@ class SQLiteStore(MemoryStore):
         memory_ids: Sequence[int] = (),
     ) -> ForgetResult:
         with self._write() as conn:
-            return forgetting.execute(
+            result = forgetting.execute(
                 _ForgetOps(conn), kind, buffer_ids, summary_ids, source_ids, memory_ids
             )
+        self._term_stats.forget()  # fewer rows: frequencies read before may be too high
+        return result
 
     def get_summary(self, summary_id: int) -> Summary:
         row = (
@@ -1021,7 +1031,7 @@ class SQLiteStore(MemoryStore):
         """HNSW candidates re-scored exactly from the stored vectors, filtered; widen
         the candidate set while filters leave too few, then fall back to an exact scan."""
         q = normalise_rows(query)
-        fetch = max(4 * limit, 64)
+        fetch = max(int(self.ann_overfetch * limit), 64)
         spec = _INDEX_SPECS[table]
         while True:
             ids = index.ann_candidates(q, fetch)

@@ -17,6 +17,7 @@ See docs/storage.md for the measurements behind the threshold and parameters.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 from dataclasses import dataclass
@@ -31,6 +32,22 @@ HNSW_EXPANSION_ADD = 64
 HNSW_EXPANSION_SEARCH = 256
 HNSW_DTYPE = "i8"
 SIDECAR_VERSION = 1
+
+
+def usearch_index() -> Any:
+    """usearch's `Index` class, imported on first use.
+
+    onnxruntime (1.23 and later, the local embedder's engine) kills the process with
+    SIGSEGV when it is imported after usearch's extension module, which carries its own
+    C++ runtime; imported before it, both work. So when onnxruntime is installed it is
+    imported first, here, the one place nixx imports usearch (a test checks both orders
+    in fresh interpreters: tests/embed/test_local.py)."""
+    if importlib.util.find_spec("onnxruntime") is not None:
+        import onnxruntime  # noqa: F401
+
+    from usearch.index import Index
+
+    return Index
 
 
 def normalise_rows(mat: np.ndarray) -> np.ndarray:
@@ -153,8 +170,7 @@ class VectorIndex:
 
     def _promote(self, ids: np.ndarray, vectors: np.ndarray) -> None:
         """Switch to the HNSW graph, moving the rows held so far into it."""
-        from usearch.index import Index
-
+        Index = usearch_index()
         ann = Index(
             ndim=self.dim,
             metric="cos",
@@ -248,9 +264,7 @@ class VectorIndex:
                 or meta.get("epoch") != epoch
             ):
                 return None
-            from usearch.index import Index
-
-            ann = Index.restore(str(self.sidecar), view=False)
+            ann = usearch_index().restore(str(self.sidecar), view=False)
             if ann is None or ann.ndim != self.dim or len(ann) != meta["count"]:
                 return None
         except (OSError, ValueError, KeyError, RuntimeError):

@@ -1,0 +1,97 @@
+"""Which of a question's words full text can rank by, in the SQLite store (FTS5).
+
+FTS5's bm25() weighs a term by its inverse document frequency,
+``log((N - n + 0.5) / (n + 0.5))``, and uses 1e-6 instead when that is not positive:
+a word that half the rows or more contain cannot change the order of the results. It
+still costs: FTS5 scores every row that matches any term before it sorts (about a
+microsecond and a half per matching row here), so a message made of such words ("stream
+recall memory buffer cache" on a store where every row says them) took half a second
+for nothing (bench/bench_turn.py --questions vocab, docs/performance.md).
+
+So the store leaves those words out of the MATCH expression. Document frequencies come
+from an `fts5vocab` table (which counts a term's rows by reading its posting list: ~20x
+cheaper than ranking them, but not free), kept per process for each word and re-read
+once the store has grown by a tenth since. Small stores (< `MIN_ROWS` rows) are left
+alone: their queries are cheap, and there a word in half the rows is often the very one
+asked for.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import apsw
+
+from nixx.store.fts_query import query_terms
+
+#: Below this many rows every term is kept.
+MIN_ROWS = 1_000
+#: A cached document frequency is re-read when the store grew by this share since.
+REFRESH_GROWTH = 0.10
+_MAX_CACHED = 50_000
+_TOKENIZER = ("porter", ["unicode61", "remove_diacritics", "2"])  # buffer_fts's tokenize
+
+
+class TermStats:
+    """Document frequencies of the buffer's full-text terms (thread-safe)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._df: dict[str, tuple[int, int]] = {}  # stem -> (rows containing it, N then)
+
+    def rankable_terms(self, conn: apsw.Connection, query: str) -> list[str]:
+        """The content words of `query` (`fts_query.query_terms`) that can change bm25's
+        order: those in fewer than half the buffer's rows. [] when none can."""
+        terms = query_terms(query)
+        if not terms:
+            return []
+        total = _row_count(conn)
+        if total < MIN_ROWS:
+            return terms
+        tokenizer = conn.fts5_tokenizer(*_TOKENIZER)
+        kept = []
+        for term in terms:
+            tokens = tokenizer(term.encode("utf-8"), apsw.FTS5_TOKENIZE_QUERY, None)
+            stems = [t[2] for t in tokens if isinstance(t, tuple) and len(t) >= 3]
+            if not stems or any(2 * self._frequency(conn, s, total) < total for s in stems):
+                kept.append(term)
+        return kept
+
+    def forget(self) -> None:
+        """Drop every cached frequency (after rows were deleted)."""
+        with self._lock:
+            self._df.clear()
+
+    def _frequency(self, conn: apsw.Connection, stem: str, total: int) -> int:
+        with self._lock:
+            cached = self._df.get(stem)
+        if cached is not None and total <= cached[1] * (1 + REFRESH_GROWTH):
+            return cached[0]
+        conn.execute(
+            "CREATE VIRTUAL TABLE IF NOT EXISTS temp.buffer_fts_terms "
+            "USING fts5vocab(main, buffer_fts, 'row')"
+        )
+        row = conn.execute("SELECT doc FROM temp.buffer_fts_terms WHERE term = ?", (stem,))
+        found = row.fetchone()
+        df = int(found[0]) if found else 0
+        with self._lock:
+            if len(self._df) >= _MAX_CACHED:
+                self._df.clear()
+            self._df[stem] = (df, total)
+        return df
+
+
+def _row_count(conn: apsw.Connection) -> int:
+    """The number of rows FTS5 has indexed, from its averages record (the first varint of
+    `buffer_fts_data` row 1, where bm25() reads N): no scan."""
+    found = conn.execute("SELECT block FROM buffer_fts_data WHERE id = 1").fetchone()
+    if not found or not found[0]:
+        return 0
+    value = 0
+    for i, byte in enumerate(bytes(found[0])[:9]):  # SQLite's varint: big-endian, 7 bits a
+        if i == 8:  # byte with a continuation bit, the ninth byte whole
+            return (value << 8) | byte
+        value = (value << 7) | (byte & 0x7F)
+        if not byte & 0x80:
+            return value
+    return value
