@@ -24,6 +24,8 @@ test: setup
 	scripts/ensure-chromium.sh
 	$(BIN)/python -m pytest -q
 
+# ruff, then mypy over the package (strict where pyproject.toml's overrides say; its
+# cache, .mypy_cache/, keeps a second run to seconds). `.ci/run` runs it before `make test`.
 lint: setup
 	$(BIN)/ruff check src tests bench
 	$(BIN)/mypy

@@ -3,6 +3,11 @@
     .venv-bench/bin/python bench/bench_embed.py [--n 256] [--rounds 3]
     .venv/bin/python bench/bench_embed.py --only-local
     .venv/bin/python bench/bench_embed.py --calibrate      # recall-threshold measurement
+    .venv/bin/python bench/bench_embed.py --engines        # the local embedder's two engines
+
+`--engines` compares the local embedder's engines (onnx, numpy) in one process: the latency
+of embedding one short text (what a search or a turn waits for), the two alternating text by
+text, and the throughput of each workload, alternating rounds (best kept).
 
 The comparison needs the benchmark venv (torch is not a dependency of nixx):
 
@@ -155,6 +160,44 @@ PAIRS = [
 ]
 
 
+def engines_ab(n: int, rounds: int, queries: int = 300) -> None:
+    import numpy as np
+
+    from nixx.embed.local import ENGINES, LocalEmbedder
+
+    embedders = {e: LocalEmbedder(engine=e) for e in ENGINES}
+    rng = random.Random(5)
+    texts = short_messages(queries, rng)
+    for emb in embedders.values():
+        emb.embed(texts[:20])  # load the weights, warm the caches
+    times: dict[str, list[float]] = {e: [] for e in ENGINES}
+    for text in texts:
+        for e, emb in embedders.items():
+            start = time.perf_counter()
+            emb.embed([text])
+            times[e].append(time.perf_counter() - start)
+    tokens = np.mean([len(t) for t in embedders["numpy"].tokenize(texts)])
+    print(f"one short text ({queries} texts, {tokens:.0f} tokens on average), alternating; "
+          f"load {os.getloadavg()[0]:.1f}")
+    for e in ENGINES:
+        ms = np.array(times[e]) * 1000
+        print(f"  {e:6s} p50 {np.percentile(ms, 50):6.2f} ms  p95 {np.percentile(ms, 95):6.2f} ms")
+    ratio = np.median(times["numpy"]) / np.median(times["onnx"])
+    print(f"  numpy / onnx at p50: {ratio:.2f}x\n")
+    for name, batch in workloads(n).items():
+        best = {e: float("inf") for e in ENGINES}
+        for _ in range(rounds):
+            for e, emb in embedders.items():
+                start = time.perf_counter()
+                emb.embed(batch)
+                best[e] = min(best[e], time.perf_counter() - start)
+        count = sum(len(t) for t in embedders["numpy"].tokenize(batch))
+        print(f"{name}: {len(batch)} texts, {count} tokens; load {os.getloadavg()[0]:.1f}")
+        for e in ENGINES:
+            print(f"  {e:6s} {len(batch) / best[e]:8.1f} texts/s {count / best[e]:8.0f} tokens/s")
+        print(f"  onnx / numpy: {best['numpy'] / best['onnx']:.2f}x\n")
+
+
 def calibrate() -> None:
     import numpy as np
 
@@ -187,6 +230,7 @@ def main() -> int:
     ap.add_argument("--only-local", action="store_true", help="skip sentence-transformers")
     ap.add_argument("--calibrate", action="store_true", help="measure recall thresholds")
     ap.add_argument("--only", choices=["short", "chunks"], help="run one workload")
+    ap.add_argument("--engines", action="store_true", help="onnx vs numpy (local embedder)")
     ap.add_argument("--worker", choices=["local", "st"], help=argparse.SUPPRESS)
     ap.add_argument("--workload", help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -196,6 +240,9 @@ def main() -> int:
         return 0
     if args.calibrate:
         calibrate()
+        return 0
+    if args.engines:
+        engines_ab(args.n, args.rounds)
         return 0
 
     import numpy as np

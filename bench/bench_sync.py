@@ -26,14 +26,9 @@ import time
 
 from nixx.log.store import LogStore
 from nixx.log.workspace import init_workspace
-from nixx.nxc.outcomes import DeliveryReducer
-from nixx.nxc.reducer import ChatReducer
+from nixx.nxc.installed import reducers
 from nixx.sync import state
 from nixx.sync.engine import sync_workspace
-
-
-def reducers() -> list:
-    return [ChatReducer(), DeliveryReducer()]
 
 
 def fill(db: str, n: int) -> float:

@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import (
     BaseSettings,
     NoDecode,
@@ -49,7 +49,7 @@ class Settings(BaseSettings):
         description="Address `nixx serve` binds. Anything but loopback requires `NIXX_API_KEY`.",
     )
     port: int = Field(default=8420, ge=0, le=65535, description="Port `nixx serve` listens on.")
-    api_key: str | None = Field(
+    api_key: SecretStr | None = Field(
         default=None,
         description="When set, every request must carry `Authorization: Bearer <key>` "
         "(`/health` excepted). Required to bind a non-loopback address.",
@@ -65,7 +65,7 @@ class Settings(BaseSettings):
         description="OpenAI-compatible LLM backend (llama.cpp, Ollama `http://127.0.0.1:11434/v1`, "
         "OpenAI `https://api.openai.com/v1`, any gateway).",
     )
-    chat_api_key: str | None = Field(
+    chat_api_key: SecretStr | None = Field(
         default=None, description="Bearer key sent to the chat backend, if it needs one."
     )
     chat_model: str = Field(
@@ -97,7 +97,7 @@ class Settings(BaseSettings):
         default="http://127.0.0.1:8082/v1",
         description="OpenAI-compatible embeddings endpoint, used when `NIXX_EMBED_PROVIDER=openai`.",
     )
-    embed_api_key: str | None = Field(
+    embed_api_key: SecretStr | None = Field(
         default=None, description="Bearer key sent to the embeddings endpoint, if it needs one."
     )
     embed_model: str = Field(

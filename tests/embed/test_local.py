@@ -296,3 +296,21 @@ def test_engine_onnx_without_onnxruntime_says_what_to_do() -> None:
     assert proc.returncode == 0, proc.stderr
     assert "ERR ConfigError NIXX_EMBED_ENGINE=onnx" in proc.stdout
     assert "NIXX_EMBED_ENGINE=numpy" in proc.stdout
+
+
+def _nice_of(native_id: int) -> int:
+    stat = Path(f"/proc/self/task/{native_id}/stat").read_text()
+    return int(stat.rsplit(")", 1)[1].split()[16])  # field 19 of proc(5): nice
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="reads /proc (Linux)")
+def test_batch_passes_run_at_background_priority_and_queries_inline() -> None:
+    embedder = LocalEmbedder(engine="onnx", tokens_per_pass=64)
+    texts, _ = _reference()
+    embedder.embed(texts * 4)  # many passes: they run on the embedder's pool
+    pool = [t for t in threading.enumerate() if t.name.startswith("nixx-embed")]
+    assert pool and all(_nice_of(t.native_id) == 19 for t in pool if t.native_id)
+    # one short text runs in the calling thread, which keeps its priority
+    before = _nice_of(threading.get_native_id())
+    embedder.embed(["where did I hide the boathouse key?"])
+    assert _nice_of(threading.get_native_id()) == before

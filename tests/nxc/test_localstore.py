@@ -11,7 +11,7 @@ import pytest
 from nixx.errors import StoreError
 from nixx.log.connection import WAL_TRUNCATE_BYTES
 from nixx.nxc import sessions
-from nixx.nxc.localstore import SCHEMA_VERSION, LocalStore
+from nixx.nxc.localstore import MIGRATIONS, LocalStore
 from nixx.nxc.transcripts import TranscriptStore
 
 
@@ -62,8 +62,10 @@ def test_a_version_1_store_is_upgraded_in_place(tmp_path):
     )
     conn.close()
     with LocalStore(path) as local:
-        assert local.conn.execute(
-            "SELECT value FROM meta WHERE key = 'schema'").fetchone()[0] == SCHEMA_VERSION == "4"
+        # the version is kept in nixx_migrations now (nixx.migrations), meta's row is gone
+        assert list(local.conn.execute("SELECT version, name FROM nixx_migrations")) == [
+            (m.version, m.name) for m in MIGRATIONS]
+        assert local.conn.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone() is None
         assert [r[0] for r in local.conn.execute(
             "SELECT id FROM wake_queue ORDER BY id")] == [1, 3]  # the duplicate went
         assert sessions.delivered(local, "s-1") == ["m-a", "m-b"]

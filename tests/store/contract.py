@@ -79,6 +79,15 @@ class StoreContract:
         assert [r.id for r in store.get_buffer(a.id, b.id)] == [a.id, b.id]
         assert store.buffer_stats() == {"rows": 3, "max_id": c.id}
 
+    def test_rows_by_id_far_apart_in_one_call(self, store: MemoryStore):
+        ids = fill_buffer(store, 12)
+        got = store.get_buffer_rows([ids[9], ids[0], ids[9], ids[4], 10**12])
+        assert [r.id for r in got] == [ids[0], ids[4], ids[9]]  # id order, once, known only
+        assert got[0] == store.get_buffer(ids[0], ids[0])[0]
+        assert store.get_buffer_rows([]) == []
+        many = store.get_buffer_rows(list(range(1, 1200)))  # more ids than one IN list holds
+        assert [r.id for r in many] == ids
+
     def test_unicode_content_round_trips(self, store: MemoryStore):
         text = "naïve café — 日本語 🎉 'quotes' \"double\" \\ back\nnewline"
         row = store.append_buffer("user", text, "api", meta={"k": "välue ✓"})

@@ -123,7 +123,7 @@ def test_migration_2_types_and_indexes_buffer_vectors_of_a_bound_store(pg_server
     try:
         with psycopg.connect(url) as conn:  # a store as nixx with schema version 1 left it
             conn.execute(MIGRATIONS_TABLE)
-            conn.execute(MIGRATIONS[0].sql)
+            MIGRATIONS[0].apply(conn)
             conn.execute("INSERT INTO nixx_migrations (version, name) VALUES (1, 'initial schema')")
             conn.execute("INSERT INTO embedder (model, dim) VALUES ('m', %s)", (DIM,))
             conn.execute("INSERT INTO buffer (role, content) VALUES ('user', 'from version one')")

@@ -214,7 +214,7 @@ def _live_paths(threads: list[dict]) -> list[dict]:
     keep = {threads[0]["thread_id"]} if threads else set()
     for t in threads:
         if t["state"] != "answered" or t["escalated"]:
-            node = t
+            node: dict | None = t
             while node is not None and node["thread_id"] not in keep:
                 keep.add(node["thread_id"])
                 node = by_id.get(node["parent"])

@@ -27,6 +27,7 @@ import numpy as np
 from nixx.config import LOCAL_EMBED_MODEL
 from nixx.embed.base import Embedder
 from nixx.errors import ConfigError, ModelMissing
+from nixx.priority import lower_thread_priority
 
 if TYPE_CHECKING:
     from tokenizers import Tokenizer
@@ -124,11 +125,12 @@ def _load(engine: str) -> _Model:
                         "it with: .venv/bin/pip install onnxruntime onnx — or set "
                         "NIXX_EMBED_ENGINE=numpy (same vectors, slower for short texts)."
                     )
-            encoder: Encoder = BertEncoder.from_dir(root)
+            bert = BertEncoder.from_dir(root)
+            encoder: Encoder = bert
             if engine == "onnx":
                 from nixx.embed.bert_onnx import OnnxBertEncoder
 
-                encoder = OnnxBertEncoder(encoder)  # the numpy weights are dropped here
+                encoder = OnnxBertEncoder(bert)  # the numpy weights are dropped here
             _MODELS[engine] = _Model(tokenizer, encoder, max_len)
     return _MODELS[engine]
 
@@ -265,7 +267,14 @@ def _pool(workers: int) -> ThreadPoolExecutor:
     global _POOL
     with _POOL_LOCK:
         if _POOL is None:
-            _POOL = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="nixx-embed")
+            # Passes run here only for calls of several passes: batches (the row-vector
+            # queue, ingest, /v1/embeddings), never one short text (a query runs inline in
+            # its request thread). Batches are background work: they yield to requests.
+            _POOL = ThreadPoolExecutor(
+                max_workers=workers,
+                thread_name_prefix="nixx-embed",
+                initializer=lower_thread_priority,
+            )
         return _POOL
 
 

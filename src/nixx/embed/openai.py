@@ -13,13 +13,17 @@ import contextlib
 import threading
 import time
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 import numpy as np
 
 from nixx.embed.base import Embedder
 from nixx.errors import BackendError, BackendUnavailable
+from nixx.secret import reveal
+
+if TYPE_CHECKING:
+    from pydantic import SecretStr
 
 _RETRY_STATUS = {429, 500, 502, 503, 504}
 _MAX_RETRY_AFTER = 30.0
@@ -32,7 +36,7 @@ class OpenAIEmbedder(Embedder):
         self,
         base_url: str,
         model: str,
-        api_key: str | None = None,
+        api_key: SecretStr | str | None = None,
         batch_size: int = 32,
         *,
         timeout: float = 60.0,
@@ -50,7 +54,8 @@ class OpenAIEmbedder(Embedder):
         self.backoff = backoff
         self._dim = dim
         self._dim_lock = threading.Lock()
-        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        key = reveal(api_key)  # the one place the embeddings key is revealed
+        headers = {"Authorization": f"Bearer {key}"} if key else {}
         self._client = httpx.Client(timeout=timeout, headers=headers)
 
     # ---- interface -----------------------------------------------------------------

@@ -17,13 +17,17 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 
 from nixx.errors import BackendError, BackendUnavailable
 from nixx.llm.stream import check_chunk, check_completion
+from nixx.secret import reveal
 from nixx.sse import aparse_lines
+
+if TYPE_CHECKING:
+    from pydantic import SecretStr
 
 
 class _Errors:
@@ -35,11 +39,14 @@ class _Errors:
         self.env_var = env_var
         self.timeout = timeout
 
-    def _options(self, api_key: str | None, headers: dict[str, str] | None) -> dict[str, Any]:
-        """What both httpx clients are built with."""
+    def _options(
+        self, api_key: SecretStr | str | None, headers: dict[str, str] | None
+    ) -> dict[str, Any]:
+        """What both httpx clients are built with (the one place the key is revealed)."""
+        key = reveal(api_key)
         return {
             "base_url": self.base_url,
-            "headers": {**({"Authorization": f"Bearer {api_key}"} if api_key else {}),
+            "headers": {**({"Authorization": f"Bearer {key}"} if key else {}),
                         **(headers or {})},
             "timeout": httpx.Timeout(self.timeout, connect=min(10.0, self.timeout)),
         }
@@ -111,7 +118,7 @@ class SyncChatClient(_Errors):
         self,
         base_url: str,
         *,
-        api_key: str | None = None,
+        api_key: SecretStr | str | None = None,
         timeout: float = 120.0,
         env_var: str = "NIXX_CHAT_BASE_URL",
         headers: dict[str, str] | None = None,
@@ -152,7 +159,7 @@ class ChatClient(_Errors):
         self,
         base_url: str,
         *,
-        api_key: str | None = None,
+        api_key: SecretStr | str | None = None,
         timeout: float = 120.0,
         env_var: str = "NIXX_CHAT_BASE_URL",
         transport: httpx.AsyncBaseTransport | None = None,

@@ -65,7 +65,8 @@ def compute_id(
         f'"domain":{enc(domain)},"kind":{enc(kind)},"origin":{enc(origin)},'
         f'"payload":{payload_json},"target":{enc(target)}}}'
     )
-    return "o" + sha256(body.encode("utf-8")).hexdigest()[:32]
+    digest: str = sha256(body.encode("utf-8")).hexdigest()
+    return "o" + digest[:32]
 
 
 class Op:

@@ -21,6 +21,8 @@ from __future__ import annotations
 
 TYPE_CHECKING = False  # `typing` costs ~2 ms of every CLI start; only annotations use it
 if TYPE_CHECKING:
+    from collections.abc import Iterator
+
     from apsw import Connection
 
     from nixx.log.op import Op
@@ -61,7 +63,7 @@ class ReducerRegistry:
     def get(self, domain: str) -> Reducer | None:
         return self._by_domain.get(domain)
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[Reducer]:
         return iter(self._by_domain.values())
 
     def domains(self) -> list[str]:

@@ -3,8 +3,9 @@
 One file (`.nxs/db.sqlite`) opened with apsw, WAL mode, every write in `BEGIN IMMEDIATE` (so writers
 queue on the busy timeout instead of failing on a lock upgrade). Tables:
 
-    meta(key, value)        replica prefix, schema version, view versions per domain
+    meta(key, value)        replica prefix, creation time, view versions per domain
     ops(seq, id UNIQUE, domain, kind, target, origin, clock, actor, payload, created, local)
+    nixx_migrations(version, name, applied_at)   the schema steps run (`nixx.migrations`)
 
 `seq` is an INTEGER PRIMARY KEY assigned at insert under the write lock, so it grows
 in commit order and a reader never sees a smaller seq appear later: "ops past a
@@ -26,12 +27,16 @@ from nixx.log import clock as hlc
 from nixx.log import connection
 from nixx.log.op import Op
 from nixx.log.reducer import Reducer, ReducerRegistry
+from nixx.migrations import Migrations, apply_sqlite
+from nixx.sqlite_tx import immediate
 
 TYPE_CHECKING = False  # `typing` costs ~2 ms of every CLI start; only annotations use it
 if TYPE_CHECKING:
     from typing import Any
 
-SCHEMA_VERSION = "1"
+#: The log's schema steps (`nixx.migrations`: recorded in `nixx_migrations`, a log newer
+#: than this nixx refused). Append a step to change the schema.
+MIGRATIONS = Migrations("the workspace log")
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
@@ -55,7 +60,7 @@ CREATE INDEX IF NOT EXISTS ops_clock ON ops(clock);
 _OP_COLUMNS = "seq, id, domain, kind, target, origin, clock, actor, payload, created, local"
 
 
-def _row_to_op(row: tuple) -> Op:
+def _row_to_op(row: tuple[Any, ...]) -> Op:
     seq, op_id, domain, kind, target, origin, clock, actor, payload, created, local = row
     return Op(op_id, domain, kind, target, origin, clock, actor, json.loads(payload), created,
               seq, bool(local))
@@ -72,6 +77,35 @@ def _connect(path: str) -> apsw.Connection:
     return conn
 
 
+@MIGRATIONS.register
+def m001_ops(conn: apsw.Connection) -> None:
+    """`meta` and `ops` with their indexes."""
+    for statement in _SCHEMA.split(";"):
+        if statement.strip():
+            conn.execute(statement)
+
+
+def _legacy_version(conn: apsw.Connection) -> int:
+    """A log made before versions were kept in `nixx_migrations` kept it in
+    meta('schema'): read it (and drop it: the table is the record from now on)."""
+    try:
+        row = conn.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
+    except apsw.SQLError:  # no meta table: a new file
+        return 0
+    if row is None:
+        return 0
+    conn.execute("DELETE FROM meta WHERE key = 'schema'")
+    try:
+        return int(row[0])
+    except ValueError:
+        raise SchemaError(f"the workspace log has an unreadable schema version {row[0]!r}") from None
+
+
+def _migrate(conn: apsw.Connection, path: str) -> None:
+    apply_sqlite(conn, MIGRATIONS, path, error=lambda exc, phase: write_error(path, exc),
+                 legacy=_legacy_version)
+
+
 def create_store(path: str | os.PathLike[str], replica: str) -> None:
     """Create a new log file at `path` with replica prefix `replica` (idempotent)."""
     path = os.fspath(path)
@@ -79,16 +113,12 @@ def create_store(path: str | os.PathLike[str], replica: str) -> None:
     conn = _connect(path)
     try:
         conn.execute("PRAGMA journal_mode=WAL")
-        conn.execute("BEGIN IMMEDIATE")
-        for statement in _SCHEMA.split(";"):
-            if statement.strip():
-                conn.execute(statement)
-        conn.execute("INSERT OR IGNORE INTO meta VALUES ('schema', ?)", (SCHEMA_VERSION,))
-        conn.execute("INSERT OR IGNORE INTO meta VALUES ('replica', ?)", (replica,))
-        conn.execute(
-            "INSERT OR IGNORE INTO meta VALUES ('created', ?)", (str(hlc.now_ms()),)
-        )
-        conn.execute("COMMIT")
+        _migrate(conn, path)
+        with immediate(conn, error=lambda exc, phase: write_error(path, exc)):
+            conn.execute("INSERT OR IGNORE INTO meta VALUES ('replica', ?)", (replica,))
+            conn.execute(
+                "INSERT OR IGNORE INTO meta VALUES ('created', ?)", (str(hlc.now_ms()),)
+            )
     finally:
         conn.close()
 
@@ -181,44 +211,36 @@ class Txn:
 
 class _Transaction:
     """The context manager `LogStore.transaction` returns (a class rather than
-    `contextlib.contextmanager`: importing contextlib costs every CLI start ~0.5 ms)."""
+    `contextlib.contextmanager`: importing contextlib costs every CLI start ~0.5 ms):
+    the `.lock` flock, then `nixx.sqlite_tx.immediate` with the log's error mapping."""
 
     def __init__(self, store: LogStore) -> None:
         self.store = store
         self.fd: int | None = None
+        self.tx = immediate(store.conn, error=self._error)
+
+    def _error(self, exc: apsw.Error, phase: str) -> StoreError:
+        return write_error(self.store.path, exc)  # a write SQLite refused: one error kind
 
     def __enter__(self) -> Txn:
         import fcntl
 
         store = self.store
-        self.fd = store._writer_lock()
-        if self.fd is not None:
-            fcntl.flock(self.fd, fcntl.LOCK_EX)
+        if not store.conn.in_transaction:  # the outermost writer queues on the flock
+            self.fd = store._writer_lock()
+            if self.fd is not None:
+                fcntl.flock(self.fd, fcntl.LOCK_EX)
         try:
-            store.conn.execute("BEGIN IMMEDIATE")
-        except apsw.Error as exc:
-            self._unlock()
-            raise write_error(store.path, exc) from exc
+            self.tx.__enter__()
         except BaseException:
             self._unlock()
             raise
         return Txn(store)
 
-    def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
-        conn = self.store.conn
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: object) -> None:
         try:
-            if exc_type is not None:
-                if conn.in_transaction:  # (SQLite may have rolled back already: I/O, full)
-                    conn.execute("ROLLBACK")
-                if isinstance(exc, apsw.Error):  # a write SQLite refused: one error kind
-                    raise write_error(self.store.path, exc) from exc
-                return  # the exception propagates
-            try:
-                conn.execute("COMMIT")
-            except apsw.Error as err:
-                if conn.in_transaction:
-                    conn.execute("ROLLBACK")
-                raise write_error(self.store.path, err) from err
+            self.tx.__exit__(exc_type, exc, tb)
         finally:
             self._unlock()
 
@@ -255,11 +277,8 @@ class LogStore:
         self.conn = conn
         self.registry = registry
         meta: dict[str, str] = {r[0]: r[1] for r in conn.execute("SELECT key, value FROM meta")}
-        if meta.get("schema") != SCHEMA_VERSION or "replica" not in meta:
-            raise SchemaError(
-                f"{path} is not a workspace log of this version "
-                f"(schema {meta.get('schema')!r}, expected {SCHEMA_VERSION!r})"
-            )
+        if "replica" not in meta:
+            raise SchemaError(f"{path} is not a workspace log (no replica in its meta table)")
         self.replica: str = meta["replica"]
         self._meta = meta
         self._lock_fd: int | None = None
@@ -275,6 +294,11 @@ class LogStore:
         except apsw.Error as exc:
             conn.close()
             raise SchemaError(f"{path} is not a workspace log: {exc}") from exc
+        except BaseException:
+            conn.close()
+            raise
+        try:
+            _migrate(conn, path)  # one read when the log is current
         except BaseException:
             conn.close()
             raise
@@ -379,16 +403,13 @@ class LogStore:
         """Fold one op. A reducer bug (any exception but SQLite's own) rolls back that op's
         view writes and leaves it unfolded; a SQLite error (disk full, I/O) propagates and
         aborts the whole transaction, so the log and its views never disagree."""
-        self.conn.execute("SAVEPOINT fold")
         try:
-            folded = bool(reducer.fold(self.conn, op))
+            with immediate(self.conn):  # inside the write: a savepoint
+                return bool(reducer.fold(self.conn, op))
         except apsw.Error:
             raise
         except Exception:
-            self.conn.execute("ROLLBACK TO fold")
-            folded = False
-        self.conn.execute("RELEASE fold")
-        return folded
+            return False
 
     def _ensure_views(self) -> None:
         stale = [

@@ -13,10 +13,12 @@ from collections.abc import Callable
 from typing import Any
 
 from nixx.errors import BackendUnavailable, NixxError
+from nixx.secret import reveal
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import httpx
+    from pydantic import SecretStr
 
 # httpx (~0.2 s with its CLI's imports) and the settings are loaded on the first call, not
 # at start-up: `nixx mcp` must answer `tools/list` fast.
@@ -39,10 +41,11 @@ class MemoryAPI:
         self,
         base_url: str = "",
         *,
-        api_key: str | None = None,
+        api_key: SecretStr | str | None = None,
         transport: httpx.AsyncBaseTransport | None = None,
         start_server: Callable[[], Any] | None = None,
-        configure: Callable[[], tuple[str, str | None, Callable[[], Any] | None]] | None = None,
+        configure: Callable[[], tuple[str, SecretStr | str | None, Callable[[], Any] | None]]
+        | None = None,
     ) -> None:
         """`start_server` (blocking, run in a worker thread) is called when the server does
         not answer; it returns an object with `stop()` (or None when one answered after all).
@@ -63,7 +66,8 @@ class MemoryAPI:
             if self._configure is not None:
                 base, self._api_key, self._start_server = self._configure()
                 self.base_url, self._configure = base.rstrip("/"), None
-            headers = {"Authorization": f"Bearer {self._api_key}"} if self._api_key else {}
+            key = reveal(self._api_key)
+            headers = {"Authorization": f"Bearer {key}"} if key else {}
             self._client = httpx.AsyncClient(
                 base_url=self.base_url, headers=headers, transport=self._transport,
                 timeout=httpx.Timeout(TIMEOUT, connect=CONNECT_TIMEOUT),

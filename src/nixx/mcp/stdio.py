@@ -12,10 +12,13 @@ from __future__ import annotations
 import os
 import signal
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pydantic import SecretStr
 
 
-def configure(url: str | None) -> tuple[str, str | None, Callable[[], Any]]:
+def configure(url: str | None) -> tuple[str, SecretStr | None, Callable[[], Any]]:
     """(server URL, API key, how to start a server): read on the first memory call."""
     from nixx.config import load_settings
     from nixx.server.autostart import default_url, ensure_server

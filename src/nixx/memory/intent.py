@@ -58,7 +58,7 @@ def set_intent(
         raise ValidationError(
             f"intent is {len(intent)} characters; keep it under {MAX_CHARS}", param="intent"
         )
-    value = {
+    value: dict[str, Any] = {
         "text": intent,
         "source": source,
         "updated_at": datetime.now(UTC).isoformat(timespec="seconds"),

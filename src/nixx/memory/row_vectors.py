@@ -26,9 +26,7 @@ of the row and its neighbours.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
-import os
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -37,6 +35,7 @@ from typing import Any
 import numpy as np
 
 from nixx.memory.row_text import embedding_text
+from nixx.priority import BACKGROUND_NICE, lower_thread_priority
 from nixx.store.base import MemoryStore
 from nixx.store.records import BufferRow
 
@@ -98,7 +97,7 @@ class RowVectors:
         batch_size: int = BATCH_SIZE,
         retry_min: float = RETRY_MIN,
         retry_max: float = RETRY_MAX,
-        nice: int = 5,
+        nice: int = BACKGROUND_NICE,
     ) -> None:
         self.store = store
         self.embed = embed
@@ -229,10 +228,7 @@ class RowVectors:
         return done
 
     def _loop(self) -> None:
-        if self.nice:
-            # below the request threads: a backfill must not slow the turns down
-            with contextlib.suppress(AttributeError, OSError):  # not Linux, or not allowed
-                os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), self.nice)
+        lower_thread_priority(self.nice)  # below the request threads: turns come first
         while not self._closed:
             timeout = None
             if self.error is not None:

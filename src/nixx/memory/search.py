@@ -392,14 +392,19 @@ def combine(
 
 
 def attach_context(store: MemoryStore, results: Sequence[Result], n: int = 1) -> None:
-    """Fill each buffer result's `context`: up to `n` rows either side, same session."""
+    """Fill each buffer result's `context`: up to `n` rows either side, same session.
+    One query for every result's neighbours."""
+    ids = [r.row.id for r in results if r.row is not None]
+    if not ids or n <= 0:
+        return
+    wanted = {i for rid in ids for i in range(max(1, rid - n), rid + n + 1)}
+    by_id = {row.id: row for row in store.get_buffer_rows(sorted(wanted))}
     for result in results:
         if result.row is None:
             continue
         rid = result.row.id
-        around = store.get_buffer(max(1, rid - n), rid + n)
-        before = [r for r in around if r.id < rid]
-        after = [r for r in around if r.id > rid]
+        before = [by_id[i] for i in range(max(1, rid - n), rid) if i in by_id]
+        after = [by_id[i] for i in range(rid + 1, rid + n + 1) if i in by_id]
         # a marker ends a session: nothing across it is context
         while before and any(r.role == "marker" for r in before):
             before = before[[r.role for r in before].index("marker") + 1 :]

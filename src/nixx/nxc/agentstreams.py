@@ -62,15 +62,17 @@ def _str(value: Any) -> str:
 
 class CodexJsonParser(LineParser):
     def __init__(self) -> None:
-        self.started: set[str] = set()  # tool items whose tool_use entry was written
+        self.started: set[Any] = set()  # tool items whose tool_use entry was written
 
     def _tool_use(self, item: dict[str, Any]) -> dict[str, Any] | None:
         kind = item.get("type") or item.get("item_type")
+        given: dict[str, Any]
         if kind == "command_execution":
             name, given = "shell", {"command": item.get("command")}
         elif kind == "mcp_tool_call":
             name = f"{item.get('server') or 'mcp'}.{item.get('tool') or 'tool'}"
-            given = item.get("arguments") if isinstance(item.get("arguments"), dict) else {}
+            arguments = item.get("arguments")
+            given = arguments if isinstance(arguments, dict) else {}
         elif kind == "web_search":
             name, given = "web_search", {"query": item.get("query")}
         elif kind == "file_change":
@@ -96,7 +98,9 @@ class CodexJsonParser(LineParser):
             return [{"kind": "result", "data": {"subtype": "success", "is_error": False,
                                                 "usage": obj.get("usage") or {}}}]
         if kind == "turn.failed":
-            error = obj.get("error") if isinstance(obj.get("error"), dict) else {}
+            error = obj.get("error")
+            if not isinstance(error, dict):
+                error = {}
             return [{"kind": "error", "data": {"msg": _str(error.get("message") or error)}},
                     {"kind": "result", "data": {"subtype": "error", "is_error": True}}]
         if kind == "error":

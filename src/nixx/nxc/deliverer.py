@@ -122,7 +122,10 @@ class Deliverer:
 
             s = load_settings()
             config = config_file_path()
-            base = {"base_url": s.chat_base_url, "api_key": s.chat_api_key,
+            from nixx.secret import reveal
+
+            # the built-in agent's backend file: the keys are written for it in clear
+            base = {"base_url": s.chat_base_url, "api_key": reveal(s.chat_api_key),
                     "model": s.chat_model, "timeout": s.chat_timeout,
                     "max_rounds": s.tool_max_rounds, "tools_write": s.tools_write,
                     "tools_delete": s.tools_delete,
@@ -130,7 +133,7 @@ class Deliverer:
                     # `nixx serve` as these settings place it: persona turns go through it
                     # when it answers (shared recall, intent and buffer)
                     "server_url": server_url(s.host, s.port),
-                    "server_api_key": s.api_key}
+                    "server_api_key": reveal(s.api_key)}
         out = dict(base)
         if persona is not None:
             out["persona"] = persona.handle

@@ -33,9 +33,9 @@ class LiveDelivery(Delivery):
         self._deliverers: dict[int, Any] = {}
 
     def reducers(self) -> list:
-        from nixx.nxc.outcomes import DeliveryReducer
+        from nixx.nxc.installed import delivery_reducers
 
-        return [DeliveryReducer()]
+        return delivery_reducers()
 
     def deliverer(self, engine):
         key = id(engine)

@@ -271,9 +271,9 @@ class Engine:
             expects = parse_handle_list(expect, self.origin) if isinstance(expect, str) else [
                 h for h in parse_handle_list(",".join(expect), self.origin)
             ]
-            members = set(fields["members"])
+            channel_members = set(fields["members"])
             for handle in expects:
-                if handle not in members and handle not in self.declarations.personas:
+                if handle not in channel_members and handle not in self.declarations.personas:
                     warnings.append(
                         f"{handle} is neither a member of {channel_id} nor a declared persona"
                     )

@@ -1,6 +1,8 @@
 """The reducers this installation folds the workspace log with: nxc's chat views and the
 delivery outcomes. The one list for every process that opens the log with all of nxc's
-views (`nxs`, `nxs sync`, the sync daemon); `nixx.log` itself knows no product.
+views (`nxs`, `nxs sync`, the sync daemon, the supervisor's `Deliverer.open`); the
+engine folds chat itself and takes the rest from its delivery (`LiveDelivery.reducers`:
+`delivery_reducers()` here). `nixx.log` itself knows no product.
 """
 
 from __future__ import annotations
@@ -12,7 +14,13 @@ if TYPE_CHECKING:
 
 def reducers() -> list[Reducer]:
     """A fresh instance of every product reducer (a store registers its own)."""
-    from nixx.nxc.outcomes import DeliveryReducer
     from nixx.nxc.reducer import ChatReducer
 
-    return [ChatReducer(), DeliveryReducer()]
+    return [ChatReducer(), *delivery_reducers()]
+
+
+def delivery_reducers() -> list[Reducer]:
+    """The reducers live delivery adds to the chat one: the delivery outcomes."""
+    from nixx.nxc.outcomes import DeliveryReducer
+
+    return [DeliveryReducer()]

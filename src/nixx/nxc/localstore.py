@@ -8,6 +8,7 @@ flag to forget and no filter to get wrong. Deleting the file loses only device s
 (transcripts, session bookkeeping); every message and delivery outcome is in the log.
 
     meta(key, value)
+    nixx_migrations(version, name, applied_at)          the schema steps run (`nixx.migrations`)
     sessions(session_id, persona, thread_id, runtime, runtime_session, hop, max_hops,
              parent_session, state, pid, runs, exit_code, detail, created, updated,
              stderr_tail, chain, max_thread_resumes, max_chain_resumes)
@@ -39,9 +40,17 @@ import apsw
 
 from nixx.errors import StoreError
 from nixx.log import connection
+from nixx.migrations import Migrations, apply_sqlite, sqlite_version
+from nixx.sqlite_tx import Immediate, immediate
+
+TYPE_CHECKING = False  # `typing` costs a CLI start; only annotations use it
+if TYPE_CHECKING:
+    from nixx.sqlite_tx import ErrorMap
 
 LOCAL_DB = "local.sqlite"
-SCHEMA_VERSION = "4"
+#: The device-local store's schema steps (`nixx.migrations`, recorded in
+#: `nixx_migrations`). Append a step to change the schema.
+MIGRATIONS = Migrations("the device-local store")
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
@@ -112,37 +121,43 @@ def _statements(script: str) -> list[str]:
     return out
 
 
+@MIGRATIONS.register
+def m001_device_state(conn: apsw.Connection) -> None:
+    """Every table of the module docstring. Idempotent, so it also brings a file of the
+    schemas 1-4 that were kept in meta('schema') before `nixx_migrations` up to date."""
+    for statement in _statements(_SCHEMA):
+        conn.execute(statement)
+    for table, column, decl in _ADDED_COLUMNS:  # files made by an older schema
+        have = {r[1] for r in conn.execute(f"PRAGMA table_info({table})")}
+        if column not in have:
+            conn.execute(f"ALTER TABLE {table} ADD COLUMN {column} {decl}")
+
+
+def _legacy_version(conn: apsw.Connection) -> int:
+    """A file made before `nixx_migrations` kept meta('schema') (1-4): drop it; step 1,
+    idempotent, brings any of them up to date."""
+    if conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'meta'").fetchone():
+        conn.execute("DELETE FROM meta WHERE key = 'schema'")
+    return 0
+
+
 def local_db_path(state_dir: str) -> str:
     return os.path.join(state_dir, LOCAL_DB)
 
 
-class _Transaction:
-    """What `LocalStore.transaction` returns (a class: contextlib costs a CLI start)."""
+def _error_for(path: str) -> ErrorMap:
+    """The device-local store's mapping for `nixx.sqlite_tx.immediate`: a lock it could
+    not take and a commit that failed name the file; other apsw errors pass through."""
 
-    def __init__(self, local: LocalStore) -> None:
-        self.local = local
+    def error(exc: apsw.Error, phase: str) -> StoreError | None:
+        if phase == "begin":
+            return StoreError(f"the device-local store {path} stayed locked "
+                              f"for {connection.BUSY_TIMEOUT_S:.0f}s: {exc}")
+        if phase == "commit":
+            return StoreError(f"could not commit to the device-local store {path}: {exc}")
+        return None
 
-    def __enter__(self) -> apsw.Connection:
-        try:
-            self.local.conn.execute("BEGIN IMMEDIATE")
-        except apsw.Error as exc:
-            raise StoreError(f"the device-local store {self.local.path} stayed locked "
-                             f"for {connection.BUSY_TIMEOUT_S:.0f}s: {exc}") from exc
-        return self.local.conn
-
-    def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
-        conn = self.local.conn
-        if exc_type is not None:
-            if conn.in_transaction:
-                conn.execute("ROLLBACK")
-            return  # the exception propagates
-        try:
-            conn.execute("COMMIT")
-        except apsw.Error as err:
-            if conn.in_transaction:
-                conn.execute("ROLLBACK")
-            raise StoreError(f"could not commit to the device-local store "
-                             f"{self.local.path}: {err}") from err
+    return error
 
 
 class LocalStore:
@@ -165,32 +180,17 @@ class LocalStore:
         return cls(local_db_path(workspace.state_dir))
 
     def _ensure_schema(self) -> None:
-        try:
-            row = self.conn.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
-        except apsw.SQLError:  # no meta table: a new file
-            row = None
-        if row is not None and row[0] == SCHEMA_VERSION:
+        if sqlite_version(self.conn) == MIGRATIONS.head:  # the common case: one read
             return
         self.conn.execute("PRAGMA journal_mode=WAL")
-        self.conn.execute("BEGIN IMMEDIATE")
-        try:
-            for statement in _statements(_SCHEMA):
-                self.conn.execute(statement)
-            for table, column, decl in _ADDED_COLUMNS:  # files made by an older schema
-                have = {r[1] for r in self.conn.execute(f"PRAGMA table_info({table})")}
-                if column not in have:
-                    self.conn.execute(f"ALTER TABLE {table} ADD COLUMN {column} {decl}")
-            self.conn.execute("INSERT OR REPLACE INTO meta VALUES ('schema', ?)", (SCHEMA_VERSION,))
-            self.conn.execute("COMMIT")
-        except BaseException:
-            self.conn.execute("ROLLBACK")
-            raise
+        apply_sqlite(self.conn, MIGRATIONS, self.path, error=_error_for(self.path),
+                     legacy=_legacy_version)
 
-    def transaction(self) -> _Transaction:
+    def transaction(self) -> Immediate:
         """`with local.transaction() as conn:` — `BEGIN IMMEDIATE` … `COMMIT` (rolled back
-        on any exception). Yields the apsw connection: `conn.changes()` /
+        on any exception; `nixx.sqlite_tx`). Yields the apsw connection: `conn.changes()` /
         `conn.last_insert_rowid()` say what a write did."""
-        return _Transaction(self)
+        return immediate(self.conn, error=_error_for(self.path))
 
     def close(self) -> None:
         """Close (truncating an oversized WAL first: `nixx.log.connection.close`)."""

@@ -23,7 +23,18 @@ says how); a persona that needs other flags declares the argv itself.
 
 from __future__ import annotations
 
-PRESETS: dict[str, dict[str, object]] = {
+TYPE_CHECKING = False  # `typing` costs a CLI start; only annotations use it
+if TYPE_CHECKING:
+    from typing import TypedDict
+
+    class Preset(TypedDict):
+        start: tuple[str, ...]
+        resume: tuple[str, ...]
+        format: str
+        needs: str
+
+
+PRESETS: dict[str, Preset] = {
     "claude-code": {
         "start": ("claude", "-p", "{prompt}", "--output-format", "stream-json", "--verbose",
                   "--allowedTools", "Bash(nxc:*)"),

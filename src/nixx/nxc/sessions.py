@@ -366,7 +366,7 @@ def finish_or_take(local: LocalStore, session_id: str, exit_code: int | None, *,
                      "WHERE session_id = ?", (exit_code, stderr_tail, now, session_id))
         if rows:
             row = _row(conn.execute(f"SELECT {_COLS} FROM sessions WHERE session_id = ?",
-                                    (session_id,)).fetchone())
+                                    (session_id,)).fetchone() or ())
             wakes = [{"thread_id": r[1], "sender": r[3]} for r in rows]
             bound = _count_resume(conn, row, wakes, agents)
             if bound is not None:

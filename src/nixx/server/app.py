@@ -76,7 +76,8 @@ def create_app(settings: Settings) -> FastAPI:
     app.add_middleware(RequestSizeLimit, max_bytes=settings.max_request_bytes)
     from nixx.mcp.http import PATH, MCPEndpoint
 
-    app.router.add_route(PATH, MCPEndpoint(), include_in_schema=False)
+    # an ASGI app, not a request handler: Starlette runs a non-function endpoint as one
+    app.router.add_route(PATH, MCPEndpoint(), include_in_schema=False)  # type: ignore[arg-type]
     from nixx.web.routes import router as web_router
 
     app.include_router(web_router)

@@ -7,18 +7,22 @@ A plain ASGI middleware (it does not buffer responses, so streaming is untouched
 from __future__ import annotations
 
 import hmac
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from nixx.secret import reveal
 from nixx.server.errors import send_error, send_response
+
+if TYPE_CHECKING:
+    from pydantic import SecretStr
 
 OPEN_PATHS = frozenset({"/health"})
 
 
 class APIKeyMiddleware:
-    def __init__(self, app: Any, api_key: str) -> None:
+    def __init__(self, app: Any, api_key: SecretStr | str) -> None:
         self.app = app
-        self._key = api_key.encode()
-        self._api_key = api_key
+        self._api_key = api_key  # revealed only to compare (hmac.compare_digest)
+        self._key = (reveal(api_key) or "").encode()
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] != "http" or scope.get("path") in OPEN_PATHS:

@@ -6,6 +6,8 @@ postgresql://user@host/db      PostgreSQL + pgvector
 
 from __future__ import annotations
 
+from typing import Any
+
 from nixx.errors import ConfigError
 from nixx.store.base import MemoryStore
 
@@ -16,7 +18,9 @@ def open_store(url: str, *, migrate: bool = True) -> MemoryStore:
         from nixx.store.sqlite import SQLITE_OPTIONS, SQLiteStore
 
         path, _, query = url.removeprefix("sqlite://").partition("?")
-        options = dict(part.partition("=")[::2] for part in query.split("&") if part)
+        options: dict[str, Any] = dict(
+            part.partition("=")[::2] for part in query.split("&") if part
+        )
         unknown = set(options) - set(SQLITE_OPTIONS)
         if unknown:
             raise ConfigError(

@@ -113,6 +113,11 @@ class MemoryStore(ABC):
         """Rows with start_id <= id <= end_id (to the newest when end_id is None)."""
 
     @abstractmethod
+    def get_buffer_rows(self, ids: Sequence[int]) -> list[BufferRow]:
+        """The rows with these ids (those that exist), in id order: one query for rows
+        far apart (a search's results and their neighbours)."""
+
+    @abstractmethod
     def last_buffer_rows(self, n: int, *, after_id: int = 0) -> list[BufferRow]:
         """The newest `n` non-marker rows with id > after_id, oldest first."""
 

@@ -31,6 +31,7 @@ from psycopg.pq import Format
 from psycopg.types.json import Jsonb
 from psycopg_pool import ConnectionPool, PoolTimeout
 
+from nixx import migrations
 from nixx.errors import (
     Conflict,
     EmbedderMismatch,
@@ -39,13 +40,13 @@ from nixx.errors import (
     StoreError,
     ValidationError,
 )
+from nixx.migrations import Migration
 from nixx.store import forgetting, validation
 from nixx.store.base import RETRY_TAIL, EmbedFn, MemoryStore, retried_user_row
 from nixx.store.forgetting import ForgetLogEntry, ForgetResult
 from nixx.store.portable import as_vector
 from nixx.store.postgres_schema import (
     HNSW_MAX_DIM,
-    LATEST,
     MIGRATIONS,
     MIGRATIONS_TABLE,
     VECTOR_TABLES,
@@ -313,29 +314,31 @@ class PostgresStore(MemoryStore):
             return int(row[0])  # type: ignore[index]
 
     def migrate(self) -> list[int]:
-        applied: list[int] = []
-        with self._conn() as conn:
-            conn.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATE_LOCK,))
+        with self._migrating() as conn:
             self._ensure_vector_extension(conn)
             conn.execute(MIGRATIONS_TABLE)
-        for migration in MIGRATIONS:
-            with self._conn() as conn:
-                conn.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATE_LOCK,))
-                done = {r[0] for r in conn.execute("SELECT version FROM nixx_migrations")}
-                if max(done, default=0) > LATEST:
-                    raise SchemaError(
-                        f"the database at {self._safe_url} is at schema version {max(done)}, "
-                        f"newer than this nixx knows ({LATEST}): upgrade nixx"
-                    )
-                if migration.version in done:
-                    continue
-                conn.execute(migration.sql)
-                conn.execute(
-                    "INSERT INTO nixx_migrations (version, name) VALUES (%s, %s)",
-                    (migration.version, migration.name),
-                )
-                applied.append(migration.version)
-        return applied
+
+        def current(conn: psycopg.Connection[Any]) -> int:
+            row = conn.execute("SELECT coalesce(max(version), 0) FROM nixx_migrations").fetchone()
+            return int(row[0])  # type: ignore[index]
+
+        def record(conn: psycopg.Connection[Any], step: Migration) -> None:
+            conn.execute(
+                "INSERT INTO nixx_migrations (version, name) VALUES (%s, %s)",
+                (step.version, step.name),
+            )
+
+        return migrations.run(
+            MIGRATIONS, f"at {self._safe_url}", transaction=self._migrating, current=current,
+            record=record,
+        )
+
+    @contextmanager
+    def _migrating(self) -> Iterator[psycopg.Connection[Any]]:
+        """One migration transaction: a pooled connection under the migration lock."""
+        with self._conn() as conn:
+            conn.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATE_LOCK,))
+            yield conn
 
     def _ensure_vector_extension(self, conn: psycopg.Connection[Any]) -> None:
         if conn.execute("SELECT 1 FROM pg_extension WHERE extname = 'vector'").fetchone():
@@ -586,6 +589,17 @@ class PostgresStore(MemoryStore):
                 f"SELECT {_BUFFER_COLS} FROM buffer WHERE id >= %s "
                 "AND (%s::bigint IS NULL OR id <= %s::bigint) ORDER BY id",
                 (start_id, end_id, end_id),
+            ).fetchall()
+        return [_buffer_row(r) for r in rows]
+
+    def get_buffer_rows(self, ids: Sequence[int]) -> list[BufferRow]:
+        wanted = sorted({int(i) for i in ids})
+        if not wanted:
+            return []
+        with self._conn() as conn:
+            rows = conn.execute(
+                f"SELECT {_BUFFER_COLS} FROM buffer WHERE id = ANY(%s::bigint[]) ORDER BY id",
+                (wanted,),
             ).fetchall()
         return [_buffer_row(r) for r in rows]
 

@@ -2,7 +2,8 @@
 
 Each migration runs in its own transaction under an advisory lock (so several processes
 opening the same database at once migrate it exactly once) and is recorded in
-`nixx_migrations`. Never edit a released migration: append a new one.
+`nixx_migrations`, by the runner every nixx database uses (`nixx.migrations`). Never
+edit a released migration: append a new one.
 
 Vector columns are created as plain `vector` (no dimension): the dimension belongs to
 the embedder, which is only known at the first `bind_embedder`. Binding then narrows the
@@ -12,14 +13,10 @@ columns to `vector(N)` and creates the HNSW indexes (see `PostgresStore.bind_emb
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from collections.abc import Callable
+from typing import Any
 
-
-class Migration(NamedTuple):
-    version: int
-    name: str
-    sql: str
-
+from nixx.migrations import Migrations
 
 MIGRATIONS_TABLE = """
 CREATE TABLE IF NOT EXISTS nixx_migrations (
@@ -125,13 +122,20 @@ CREATE TABLE forget_log (
 );
 """
 
-MIGRATIONS: tuple[Migration, ...] = (
-    Migration(1, "initial schema", V1_INITIAL),
-    Migration(2, "buffer row vectors", V2_BUFFER_VECTORS),
-    Migration(3, "forget log", V3_FORGETTING),
-)
 
-LATEST = MIGRATIONS[-1].version
+def _script(sql: str) -> Callable[[Any], None]:
+    def apply(conn: Any) -> None:
+        conn.execute(sql)
+
+    return apply
+
+
+MIGRATIONS = Migrations("the memory store")
+MIGRATIONS.add("initial schema", _script(V1_INITIAL))
+MIGRATIONS.add("buffer row vectors", _script(V2_BUFFER_VECTORS))
+MIGRATIONS.add("forget log", _script(V3_FORGETTING))
+
+LATEST = MIGRATIONS.head
 
 #: HNSW indexes exist only once the dimension is known (pgvector indexes at most 2000-d
 #: `vector`; above that, search falls back to an exact scan).

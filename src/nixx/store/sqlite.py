@@ -35,6 +35,7 @@ from nixx.errors import (
     StoreError,
     ValidationError,
 )
+from nixx.sqlite_tx import Immediate, immediate
 from nixx.store import forgetting, sqlite_migrations, validation
 from nixx.store.base import RETRY_TAIL, EmbedFn, MemoryStore, retried_user_row
 from nixx.store.forgetting import ForgetLogEntry, ForgetResult
@@ -215,30 +216,20 @@ class SQLiteStore(MemoryStore):
                 self._conns.append(conn)
         return conn
 
-    @contextmanager
-    def _write(self) -> Iterator[apsw.Connection]:
-        """One write transaction (``BEGIN IMMEDIATE``); nested uses become savepoints."""
-        conn = self._conn()
-        if not conn.getautocommit():
-            with conn:  # apsw: a savepoint inside the open transaction
-                yield conn
-            return
-        try:
-            conn.execute("BEGIN IMMEDIATE")
-        except apsw.BusyError:
-            raise StoreError(
+    def _write(self) -> Immediate:
+        """One write transaction (``BEGIN IMMEDIATE``, `nixx.sqlite_tx`); nested uses
+        become savepoints."""
+        return immediate(self._conn(), error=self._write_error)
+
+    def _write_error(self, exc: apsw.Error, phase: str) -> BaseException | None:
+        if isinstance(exc, apsw.BusyError) and phase == "begin":
+            return StoreError(
                 f"the SQLite store {self.path} was busy for {self.busy_timeout_ms / 1000:g} s; "
                 "another process holds a long write; try again"
-            ) from None
-        try:
-            yield conn
-            conn.execute("COMMIT")
-        except BaseException as exc:
-            if not conn.getautocommit():
-                conn.execute("ROLLBACK")
-            if isinstance(exc, apsw.ConstraintError):
-                raise ValidationError(f"rejected by the store: {exc}") from None
-            raise
+            )
+        if isinstance(exc, apsw.ConstraintError):
+            return ValidationError(f"rejected by the store: {exc}")
+        return None
 
     @contextmanager
     def _read(self) -> Iterator[apsw.Connection]:
@@ -273,7 +264,7 @@ class SQLiteStore(MemoryStore):
 
     def migrate(self) -> list[int]:
         try:
-            return sqlite_migrations.apply_pending(self._conn())
+            return sqlite_migrations.apply_pending(self._conn(), where=str(self.path))
         except apsw.BusyError:
             raise StoreError(f"the SQLite store {self.path} stayed busy while migrating") from None
         except (apsw.NotADBError, apsw.CorruptError, apsw.ReadOnlyError, apsw.CantOpenError) as exc:
@@ -493,6 +484,20 @@ class SQLiteStore(MemoryStore):
                 (start_id, end_id),
             )
         return [_buffer_row(r) for r in cur]
+
+    def get_buffer_rows(self, ids: Sequence[int]) -> list[BufferRow]:
+        wanted = sorted({int(i) for i in ids})
+        rows: list[BufferRow] = []
+        conn = self._conn()
+        for start in range(0, len(wanted), 500):
+            part = wanted[start : start + 500]
+            cur = conn.execute(
+                f"SELECT {_BUFFER_COLS} FROM buffer WHERE id IN ({','.join('?' * len(part))}) "
+                "ORDER BY id",
+                part,
+            )
+            rows += [_buffer_row(r) for r in cur]
+        return rows
 
     def last_buffer_rows(self, n: int, *, after_id: int = 0) -> list[BufferRow]:
         if n <= 0:

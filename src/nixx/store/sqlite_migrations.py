@@ -1,101 +1,40 @@
 """Versioned schema migrations of the SQLite store.
 
-Each migration is a named function ``mNNN_<what>(conn)`` registered with `@migration`.
-`apply_pending` runs every migration the database has not recorded yet, each in its
-own ``BEGIN IMMEDIATE`` transaction together with the row that records it in
-``nixx_migrations``, so a crash leaves the database at a whole version and two
-processes migrating at once apply each step exactly once.
+Each migration is a named function ``mNNN_<what>(conn)`` registered with `@migration`;
+`nixx.migrations` runs them (each in its own ``BEGIN IMMEDIATE`` transaction together
+with the row that records it in ``nixx_migrations``, so a crash leaves the database at a
+whole version and two processes migrating at once apply each step exactly once).
 
 To change the schema, append a new function; never edit one that has shipped.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from nixx.store.portable import utc_now
+from nixx.migrations import Migrations, apply_sqlite, sqlite_version
 
 if TYPE_CHECKING:
     import apsw
 
-
-@dataclass(frozen=True)
-class Migration:
-    version: int
-    name: str
-    apply: Callable[[apsw.Connection], None]
-
-
-MIGRATIONS: list[Migration] = []
-
-
-def migration(fn: Callable[[apsw.Connection], None]) -> Callable[[apsw.Connection], None]:
-    """Register `fn` (named ``mNNN_description``) as schema version NNN."""
-    version = int(fn.__name__[1:4])
-    expected = len(MIGRATIONS) + 1
-    if version != expected:  # pragma: no cover - programming error
-        raise RuntimeError(f"migration {fn.__name__} must be numbered {expected:03d}")
-    MIGRATIONS.append(Migration(version, fn.__name__, fn))
-    return fn
+MIGRATIONS = Migrations("the memory store")
+migration = MIGRATIONS.register
 
 
 def head_version() -> int:
-    return len(MIGRATIONS)
-
-
-_CREATE_TRACKING = """
-CREATE TABLE IF NOT EXISTS nixx_migrations (
-    version    INTEGER PRIMARY KEY,
-    name       TEXT NOT NULL,
-    applied_at TEXT NOT NULL
-)
-"""
+    return MIGRATIONS.head
 
 
 def current_version(conn: apsw.Connection) -> int:
-    exists = conn.execute(
-        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'nixx_migrations'"
-    ).fetchone()
-    if not exists:
-        return 0
-    row = conn.execute("SELECT max(version) FROM nixx_migrations").fetchone()
-    return int(row[0] or 0) if row else 0
+    return sqlite_version(conn)
 
 
-def apply_pending(conn: apsw.Connection, *, target: int | None = None) -> list[int]:
+def apply_pending(
+    conn: apsw.Connection, *, target: int | None = None, where: str = ""
+) -> list[int]:
     """Apply migrations above the database's version (up to `target`, default head).
     Returns the versions applied by this call."""
-    from nixx.errors import SchemaError
-
-    target = head_version() if target is None else target
-    applied: list[int] = []
-    while True:
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            conn.execute(_CREATE_TRACKING)
-            version = current_version(conn)
-            if version > head_version():
-                raise SchemaError(
-                    f"the database is at schema version {version}, newer than this nixx "
-                    f"knows ({head_version()}); upgrade nixx"
-                )
-            if version >= target:
-                conn.execute("COMMIT")
-                return applied
-            step = MIGRATIONS[version]
-            step.apply(conn)
-            conn.execute(
-                "INSERT INTO nixx_migrations (version, name, applied_at) VALUES (?, ?, ?)",
-                (step.version, step.name, utc_now()),
-            )
-            conn.execute("COMMIT")
-        except BaseException:
-            if not conn.getautocommit():
-                conn.execute("ROLLBACK")
-            raise
-        applied.append(step.version)
+    return apply_sqlite(conn, MIGRATIONS, where or conn.filename, target=target)
 
 
 # ---- the migrations ---------------------------------------------------------------

@@ -82,7 +82,7 @@ def sync_lock(state_dir: str, *, wait: float = 0.0) -> Iterator[None]:
         os.close(fd)
 
 
-def _split(ops: Sequence, size: int) -> list[list]:
+def _split(ops: Sequence[Op], size: int) -> list[list[Op]]:
     return [list(ops[i:i + size]) for i in range(0, len(ops), size)]
 
 

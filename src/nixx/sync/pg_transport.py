@@ -127,7 +127,8 @@ class PgTransport(Transport):
     # -- pull ------------------------------------------------------------------------
 
     def pull(self, cursor: str | None, limit: int) -> Pulled:
-        return self._call(self._pull, cursor, limit)
+        pulled: Pulled = self._call(self._pull, cursor, limit)
+        return pulled
 
     def _pull(self, cursor: str | None, limit: int) -> Pulled:
         # "<seq>+self": still in the first catch-up after a (re)bind, which reads back

@@ -56,7 +56,7 @@ class Binding:
         return asdict(self)
 
 
-def _scalar(conn: Any, sql: str, params: tuple = ()) -> Any:
+def _scalar(conn: Any, sql: str, params: tuple[Any, ...] = ()) -> Any:
     row = conn.execute(sql, params).fetchone()
     return None if row is None else row[0]
 

@@ -91,8 +91,9 @@ def open_transport(name: str, *, remote: str, stream: str, replica: str,
         raise ValidationError(f"unknown sync transport {name!r}; known: {sorted(TRANSPORTS)}",
                               param="transport") from None
     cls = getattr(importlib.import_module(module_name), cls_name)
-    return cls(remote=remote, stream=stream, replica=replica, state_dir=state_dir,
-               source=source)
+    transport: Transport = cls(remote=remote, stream=stream, replica=replica,
+                               state_dir=state_dir, source=source)
+    return transport
 
 
 def source_id(store: LogStore) -> str:

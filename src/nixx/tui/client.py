@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 
@@ -25,7 +25,11 @@ from nixx.errors import (
     Unauthorized,
     ValidationError,
 )
+from nixx.secret import reveal
 from nixx.sse import aparse_lines
+
+if TYPE_CHECKING:
+    from pydantic import SecretStr
 
 ORIGIN = "tui"
 
@@ -77,14 +81,15 @@ class NixxClient:
         self,
         base_url: str,
         *,
-        api_key: str | None = None,
+        api_key: SecretStr | str | None = None,
         timeout: float = 300.0,
         transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
         self.base_url = base_url.rstrip("/")
         headers = {"X-Nixx-Origin": ORIGIN}
-        if api_key:
-            headers["Authorization"] = f"Bearer {api_key}"
+        key = reveal(api_key)
+        if key:
+            headers["Authorization"] = f"Bearer {key}"
         self._http = httpx.AsyncClient(
             base_url=self.base_url,
             headers=headers,

@@ -21,6 +21,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import FileResponse, HTMLResponse, RedirectResponse, Response
 
 from nixx.errors import NixxError, NotFound, ValidationError
+from nixx.secret import reveal
 from nixx.server import shapes
 from nixx.web.security import LOGIN_PATH, SESSION_COOKIE, CsrfGuard, session_value
 
@@ -165,7 +166,7 @@ async def login(request: Request) -> Response:
         key = request.app.state.settings.api_key
         if not key:
             return back("/ui")
-        if not hmac.compare_digest(fields.get("key", "").encode(), key.encode()):
+        if not hmac.compare_digest(fields.get("key", "").encode(), (reveal(key) or "").encode()):
             return render(request, "login.html", code=401, title="Sign in",
                           error="wrong key: give the server's NIXX_API_KEY")
         response = back("/ui")

@@ -19,18 +19,25 @@ import hmac
 import secrets
 from urllib.parse import urlsplit
 
+from nixx.secret import reveal
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from pydantic import SecretStr
+
 SESSION_COOKIE = "nixx_ui"
 UI_PREFIX = "/ui"
 LOGIN_PATH = "/ui/login"
 OPEN_UI_PATHS = frozenset({LOGIN_PATH, "/ui/static/style.css"})
 
 
-def session_value(api_key: str) -> str:
+def session_value(api_key: SecretStr | str) -> str:
     """The cookie value that proves the browser was given the key."""
-    return hmac.new(api_key.encode(), b"nixx-ui-session-v1", hashlib.sha256).hexdigest()
+    key = (reveal(api_key) or "").encode()
+    return hmac.new(key, b"nixx-ui-session-v1", hashlib.sha256).hexdigest()
 
 
-def has_session(cookie_header: str, api_key: str) -> bool:
+def has_session(cookie_header: str, api_key: SecretStr | str) -> bool:
     want = session_value(api_key)
     for part in cookie_header.split(";"):
         name, _, value = part.strip().partition("=")
