@@ -191,6 +191,8 @@ def main() -> int:
     ap.add_argument("--embed", choices=("openai", "local"), default="openai")
     ap.add_argument("--row-vectors", choices=("seeded", "backfill"), default="seeded")
     ap.add_argument("--blas-threads", type=int, default=None)
+    ap.add_argument("--engine", choices=("auto", "onnx", "numpy"), default="auto",
+                    help="NIXX_EMBED_ENGINE of the server (with --embed local)")
     ap.add_argument("--db", type=Path, default=None, help="a copy of this seeded store")
     ap.add_argument(
         "--questions",
@@ -232,6 +234,7 @@ def main() -> int:
         NIXX_INTENT_INTERVAL="1000000",
         NIXX_WORKSPACE=str(tmp),
         NIXX_LOG_LEVEL="warning",
+        NIXX_EMBED_ENGINE=args.engine,
     )
     if args.blas_threads is not None:
         env["OPENBLAS_NUM_THREADS"] = str(args.blas_threads)
@@ -314,7 +317,8 @@ def main() -> int:
         ms = 1000.0
         print(
             f"\n{args.turns} turns each, interleaved; store: {args.rows} rows, "
-            f"{args.summaries} summaries; embedder: {args.embed}"
+            f"{args.summaries} summaries; embedder: {args.embed} ({args.engine}); "
+            f"questions: {args.questions}"
         )
         print(f"{'':28}{'p50 ms':>10}{'p95 ms':>10}")
         for name, values in (

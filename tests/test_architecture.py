@@ -15,6 +15,16 @@
   part of an f-string — appears only in those two places. Exempt: `nixx.testing` (the
   fake LLM server serves those paths), and `nixx.tui.client`, which calls `nixx serve`'s
   own ``/v1/chat/completions`` (the memory server, never the LLM behind it).
+- **The service is the one door.** No module under `nixx.server`, `nixx.cli`,
+  `nixx.mcp`, `nixx.web`, `nixx.tui` reads a collaborator the service holds — an
+  attribute that `NixxService.__init__` assigns (``self.store = ...``: `store`,
+  `episodic`, `embedder`, `llm`, `jobs`, `row_vectors`, `recall`, ...; the list is read
+  from `nixx.memory.service` itself) — off the service; it calls a method named for its
+  use case instead. The rule, precisely: an attribute read ``X.name`` (or
+  ``getattr(X, "name")``) with `name` in that list, where `X` is the service as shells
+  spell it: a name ``service`` or ``svc``, an attribute ``... .service`` (such as
+  ``request.app.state.service``), or a call of ``service(...)``, ``_service(...)`` or
+  ``get_service(...)``. Methods and properties of the service are not in the list.
 """
 
 from __future__ import annotations
@@ -30,6 +40,9 @@ SRC = Path(nixx.__file__).parent
 
 LLM_PATH = re.compile(r"/chat/completions|/embeddings/?(?:$|\?)")
 LLM_CALLERS = ("nixx.llm", "nixx.embed.openai")
+SHELLS = ("nixx.server", "nixx.cli", "nixx.mcp", "nixx.web", "nixx.tui")
+SERVICE_NAMES = {"service", "svc"}
+SERVICE_GETTERS = {"service", "_service", "get_service"}
 LLM_EXEMPT = {
     "nixx.testing": "the fake LLM server serves these paths",
     "nixx.tui.client": "calls nixx serve's own /v1/chat/completions, not an LLM",
@@ -184,6 +197,58 @@ def llm_paths(path: Path) -> list[tuple[int, str]]:
     return sorted(found)
 
 
+def held_by_service(path: Path, cls: str = "NixxService") -> set[str]:
+    """The attributes `cls.__init__` assigns on ``self`` (its collaborators and state)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ClassDef) and node.name == cls:
+            for item in node.body:
+                if isinstance(item, ast.FunctionDef) and item.name == "__init__":
+                    return {
+                        target.attr
+                        for stmt in ast.walk(item)
+                        if isinstance(stmt, (ast.Assign, ast.AnnAssign))
+                        for target in (
+                            stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+                        )
+                        if isinstance(target, ast.Attribute)
+                        and isinstance(target.value, ast.Name)
+                        and target.value.id == "self"
+                    }
+    raise AssertionError(f"no {cls}.__init__ in {path}")
+
+
+def _is_service(node: ast.AST) -> bool:
+    if isinstance(node, ast.Name):
+        return node.id in SERVICE_NAMES
+    if isinstance(node, ast.Attribute):
+        return node.attr == "service"
+    if isinstance(node, ast.Call):
+        fn = node.func
+        name = fn.id if isinstance(fn, ast.Name) else fn.attr if isinstance(fn, ast.Attribute) else ""
+        return name in SERVICE_GETTERS
+    return False
+
+
+def reads_past_service(path: Path, held: set[str]) -> list[tuple[int, str]]:
+    """(line, attribute) of each read of a collaborator `held` by the service."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Attribute) and node.attr in held and _is_service(node.value):
+            found.append((node.lineno, node.attr))
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id == "getattr"
+            and len(node.args) >= 2
+            and _is_service(node.args[0])
+            and isinstance(node.args[1], ast.Constant)
+            and node.args[1].value in held
+        ):
+            found.append((node.lineno, str(node.args[1].value)))
+    return sorted(found)
+
+
 def _within(name: str, prefixes) -> bool:
     return any(name == p or name.startswith(p + ".") for p in prefixes)
 
@@ -219,6 +284,22 @@ def test_the_llm_clients_are_where_the_rule_says():
     assert llm_paths(known["nixx.embed.openai"][0])
     for prefix in LLM_EXEMPT:
         assert any(_within(name, [prefix]) for name in known), prefix
+
+
+def test_shells_go_through_the_service_not_past_it():
+    known = modules(SRC)
+    held = held_by_service(known["nixx.memory.service"][0])
+    assert {"store", "episodic", "embedder", "llm", "jobs"} <= held  # the rule reads them
+    offenders = []
+    for name, (path, _) in known.items():
+        if _within(name, SHELLS):
+            offenders += [
+                f"  {name}:{line}: service.{attr}" for line, attr in reads_past_service(path, held)
+            ]
+    assert not offenders, (
+        "shells reaching past NixxService (add a service method named for the use case):\n"
+        + "\n".join(offenders)
+    )
 
 
 # -- the checks themselves, on a package made for them ---------------------------------
@@ -270,3 +351,34 @@ def test_the_llm_rule_sees_calls_not_docs_or_served_routes(tmp_path):
     })
     assert [line for line, _ in llm_paths(root / "caller.py")] == [5, 5]
     assert llm_paths(root / "route.py") == []
+
+
+def test_the_one_door_rule_sees_each_spelling_of_the_service(tmp_path):
+    root = _package(tmp_path, {
+        "service.py": """
+            class NixxService:
+                def __init__(self, store):
+                    self.store = store
+                    self.episodic: object = None
+                    local = 1
+
+                @property
+                def threshold(self):
+                    return 0.3
+        """,
+        "route.py": """
+            async def a(service):
+                return await service.run(service.store.get_buffer, 1, 2)  # 3
+            def b(request):
+                return request.app.state.service.episodic  # 5
+            def c(request):
+                return _service(request).store, getattr(svc, "episodic")  # 7, 7
+            def d(engine, service):
+                return engine.store, service.threshold, service.search("x")  # none
+        """,
+    })
+    held = held_by_service(root / "service.py")
+    assert held == {"store", "episodic"}
+    assert reads_past_service(root / "route.py", held) == [
+        (3, "store"), (5, "episodic"), (7, "episodic"), (7, "store")
+    ]

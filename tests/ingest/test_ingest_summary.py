@@ -1,17 +1,40 @@
-"""The display-summary hook: written after the source is stored, never required."""
+"""The display summary of an ingested source: written after the source is stored, by
+`NixxService.summarise_sources` (the one writer the server, the web page and the CLI
+share), never required."""
 
 from __future__ import annotations
 
+import asyncio
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
-from nixx.errors import BackendUnavailable
-from nixx.ingest.pipeline import Ingestor
-from nixx.ingest.summary import DOCUMENT_SUMMARY_PROMPT, summarise_sync
+from nixx.ingest.summary import DOCUMENT_SUMMARY_PROMPT
+from nixx.llm.client import ChatClient
+from nixx.memory.service import NixxService
 from nixx.store.base import MemoryStore
 from nixx.testing.fake_llm import FakeLLM, Reply
 
 
-def test_summary_hook_writes_the_llm_summary(
+def _ingest(settings: Any, store: MemoryStore, embedder: Any, path: Path) -> tuple[Any, Any]:
+    """One `NixxService.ingest` of `path` (as the CLI does: any path), with its summary."""
+
+    async def run() -> tuple[Any, Any]:
+        llm = ChatClient(settings.chat_base_url, timeout=5)
+        service = NixxService(settings, store, embedder, llm)
+        try:
+            return await service.ingest(path=str(path), confined=False)
+        finally:
+            await service.close()
+            await llm.aclose()
+
+    # in a thread of its own: Playwright's sync API (tests/web) leaves an event loop
+    # running in the main thread for the rest of the session
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, run()).result()
+
+
+def test_the_service_writes_the_llm_summary(
     store: MemoryStore, embedder, settings, llm: FakeLLM, tmp_path: Path
 ) -> None:
     folder = tmp_path / "proj"
@@ -19,11 +42,8 @@ def test_summary_hook_writes_the_llm_summary(
     (folder / "main.py").write_text("def main():\n    print('hello')\n")
     (folder / "README.md").write_text("# Proj\n\nA greeting tool.\n")
     llm.queue(Reply(content="  A tiny greeting tool with one entry point.  "))
-    ingestor = Ingestor(
-        store, embedder, settings, summarize=lambda n, t: summarise_sync(settings, [(n, t)])[0]
-    )
-    result = ingestor.ingest_path(folder)
-    assert result.summary_error is None
+    result, problem = _ingest(settings, store, embedder, folder)
+    assert problem is None and result.summary_error is None
     assert result.source.summary == "A tiny greeting tool with one entry point."
     assert store.get_source(result.source.id).summary == result.source.summary
     messages = llm.chat_requests[-1]["messages"]
@@ -34,23 +54,23 @@ def test_summary_hook_writes_the_llm_summary(
     assert user.index("## README.md") < user.index("## main.py")  # the README first
     # unchanged: the LLM is not asked again
     asked = len(llm.chat_requests)
-    assert ingestor.ingest_path(folder).status == "unchanged"
+    again, problem = _ingest(settings, store, embedder, folder)
+    assert again.status == "unchanged" and problem is None
     assert len(llm.chat_requests) == asked
 
 
 def test_failing_summary_keeps_the_source(
-    store: MemoryStore, embedder, settings, tmp_path: Path
+    store: MemoryStore, embedder, settings, make_settings, tmp_path: Path
 ) -> None:
-    def down(name: str, text: str) -> str:
-        raise BackendUnavailable("no LLM backend answers at http://127.0.0.1:9/v1")
-
     path = tmp_path / "a.md"
     path.write_text("# A\n\nKeep me even without a summary.\n")
-    result = Ingestor(store, embedder, settings, summarize=down).ingest_path(path)
-    assert "no LLM backend answers" in result.summary_error
+    down = make_settings(chat_base_url="http://127.0.0.1:9/v1", chat_model="m")
+    result, problem = _ingest(down, store, embedder, path)
+    assert "no LLM backend answers" in problem and result.summary_error == problem
     assert store.get_source(result.source.id).summary is None
     assert store.count_memories() == 1
     # the summary is still owed: an unchanged re-ingest with the backend back makes it
-    result = Ingestor(store, embedder, settings, summarize=lambda n, t: "A note.").ingest_path(path)
-    assert result.status == "unchanged" and result.source.summary == "A note."
-    assert store.get_source(result.source.id).summary == "A note."
+    result, problem = _ingest(settings, store, embedder, path)
+    assert problem is None
+    assert result.status == "unchanged" and result.source.summary is not None
+    assert store.get_source(result.source.id).summary == result.source.summary

@@ -53,19 +53,9 @@ def run(args: argparse.Namespace) -> int:
 
 async def _run(args: argparse.Namespace, as_json: bool) -> int:
     from nixx.config import load_settings
-    from nixx.embed import make_embedder
-    from nixx.llm.client import ChatClient
-    from nixx.memory.service import NixxService
-    from nixx.store import open_store
+    from nixx.memory.service import open_service
 
-    settings = load_settings()
-    store = open_store(settings.database_url)
-    embedder = make_embedder(settings)
-    llm = ChatClient(
-        settings.chat_base_url, api_key=settings.chat_api_key, timeout=settings.chat_timeout
-    )
-    service = NixxService(settings, store, embedder, llm)
-    try:
+    async with open_service(load_settings()) as service:
         if args.log:
             entries = [e.to_dict() for e in await service.forget_log(100)]
             _show_log(entries, as_json)
@@ -82,11 +72,6 @@ async def _run(args: argparse.Namespace, as_json: bool) -> int:
         else:
             _show_done(done, problems)
         return 0
-    finally:
-        await service.close()
-        await llm.aclose()
-        embedder.close()
-        store.close()
 
 
 async def _forget_query(
@@ -127,11 +112,7 @@ async def _forget_ids(
 
 async def _repairs(service: Any) -> dict[str, str]:
     """Wait for the background repairs; what failed (they stay queued for later)."""
-    import contextlib
-
-    with contextlib.suppress(TimeoutError):
-        await service.jobs.wait_idle(REPAIR_WAIT_S)
-    return dict(service.jobs.last_error)
+    return await service.wait_for_repairs(REPAIR_WAIT_S)
 
 
 def _confirm(question: str) -> bool:

@@ -1,5 +1,6 @@
 """`nixx ingest PATH|URL...`: pour files, folders, repositories and web pages into
-semantic memory. A thin shell over `nixx.ingest.Ingestor`; progress goes to stderr."""
+semantic memory. A thin shell over `NixxService.ingest` and `summarise_sources` (the
+same calls as `POST /v1/ingest`); progress goes to stderr."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import time
 from typing import Any
 
 from nixx.cli.output import emit_json
-from nixx.errors import BackendError, ValidationError
+from nixx.errors import ValidationError
 
 _URL = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*://")
 
@@ -73,27 +74,30 @@ class _ProgressLine:
 
 
 def run(args: argparse.Namespace) -> int:
-    from nixx.config import load_settings
-    from nixx.embed import make_embedder
-    from nixx.ingest.pipeline import Ingestor, IngestResult
-    from nixx.store import open_store
+    import asyncio
 
     if args.name and len(args.targets) > 1:
         raise ValidationError("--name names one source: give one PATH or URL with it")
-    settings = load_settings()
+    return asyncio.run(_run(args))
+
+
+async def _run(args: argparse.Namespace) -> int:
+    from nixx.config import load_settings
+    from nixx.ingest.pipeline import IngestResult
+    from nixx.memory.service import open_service
+
     started = time.monotonic()
-    store = open_store(settings.database_url)
-    embedder = make_embedder(settings)
     results: list[IngestResult] = []
-    try:
+    async with open_service(load_settings()) as service:
         for i, target in enumerate(args.targets, start=1):
             line = _ProgressLine(i, len(args.targets))
-            ingestor = Ingestor(store, embedder, settings, progress=line)
+            where = {"url": target} if _URL.match(target) else {"path": target}
             try:
-                if _URL.match(target):
-                    result = ingestor.ingest_url(target, name=args.name, tags=args.tags)
-                else:
-                    result = ingestor.ingest_path(target, name=args.name, tags=args.tags)
+                # the CLI reads any path its user names (the server: the workspace only)
+                result, _ = await service.ingest(
+                    **where, name=args.name, tags=args.tags, progress=line,
+                    confined=False, summarise=False,
+                )
             finally:
                 line.finish()
             results.append(result)
@@ -101,12 +105,9 @@ def run(args: argparse.Namespace) -> int:
                 print(_describe(result), flush=True)
         summary_problem = None
         if not args.no_summary:
-            summary_problem = _summarise(settings, store, results)
+            summary_problem = await service.summarise_sources(results)
         if summary_problem:
             sys.stderr.write(f"note: sources stored without a summary: {summary_problem}\n")
-    finally:
-        embedder.close()
-        store.close()
     seconds = time.monotonic() - started
     chunks = sum(r.chunks for r in results)
     embedded = sum(r.embedded for r in results)
@@ -139,22 +140,3 @@ def _describe(result: Any) -> str:
     if result.skipped:
         parts.append(f"{len(result.skipped)} skipped")
     return ", ".join(parts)
-
-
-def _summarise(settings: Any, store: Any, results: list[Any]) -> str | None:
-    """Ask the LLM for display summaries of the sources that changed; return what went
-    wrong (the sources stay stored and searchable without summaries)."""
-    from nixx.ingest.summary import summarise_sync
-
-    todo = [r for r in results if r.summary_input]  # changed, or still without a summary
-    if not todo:
-        return None
-    try:
-        summaries = summarise_sync(settings, [(r.source.name, r.summary_input) for r in todo])
-    except BackendError as exc:
-        return exc.message
-    for result, summary in zip(todo, summaries, strict=True):
-        if summary:
-            store.set_source_summary(result.source.id, summary)
-            result.source = store.get_source(result.source.id)
-    return None

@@ -17,8 +17,9 @@ its memories go in with one `add_source` / `replace_source` (one transaction), s
 ingest that fails or is killed half way leaves nothing behind. Ingesting content whose
 hash (and name and tags) match the stored source is a no-op; changed content replaces
 the old memories atomically, re-using the stored vectors of chunks whose text did not
-change. The LLM summary (display only) is optional: a `summarize` hook called after the
-source is stored (`nixx.ingest.summary` has the prompt and the LLM calls).
+change. The LLM summary (display only) is optional and written after the source is
+stored, by `NixxService.summarise_sources` (from each result's `summary_input`;
+`nixx.ingest.summary` has the prompt).
 
 Reading is confined: with ``root`` set (the server passes ``settings.workspace``) only
 paths that resolve inside it are read; the CLI reads the paths its user names.
@@ -62,7 +63,7 @@ _write_lock = threading.Lock()
 class Progress:
     """Where an ingest is; handed to the `progress` callback after every step."""
 
-    stage: str  # "read" | "embed" | "store" | "summary" | "done"
+    stage: str  # "read" | "embed" | "store" | "done"
     target: str  # the path, URL or name being ingested
     files_done: int = 0
     files_total: int = 0
@@ -82,7 +83,7 @@ class IngestResult:
     skipped: list[Skipped] = field(default_factory=list)
     # the text to summarise for display ("" when unchanged and it has its summary already)
     summary_input: str = ""
-    summary_error: str | None = None  # why the `summarize` hook gave no summary
+    summary_error: str | None = None  # why no summary was made (`summarise_sources`)
 
     def to_dict(self) -> dict[str, Any]:
         s = self.source
@@ -159,14 +160,9 @@ class Ingestor:
         settings: Settings,
         *,
         progress: Callable[[Progress], None] | None = None,
-        summarize: Callable[[str, str], str | None] | None = None,
         chunk_chars: int = CHUNK_CHARS,
         chunk_overlap: int = CHUNK_OVERLAP,
     ) -> None:
-        """`summarize(name, text)`, when given, writes each new or changed source's display
-        summary after it is stored; a `NixxError` from it is kept in the result's
-        `summary_error` and the source stays stored (see `nixx.ingest.summary`)."""
-        self.summarize = summarize
         self.store = store
         self.embedder = embedder
         self.settings = settings
@@ -386,7 +382,6 @@ class Ingestor:
                 skipped=plan.skipped,
                 summary_input=_summary_input(plan) if old.summary is None else "",
             )
-            self._summarise(result, plan, old.chunk_count)
             self._emit(
                 Progress(
                     "done", plan.name, plan.files, plan.files, old.chunk_count, old.chunk_count
@@ -420,23 +415,8 @@ class Ingestor:
             skipped=plan.skipped,
             summary_input=_summary_input(plan),
         )
-        self._summarise(result, plan, len(pieces))
         self._emit(Progress("done", plan.name, plan.files, plan.files, len(pieces), len(pieces)))
         return result
-
-    def _summarise(self, result: IngestResult, plan: _Plan, chunks: int) -> None:
-        """Run the `summarize` hook for a result that needs a display summary."""
-        if self.summarize is None or not result.summary_input:
-            return
-        self._emit(Progress("summary", plan.name, plan.files, plan.files, chunks, chunks))
-        try:
-            summary = self.summarize(result.source.name, result.summary_input)
-        except NixxError as exc:
-            result.summary_error = exc.message
-        else:
-            if summary:
-                self.store.set_source_summary(result.source.id, summary)
-                result.source = replace(result.source, summary=summary)
 
     def _write(self, plan: _Plan, chunks: list[NewChunk], old: Source | None) -> tuple[Source, str]:
         if old is None:

@@ -14,23 +14,45 @@ summary when it reaches the summary threshold (both calibrated per embedding mod
 until the token budget (`NIXX_RECALL_TOKENS`) is spent. A short answer ("yes, Tuesday")
 comes with the question before it, a question with the short answer after it, and rows
 next to each other become one excerpt.
+
+`Recall` is the whole of it, built once by `NixxService` and handed to each turn
+(`nixx.memory.turn`): `search` runs the rankers (one worker thread, beside the write of
+the turn's user row), `finish` fuses them and picks what the prompt recalls, returning a
+`RecallContext` — the prompt, and the explanation every shell shows of it (`info()` for
+/v1/debug/context and the web context page, `answer_info()` for the ``nixx`` key of a
+chat answer, `row_meta()` for the answer's buffer row). `for_next_turn` is what the next
+turn would recall (/v1/debug/context, the web context page).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import logging
+from collections.abc import Callable, Sequence
+from concurrent.futures import Executor
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
+from nixx.config import Settings
+from nixx.errors import NixxError
+from nixx.memory import intent as intent_state
+from nixx.memory import search as fused
+from nixx.memory.episodic import Episodic
 from nixx.memory.history import CHARS_PER_TOKEN
-from nixx.memory.prompts import INTENT_HEADING, RECALL_FRAMING, RECALL_HEADING
+from nixx.memory.prompts import INTENT_HEADING, RECALL_FRAMING, RECALL_HEADING, SYSTEM_PROMPT
 from nixx.memory.search import Result
-from nixx.store.records import BufferRow, SummaryHit
+from nixx.store.base import MemoryStore
+from nixx.store.records import BufferHit, BufferRow, SummaryHit
+
+log = logging.getLogger(__name__)
 
 # A row shorter than this after a question is its answer: the two are shown together.
 SHORT_ROW_CHARS = 80
 # One excerpt row is cut to this many characters.
 EXCERPT_ROW_CHARS = 600
+# fused results a turn's recall looks at before the floor and the budget
+RECALL_CANDIDATES = 20
 
 
 def default_threshold(model: str) -> float:
@@ -90,6 +112,262 @@ class RecallContext:
     row_floor: float | None = None
     budget_tokens: int = 0
     considered: int = 0  # fused results looked at before the floor and the budget
+
+    def info(self) -> dict[str, Any]:
+        """The explanation of this recall (/v1/debug/context; the web context page)."""
+        return {
+            "system_prompt": self.system_prompt,
+            "base_prompt": self.base_prompt,
+            "intent": self.intent,
+            "recall_enabled": self.recall_enabled,
+            "threshold": self.threshold,
+            "row_floor": self.row_floor,
+            "budget_tokens": self.budget_tokens,
+            "considered": self.considered,
+            "query": self.query,
+            "before_buffer_id": self.before_buffer_id,
+            "recalled": [item.info() for item in self.recalled],
+        }
+
+    def answer_info(self) -> dict[str, Any]:
+        """What a chat answer reports of its recall (the start of its ``nixx`` key)."""
+        return {
+            "recalled_summaries": [hit.summary.id for hit in self.hits],
+            "recalled": [
+                {k: info[k] for k in ("kind", "id", "score", "cosine", "buffer_ids")}
+                for info in (item.info() for item in self.recalled)
+            ],
+        }
+
+    def row_meta(self) -> list[dict[str, Any]]:
+        """What the answer's buffer row keeps of it (``meta.recalled``: the web page
+        shows it for a past answer)."""
+        return [{"kind": r.kind, "id": r.id, "score": round(r.score, 6)} for r in self.recalled]
+
+
+@dataclass
+class RecallParts:
+    """What the rankers answered for a turn's recall (`Recall.search`)."""
+
+    query: str
+    fts: list[BufferHit] = field(default_factory=list)
+    anchor_fts: list[BufferHit] = field(default_factory=list)
+    vector: np.ndarray | None = None
+    vec: list[BufferHit] = field(default_factory=list)
+    anchor_vec: list[BufferHit] = field(default_factory=list)
+    wide: list[SummaryHit] = field(default_factory=list)
+    last_summarised: int = 0
+
+
+class Recall:
+    """The per-turn recall, whole: the fused search over the latest user message, the
+    floors (`row_floor`, `threshold`), the token budget (``NIXX_RECALL_TOKENS``), what is
+    left out because the client's history carries it, and the `RecallContext` that
+    explains the pick. Its methods block (store and embedder calls): run them in a
+    worker thread. `embed` is the service's embedding call (it binds the store to the
+    embedder on first use); `model` names the embedding model the floors are
+    calibrated for; `pool` gives the threads the rankers overlap on (the service's,
+    shared with its search: `nixx.memory.search.run_rankers`)."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        store: MemoryStore,
+        episodic: Episodic,
+        embed: Callable[[Sequence[str]], np.ndarray],
+        model: str,
+        pool: Callable[[], Executor],
+    ) -> None:
+        self.settings = settings
+        self.store = store
+        self.episodic = episodic
+        self._embed = embed
+        self.model = model
+        self._pool = pool
+        self.error: str | None = None  # why the last recall went without vectors
+
+    @property
+    def base_prompt(self) -> str:
+        return self.settings.system_prompt or SYSTEM_PROMPT
+
+    @property
+    def threshold(self) -> float:
+        """The cosine a summary needs (NIXX_RECALL_THRESHOLD, else calibrated)."""
+        if self.settings.recall_threshold is not None:
+            return self.settings.recall_threshold
+        return default_threshold(self.model)
+
+    @property
+    def row_floor(self) -> float:
+        """The cosine a buffer row needs (NIXX_RECALL_THRESHOLD, else calibrated)."""
+        if self.settings.recall_threshold is not None:
+            return self.settings.recall_threshold
+        return default_row_floor(self.model)
+
+    def search(self, query: str | None) -> RecallParts | None:
+        """The rankers' answers: full text, then the query (and a period anchor)
+        embedded and the buffer-row and summary vectors searched. None when recall is
+        off, the budget is 0 or there is no query; an embedder failure leaves full text
+        only (`error` says why)."""
+        if not self.episodic.recall_enabled() or self.settings.recall_tokens <= 0:
+            return None
+        if not query or not query.strip():
+            return None
+        wide = self.settings.recall_limit > 0
+        answers = fused.run_rankers(
+            self.store,
+            query,
+            self._embed_query,
+            lambda vector: self._wide(vector) if wide else ([], 0),
+            pool=self._pool(),
+        )
+        parts = RecallParts(
+            query=query,
+            fts=answers.fts,
+            anchor_fts=answers.anchor_fts,
+            vector=answers.vector,
+            vec=answers.vec,
+            anchor_vec=answers.anchor_vec,
+        )
+        if answers.summaries is not None:
+            parts.wide, parts.last_summarised = answers.summaries
+        return parts
+
+    def finish(
+        self,
+        parts: RecallParts | None,
+        *,
+        intent: str | None,
+        before_id: int | None,
+        exclude_ids: Sequence[int] = (),
+        query: str | None = None,
+    ) -> RecallContext:
+        """Fuse the rankers' answers, leaving out the history the client sent (rows from
+        `before_id` on) and `exclude_ids`, and pick what the prompt recalls. `query` is
+        reported when recall did not run."""
+        enabled = parts is not None or self.episodic.recall_enabled()
+        recalled: list[Recalled] = []
+        summary_hits: list[SummaryHit] = []
+        considered = 0
+        if parts is not None:
+            hits: list[SummaryHit] | None = []
+            if parts.vector is not None and self.settings.recall_limit > 0:
+                hits = self._pick(parts.wide, parts.last_summarised, before_id)
+                if hits is None:
+                    assert before_id is not None
+                    hits = self._filtered(parts.vector, before_id)
+            results = fused.combine(
+                parts.query,
+                parts.fts,
+                parts.vec,
+                hits or [],
+                parts.anchor_fts,
+                parts.anchor_vec,
+                store=self.store,
+                limit=RECALL_CANDIDATES,
+                before_id=before_id,
+                exclude_ids=exclude_ids,
+            )
+            considered = len(results)
+            recalled = select(
+                results,
+                row_floor=self.row_floor,
+                summary_threshold=self.threshold,
+                budget_tokens=self.settings.recall_tokens,
+                max_summaries=self.settings.recall_limit,
+            )
+            by_id = {r.summary.id: r.summary for r in results if r.summary is not None}
+            summary_hits = [
+                SummaryHit(by_id[item.id], float(item.cosine or 0.0))
+                for item in recalled
+                if item.kind == "summary"
+            ]
+        return RecallContext(
+            system_prompt=build_system_prompt(self.base_prompt, intent, recalled),
+            base_prompt=self.base_prompt,
+            intent=intent,
+            hits=summary_hits,
+            threshold=self.threshold,
+            recall_enabled=enabled,
+            query=parts.query if parts is not None else query,
+            before_buffer_id=before_id,
+            recalled=recalled,
+            row_floor=self.row_floor,
+            budget_tokens=self.settings.recall_tokens,
+            considered=considered,
+        )
+
+    def for_next_turn(
+        self,
+        query: str | None = None,
+        *,
+        history_messages: int | None = None,
+        before_id: int | None = None,
+    ) -> RecallContext:
+        """What a turn would recall for `query`. With no `query`, the newest user message
+        of the current session is used (what the next turn would recall against)."""
+        exclude: list[int] = []
+        if query is None:
+            # the newest user message of the session; a client continuing the session
+            # sends all of it, so nothing from the session start on is recalled
+            start = self.episodic.session_start()
+            rows = self.store.last_buffer_rows(20, after_id=start - 1)
+            users = [r for r in rows if r.role == "user"]
+            query = users[-1].content if users else None
+            exclude = [users[-1].id] if users else []
+            if before_id is None and history_messages is None:
+                before_id = start
+        if before_id is None:
+            before_id = self.episodic.oldest_in_history(history_messages or 0)
+        parts = self.search(query)
+        intent = intent_state.text(self.store)
+        return self.finish(
+            parts, intent=intent, before_id=before_id, exclude_ids=exclude, query=query
+        )
+
+    # Filtering by buffer id inside the store costs far more than a plain vector search
+    # (measured: bench/bench_turn.py), and the summaries it leaves out — those of the
+    # history the client sent — are few. So recall runs a plain search for 4x the limit
+    # (`_wide`), filters it here (`_pick`), and uses the store's filter only when that
+    # left too few (`_filtered`).
+    def _wide(self, query_vec: np.ndarray) -> tuple[list[SummaryHit], int]:
+        """(the best 4 x limit summaries at or above the threshold, last summarised id)."""
+        limit = self.settings.recall_limit
+        wide = self.store.search_summaries(query_vec, limit=limit * 4, threshold=self.threshold)
+        return wide, self.store.last_summarised_id()
+
+    def _pick(
+        self, wide: list[SummaryHit], last_summarised: int, before_id: int | None
+    ) -> list[SummaryHit] | None:
+        """The recalled summaries from `_wide`'s answer, or None when only the store's
+        filtered search can tell."""
+        limit = self.settings.recall_limit
+        if before_id is None or before_id > last_summarised:
+            return wide[:limit]
+        kept = [h for h in wide if h.summary.end_buffer_id < before_id]
+        if len(kept) >= limit or len(wide) < limit * 4:
+            return kept[:limit]
+        return None
+
+    def _filtered(self, query_vec: np.ndarray, before_id: int) -> list[SummaryHit]:
+        return self.store.search_summaries(
+            query_vec,
+            limit=self.settings.recall_limit,
+            threshold=self.threshold,
+            before_buffer_id=before_id,
+        )
+
+    def _embed_query(self, texts: Sequence[str]) -> np.ndarray | None:
+        """The vectors of `texts` for recall, or None (the embedder failing: a turn goes
+        on without vectors rather than fail; `error` says why)."""
+        try:
+            vectors = self._embed(list(texts))
+        except NixxError as exc:
+            self.error = exc.message
+            log.warning("recall without vectors: %s", exc.message)
+            return None
+        self.error = None
+        return vectors
 
 
 def _clip(text: str, limit: int = EXCERPT_ROW_CHARS) -> str:

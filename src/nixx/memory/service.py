@@ -8,6 +8,13 @@ event loop never waits on them.
     async for event in service.turn(body, origin="api"): ...
     await service.summarise_now(tags=["db"])
     await service.close()
+
+    async with open_service(settings) as service: ...   # opens and closes all of it
+
+It builds its collaborators once — the `Episodic` buffer, the per-turn `Recall`
+(`nixx.memory.recall`) and the `TurnParts` each turn is handed (`nixx.memory.turn`) — and
+is the one door of every shell: a shell calls a method named for its use case, never
+what the service holds (`tests/test_architecture.py`).
 """
 
 from __future__ import annotations
@@ -18,7 +25,7 @@ import functools
 import logging
 from collections.abc import AsyncIterator, Callable, Coroutine, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import numpy as np
@@ -26,7 +33,7 @@ from anyio import to_thread
 
 from nixx.config import Settings
 from nixx.embed.base import Embedder
-from nixx.errors import BackendError, NixxError, NotFound, ValidationError
+from nixx.errors import BackendError, NotFound, ValidationError
 from nixx.llm.client import ChatClient
 from nixx.memory import forget as forgetting
 from nixx.memory import intent as intent_state
@@ -34,17 +41,11 @@ from nixx.memory import search as fused
 from nixx.memory import semantic
 from nixx.memory.background import BackgroundJobs
 from nixx.memory.episodic import Episodic
-from nixx.memory.prompts import SOURCE_SUMMARY_PROMPT, SYSTEM_PROMPT
-from nixx.memory.recall import (
-    RecallContext,
-    Recalled,
-    build_system_prompt,
-    default_row_floor,
-    default_threshold,
-    select,
-)
+from nixx.memory.prompts import SOURCE_SUMMARY_PROMPT
+from nixx.memory.recall import Recall, RecallContext
 from nixx.memory.row_vectors import RowVectors
 from nixx.memory.summarize import merge_tags, select_window, summarise
+from nixx.memory.turn import TurnParts, run_turn
 from nixx.store.base import MemoryStore
 from nixx.store.forgetting import REBUILD_KEY, RESUMMARISE_KEY, ForgetLogEntry, ForgetResult
 from nixx.store.records import BufferHit, BufferRow, MemoryHit, Source, Summary, SummaryHit
@@ -53,14 +54,47 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 SUMMARY_JOB = "summary"
-# fused results a turn's recall looks at before the floor and the budget
-RECALL_CANDIDATES = 20
 # A search result that shares no word with the query needs this share of the recall row
 # floor as cosine (0.16 with MiniLM: bench/bench_recall.py loses no evidence row at 0.15,
 # 0.011 of R@10 at 0.2; docs/performance.md)
 SEARCH_FLOOR_SHARE = 0.4
 INTENT_JOB = "intent"
 SOURCES_JOB = "sources"
+
+
+@contextlib.asynccontextmanager
+async def open_service(settings: Settings, *, tools: bool = False) -> AsyncIterator[NixxService]:
+    """The service over what `settings` name — the store (``NIXX_DB_URL``), the embedder,
+    one LLM client and, with `tools`, the tool registry — all closed after. The server's
+    lifespan opens one (with tools); so does each one-shot CLI verb (`nixx ingest`, `nixx
+    forget`)."""
+    from nixx.embed import make_embedder
+    from nixx.store import open_store
+
+    store = await to_thread.run_sync(open_store, settings.database_url)
+    embedder = None
+    llm = None
+    try:
+        embedder = make_embedder(settings)
+        llm = ChatClient(
+            settings.chat_base_url, api_key=settings.chat_api_key, timeout=settings.chat_timeout
+        )
+        registry = None
+        if tools:
+            from nixx.tools.registry import ToolRegistry
+
+            registry = ToolRegistry(settings, store)
+        service = NixxService(settings, store, embedder, llm, registry)
+        try:
+            yield service
+        finally:
+            await service.close()
+    finally:
+        if llm is not None:
+            await llm.aclose()
+        if embedder is not None:
+            embedder.close()
+        await to_thread.run_sync(store.close)
 
 
 class _Stale(Exception):
@@ -82,12 +116,26 @@ class NixxService:
         self.llm = llm
         self.tools = tools
         self.episodic = Episodic(settings, store)
+        self.recall = Recall(
+            settings, store, self.episodic, self._embed_sync, embedder.model,
+            lambda: self.ranker_pool,
+        )
+        self._turn_parts = TurnParts(
+            settings=settings,
+            recall=self.recall,
+            episodic=self.episodic,
+            llm=llm,
+            tools=tools,
+            intent=functools.partial(intent_state.text, store),
+            resolve_model=self.resolve_model,
+            spawn=self._spawn,
+            after_turn=self._after_turn,
+        )
         self.jobs = BackgroundJobs()
         # every buffer row's vector, made in a thread of its own (started by the server)
         self.row_vectors = RowVectors(store, self._embed_sync)
         self._bound = False
         self._models: list[str] | None = None
-        self.recall_error: str | None = None
         self._writes: set[asyncio.Task[Any]] = set()
         self._summary_failures = 0
         self._summary_skip = 0
@@ -107,6 +155,14 @@ class NixxService:
             self._ranker_pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="nixx-rank")
         return self._ranker_pool
 
+    async def start(self) -> None:
+        """What the server does once when it starts: the thread that embeds buffer rows
+        without a vector (backfill), the repairs a forget left queued, and the vector
+        indexes warmed (not in the first search after a restart)."""
+        self.row_vectors.start()
+        await self.resume_repairs()
+        self.store.warm_vector_indexes()
+
     async def close(self) -> None:
         await self.run(self.row_vectors.close)
         if self._ranker_pool is not None:
@@ -115,7 +171,7 @@ class NixxService:
             await asyncio.gather(*self._writes, return_exceptions=True)
         await self.jobs.close()
 
-    def spawn(self, coro: Coroutine[Any, Any, T]) -> asyncio.Task[T]:
+    def _spawn(self, coro: Coroutine[Any, Any, T]) -> asyncio.Task[T]:
         """Run `coro` as its own task, kept alive until done (writes that must finish
         even when the request that started them is cancelled)."""
         task = asyncio.get_running_loop().create_task(coro)
@@ -129,16 +185,6 @@ class NixxService:
         """Run a blocking call in a worker thread."""
         return await to_thread.run_sync(fn, *args)
 
-    @property
-    def base_prompt(self) -> str:
-        return self.settings.system_prompt or SYSTEM_PROMPT
-
-    @property
-    def threshold(self) -> float:
-        if self.settings.recall_threshold is not None:
-            return self.settings.recall_threshold
-        return default_threshold(self.embedder.model)
-
     def _embed_sync(self, texts: Sequence[str]) -> np.ndarray:
         vectors = self.embedder.embed(list(texts))
         if not self._bound:
@@ -148,6 +194,15 @@ class NixxService:
 
     async def embed(self, texts: Sequence[str]) -> np.ndarray:
         return await self.run(self._embed_sync, texts)
+
+    @property
+    def embedding_model(self) -> str:
+        return self.embedder.model
+
+    async def embed_for_client(self, texts: Sequence[str]) -> np.ndarray:
+        """Vectors for a client's texts (`POST /v1/embeddings`): the embedder only, the
+        store is not bound to it."""
+        return await self.run(self.embedder.embed, texts)
 
     async def resolve_model(self, requested: str | None) -> str:
         """NIXX_CHAT_MODEL, else the model the client asked for, else the backend's first."""
@@ -183,150 +238,6 @@ class NixxService:
         )
 
     # ---- recall -----------------------------------------------------------------------
-    @property
-    def row_floor(self) -> float:
-        if self.settings.recall_threshold is not None:
-            return self.settings.recall_threshold
-        return default_row_floor(self.embedder.model)
-
-    def recall_search(self, query: str | None) -> RecallParts | None:
-        """The rankers' answers for recall (one worker thread, run beside the write of
-        the turn's user row): full text, then the query (and a period anchor) embedded
-        and the buffer-row and summary vectors searched. None when recall is off, the
-        budget is 0 or there is no query; an embedder failure leaves full text only
-        (`recall_error` says why)."""
-        if not self.episodic.recall_enabled() or self.settings.recall_tokens <= 0:
-            return None
-        if not query or not query.strip():
-            return None
-        wide = self.settings.recall_limit > 0
-        answers = fused.run_rankers(
-            self.store,
-            query,
-            self.embed_query_sync,
-            lambda vector: self.recall_wide(vector) if wide else ([], 0),
-            pool=self.ranker_pool,
-        )
-        parts = RecallParts(
-            query=query,
-            fts=answers.fts,
-            anchor_fts=answers.anchor_fts,
-            vector=answers.vector,
-            vec=answers.vec,
-            anchor_vec=answers.anchor_vec,
-        )
-        if answers.summaries is not None:
-            parts.wide, parts.last_summarised = answers.summaries
-        return parts
-
-    def recall_finish(
-        self,
-        parts: RecallParts | None,
-        *,
-        intent: str | None,
-        before_id: int | None,
-        exclude_ids: Sequence[int] = (),
-        query: str | None = None,
-    ) -> RecallContext:
-        """Fuse the rankers' answers, leaving out the history the client sent (rows from
-        `before_id` on) and `exclude_ids`, and pick what the prompt recalls. `query` is
-        reported when recall did not run."""
-        enabled = parts is not None or self.episodic.recall_enabled()
-        recalled: list[Recalled] = []
-        summary_hits: list[SummaryHit] = []
-        considered = 0
-        if parts is not None:
-            hits: list[SummaryHit] | None = []
-            if parts.vector is not None and self.settings.recall_limit > 0:
-                hits = self.recall_pick(parts.wide, parts.last_summarised, before_id)
-                if hits is None:
-                    assert before_id is not None
-                    hits = self.recall_filtered(parts.vector, before_id)
-            results = fused.combine(
-                parts.query,
-                parts.fts,
-                parts.vec,
-                hits or [],
-                parts.anchor_fts,
-                parts.anchor_vec,
-                store=self.store,
-                limit=RECALL_CANDIDATES,
-                before_id=before_id,
-                exclude_ids=exclude_ids,
-            )
-            considered = len(results)
-            recalled = select(
-                results,
-                row_floor=self.row_floor,
-                summary_threshold=self.threshold,
-                budget_tokens=self.settings.recall_tokens,
-                max_summaries=self.settings.recall_limit,
-            )
-            by_id = {r.summary.id: r.summary for r in results if r.summary is not None}
-            summary_hits = [
-                SummaryHit(by_id[item.id], float(item.cosine or 0.0))
-                for item in recalled
-                if item.kind == "summary"
-            ]
-        return RecallContext(
-            system_prompt=build_system_prompt(self.base_prompt, intent, recalled),
-            base_prompt=self.base_prompt,
-            intent=intent,
-            hits=summary_hits,
-            threshold=self.threshold,
-            recall_enabled=enabled,
-            query=parts.query if parts is not None else query,
-            before_buffer_id=before_id,
-            recalled=recalled,
-            row_floor=self.row_floor,
-            budget_tokens=self.settings.recall_tokens,
-            considered=considered,
-        )
-
-    # Filtering by buffer id inside the store costs far more than a plain vector search
-    # (measured: bench/bench_turn.py), and the summaries it leaves out — those of the
-    # history the client sent — are few. So recall runs a plain search for 4x the limit
-    # (`recall_wide`), filters it here (`recall_pick`), and uses the store's filter only
-    # when that left too few (`recall_filtered`).
-    def recall_wide(self, query_vec: np.ndarray) -> tuple[list[SummaryHit], int]:
-        """(the best 4 x limit summaries at or above the threshold, last summarised id)."""
-        limit = self.settings.recall_limit
-        wide = self.store.search_summaries(query_vec, limit=limit * 4, threshold=self.threshold)
-        return wide, self.store.last_summarised_id()
-
-    def recall_pick(
-        self, wide: list[SummaryHit], last_summarised: int, before_id: int | None
-    ) -> list[SummaryHit] | None:
-        """The recalled summaries from `recall_wide`'s answer, or None when only the
-        store's filtered search can tell."""
-        limit = self.settings.recall_limit
-        if before_id is None or before_id > last_summarised:
-            return wide[:limit]
-        kept = [h for h in wide if h.summary.end_buffer_id < before_id]
-        if len(kept) >= limit or len(wide) < limit * 4:
-            return kept[:limit]
-        return None
-
-    def recall_filtered(self, query_vec: np.ndarray, before_id: int) -> list[SummaryHit]:
-        return self.store.search_summaries(
-            query_vec,
-            limit=self.settings.recall_limit,
-            threshold=self.threshold,
-            before_buffer_id=before_id,
-        )
-
-    def embed_query_sync(self, texts: Sequence[str]) -> np.ndarray | None:
-        """The vectors of `texts` for recall, or None (the embedder failing: a turn goes
-        on without vectors rather than fail; `recall_error` says why)."""
-        try:
-            vectors = self._embed_sync(list(texts))
-        except NixxError as exc:
-            self.recall_error = exc.message
-            log.warning("recall without vectors: %s", exc.message)
-            return None
-        self.recall_error = None
-        return vectors
-
     async def context(
         self,
         query: str | None = None,
@@ -334,26 +245,12 @@ class NixxService:
         history_messages: int | None = None,
         before_id: int | None = None,
     ) -> RecallContext:
-        """The system prompt a turn sends. With no `query`, the newest user message of the
-        current session is used (what the next turn would recall against)."""
-        exclude: list[int] = []
-        if query is None:
-            # the newest user message of the session; a client continuing the session
-            # sends all of it, so nothing from the session start on is recalled
-            start = await self.run(self.episodic.session_start)
-            rows = await self.run(lambda: self.store.last_buffer_rows(20, after_id=start - 1))
-            users = [r for r in rows if r.role == "user"]
-            query = users[-1].content if users else None
-            exclude = [users[-1].id] if users else []
-            if before_id is None and history_messages is None:
-                before_id = start
-        if before_id is None:
-            before_id = await self.run(self.episodic.oldest_in_history, history_messages or 0)
-        parts = await self.run(self.recall_search, query)
-        intent = await self.run(intent_state.text, self.store)
+        """The system prompt a turn sends (`Recall.for_next_turn`). With no `query`, the
+        newest user message of the current session is used (what the next turn would
+        recall against)."""
         return await self.run(
-            lambda: self.recall_finish(
-                parts, intent=intent, before_id=before_id, exclude_ids=exclude, query=query
+            lambda: self.recall.for_next_turn(
+                query, history_messages=history_messages, before_id=before_id
             )
         )
 
@@ -368,11 +265,9 @@ class NixxService:
     ) -> AsyncIterator[Any]:
         """Run one chat turn; yields `nixx.memory.turn` events (see there). `agent`: the nxc
         persona the turn runs for (recorded on its buffer rows; no nixx tools offered)."""
-        from nixx.memory.turn import run_turn
+        return run_turn(self._turn_parts, body, origin, info, agent=agent)
 
-        return run_turn(self, body, origin, info, agent=agent)
-
-    def after_turn(self) -> None:
+    def _after_turn(self) -> None:
         """Schedule the background work a new buffer row may make due."""
         self.jobs.schedule(SUMMARY_JOB, self._auto_summary)
         self.jobs.schedule(INTENT_JOB, self._auto_intent)
@@ -576,13 +471,13 @@ class NixxService:
     # ---- episodic search and status ----------------------------------------------------
     async def status(self) -> dict[str, Any]:
         data = await self.run(self.episodic.status)
-        data["threshold"] = self.threshold
+        data["threshold"] = self.recall.threshold
         data["recall_limit"] = self.settings.recall_limit
         data["context_length"] = self.settings.chat_context_length
         data["summary_running"] = self.jobs.running(SUMMARY_JOB)
         data["summary_error"] = self.jobs.last_error.get(SUMMARY_JOB)
         data["intent_error"] = self.jobs.last_error.get(INTENT_JOB)
-        data["recall_error"] = self.recall_error
+        data["recall_error"] = self.recall.error
         data["buffer_vectors"] = await self.run(self.row_vectors.status)
         return data
 
@@ -617,7 +512,7 @@ class NixxService:
                 anchor_vec,
                 store=self.store,
                 limit=limit,
-                min_cosine=self.row_floor * SEARCH_FLOOR_SHARE,
+                min_cosine=self.recall.row_floor * SEARCH_FLOOR_SHARE,
             )
 
         results = await self.run(combine)
@@ -841,12 +736,15 @@ class NixxService:
         name: str | None = None,
         tags: Sequence[str] | str | None = None,
         progress: Callable[[Any], None] | None = None,
+        confined: bool = True,
+        summarise: bool = True,
     ) -> tuple[Any, str | None]:
-        """Ingest one of `path` (inside the workspace), `url` or `text` (needs `name`),
-        then ask the LLM for the source's display summary. Returns the
-        `nixx.ingest.pipeline.IngestResult` and why there is no summary (None if fine)."""
+        """Ingest one of `path` (inside the workspace, unless not `confined`: the CLI
+        reads any path its user names), `url` or `text` (needs `name`), then, when
+        `summarise`, ask the LLM for the source's display summary (`summarise_sources`).
+        Returns the `nixx.ingest.pipeline.IngestResult` and why there is no summary
+        (None if fine)."""
         from nixx.ingest.pipeline import Ingestor
-        from nixx.ingest.summary import summarise as summarise_source
 
         given = [k for k, v in (("path", path), ("url", url), ("text", text)) if v is not None]
         if len(given) != 1:
@@ -858,11 +756,10 @@ class NixxService:
         if text is not None and not name:
             raise ValidationError('"text" needs a "name" for the source', param="name")
         ingestor = Ingestor(self.store, self.embedder, self.settings, progress=progress)
+        root = self.settings.workspace if confined else None
         if path is not None:
             result = await self.run(
-                lambda: ingestor.ingest_path(
-                    path, name=name, tags=tags, root=self.settings.workspace
-                )
+                lambda: ingestor.ingest_path(path, name=name, tags=tags, root=root)
             )
         elif url is not None:
             result = await self.run(lambda: ingestor.ingest_url(url, name=name, tags=tags))
@@ -870,21 +767,35 @@ class NixxService:
             result = await self.run(
                 lambda: ingestor.ingest_text(text or "", name=name or "", tags=tags)
             )
-        problem = None
-        if result.summary_input:  # changed, or unchanged but still without a summary
-            try:
-                model = await self.resolve_model(None)
+        problem = await self.summarise_sources([result]) if summarise else None
+        return result, problem
+
+    async def summarise_sources(self, results: Sequence[Any]) -> str | None:
+        """Write the display summary of each ingested source that needs one (changed,
+        or unchanged but still without a summary: `IngestResult.summary_input`), asking
+        the LLM (`nixx.ingest.summary`); each result's `source` is re-read after. Stops
+        at the first backend failure and returns what went wrong (the sources stay
+        stored and searchable without summaries; the next ingest makes them)."""
+        from nixx.ingest.summary import summarise as summarise_source
+
+        todo = [r for r in results if r.summary_input]
+        if not todo:
+            return None
+        result = todo[0]
+        try:
+            model = await self.resolve_model(None)
+            for result in todo:
                 summary = await summarise_source(
                     self.llm, model, result.source.name, result.summary_input
                 )
-            except BackendError as exc:
-                problem = exc.message
-            else:
                 if summary:
                     source_id = result.source.id
                     await self.run(self.store.set_source_summary, source_id, summary)
                     result.source = await self.run(self.store.get_source, source_id)
-        return result, problem
+        except BackendError as exc:
+            result.summary_error = exc.message  # the source being summarised
+            return exc.message
+        return None
 
     async def get_source(self, source_id: int) -> Source:
         return await self.run(self.store.get_source, source_id)
@@ -895,13 +806,44 @@ class NixxService:
     async def list_summaries(self, limit: int = 50, offset: int = 0) -> list[Summary]:
         return await self.run(lambda: self.store.list_summaries(limit=limit, offset=offset))
 
+    async def summaries_page(self, limit: int, offset: int) -> tuple[list[Summary], int]:
+        """(stored summaries newest first, from `offset`; how many there are in all)."""
+
+        def work() -> tuple[list[Summary], int]:
+            return self.store.list_summaries(limit, offset), self.store.count_summaries()
+
+        return await self.run(work)
+
+    async def transcript(self, start_id: int, end_id: int) -> list[BufferRow]:
+        """Buffer rows with start_id <= id <= end_id (markers included), oldest first."""
+        return await self.run(self.store.get_buffer, start_id, end_id)
+
+    async def session(self) -> tuple[int, list[BufferRow]]:
+        """(the first buffer id of the current session, its non-marker rows oldest first)."""
+
+        def work() -> tuple[int, list[BufferRow]]:
+            return self.episodic.session_start(), self.episodic.session_rows()
+
+        return await self.run(work)
+
+    async def clear_session(self, origin: str) -> BufferRow:
+        """End the session: a ``session_clear`` marker row (nothing is deleted)."""
+        return await self.run(self.episodic.clear_session, origin)
+
+    async def wait_for_repairs(self, timeout: float) -> dict[str, str]:
+        """Wait up to `timeout` seconds for the background repairs (re-summaries, source
+        rebuilds, intent); what failed, by job (they stay queued for later)."""
+        with contextlib.suppress(TimeoutError):
+            await self.jobs.wait_idle(timeout)
+        return dict(self.jobs.last_error)
+
     async def configure(
         self, *, interval: int | None = None, recall: bool | None = None
     ) -> dict[str, Any]:
         """Change the summary interval and/or recall (kept across restarts); the status after."""
         await self.run(lambda: self.episodic.configure(interval=interval, recall=recall))
         if interval is not None:
-            self.after_turn()  # a lower interval may make a summary due now
+            self._after_turn()  # a lower interval may make a summary due now
         return await self.status()
 
     async def buffer_page(self, *, before_id: int | None, limit: int) -> list[BufferRow]:
@@ -930,20 +872,6 @@ class NixxService:
         return await self.run(self.store.get_buffer, start, row_id + after)
 
 
-@dataclass
-class RecallParts:
-    """What the rankers answered for a turn's recall (`NixxService.recall_search`)."""
-
-    query: str
-    fts: list[BufferHit] = field(default_factory=list)
-    anchor_fts: list[BufferHit] = field(default_factory=list)
-    vector: np.ndarray | None = None
-    vec: list[BufferHit] = field(default_factory=list)
-    anchor_vec: list[BufferHit] = field(default_factory=list)
-    wide: list[SummaryHit] = field(default_factory=list)
-    last_summarised: int = 0
-
-
 @dataclass(frozen=True)
 class SearchAnswer:
     buffer: list[BufferHit]  # full text over the buffer, best first
@@ -966,4 +894,4 @@ class _BoundEmbedder(Embedder):
         return self._service._embed_sync(texts)
 
 
-__all__ = ["NixxService"]
+__all__ = ["NixxService", "open_service"]

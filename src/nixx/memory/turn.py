@@ -3,7 +3,7 @@
 1. The turn's new user message (the last message, when it is a user message) is written
    to the buffer — once, before the backend is called — while, in a second worker
    thread, recall's rankers run on the latest user message (full text over the buffer,
-   vectors over buffer rows and summaries: `NixxService.recall_search`).
+   vectors over buffer rows and summaries: `nixx.memory.recall.Recall.search`).
 2. The system prompt is built (`nixx.memory.recall`): base prompt, current intent,
    recalled excerpts and summaries from outside the history the client sent, above the
    floor and within the token budget; system/developer messages the client put first are appended to
@@ -19,18 +19,23 @@
 
 Events: `Delta` (answer text), `ToolRun` (a nixx tool ran), `ClientToolCalls`, and a
 final `Finished`. Errors are raised as `NixxError`s; partial answers are stored first.
+
+A turn gets its collaborators (`TurnParts`: the recall, the episodic buffer, the LLM
+client, the intent, the tools, ...), built once by `NixxService`; it never sees the
+service itself.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from anyio import to_thread
+
 from nixx.errors import NixxError
 from nixx.llm.stream import StreamAccumulator
-from nixx.memory import intent as intent_state
 from nixx.memory.history import (
     estimate_tokens,
     latest_user_text,
@@ -42,7 +47,10 @@ from nixx.memory.history import (
 )
 
 if TYPE_CHECKING:
-    from nixx.memory.service import NixxService
+    from nixx.config import Settings
+    from nixx.llm.client import ChatClient
+    from nixx.memory.episodic import Episodic
+    from nixx.memory.recall import Recall
 
 # Request keys nixx sets itself; everything else the client sent goes to the backend.
 _OWN_KEYS = {"messages", "model", "stream", "tools", "n"}
@@ -75,11 +83,27 @@ class Finished:
     usage: dict[str, int]
     tool_runs: list[ToolRun] = field(default_factory=list)
     client_tool_calls: list[dict[str, Any]] = field(default_factory=list)
-    recalled: list[int] = field(default_factory=list)  # summary ids
-    recalled_items: list[dict[str, Any]] = field(default_factory=list)  # Recalled.info()
+    # what was recalled (`RecallContext.answer_info()`: summary ids, items and scores)
+    recall_info: dict[str, Any] = field(default_factory=dict)
     user_row_id: int | None = None
     assistant_row_id: int | None = None
     trimmed: int = 0
+
+
+@dataclass(frozen=True)
+class TurnParts:
+    """What a turn works with; `NixxService` builds it once."""
+
+    settings: Settings
+    recall: Recall
+    episodic: Episodic
+    llm: ChatClient
+    tools: Any | None  # the `nixx.tools` registry (None: no nixx tools)
+    intent: Callable[[], str | None]  # the current intent's text (blocking)
+    resolve_model: Callable[[str | None], Awaitable[str]]
+    # run a write as its own task, kept alive when the request is cancelled
+    spawn: Callable[[Coroutine[Any, Any, None]], asyncio.Task[None]]
+    after_turn: Callable[[], None]  # schedule the background work a new row may make due
 
 
 @dataclass
@@ -110,7 +134,7 @@ def _reserve(body: dict[str, Any], context_length: int) -> int:
 
 
 async def run_turn(
-    service: NixxService,
+    parts: TurnParts,
     body: dict[str, Any],
     origin: str,
     info: dict[str, Any] | None = None,
@@ -123,7 +147,8 @@ async def run_turn(
     client's tools, confined to its workspace by nxc)."""
     tagged = {"agent": agent} if agent else None
     info = info if info is not None else {}
-    settings = service.settings
+    settings = parts.settings
+    recall, episodic, tools = parts.recall, parts.episodic, parts.tools
     messages = [normalise(m) for m in body["messages"]]
     user_text = new_user_text(messages)
     query = latest_user_text(messages)
@@ -135,27 +160,26 @@ async def run_turn(
     #    text; the query embedded, buffer-row and summary vectors). Then the results are
     #    fused, the history the client sent is left out, and the prompt is built.
     def write_user() -> tuple[int | None, int, str | None]:
-        row = (service.episodic.record_user(user_text, origin, tagged)
-               if user_text is not None else None)
-        before = service.episodic.oldest_in_history(history_count)
-        return (row.id if row else None), before, intent_state.text(service.store)
+        row = episodic.record_user(user_text, origin, tagged) if user_text is not None else None
+        before = episodic.oldest_in_history(history_count)
+        return (row.id if row else None), before, parts.intent()
 
-    written = asyncio.ensure_future(service.run(write_user))
-    searched = asyncio.ensure_future(service.run(service.recall_search, query))
+    written = asyncio.ensure_future(to_thread.run_sync(write_user))
+    searched = asyncio.ensure_future(to_thread.run_sync(recall.search, query))
     try:
         user_row_id, before_id, intent = await written
     except BaseException:
         searched.cancel()
         raise
     info["user_row_id"] = user_row_id
-    parts = await searched
+    ranked = await searched
     exclude = [user_row_id] if user_row_id is not None else []
-    ctx = await service.run(
-        lambda: service.recall_finish(
-            parts, intent=intent, before_id=before_id, exclude_ids=exclude, query=query
+    ctx = await to_thread.run_sync(
+        lambda: recall.finish(
+            ranked, intent=intent, before_id=before_id, exclude_ids=exclude, query=query
         )
     )
-    model = await service.resolve_model(body.get("model"))
+    model = await parts.resolve_model(body.get("model"))
     info["model"] = model
     system = ctx.system_prompt
     extra = [text_of(m.get("content")) for m in leading if text_of(m.get("content")).strip()]
@@ -178,8 +202,8 @@ async def run_turn(
         str((t.get("function") or {}).get("name")) for t in client_tools if isinstance(t, dict)
     }
     nixx_specs: list[dict[str, Any]] = []
-    if service.tools is not None and body.get("tool_choice") != "none" and agent is None:
-        nixx_specs = [s for s in service.tools.specs() if s["function"]["name"] not in client_names]
+    if tools is not None and body.get("tool_choice") != "none" and agent is None:
+        nixx_specs = [s for s in tools.specs() if s["function"]["name"] not in client_names]
     passthrough = {k: v for k, v in body.items() if k not in _OWN_KEYS}
 
     progress = _Progress()
@@ -210,7 +234,7 @@ async def run_turn(
                 del request["tool_choice"]
             acc = StreamAccumulator()
             separate = bool(progress.parts)
-            async for chunk in service.llm.stream(request):
+            async for chunk in parts.llm.stream(request):
                 text = acc.add(chunk)
                 if text:
                     if separate:
@@ -237,16 +261,16 @@ async def run_turn(
                 yield ClientToolCalls(theirs)
                 finish = "tool_calls"
                 break
-            if last_round or service.tools is None:
+            if last_round or tools is None:
                 exhausted = True
                 finish = "stop"
                 break
             convo.append({"role": "assistant", "content": acc.content or None, "tool_calls": ours})
             for call in ours:
                 name, arguments = call["function"]["name"], call["function"]["arguments"]
-                if name in offered_names or name not in service.tools.names():
+                if name in offered_names or name not in tools.names():
                     # (the registry refuses unknown and disabled names itself)
-                    result = await service.run(service.tools.execute, name, arguments)
+                    result = await to_thread.run_sync(tools.execute, name, arguments)
                 else:
                     refused_calls.append(name)
                     result = (
@@ -280,14 +304,12 @@ async def run_turn(
             meta["tool_rounds_exhausted"] = True
         if ctx.recalled:
             # what this answer was given from memory (the web page shows it for a past answer)
-            meta["recalled"] = [
-                {"kind": r.kind, "id": r.id, "score": round(r.score, 6)} for r in ctx.recalled
-            ]
+            meta["recalled"] = ctx.row_meta()
         if refused_calls:
             meta["refused_tool_calls"] = refused_calls
         if tagged:
             meta.update(tagged)
-        write = service.spawn(_record_answer(service, progress, origin, meta, user_row_id))
+        write = parts.spawn(_record_answer(parts, progress, origin, meta, user_row_id))
         await asyncio.shield(write)
 
     yield Finished(
@@ -297,8 +319,7 @@ async def run_turn(
         usage=usage,
         tool_runs=progress.tool_runs,
         client_tool_calls=progress.client_calls,
-        recalled=[hit.summary.id for hit in ctx.hits],
-        recalled_items=[item.info() for item in ctx.recalled],
+        recall_info=ctx.answer_info(),
         user_row_id=user_row_id,
         assistant_row_id=progress.assistant_row_id,
         trimmed=trimmed,
@@ -306,7 +327,7 @@ async def run_turn(
 
 
 async def _record_answer(
-    service: NixxService,
+    parts: TurnParts,
     progress: _Progress,
     origin: str,
     meta: dict[str, Any],
@@ -314,7 +335,7 @@ async def _record_answer(
 ) -> None:
     content = progress.content
     if content.strip() or meta.get("tool_calls"):
-        row = await service.run(service.episodic.record_assistant, content, origin, meta)
+        row = await to_thread.run_sync(parts.episodic.record_assistant, content, origin, meta)
         progress.assistant_row_id = row.id
     if content.strip() or user_row_id is not None:
-        service.after_turn()
+        parts.after_turn()

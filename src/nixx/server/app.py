@@ -1,7 +1,8 @@
 """`create_app(settings)`: the nixx FastAPI application.
 
 The lifespan opens the store (`settings.database_url`), the embedder, one LLM client
-and the tool registry, and holds them in a `NixxService` at ``app.state.service``;
+and the tool registry in a `NixxService` (`nixx.memory.service.open_service`), held at
+``app.state.service``;
 routes reach it through `nixx.server.deps.get_service`. `/mcp` serves the MCP tools over
 streamable HTTP (`nixx.mcp.http`). Nothing is opened at import.
 """
@@ -35,31 +36,12 @@ def startup_line(settings: Settings, embedder_model: str) -> str:
 def create_app(settings: Settings) -> FastAPI:
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        from anyio import to_thread
+        from nixx.memory.service import open_service
 
-        from nixx.embed import make_embedder
-        from nixx.llm.client import ChatClient
-        from nixx.memory.service import NixxService
-        from nixx.store import open_store
-        from nixx.tools.registry import ToolRegistry
-
-        store = await to_thread.run_sync(open_store, settings.database_url)
-        embedder = None
-        llm = None
-        try:
-            embedder = make_embedder(settings)
-            llm = ChatClient(
-                settings.chat_base_url,
-                api_key=settings.chat_api_key,
-                timeout=settings.chat_timeout,
-            )
-            tools = ToolRegistry(settings, store)
-            service = NixxService(settings, store, embedder, llm, tools)
+        async with open_service(settings, tools=True) as service:
             app.state.service = service
-            service.row_vectors.start()  # embeds buffer rows without a vector (backfill)
-            await service.resume_repairs()  # re-summaries and rebuilds a forget left queued
-            store.warm_vector_indexes()  # not in the first search after a restart
-            log.info("%s", startup_line(settings, embedder.model))
+            await service.start()  # row-vector backfill, queued repairs, warm indexes
+            log.info("%s", startup_line(settings, service.embedding_model))
             try:
                 from nixx.mcp.http import run_mcp
 
@@ -69,13 +51,6 @@ def create_app(settings: Settings) -> FastAPI:
                 jobs = getattr(app.state, "web_jobs", None)
                 if jobs is not None:
                     await jobs.close()
-                await service.close()
-        finally:
-            if llm is not None:
-                await llm.aclose()
-            if embedder is not None:
-                embedder.close()
-            await to_thread.run_sync(store.close)
 
     from fastapi import Depends
 

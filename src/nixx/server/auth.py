@@ -7,11 +7,10 @@ A plain ASGI middleware (it does not buffer responses, so streaming is untouched
 from __future__ import annotations
 
 import hmac
-import json
 from typing import TYPE_CHECKING, Any
 
 from nixx.secret import reveal
-from nixx.server.errors import envelope
+from nixx.server.errors import send_error, send_response
 
 if TYPE_CHECKING:
     from pydantic import SecretStr
@@ -49,9 +48,9 @@ class APIKeyMiddleware:
             if not header
             else "wrong API key: send Authorization: Bearer <NIXX_API_KEY>"
         )
-        body = json.dumps(envelope(message, 401, code="invalid_api_key")).encode()
-        await _reply(send, 401, body, [(b"content-type", b"application/json"),
-                                       (b"www-authenticate", b"Bearer")])
+        await send_error(
+            send, message, 401, code="invalid_api_key", headers=[(b"www-authenticate", b"Bearer")]
+        )
 
     async def _page(self, scope: dict[str, Any], receive: Any, send: Any, path: str,
                     cookie: bytes) -> None:
@@ -60,15 +59,5 @@ class APIKeyMiddleware:
         if path in OPEN_UI_PATHS or has_session(cookie.decode("latin-1"), self._api_key):
             await self.app(scope, receive, send)
             return
-        await _reply(send, 303, b"", [(b"location", LOGIN_PATH.encode())])
+        await send_response(send, 303, b"", [(b"location", LOGIN_PATH.encode())])
 
-
-async def _reply(send: Any, status: int, body: bytes, headers: list[tuple[bytes, bytes]]) -> None:
-    await send(
-        {
-            "type": "http.response.start",
-            "status": status,
-            "headers": [*headers, (b"content-length", str(len(body)).encode())],
-        }
-    )
-    await send({"type": "http.response.body", "body": body})

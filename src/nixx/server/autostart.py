@@ -43,11 +43,15 @@ def default_url(settings: Settings) -> str:
 
 
 def server_answers(url: str, *, timeout: float = 2.0) -> bool:
+    """Whether a nixx server answers at `url` now: ``/health`` says 200 with its
+    ``{"status": "ok", "version"}`` (another program on the port does not count). The
+    one probe of a running server (clients, `nixx mcp`, the nxc agents)."""
     try:
         resp = httpx.get(url.rstrip("/") + "/health", timeout=timeout)
-    except httpx.HTTPError:
+        data = resp.json() if resp.status_code == 200 else None
+    except (httpx.HTTPError, ValueError):
         return False
-    return resp.status_code == 200
+    return isinstance(data, dict) and data.get("status") == "ok" and "version" in data
 
 
 class ServerProcess:

@@ -69,15 +69,20 @@ async def send_error(
     """Answer the envelope straight over ASGI `send` (for plain ASGI middlewares that
     refuse a request before the app sees it)."""
     body = json.dumps(envelope(message, status, code=code)).encode()
+    await send_response(
+        send, status, body, [(b"content-type", b"application/json"), *(headers or [])]
+    )
+
+
+async def send_response(
+    send: Any, status: int, body: bytes, headers: list[tuple[bytes, bytes]]
+) -> None:
+    """One whole response over ASGI `send` (`send_error`; the sign-in redirect)."""
     await send(
         {
             "type": "http.response.start",
             "status": status,
-            "headers": [
-                (b"content-type", b"application/json"),
-                (b"content-length", str(len(body)).encode()),
-                *(headers or []),
-            ],
+            "headers": [*headers, (b"content-length", str(len(body)).encode())],
         }
     )
     await send({"type": "http.response.body", "body": body})

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, quote
@@ -109,6 +110,17 @@ class _Refused(Exception):
     pass
 
 
+async def submit(
+    request: Request, act: Callable[[dict[str, str]], Awaitable[Response]]
+) -> Response:
+    """Every POST of the pages: the form (after the cross-site check), then `act(fields)`;
+    a refused form or a `NixxError` from either renders the error page (`_failure`)."""
+    try:
+        return await act(await form(request))
+    except (_Refused, NixxError) as exc:
+        return _failure(request, exc)
+
+
 def _int(value: str | None, name: str, *, default: int | None = None) -> int | None:
     if value is None or value.strip() == "":
         return default
@@ -150,31 +162,29 @@ async def login_page(request: Request) -> HTMLResponse:
 async def login(request: Request) -> Response:
     import hmac
 
-    try:
-        fields = await form(request)
-    except (_Refused, NixxError) as exc:
-        return _failure(request, exc)
-    key = request.app.state.settings.api_key
-    if not key:
-        return back("/ui")
-    if not hmac.compare_digest(fields.get("key", "").encode(), (reveal(key) or "").encode()):
-        return render(request, "login.html", code=401, title="Sign in",
-                      error="wrong key: give the server's NIXX_API_KEY")
-    response = back("/ui")
-    response.set_cookie(SESSION_COOKIE, session_value(key), httponly=True, samesite="strict",
-                        path="/", secure=request.url.scheme == "https")
-    return response
+    async def act(fields: dict[str, str]) -> Response:
+        key = request.app.state.settings.api_key
+        if not key:
+            return back("/ui")
+        if not hmac.compare_digest(fields.get("key", "").encode(), (reveal(key) or "").encode()):
+            return render(request, "login.html", code=401, title="Sign in",
+                          error="wrong key: give the server's NIXX_API_KEY")
+        response = back("/ui")
+        response.set_cookie(SESSION_COOKIE, session_value(key), httponly=True,
+                            samesite="strict", path="/", secure=request.url.scheme == "https")
+        return response
+
+    return await submit(request, act)
 
 
 @router.post("/ui/logout")
 async def logout(request: Request) -> Response:
-    try:
-        await form(request)
-    except (_Refused, NixxError) as exc:
-        return _failure(request, exc)
-    response = back(LOGIN_PATH)
-    response.delete_cookie(SESSION_COOKIE, path="/")
-    return response
+    async def act(fields: dict[str, str]) -> Response:
+        response = back(LOGIN_PATH)
+        response.delete_cookie(SESSION_COOKIE, path="/")
+        return response
+
+    return await submit(request, act)
 
 
 # ---- search -----------------------------------------------------------------------------
@@ -258,17 +268,15 @@ async def summary_page(request: Request, summary_id: str) -> HTMLResponse:
 
 @router.post("/ui/summaries/{summary_id}")
 async def edit_summary(request: Request, summary_id: str) -> Response:
-    service = _service(request)
-    try:
-        fields = await form(request)
+    async def act(fields: dict[str, str]) -> Response:
         sid = _int(summary_id, "summary_id")
         tags = [t.strip() for t in fields.get("tags", "").split(",") if t.strip()]
         entities = _entities(fields.get("entities", ""))
-        await service.update_summary(sid, content=fields.get("content"), tags=tags,
-                                     entities=entities)
-    except (_Refused, NixxError) as exc:
-        return _failure(request, exc)
-    return back(f"/ui/summaries/{sid}", "summary saved and re-embedded")
+        await _service(request).update_summary(sid, content=fields.get("content"), tags=tags,
+                                               entities=entities)
+        return back(f"/ui/summaries/{sid}", "summary saved and re-embedded")
+
+    return await submit(request, act)
 
 
 def _entities(text: str) -> dict[str, list[str]]:
@@ -289,14 +297,12 @@ def _entities(text: str) -> dict[str, list[str]]:
 
 @router.post("/ui/summaries/{summary_id}/delete")
 async def delete_summary(request: Request, summary_id: str) -> Response:
-    service = _service(request)
-    try:
-        await form(request)
+    async def act(fields: dict[str, str]) -> Response:
         sid = _int(summary_id, "summary_id")
-        await service.forget_summary(sid)
-    except (_Refused, NixxError) as exc:
-        return _failure(request, exc)
-    return back("/ui/summaries", f"summary {sid} deleted")
+        await _service(request).forget_summary(sid)
+        return back("/ui/summaries", f"summary {sid} deleted")
+
+    return await submit(request, act)
 
 
 # ---- sources ----------------------------------------------------------------------------
@@ -323,30 +329,27 @@ async def source_page(request: Request, source_id: str) -> HTMLResponse:
 
 @router.post("/ui/sources/{source_id}/delete")
 async def delete_source(request: Request, source_id: str) -> Response:
-    service = _service(request)
-    try:
-        await form(request)
+    async def act(fields: dict[str, str]) -> Response:
         sid = _int(source_id, "source_id")
-        await service.forget_source(sid)
-    except (_Refused, NixxError) as exc:
-        return _failure(request, exc)
-    return back("/ui/sources", f"source {sid} deleted with its memories")
+        await _service(request).forget_source(sid)
+        return back("/ui/sources", f"source {sid} deleted with its memories")
+
+    return await submit(request, act)
 
 
 @router.post("/ui/ingest")
 async def start_ingest(request: Request) -> Response:
-    try:
-        fields = await form(request)
-    except (_Refused, NixxError) as exc:
-        return _failure(request, exc)
-    target = fields.get("target", "").strip()
-    if not target:
-        return render(request, "error.html", code=400, title="Error",
-                      error="give a file or folder path (in the workspace) or a web page URL")
-    is_url = target.lower().startswith(("http://", "https://"))
-    job = _jobs(request).start(_service(request), path=None if is_url else target,
-                               url=target if is_url else None)
-    return back(f"/ui/ingest/{job.id}")
+    async def act(fields: dict[str, str]) -> Response:
+        target = fields.get("target", "").strip()
+        if not target:
+            return render(request, "error.html", code=400, title="Error",
+                          error="give a file or folder path (in the workspace) or a web page URL")
+        is_url = target.lower().startswith(("http://", "https://"))
+        job = _jobs(request).start(_service(request), path=None if is_url else target,
+                                   url=target if is_url else None)
+        return back(f"/ui/ingest/{job.id}")
+
+    return await submit(request, act)
 
 
 @router.get("/ui/ingest/{job_id}")
@@ -379,7 +382,7 @@ async def context_page(request: Request, query: str | None = None, answer: str |
         past = shapes.row(rows[0])
     ctx = await service.context(query or None)
     return render(request, "context.html", title="Context", ctx=ctx, query=query or "",
-                  past=past, recalled=[item.info() for item in ctx.recalled])
+                  past=past, recalled=ctx.info()["recalled"])
 
 
 # ---- intent and settings ----------------------------------------------------------------
@@ -392,9 +395,8 @@ async def settings_page(request: Request) -> HTMLResponse:
 
 @router.post("/ui/intent")
 async def set_intent(request: Request) -> Response:
-    service = _service(request)
-    try:
-        fields = await form(request)
+    async def act(fields: dict[str, str]) -> Response:
+        service = _service(request)
         action = fields.get("action", "set")
         if action == "clear":
             await service.clear_intent()
@@ -406,22 +408,20 @@ async def set_intent(request: Request) -> Response:
         if not text:
             raise ValidationError("write the intent, or clear it", param="intent")
         await service.set_intent(text)
-    except (_Refused, NixxError) as exc:
-        return _failure(request, exc)
-    return back("/ui/settings", "intent set")
+        return back("/ui/settings", "intent set")
+
+    return await submit(request, act)
 
 
 @router.post("/ui/settings")
 async def save_settings(request: Request) -> Response:
-    service = _service(request)
-    try:
-        fields = await form(request)
+    async def act(fields: dict[str, str]) -> Response:
         interval = _int(fields.get("interval"), "interval")
         recall = fields.get("recall") == "on"
-        await service.configure(interval=interval, recall=recall)
-    except (_Refused, NixxError) as exc:
-        return _failure(request, exc)
-    return back("/ui/settings", "settings saved")
+        await _service(request).configure(interval=interval, recall=recall)
+        return back("/ui/settings", "settings saved")
+
+    return await submit(request, act)
 
 
 # ---- agents -----------------------------------------------------------------------------

@@ -40,14 +40,9 @@ def server_answers(backend: dict[str, Any]) -> bool:
     url = backend.get("server_url")
     if not url or not backend.get("shared_memory", True):
         return False
-    import httpx
+    from nixx.server.autostart import server_answers as answers
 
-    try:
-        response = httpx.get(url.rstrip("/") + "/health", timeout=2.0)
-        data = response.json() if response.status_code == 200 else None
-    except (httpx.HTTPError, ValueError):
-        return False
-    return isinstance(data, dict) and data.get("status") == "ok" and "version" in data
+    return answers(url)
 
 
 def open_server_client(backend: dict[str, Any]) -> SyncChatClient:

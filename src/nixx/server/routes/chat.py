@@ -112,11 +112,7 @@ def _client_calls(calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def _memory_info(done: Finished) -> dict[str, Any]:
     return {
-        "recalled_summaries": done.recalled,
-        "recalled": [
-            {k: item[k] for k in ("kind", "id", "score", "cosine", "buffer_ids")}
-            for item in done.recalled_items
-        ],
+        **done.recall_info,
         "user_row_id": done.user_row_id,
         "assistant_row_id": done.assistant_row_id,
         "trimmed_messages": done.trimmed,

@@ -23,16 +23,6 @@ async def context(
 ) -> dict[str, Any]:
     ctx = await service.context(query)
     return {
-        "system_prompt": ctx.system_prompt,
-        "base_prompt": ctx.base_prompt,
-        "intent": ctx.intent,
-        "recall_enabled": ctx.recall_enabled,
-        "threshold": ctx.threshold,
-        "row_floor": ctx.row_floor,
-        "budget_tokens": ctx.budget_tokens,
-        "considered": ctx.considered,
-        "query": ctx.query,
-        "before_buffer_id": ctx.before_buffer_id,
-        "recalled": [item.info() for item in ctx.recalled],
+        **ctx.info(),
         "recalled_summaries": [shapes.summary_hit(h) for h in ctx.hits],
     }

@@ -44,10 +44,10 @@ async def embeddings(body: EmbeddingsRequest, service: ServiceDep) -> dict[str, 
         raise ValidationError("input must not be empty", param="input")
     if len(texts) > MAX_INPUTS:
         raise ValidationError(f"at most {MAX_INPUTS} inputs per request", param="input")
-    vectors = await service.run(service.embedder.embed, texts)
+    vectors = await service.embed_for_client(texts)
     if body.dimensions is not None and body.dimensions != vectors.shape[1]:
         raise ValidationError(
-            f"this embedder ({service.embedder.model}) makes {vectors.shape[1]}-dimensional "
+            f"this embedder ({service.embedding_model}) makes {vectors.shape[1]}-dimensional "
             f"vectors; dimensions={body.dimensions} cannot be served",
             param="dimensions",
         )
@@ -64,6 +64,6 @@ async def embeddings(body: EmbeddingsRequest, service: ServiceDep) -> dict[str, 
     return {
         "object": "list",
         "data": data,
-        "model": service.embedder.model,
+        "model": service.embedding_model,
         "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
     }

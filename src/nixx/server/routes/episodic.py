@@ -57,12 +57,7 @@ async def status(service: ServiceDep) -> dict[str, Any]:
 async def config(body: EpisodicConfig, service: ServiceDep) -> dict[str, Any]:
     """Change the summary interval and/or recall at run time (kept across restarts).
     Returns the status after the change."""
-    await service.run(
-        lambda: service.episodic.configure(interval=body.interval, recall=body.recall)
-    )
-    if body.interval is not None:
-        service.after_turn()  # a lower interval may make a summary due now
-    return await service.status()
+    return await service.configure(interval=body.interval, recall=body.recall)
 
 
 @router.post("/v1/episodic/summary")
@@ -103,7 +98,7 @@ async def transcript(
     if end is not None and end < start:
         raise ValidationError(f"end ({end}) must be >= start ({start})", param="end")
     last = end if end is not None else min(start + limit - 1, MAX_ID)
-    rows = await service.run(service.store.get_buffer, start, last)
+    rows = await service.transcript(start, last)
     rows = rows[:limit]
     return {
         "start": start,
@@ -120,11 +115,7 @@ async def summaries(
     offset: int = Query(default=0, ge=0, le=MAX_ID),
 ) -> dict[str, Any]:
     """Stored summaries, newest first."""
-
-    def work() -> tuple[list[Any], int]:
-        return service.store.list_summaries(limit, offset), service.store.count_summaries()
-
-    items, total = await service.run(work)
+    items, total = await service.summaries_page(limit, offset)
     return {"total": total, "summaries": [shapes.summary(s) for s in items]}
 
 

@@ -59,12 +59,12 @@ async def delete_source(service: ServiceDep, source_id: int = Path(ge=1, le=MAX_
 
 @router.get("/v1/sources/{source_id}")
 async def get_source(source_id: Id, service: ServiceDep) -> dict[str, Any]:
-    return {"source": shapes.source(await service.run(service.store.get_source, source_id))}
+    return {"source": shapes.source(await service.get_source(source_id))}
 
 
 @router.get("/v1/sources/{source_id}/chunks")
 async def source_chunks(source_id: Id, service: ServiceDep) -> dict[str, Any]:
-    chunks = await service.run(service.store.source_chunks, source_id)
+    chunks = await service.source_chunks(source_id)
     return {"source_id": source_id, "chunks": [shapes.memory(m) for m in chunks]}
 
 
