@@ -107,3 +107,12 @@ def test_values_no_store_can_take_are_refused_not_failed(make_registry, name, ar
     out = make_registry().execute(name, arguments)
     assert out.startswith("error: ") and expected in out, out
     assert "failed unexpectedly" not in out
+
+
+def test_the_built_in_agent_offers_the_servers_file_tools(make_registry):
+    # one definition of each file tool: what nixx serve offers is what an nxc agent gets
+    from nixx.nxc.delivery.builtin_runtime import FILE_TOOLS, file_tool_spec
+
+    served = {s["function"]["name"]: s for s in make_registry().specs()}
+    for name in FILE_TOOLS:
+        assert file_tool_spec(name) == served[name]

@@ -37,7 +37,7 @@ from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from nixx.errors import NoWorkspace, WorkspaceError
 from nixx.paths import DEFAULT_PROTECTED
@@ -530,3 +530,54 @@ def delete_file(root: Path, path: str, *, protected: Sequence[str] = DEFAULT_PRO
                 ) from None
             raise _os_error(path, exc, "delete") from None
         return f"deleted {target.rel}"
+
+
+# ---- how a model is told about them (the server's tools and the built-in agent's) ------
+_WS = "Paths are relative to the workspace folder; nothing outside it is reachable."
+
+
+def _params(properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "properties": properties,
+        "required": required,
+        "additionalProperties": False,
+    }
+
+
+#: name -> (description, JSON-schema parameters) of each file tool, as offered to a model.
+TOOL_SCHEMAS: dict[str, tuple[str, dict[str, Any]]] = {
+    "read_file": (
+        f"Read a UTF-8 text file from the workspace (at most {READ_MAX_BYTES // 1024} KB; "
+        f"longer files are truncated). {_WS}",
+        _params({"path": {"type": "string", "description": "file path"}}, ["path"]),
+    ),
+    "write_file": (
+        "Create or overwrite a text file in the workspace with the given content; missing "
+        f"folders are created. {_WS}",
+        _params(
+            {
+                "path": {"type": "string", "description": "file path"},
+                "content": {"type": "string", "description": "the full new content"},
+            },
+            ["path", "content"],
+        ),
+    ),
+    "list_dir": (
+        f"List a folder of the workspace: `name/` folders, `name (N bytes)` files. {_WS}",
+        _params({"path": {"type": "string", "description": "folder path (default '.')"}}, []),
+    ),
+    "delete_file": (
+        f"Delete one file (not a folder) from the workspace. {_WS}",
+        _params({"path": {"type": "string", "description": "file path"}}, ["path"]),
+    ),
+}
+
+
+def tool_spec(name: str) -> dict[str, Any]:
+    """The OpenAI `tools` entry of file tool `name`."""
+    description, parameters = TOOL_SCHEMAS[name]
+    return {
+        "type": "function",
+        "function": {"name": name, "description": description, "parameters": parameters},
+    }

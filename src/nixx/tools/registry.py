@@ -107,43 +107,19 @@ class ToolRegistry:
         self.settings = settings
         self.store = store
         root = settings.workspace
-        ws = "Paths are relative to the workspace folder; nothing outside it is reachable."
+        protected = settings.tools_protected
+        runs: dict[str, Callable[..., str]] = {
+            "read_file": lambda path: files.read_file(root, path),
+            "write_file": lambda path, content: files.write_file(
+                root, path, content, protected=protected
+            ),
+            "list_dir": lambda path=".": files.list_dir(root, path),
+            "delete_file": lambda path: files.delete_file(root, path, protected=protected),
+        }
         all_tools = [
-            Tool(
-                "read_file",
-                f"Read a UTF-8 text file from the workspace (at most "
-                f"{files.READ_MAX_BYTES // 1024} KB; longer files are truncated). {ws}",
-                _object({"path": {"type": "string", "description": "file path"}}, ["path"]),
-                lambda path: files.read_file(root, path),
-            ),
-            Tool(
-                "write_file",
-                "Create or overwrite a text file in the workspace with the given content; "
-                f"missing folders are created. {ws}",
-                _object(
-                    {
-                        "path": {"type": "string", "description": "file path"},
-                        "content": {"type": "string", "description": "the full new content"},
-                    },
-                    ["path", "content"],
-                ),
-                lambda path, content: files.write_file(
-                    root, path, content, protected=settings.tools_protected
-                ),
-            ),
-            Tool(
-                "list_dir",
-                f"List a folder of the workspace: `name/` folders, `name (N bytes)` files. {ws}",
-                _object(
-                    {"path": {"type": "string", "description": "folder path (default '.')"}}, []
-                ),
-                lambda path=".": files.list_dir(root, path),
-            ),
-            Tool(
-                "delete_file",
-                f"Delete one file (not a folder) from the workspace. {ws}",
-                _object({"path": {"type": "string", "description": "file path"}}, ["path"]),
-                lambda path: files.delete_file(root, path, protected=settings.tools_protected),
+            *(
+                Tool(name, files.TOOL_SCHEMAS[name][0], files.TOOL_SCHEMAS[name][1], run)
+                for name, run in runs.items()
             ),
             Tool(
                 "search_transcript",

@@ -77,17 +77,11 @@ NXC_TOOLS = [
         "thread": {"type": "string", "description": "the thread id"}}, ["thread"])),
 ]
 
-FILE_SPECS = {
-    "read_file": _spec("read_file", "Read a UTF-8 text file of the workspace.",
-                       _obj({"path": {"type": "string"}}, ["path"])),
-    "list_dir": _spec("list_dir", "List a folder of the workspace.",
-                      _obj({"path": {"type": "string"}}, [])),
-    "write_file": _spec("write_file", "Create or overwrite a text file of the workspace.",
-                        _obj({"path": {"type": "string"}, "content": {"type": "string"}},
-                             ["path", "content"])),
-    "delete_file": _spec("delete_file", "Delete one file of the workspace.",
-                         _obj({"path": {"type": "string"}}, ["path"])),
-}
+def file_tool_spec(name: str) -> dict[str, Any]:
+    """A file tool as offered to the model: the server's own definition (`nixx.tools.files`)."""
+    from nixx.tools.files import tool_spec
+
+    return dict(tool_spec(name))
 
 
 class Agent:
@@ -102,16 +96,16 @@ class Agent:
         self.sent = False
         wanted = backend.get("tools")
         names = DEFAULT_TOOLS if wanted is None else tuple(wanted)
-        self.file_tools = [n for n in names if n in FILE_SPECS]
+        self.file_tools = [n for n in names if n in FILE_TOOLS]
         if not backend.get("tools_write", True) and "write_file" in self.file_tools:
             self.file_tools.remove("write_file")
         if not backend.get("tools_delete", True) and "delete_file" in self.file_tools:
             self.file_tools.remove("delete_file")
-        self.unknown_tools = [n for n in names if n not in FILE_SPECS]
+        self.unknown_tools = [n for n in names if n not in FILE_TOOLS]
         self.via_server = server_answers(backend)
 
     def tools(self) -> list[dict[str, Any]]:
-        return [FILE_SPECS[n] for n in self.file_tools] + NXC_TOOLS
+        return [file_tool_spec(n) for n in self.file_tools] + NXC_TOOLS
 
     def call(self, name: str, raw: str) -> tuple[str, bool]:
         from nixx.errors import NixxError
