@@ -28,7 +28,7 @@ import httpx
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).parent))
-from bench_turn import free_port, sentence, wait_healthy  # noqa: E402
+from bench_turn import sentence, start_server, wait_healthy  # noqa: E402
 
 from nixx.testing.fake_llm import FakeLLM  # noqa: E402
 
@@ -37,25 +37,10 @@ def start(db: Path, llm: FakeLLM, blas: str | None) -> tuple[subprocess.Popen[by
     tmp = Path(tempfile.mkdtemp(prefix="nixx-ab-"))
     for path in db.parent.glob(db.name + "*"):
         shutil.copy(path, tmp / path.name.replace(db.name, "nixx.db", 1))
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("NIXX_", "NXC_"))}
-    env.pop("OPENBLAS_NUM_THREADS", None)
-    env.update(
-        NIXX_HOME=str(tmp),
-        NIXX_DB_URL=f"sqlite:///{tmp / 'nixx.db'}",
-        NIXX_CHAT_BASE_URL=llm.base_url,
-        NIXX_EMBED_PROVIDER="local",
-        NIXX_RECALL_THRESHOLD="0.2",
-        NIXX_INTENT_INTERVAL="1000000",
-        NIXX_WORKSPACE=str(tmp),
-        NIXX_LOG_LEVEL="warning",
+    return start_server(
+        tmp, tmp / "nixx.db", llm, blas_threads=blas, clear_blas=True,
+        recall_threshold="0.2", intent_interval="1000000",
     )
-    if blas is not None:
-        env["OPENBLAS_NUM_THREADS"] = blas
-    port = free_port()
-    proc = subprocess.Popen(
-        [str(Path(sys.executable).with_name("nixx")), "serve", "--port", str(port)], env=env
-    )
-    return proc, f"http://127.0.0.1:{port}"
 
 
 def main() -> int:

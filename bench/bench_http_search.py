@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import os
 import random
-import subprocess
 import sys
 import tempfile
 import time
@@ -32,7 +31,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).parent))
 from bench_search import Clustered, fts_corpus  # noqa: E402
-from bench_turn import cpu_seconds, free_port, rss_mb, sentence, wait_healthy  # noqa: E402
+from bench_turn import cpu_seconds, rss_mb, sentence, start_server, wait_healthy  # noqa: E402
 
 from nixx.store import open_store  # noqa: E402
 from nixx.testing.fake_llm import FakeLLM  # noqa: E402
@@ -103,25 +102,15 @@ def main() -> int:
     if args.empty:
         questions = fts_corpus(1000)[1]
     llm = FakeLLM()
-    port = free_port()
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("NIXX_", "NXC_"))}
-    env.update(
-        NIXX_HOME=str(tmp),
-        NIXX_DB_URL=f"sqlite:///{db}",
-        NIXX_CHAT_BASE_URL=llm.base_url,
-        NIXX_EMBED_PROVIDER=args.embed,
-        NIXX_EMBED_BASE_URL=llm.base_url,
-        NIXX_EMBED_MODEL=model if args.embed == "openai" else "",
-        NIXX_WORKSPACE=str(tmp),
-        NIXX_LOG_LEVEL="warning",
-        NIXX_EMBED_ENGINE=args.engine,
+    server, base = start_server(
+        tmp,
+        db,
+        llm,
+        embed=args.embed,
+        model=model,
+        engine=args.engine,
+        blas_threads=None if args.blas_threads is None else str(args.blas_threads),
     )
-    if args.blas_threads is not None:
-        env["OPENBLAS_NUM_THREADS"] = str(args.blas_threads)
-    server = subprocess.Popen(
-        [str(Path(sys.executable).with_name("nixx")), "serve", "--port", str(port)], env=env
-    )
-    base = f"http://127.0.0.1:{port}"
     try:
         client = httpx.Client(timeout=120)
         wait_healthy(client, base, server)

@@ -147,6 +147,46 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def start_server(
+    home: Path,
+    db: Path,
+    llm: FakeLLM,
+    *,
+    embed: str = "local",
+    model: str = "",
+    engine: str = "auto",
+    blas_threads: str | None = None,
+    clear_blas: bool = False,
+    **settings: str,
+) -> tuple[subprocess.Popen[bytes], str]:
+    """`nixx serve` as a subprocess on a free port, on store `db`, pointed at `llm` for chat
+    (and embeddings with `embed="openai"`); no NIXX_/NXC_ variable of this process leaks
+    in; `settings` are more NIXX_* variables. `blas_threads` sets OPENBLAS_NUM_THREADS,
+    `clear_blas` drops one this process has (nixx serve's own default then applies).
+    Returns (process, base URL)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("NIXX_", "NXC_"))}
+    if clear_blas:
+        env.pop("OPENBLAS_NUM_THREADS", None)
+    env.update(
+        NIXX_HOME=str(home),
+        NIXX_DB_URL=f"sqlite:///{db}",
+        NIXX_CHAT_BASE_URL=llm.base_url,
+        NIXX_EMBED_PROVIDER=embed,
+        NIXX_EMBED_BASE_URL=llm.base_url,
+        NIXX_EMBED_MODEL=model if embed == "openai" else "",
+        NIXX_EMBED_ENGINE=engine,
+        NIXX_WORKSPACE=str(home),
+        NIXX_LOG_LEVEL="warning",
+        **{f"NIXX_{k.upper()}": v for k, v in settings.items()},
+    )
+    if blas_threads is not None:
+        env["OPENBLAS_NUM_THREADS"] = blas_threads
+    port = free_port()
+    nixx_bin = str(Path(sys.executable).with_name("nixx"))
+    proc = subprocess.Popen([nixx_bin, "serve", "--port", str(port)], env=env)
+    return proc, f"http://127.0.0.1:{port}"
+
+
 def wait_healthy(
     client: httpx.Client, base: str, proc: subprocess.Popen[Any], timeout: float = 120
 ) -> None:
@@ -221,26 +261,17 @@ def main() -> int:
     )
 
     llm = FakeLLM()
-    port = free_port()
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("NIXX_", "NXC_"))}
-    env.update(
-        NIXX_HOME=str(tmp),
-        NIXX_DB_URL=f"sqlite:///{db}",
-        NIXX_CHAT_BASE_URL=llm.base_url,
-        NIXX_EMBED_PROVIDER=args.embed,
-        NIXX_EMBED_BASE_URL=llm.base_url,
-        NIXX_EMBED_MODEL=model if args.embed == "openai" else "",
-        NIXX_RECALL_THRESHOLD="0.2",
-        NIXX_INTENT_INTERVAL="1000000",
-        NIXX_WORKSPACE=str(tmp),
-        NIXX_LOG_LEVEL="warning",
-        NIXX_EMBED_ENGINE=args.engine,
+    server, base = start_server(
+        tmp,
+        db,
+        llm,
+        embed=args.embed,
+        model=model,
+        engine=args.engine,
+        blas_threads=None if args.blas_threads is None else str(args.blas_threads),
+        recall_threshold="0.2",
+        intent_interval="1000000",
     )
-    if args.blas_threads is not None:
-        env["OPENBLAS_NUM_THREADS"] = str(args.blas_threads)
-    nixx_bin = str(Path(sys.executable).with_name("nixx"))
-    server = subprocess.Popen([nixx_bin, "serve", "--port", str(port)], env=env)
-    base = f"http://127.0.0.1:{port}"
     try:
         client = httpx.Client(timeout=60)
         wait_healthy(client, base, server)
