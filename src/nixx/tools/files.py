@@ -41,6 +41,7 @@ from typing import Any, TypeVar
 
 from nixx.errors import NoWorkspace, WorkspaceError
 from nixx.paths import DEFAULT_PROTECTED
+from nixx.tools.schema import function_spec, object_schema
 
 READ_MAX_BYTES = 256 * 1024
 WRITE_MAX_BYTES = 4 * 1024 * 1024
@@ -536,26 +537,17 @@ def delete_file(root: Path, path: str, *, protected: Sequence[str] = DEFAULT_PRO
 _WS = "Paths are relative to the workspace folder; nothing outside it is reachable."
 
 
-def _params(properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
-    return {
-        "type": "object",
-        "properties": properties,
-        "required": required,
-        "additionalProperties": False,
-    }
-
-
 #: name -> (description, JSON-schema parameters) of each file tool, as offered to a model.
 TOOL_SCHEMAS: dict[str, tuple[str, dict[str, Any]]] = {
     "read_file": (
         f"Read a UTF-8 text file from the workspace (at most {READ_MAX_BYTES // 1024} KB; "
         f"longer files are truncated). {_WS}",
-        _params({"path": {"type": "string", "description": "file path"}}, ["path"]),
+        object_schema({"path": {"type": "string", "description": "file path"}}, ["path"]),
     ),
     "write_file": (
         "Create or overwrite a text file in the workspace with the given content; missing "
         f"folders are created. {_WS}",
-        _params(
+        object_schema(
             {
                 "path": {"type": "string", "description": "file path"},
                 "content": {"type": "string", "description": "the full new content"},
@@ -565,19 +557,15 @@ TOOL_SCHEMAS: dict[str, tuple[str, dict[str, Any]]] = {
     ),
     "list_dir": (
         f"List a folder of the workspace: `name/` folders, `name (N bytes)` files. {_WS}",
-        _params({"path": {"type": "string", "description": "folder path (default '.')"}}, []),
+        object_schema({"path": {"type": "string", "description": "folder path (default '.')"}}, []),
     ),
     "delete_file": (
         f"Delete one file (not a folder) from the workspace. {_WS}",
-        _params({"path": {"type": "string", "description": "file path"}}, ["path"]),
+        object_schema({"path": {"type": "string", "description": "file path"}}, ["path"]),
     ),
 }
 
 
 def tool_spec(name: str) -> dict[str, Any]:
     """The OpenAI `tools` entry of file tool `name`."""
-    description, parameters = TOOL_SCHEMAS[name]
-    return {
-        "type": "function",
-        "function": {"name": name, "description": description, "parameters": parameters},
-    }
+    return function_spec(name, *TOOL_SCHEMAS[name])

@@ -19,6 +19,7 @@ from nixx.config import Settings
 from nixx.errors import NixxError
 from nixx.store.base import MemoryStore
 from nixx.tools import files, transcript
+from nixx.tools.schema import function_spec, object_schema
 from nixx.values import MAX_ID, bad_json_value
 
 log = logging.getLogger(__name__)
@@ -44,14 +45,7 @@ class Tool:
     run: Callable[..., str]
 
     def spec(self) -> dict[str, Any]:
-        return {
-            "type": "function",
-            "function": {
-                "name": self.name,
-                "description": self.description,
-                "parameters": self.parameters,
-            },
-        }
+        return function_spec(self.name, self.description, self.parameters)
 
     def bind(self, args: dict[str, Any]) -> dict[str, Any]:
         """Check `args` against the schema; coerce integer strings ("5") to ints."""
@@ -91,15 +85,6 @@ class Tool:
         return bound
 
 
-def _object(properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
-    return {
-        "type": "object",
-        "properties": properties,
-        "required": required,
-        "additionalProperties": False,
-    }
-
-
 class ToolRegistry:
     """The server-side tools, configured by `settings` and reading `store`."""
 
@@ -125,7 +110,7 @@ class ToolRegistry:
                 "search_transcript",
                 "Full-text search of everything said in past conversations (the episodic "
                 "buffer). Returns matching rows with their ids, best first.",
-                _object(
+                object_schema(
                     {
                         "query": {"type": "string", "description": "words to look for"},
                         "limit": {
@@ -142,7 +127,7 @@ class ToolRegistry:
                 "view_transcript",
                 "Read the conversation transcript rows from id `start` to id `end` "
                 f"(inclusive; at most {transcript.VIEW_MAX_ROWS} rows per call).",
-                _object(
+                object_schema(
                     {
                         "start": {"type": "integer", "description": "first row id"},
                         "end": {"type": "integer", "description": "last row id (optional)"},

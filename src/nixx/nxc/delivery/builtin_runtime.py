@@ -42,6 +42,7 @@ from typing import Any
 from nixx.nxc.delivery.llm_backend import open_client as _client
 from nixx.nxc.delivery.llm_backend import open_server_client as _server_client
 from nixx.nxc.delivery.llm_backend import resolve_model, server_answers
+from nixx.tools.schema import function_spec, object_schema
 
 DEFAULT_TOOLS = ("read_file", "list_dir")
 FILE_TOOLS = ("read_file", "list_dir", "write_file", "delete_file")
@@ -53,35 +54,51 @@ def emit(kind: str, data: dict[str, Any], **extra: Any) -> None:
     sys.stdout.flush()
 
 
-def _obj(props: dict[str, Any], required: list[str]) -> dict[str, Any]:
-    return {"type": "object", "properties": props, "required": required}
-
-
-def _spec(name: str, description: str, params: dict[str, Any]) -> dict[str, Any]:
-    return {"type": "function", "function": {"name": name, "description": description,
-                                             "parameters": params}}
-
-
 NXC_TOOLS = [
-    _spec("nxc_reply", "Answer in an nxc thread (the only way to post into one).", _obj({
-        "thread": {"type": "string", "description": "the thread id"},
-        "body": {"type": "string", "description": "your answer (Markdown)"},
-        "escalate": {"type": "boolean", "description": "ask the opener for a decision or help"},
-    }, ["thread", "body"])),
-    _spec("nxc_send", "Start a new thread to a persona or a channel; the answer is delivered "
-          "to you when it is complete.", _obj({
-              "to": {"type": "string", "description": "a persona handle or a channel name"},
-              "body": {"type": "string", "description": "the task (Markdown)"},
-          }, ["to", "body"])),
-    _spec("nxc_thread", "Read a thread: its quorum and messages.", _obj({
-        "thread": {"type": "string", "description": "the thread id"}}, ["thread"])),
+    function_spec(
+        "nxc_reply",
+        "Answer in an nxc thread (the only way to post into one).",
+        object_schema(
+            {
+                "thread": {"type": "string", "description": "the thread id"},
+                "body": {"type": "string", "description": "your answer (Markdown)"},
+                "escalate": {
+                    "type": "boolean",
+                    "description": "ask the opener for a decision or help",
+                },
+            },
+            ["thread", "body"],
+            closed=False,
+        ),
+    ),
+    function_spec(
+        "nxc_send",
+        "Start a new thread to a persona or a channel; the answer is delivered to you when "
+        "it is complete.",
+        object_schema(
+            {
+                "to": {"type": "string", "description": "a persona handle or a channel name"},
+                "body": {"type": "string", "description": "the task (Markdown)"},
+            },
+            ["to", "body"],
+            closed=False,
+        ),
+    ),
+    function_spec(
+        "nxc_thread",
+        "Read a thread: its quorum and messages.",
+        object_schema(
+            {"thread": {"type": "string", "description": "the thread id"}}, ["thread"], closed=False
+        ),
+    ),
 ]
+
 
 def file_tool_spec(name: str) -> dict[str, Any]:
     """A file tool as offered to the model: the server's own definition (`nixx.tools.files`)."""
     from nixx.tools.files import tool_spec
 
-    return dict(tool_spec(name))
+    return tool_spec(name)
 
 
 class Agent:
