@@ -43,7 +43,7 @@ from nixx.memory.history import CHARS_PER_TOKEN
 from nixx.memory.prompts import INTENT_HEADING, RECALL_FRAMING, RECALL_HEADING, SYSTEM_PROMPT
 from nixx.memory.search import Result
 from nixx.store.base import MemoryStore
-from nixx.store.records import BufferHit, BufferRow, SummaryHit
+from nixx.store.records import BufferRow, SummaryHit
 
 log = logging.getLogger(__name__)
 
@@ -145,18 +145,9 @@ class RecallContext:
         return [{"kind": r.kind, "id": r.id, "score": round(r.score, 6)} for r in self.recalled]
 
 
-@dataclass
-class RecallParts:
-    """What the rankers answered for a turn's recall (`Recall.search`)."""
-
-    query: str
-    fts: list[BufferHit] = field(default_factory=list)
-    anchor_fts: list[BufferHit] = field(default_factory=list)
-    vector: np.ndarray | None = None
-    vec: list[BufferHit] = field(default_factory=list)
-    anchor_vec: list[BufferHit] = field(default_factory=list)
-    wide: list[SummaryHit] = field(default_factory=list)
-    last_summarised: int = 0
+#: What the rankers answered for a turn's recall (`Recall.search`): the summary search is
+#: `Recall._wide`'s (the best summaries above the threshold, the last summarised row id).
+RecallParts = fused.Rankers[tuple[list[SummaryHit], int]]
 
 
 class Recall:
@@ -214,24 +205,13 @@ class Recall:
         if not query or not query.strip():
             return None
         wide = self.settings.recall_limit > 0
-        answers = fused.run_rankers(
+        return fused.run_rankers(
             self.store,
             query,
             self._embed_query,
             lambda vector: self._wide(vector) if wide else ([], 0),
             pool=self._pool(),
         )
-        parts = RecallParts(
-            query=query,
-            fts=answers.fts,
-            anchor_fts=answers.anchor_fts,
-            vector=answers.vector,
-            vec=answers.vec,
-            anchor_vec=answers.anchor_vec,
-        )
-        if answers.summaries is not None:
-            parts.wide, parts.last_summarised = answers.summaries
-        return parts
 
     def finish(
         self,
@@ -252,17 +232,13 @@ class Recall:
         if parts is not None:
             hits: list[SummaryHit] | None = []
             if parts.vector is not None and self.settings.recall_limit > 0:
-                hits = self._pick(parts.wide, parts.last_summarised, before_id)
+                wide, last_summarised = parts.summaries or ([], 0)
+                hits = self._pick(wide, last_summarised, before_id)
                 if hits is None:
                     assert before_id is not None
                     hits = self._filtered(parts.vector, before_id)
-            results = fused.combine(
-                parts.query,
-                parts.fts,
-                parts.vec,
+            results = parts.combine(
                 hits or [],
-                parts.anchor_fts,
-                parts.anchor_vec,
                 store=self.store,
                 limit=RECALL_CANDIDATES,
                 before_id=before_id,

@@ -27,7 +27,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import Executor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 import numpy as np
 
@@ -254,12 +254,20 @@ S = TypeVar("S")
 class Rankers(Generic[S]):
     """What the three rankers answered for one question (`run_rankers`)."""
 
+    query: str
     fts: list[BufferHit] = field(default_factory=list)
     anchor_fts: list[BufferHit] = field(default_factory=list)
     vector: np.ndarray | None = None  # the question's embedding (None: full text only)
     vec: list[BufferHit] = field(default_factory=list)
     anchor_vec: list[BufferHit] = field(default_factory=list)
     summaries: S | None = None  # what the caller's summary search returned
+
+    def combine(self, summaries: Sequence[SummaryHit], **options: Any) -> list[Result]:
+        """The fused list of these answers with `summaries` (the caller's pick of its
+        summary search); `options` are `combine`'s keywords."""
+        return combine(
+            self.query, self.fts, self.vec, summaries, self.anchor_fts, self.anchor_vec, **options
+        )
 
 
 def run_rankers(
@@ -280,7 +288,7 @@ def run_rankers(
     worker thread. SQLite, the embedder and the HNSW index release the GIL, so on two
     cores this takes about max(full text, embedding + the longer vector search)."""
     text = pool.submit(text_side, store, query, depth)
-    out: Rankers[S] = Rankers()
+    out: Rankers[S] = Rankers(query)
     try:
         vectors = embed(texts_to_embed(query)) if store.has_episodic_vectors() else None
         if vectors is not None and len(vectors):

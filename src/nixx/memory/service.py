@@ -498,25 +498,18 @@ class NixxService:
                 depth=depth,
             )
         )
-        fts, anchor_fts = answers.fts, answers.anchor_fts
-        vec, anchor_vec = answers.vec, answers.anchor_vec
         summaries = answers.summaries or []
 
         def combine() -> list[fused.Result]:
-            return fused.combine(
-                query,
-                fts,
-                vec,
+            return answers.combine(
                 summaries,
-                anchor_fts,
-                anchor_vec,
                 store=self.store,
                 limit=limit,
                 min_cosine=self.recall.row_floor * SEARCH_FLOOR_SHARE,
             )
 
         results = await self.run(combine)
-        return SearchAnswer(fts[:limit], summaries[:limit], results)
+        return SearchAnswer(answers.fts[:limit], summaries[:limit], results)
 
     # ---- sources ----------------------------------------------------------------------
     async def create_source(
