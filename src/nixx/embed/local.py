@@ -193,25 +193,24 @@ class LocalEmbedder(Embedder):
         def run(batch: list[int]) -> None:
             out[batch] = model.encoder.encode([ids[i] for i in batch])
 
-        if self.engine == "onnx":
-            # single-threaded sessions, one pass per worker thread (longest first)
-            if len(batches) == 1:
-                run(batches[0])
-            else:
+        def run_all() -> None:
+            if workers > 1 and len(batches) > 1:
+                # one pass per worker thread, longest first, so no core is left alone
+                # with a long one at the end
                 list(_pool(workers).map(run, batches[::-1]))
-        elif workers > 1:
+            else:
+                for batch in batches:
+                    run(batch)
+
+        if self.engine == "numpy" and workers > 1:
             # One single-threaded BLAS per worker thread, each on its own passes: every step
             # (GEMMs and the element-wise work between them) then uses every core, and no
             # BLAS thread spins waiting for another (which collapses under CPU contention).
-            # Longest passes first, so no core is left alone with a long one at the end.
+            # (The onnx engine's sessions are single-threaded already.)
             with _single_threaded_blas():
-                if len(batches) == 1:
-                    run(batches[0])
-                else:
-                    list(_pool(workers).map(run, batches[::-1]))
+                run_all()
         else:
-            for batch in batches:
-                run(batch)
+            run_all()
         norms = np.linalg.norm(out, axis=1, keepdims=True)
         np.maximum(norms, 1e-12, out=norms)  # sentence-transformers' F.normalize eps
         out /= norms
