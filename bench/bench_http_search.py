@@ -155,7 +155,7 @@ def main() -> int:
                 f"{np.percentile(ms, 99):9.2f}"
             )
         print(f"server CPU per search (all threads): {cpu_search * 1000:.1f} ms")
-        print(f"server pid {server.pid}, RSS {rss_mb(server.pid):.0f} MB")
+        print(f"server pid {server.pid}, {rss_mb(server.pid)}")
     finally:
         server.terminate()
         server.wait(30)

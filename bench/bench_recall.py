@@ -60,7 +60,7 @@ class CachedEmbedder:
     def __init__(self) -> None:
         from nixx.embed.local import LocalEmbedder
 
-        self.inner = LocalEmbedder()
+        self.inner = LocalEmbedder(query_weights=os.environ.get("NIXX_EMBED_QUERY_WEIGHTS", "int8"))
         self.model = self.inner.model
         self.dim = self.inner.dim
         root = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "nixx-bench"
@@ -69,11 +69,24 @@ class CachedEmbedder:
         self.db.execute("CREATE TABLE IF NOT EXISTS v (k TEXT PRIMARY KEY, vec BLOB)")
         self.computed = 0
 
-    def _key(self, text: str) -> str:
-        return hashlib.sha1(f"{self.model}\0{text}".encode()).hexdigest()
+    def _key(self, text: str, kind: str = "") -> str:
+        return hashlib.sha1(f"{self.model}\0{kind}{text}".encode()).hexdigest()
 
-    def embed(self, texts: Sequence[str]) -> np.ndarray:
-        keys = [self._key(t) for t in texts]
+    def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
+        """Questions, as the server embeds them (`Embedder.embed_queries`: int8 weights
+        with the onnx engine, unless NIXX_EMBED_QUERY_WEIGHTS says float32)."""
+        weights = self.inner.query_weights
+        kind = "" if weights == "float32" else f"query-{weights}\0"
+        return self.embed(texts, kind=kind, run=self.inner.embed_queries)
+
+    def embed(
+        self,
+        texts: Sequence[str],
+        *,
+        kind: str = "",
+        run: Callable[[Sequence[str]], np.ndarray] | None = None,
+    ) -> np.ndarray:
+        keys = [self._key(t, kind) for t in texts]
         found: dict[str, np.ndarray] = {}
         for i in range(0, len(keys), 500):
             chunk = keys[i : i + 500]
@@ -82,7 +95,7 @@ class CachedEmbedder:
                 found[k] = np.frombuffer(blob, dtype=np.float32)
         missing = sorted({k: t for k, t in zip(keys, texts, strict=True) if k not in found}.items())
         if missing:
-            vecs = self.inner.embed([t for _, t in missing])
+            vecs = (run or self.inner.embed)([t for _, t in missing])
             self.computed += len(missing)
             for (k, _), v in zip(missing, vecs, strict=True):
                 found[k] = v.astype(np.float32)
@@ -189,7 +202,7 @@ class Loaded:
         store.bind_embedder(embedder.model, embedder.dim)
         store.add_buffer_vectors(list(zip(self.ids.tolist(), self.matrix, strict=True)))
         self.by_id = {r.id: r for r in self.rows}
-        self.qvecs = embedder.embed([q.text for q in conv.questions])
+        self.qvecs = embedder.embed_queries([q.text for q in conv.questions])
         self.now = datetime_of(self.rows[-1].created_at) + timedelta(days=1)
 
     def vec_hits(self, qvec: np.ndarray, limit: int = 50) -> list[BufferHit]:
@@ -268,7 +281,7 @@ def run(
                 q = ld.conv.questions[i]
                 extra = search.texts_to_embed(q.text)[1:]
                 vectors = (
-                    np.vstack([ld.qvecs[i : i + 1], *(embedder.embed(extra),)])
+                    np.vstack([ld.qvecs[i : i + 1], *(embedder.embed_queries(extra),)])
                     if extra
                     else ld.qvecs[i : i + 1]
                 )
@@ -316,7 +329,7 @@ def floor_report(loaded_all: list[Loaded], embedder: CachedEmbedder, params: Fus
 
     from nixx.memory.recall import select
 
-    uvecs = embedder.embed(UNRELATED)
+    uvecs = embedder.embed_queries(UNRELATED)
     asked: list[tuple[list[search.Result], set[int] | None]] = []
     for ld in loaded_all:
         for i, q in enumerate(ld.conv.questions):

@@ -203,12 +203,18 @@ def wait_healthy(
         time.sleep(0.1)
 
 
-def rss_mb(pid: int) -> float:
-    """Resident memory of process `pid`, in MB (Linux /proc)."""
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    return float("nan")
+def rss_mb(pid: int) -> str:
+    """Memory of process `pid` (Linux /proc), in MB: resident (RSS), proportional (PSS:
+    a page mapped several times, as the SQLite file is by each connection's memory map,
+    counts once) and anonymous (the process's own; the rest is the file cache's)."""
+    kb: dict[str, int] = {}
+    for name in ("status", "smaps_rollup"):
+        for line in Path(f"/proc/{pid}/{name}").read_text().splitlines():
+            key, _, value = line.partition(":")
+            if value.strip().endswith("kB"):
+                kb.setdefault(key.strip(), int(value.split()[0]))
+    mb = {k: kb.get(k, 0) / 1024 for k in ("VmRSS", "Pss", "RssAnon")}
+    return f"RSS {mb['VmRSS']:.0f} MB (PSS {mb['Pss']:.0f} MB, anonymous {mb['RssAnon']:.0f} MB)"
 
 
 def cpu_seconds(pid: int) -> float:
@@ -372,7 +378,19 @@ def main() -> int:
             f"{vectors['embedded']} embedded, {vectors['pending']} pending, "
             f"queue throughput {vectors['rows_per_second']} rows/s (time in embed())"
         )
-        print(f"server RSS: {rss_mb(server.pid):.0f} MB; load average: {os.getloadavg()}")
+        if vectors["pending"]:
+            # turns back to back leave the queue no quiet moment (nixx.priority): it embeds a
+            # batch every half second meanwhile, and catches up once the turns stop
+            started = time.perf_counter()
+            while (left := client.get(base + "/v1/episodic/status").json())["buffer_vectors"][
+                "pending"
+            ] and time.perf_counter() - started < 120:
+                time.sleep(0.05)
+            print(
+                f"the queue caught up {time.perf_counter() - started:.2f} s after the last turn "
+                f"({left['buffer_vectors']['pending']} rows still pending)"
+            )
+        print(f"server memory: {rss_mb(server.pid)}; load average: {os.getloadavg()}")
     finally:
         server.terminate()
         server.wait(30)

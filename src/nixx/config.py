@@ -93,6 +93,13 @@ class Settings(BaseSettings):
         "~2x faster), `numpy` (the reference encoder), `auto`: `onnx` when onnxruntime is "
         "installed. Both give the same vectors.",
     )
+    embed_query_weights: Literal["int8", "float32"] = Field(
+        default="int8",
+        description="Weights the `onnx` engine embeds search queries and recall questions "
+        "with: `int8` (~1.7x faster for one short text; vectors at cosine ~0.993 to the "
+        "float32 ones, recall unchanged on the benchmark) or `float32`. Stored vectors "
+        "(rows, summaries, sources) are always float32.",
+    )
     embed_base_url: str = Field(
         default="http://127.0.0.1:8082/v1",
         description="OpenAI-compatible embeddings endpoint, used when `NIXX_EMBED_PROVIDER=openai`.",

@@ -154,6 +154,48 @@ def test_the_two_engines_give_the_same_vectors() -> None:
     np.testing.assert_allclose(onnx, numpy, atol=2e-5)
 
 
+def test_queries_are_embedded_with_int8_weights_close_to_float32() -> None:
+    """The onnx engine embeds queries with its int8 encoder: a different computation
+    (not the float32 vector), but close to it, and ranking stored float32 vectors alike."""
+    texts, ref = _reference()
+    texts = [t for t in texts if t]
+    emb = LocalEmbedder(engine="onnx")
+    assert emb.query_weights == "int8"
+    queries = emb.embed_queries(texts)
+    assert queries.shape == (len(texts), 384) and queries.dtype == np.float32
+    np.testing.assert_allclose(np.linalg.norm(queries, axis=1), 1.0, atol=1e-5)
+    stored = emb.embed(texts)
+    cos = (queries * stored).sum(axis=1)
+    assert cos.max() < 0.99999  # int8 weights really ran (float32 agrees to 0.9999999)
+    # (the lowest are degenerate texts: " ", "hello", punctuation; questions are ~0.993)
+    assert cos.min() >= 0.95 and cos.mean() >= 0.98, (cos.min(), cos.mean())
+    # each query finds its own text first among the stored vectors
+    assert ((queries @ stored.T).argmax(axis=1) == np.arange(len(texts))).all()
+    # a query alone is what it is in a batch
+    np.testing.assert_allclose(emb.embed_queries([texts[3]])[0], queries[3], atol=2e-5)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_float32_query_weights_give_the_stored_vectors(engine: str) -> None:
+    texts = ["where did I say the boathouse key is hidden?", "my daughter started violin"]
+    emb = LocalEmbedder(engine=engine, query_weights="float32")
+    assert emb.query_weights == "float32"
+    np.testing.assert_array_equal(emb.embed_queries(texts), emb.embed(texts))
+    # the numpy engine has no int8 encoder: its queries are float32 whatever is asked
+    if engine == "numpy":
+        default = LocalEmbedder(engine="numpy")
+        assert default.query_weights == "float32"
+        np.testing.assert_array_equal(default.embed_queries(texts), default.embed(texts))
+
+
+def test_query_weights_come_from_the_settings(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("NIXX_EMBED_QUERY_WEIGHTS", "float32")
+    emb = make_embedder(load_settings())
+    assert isinstance(emb, LocalEmbedder) and emb.query_weights == "float32"
+    with pytest.raises(ValueError, match="int8, float32"):
+        LocalEmbedder(query_weights="int4")
+
+
 def test_an_unknown_engine_is_refused() -> None:
     with pytest.raises(ValueError, match="onnx, numpy"):
         LocalEmbedder(engine="torch")

@@ -154,6 +154,38 @@ def test_the_queue_retries_after_a_failure_without_a_new_turn(
         assert status["embedded"] == 2 and status["error"] is None
 
 
+def test_the_queue_waits_for_a_quiet_moment_and_not_forever(
+    make_settings: Any, llm: FakeLLM
+) -> None:
+    """While a request is busy (a search, a turn's recall) the queue does not embed;
+    once it ends, the queue goes on; and a foreground that is never quiet delays a
+    batch by `max_wait` at most."""
+    with TestClient(create_app(make_settings())) as client:
+        nixx = Nixx(client)
+        queue = nixx.service.row_vectors
+        assert queue.foreground is nixx.service.foreground
+        queue.max_wait = 60.0
+        busy = nixx.service.foreground.busy()
+        busy.__enter__()
+        try:
+            talk(nixx, TEXTS[:1])
+            time.sleep(0.3)
+            assert vector_status(nixx)["pending"] == 2  # held back
+        finally:
+            busy.__exit__(None, None, None)
+        deadline = time.monotonic() + 60
+        while (status := vector_status(nixx))["pending"] and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert status["embedded"] == 2
+        queue.max_wait = 0.1
+        with nixx.service.foreground.busy():  # never quiet
+            talk(nixx, TEXTS[1:2])
+            deadline = time.monotonic() + 60
+            while (status := vector_status(nixx))["pending"] and time.monotonic() < deadline:
+                time.sleep(0.05)
+            assert status["embedded"] == 4 and status["pending"] == 0
+
+
 def test_reindex_re_embeds_buffer_rows(make_settings: Any, llm: FakeLLM, db_url: str) -> None:
     settings = make_settings(db_url=db_url)
     with TestClient(create_app(settings)) as client:

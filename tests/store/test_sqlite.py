@@ -297,6 +297,38 @@ def test_approximate_buffer_vector_search_follows_out_of_order_and_replaced_vect
     assert top2 == {ids[7], ids[300]}
 
 
+def test_a_write_of_row_vectors_brings_the_loaded_index_up_to_date(ann_store: SQLiteStore):
+    """The writer (the background queue) adds new vectors to a loaded index itself, so the
+    next search does not; a search still finds them."""
+    dim = 32
+    ann_store.bind_embedder(MODEL, dim)
+    vectors = _clustered(400, dim, seed=8)
+    ids = [ann_store.append_buffer("user", f"m{i}", "api").id for i in range(400)]
+    ann_store.add_buffer_vectors([(ids[i], vectors[i]) for i in range(300)])
+    ann_store.search_buffer_vectors(vectors[0], limit=1)  # loads the index
+    index = ann_store._indexes["buffer_vectors"]
+    held = len(index)
+    ann_store.add_buffer_vectors([(ids[i], vectors[i]) for i in range(300, 400)])
+    assert len(index) == held + 100  # synced by the write, before any search
+    [hit] = ann_store.search_buffer_vectors(vectors[350], limit=1)
+    assert hit.row.id == ids[350]
+
+
+def test_reads_go_through_a_memory_map(store: SQLiteStore):
+    from nixx.store.sqlite import MMAP_BYTES
+
+    assert store._conn().execute("PRAGMA mmap_size").fetchone()[0] == MMAP_BYTES
+
+
+def test_full_text_ties_rank_the_newest_first_and_limit_counts_after_the_join(
+    store: SQLiteStore,
+):
+    ids = [store.append_buffer("user", "the same words exactly", "api").id for _ in range(5)]
+    hits = store.search_buffer("same words", 3)
+    assert [h.row.id for h in hits] == ids[::-1][:3]
+    assert all(h.row.content == "the same words exactly" for h in hits)
+
+
 def test_hnsw_sidecar_is_reused_and_kept_current(tmp_path: Path):
     dim = 32
     path = tmp_path / "side.db"

@@ -15,7 +15,8 @@ def make_embedder(settings: Settings) -> Embedder:
         from nixx.embed.local import LocalEmbedder
 
         engine = None if settings.embed_engine == "auto" else settings.embed_engine
-        return LocalEmbedder(engine=engine)  # sizes its forward passes by tokens
+        # sizes its forward passes by tokens
+        return LocalEmbedder(engine=engine, query_weights=settings.embed_query_weights)
     from nixx.embed.openai import OpenAIEmbedder
 
     return OpenAIEmbedder(

@@ -42,6 +42,7 @@ from nixx.memory.episodic import Episodic
 from nixx.memory.history import CHARS_PER_TOKEN
 from nixx.memory.prompts import INTENT_HEADING, RECALL_FRAMING, RECALL_HEADING, SYSTEM_PROMPT
 from nixx.memory.search import Result
+from nixx.priority import Foreground
 from nixx.store.base import MemoryStore
 from nixx.store.records import BufferRow, SummaryHit
 
@@ -158,7 +159,8 @@ class Recall:
     worker thread. `embed` is the service's embedding call (it binds the store to the
     embedder on first use); `model` names the embedding model the floors are
     calibrated for; `pool` gives the threads the rankers overlap on (the service's,
-    shared with its search: `nixx.memory.search.run_rankers`)."""
+    shared with its search: `nixx.memory.search.run_rankers`); the rankers run marked
+    busy in `foreground`, so background work waits them out (`nixx.priority`)."""
 
     def __init__(
         self,
@@ -168,6 +170,7 @@ class Recall:
         embed: Callable[[Sequence[str]], np.ndarray],
         model: str,
         pool: Callable[[], Executor],
+        foreground: Foreground | None = None,
     ) -> None:
         self.settings = settings
         self.store = store
@@ -175,6 +178,7 @@ class Recall:
         self._embed = embed
         self.model = model
         self._pool = pool
+        self.foreground = foreground or Foreground()
         self.error: str | None = None  # why the last recall went without vectors
 
     @property
@@ -205,13 +209,14 @@ class Recall:
         if not query or not query.strip():
             return None
         wide = self.settings.recall_limit > 0
-        return fused.run_rankers(
-            self.store,
-            query,
-            self._embed_query,
-            lambda vector: self._wide(vector) if wide else ([], 0),
-            pool=self._pool(),
-        )
+        with self.foreground.busy():
+            return fused.run_rankers(
+                self.store,
+                query,
+                self._embed_query,
+                lambda vector: self._wide(vector) if wide else ([], 0),
+                pool=self._pool(),
+            )
 
     def finish(
         self,
@@ -243,8 +248,18 @@ class Recall:
                 limit=RECALL_CANDIDATES,
                 before_id=before_id,
                 exclude_ids=exclude_ids,
+                context=0,
             )
             considered = len(results)
+            # neighbours are read for the rows that can be recalled only (`select`'s floor)
+            fused.attach_context(
+                self.store,
+                [
+                    r
+                    for r in results
+                    if r.kind == "buffer" and r.cosine is not None and r.cosine >= self.row_floor
+                ],
+            )
             recalled = select(
                 results,
                 row_floor=self.row_floor,

@@ -11,6 +11,9 @@ of the row and its neighbours.
 - **Failures**: an embedder or store error leaves the rows pending; the thread retries
   after a back-off (1 s, doubling to `retry_max`), or at the next `notify()`, whichever
   comes first. The error is in `status()["error"]` until a batch succeeds.
+- **Yielding**: before each batch the thread waits for a quiet moment of the
+  `foreground` (`nixx.priority.Foreground`: no search or recall for 50 ms), half a
+  second at most; `flush()` does not wait.
 - **Work list**: `MemoryStore.buffer_rows_without_vector`, from a cursor below which
   every row is known to have a vector; when the store says rows are still pending
   below it (a `nixx reindex` dropped the vectors, another process wrote rows) the
@@ -35,7 +38,13 @@ from typing import Any
 import numpy as np
 
 from nixx.memory.row_text import embedding_text
-from nixx.priority import BACKGROUND_NICE, lower_thread_priority
+from nixx.priority import (
+    BACKGROUND_NICE,
+    MAX_WAIT_SECONDS,
+    QUIET_SECONDS,
+    Foreground,
+    lower_thread_priority,
+)
 from nixx.store.base import MemoryStore
 from nixx.store.records import BufferRow
 
@@ -98,9 +107,13 @@ class RowVectors:
         retry_min: float = RETRY_MIN,
         retry_max: float = RETRY_MAX,
         nice: int = BACKGROUND_NICE,
+        foreground: Foreground | None = None,
     ) -> None:
         self.store = store
         self.embed = embed
+        self.foreground = foreground
+        self.quiet = QUIET_SECONDS  # what a quiet moment of the foreground is (seconds)
+        self.max_wait = MAX_WAIT_SECONDS  # the longest a batch waits for one (seconds)
         self.batch_size = max(1, batch_size)
         self.retry_min = retry_min
         self.retry_max = retry_max
@@ -167,17 +180,18 @@ class RowVectors:
         with self._drain_lock:
             return self.status()
 
-    def drain(self) -> int:
+    def drain(self, *, yielding: bool = False) -> int:
         """Embed pending rows until none are left or a batch fails; returns rows embedded.
-        Never raises: a failure is kept in `error` (and logged)."""
+        Never raises: a failure is kept in `error` (and logged). `yielding`: wait for a
+        quiet moment of the foreground before each batch (the background thread does)."""
         with self._drain_lock:
             self._running = True
             try:
-                return self._drain()
+                return self._drain(yielding)
             finally:
                 self._running = False
 
-    def _drain(self) -> int:
+    def _drain(self, yielding: bool) -> int:
         done = 0
         reset = False
         last_log = time.monotonic()
@@ -200,6 +214,8 @@ class RowVectors:
                     total_pending = self.store.buffer_vector_stats()["pending"]
                     if total_pending > 10 * self.batch_size:
                         log.info("embedding %d buffer rows in the background", total_pending)
+                if yielding and self.foreground is not None:
+                    self.foreground.wait_quiet(self.quiet, self.max_wait)
                 texts = texts_for(self.store, rows)
                 started = time.perf_counter()
                 vectors = self.embed(texts)
@@ -237,4 +253,4 @@ class RowVectors:
             self._wake.clear()
             if self._closed:
                 return
-            self.drain()
+            self.drain(yielding=True)

@@ -46,6 +46,7 @@ from nixx.memory.recall import Recall, RecallContext
 from nixx.memory.row_vectors import RowVectors
 from nixx.memory.summarize import merge_tags, select_window, summarise
 from nixx.memory.turn import TurnParts, run_turn
+from nixx.priority import Foreground
 from nixx.store.base import MemoryStore
 from nixx.store.forgetting import REBUILD_KEY, RESUMMARISE_KEY, ForgetLogEntry, ForgetResult
 from nixx.store.records import BufferHit, BufferRow, MemoryHit, Source, Summary, SummaryHit
@@ -116,9 +117,11 @@ class NixxService:
         self.llm = llm
         self.tools = tools
         self.episodic = Episodic(settings, store)
+        # searches and recalls are marked busy here; background embedding waits them out
+        self.foreground = Foreground()
         self.recall = Recall(
-            settings, store, self.episodic, self._embed_sync, embedder.model,
-            lambda: self.ranker_pool,
+            settings, store, self.episodic, self._embed_queries_sync, embedder.model,
+            lambda: self.ranker_pool, self.foreground,
         )
         self._turn_parts = TurnParts(
             settings=settings,
@@ -133,7 +136,7 @@ class NixxService:
         )
         self.jobs = BackgroundJobs()
         # every buffer row's vector, made in a thread of its own (started by the server)
-        self.row_vectors = RowVectors(store, self._embed_sync)
+        self.row_vectors = RowVectors(store, self._embed_sync, foreground=self.foreground)
         self._bound = False
         self._models: list[str] | None = None
         self._writes: set[asyncio.Task[Any]] = set()
@@ -186,7 +189,13 @@ class NixxService:
         return await to_thread.run_sync(fn, *args)
 
     def _embed_sync(self, texts: Sequence[str]) -> np.ndarray:
-        vectors = self.embedder.embed(list(texts))
+        return self._bind(self.embedder.embed(list(texts)))
+
+    def _embed_queries_sync(self, texts: Sequence[str]) -> np.ndarray:
+        """Vectors of search queries (`Embedder.embed_queries`: maybe cheaper weights)."""
+        return self._bind(self.embedder.embed_queries(list(texts)))
+
+    def _bind(self, vectors: np.ndarray) -> np.ndarray:
         if not self._bound:
             self.store.bind_embedder(self.embedder.model, int(vectors.shape[1]))
             self._bound = True
@@ -486,30 +495,32 @@ class NixxService:
         full text over the buffer and vectors over summaries. The rankers overlap
         (`nixx.memory.search.run_rankers`)."""
         depth = max(limit, fused.DEFAULT_PARAMS.depth)
-        # A summary ranked below `limit` among summaries can never be in the fused top
-        # `limit` (rank fusion scores a summary by its rank alone): `limit` are enough.
-        answers = await self.run(
-            lambda: fused.run_rankers(
-                self.store,
-                query,
-                self._embed_sync,
-                lambda vector: self.store.search_summaries(vector, limit=limit, threshold=None),
-                pool=self.ranker_pool,
-                depth=depth,
-            )
-        )
-        summaries = answers.summaries or []
 
-        def combine() -> list[fused.Result]:
-            return answers.combine(
-                summaries,
-                store=self.store,
-                limit=limit,
-                min_cosine=self.recall.row_floor * SEARCH_FLOOR_SHARE,
-            )
+        def search() -> SearchAnswer:
+            with self.foreground.busy():
+                # A summary ranked below `limit` among summaries can never be in the fused
+                # top `limit` (rank fusion scores a summary by its rank alone): `limit` are
+                # enough.
+                answers = fused.run_rankers(
+                    self.store,
+                    query,
+                    self._embed_queries_sync,
+                    lambda vector: self.store.search_summaries(
+                        vector, limit=limit, threshold=None
+                    ),
+                    pool=self.ranker_pool,
+                    depth=depth,
+                )
+                summaries = answers.summaries or []
+                results = answers.combine(
+                    summaries,
+                    store=self.store,
+                    limit=limit,
+                    min_cosine=self.recall.row_floor * SEARCH_FLOOR_SHARE,
+                )
+            return SearchAnswer(answers.fts[:limit], summaries[:limit], results)
 
-        results = await self.run(combine)
-        return SearchAnswer(answers.fts[:limit], summaries[:limit], results)
+        return await self.run(search)
 
     # ---- sources ----------------------------------------------------------------------
     async def create_source(
@@ -553,7 +564,7 @@ class NixxService:
     async def search_sources(self, query: str, limit: int) -> list[MemoryHit]:
         """Semantic memory: the nearest chunks by vectors, re-ranked with their words
         (`nixx.memory.search.fuse_memories`), best first."""
-        vector = (await self.embed([query]))[0]
+        vector = (await self.run(self._embed_queries_sync, [query]))[0]
 
         def find() -> list[MemoryHit]:
             depth = max(limit, fused.SOURCE_CANDIDATES)
