@@ -37,6 +37,27 @@ def test_agreeing_rankers_win_and_weights_count() -> None:
     assert vec_heavy[0].id == 2
 
 
+def test_the_limit_and_the_cosine_floor_cut_the_fused_list_in_order() -> None:
+    from nixx.store.records import Summary, SummaryHit
+
+    fts = hits([1, 2, 3])
+    vec = hits([4, 1, 5, 6], [0.9, 0.8, 0.1, 0.05])
+    summaries = [
+        SummaryHit(Summary(i, f"s{i}", [], {}, 1, 2, "2025-06-01T10:00:00Z"), sc)
+        for i, sc in ((1, 0.7), (2, 0.02))
+    ]
+    full = search.fuse(fts, vec, summaries)
+    assert [(r.kind, r.id) for r in search.fuse(fts, vec, summaries, limit=4)] == [
+        (r.kind, r.id) for r in full[:4]
+    ]
+    floored = search.fuse(fts, vec, summaries, min_cosine=0.5)
+    kept = [(r.kind, r.id) for r in full if r.bm25 is not None or (r.cosine or 0.0) >= 0.5]
+    assert [(r.kind, r.id) for r in floored] == kept
+    # rows 5 and 6 share no word and sit below the floor, and so does summary 2
+    assert {("buffer", 5), ("buffer", 6), ("summary", 2)}.isdisjoint(kept)
+    assert ("buffer", 2) in kept and ("summary", 1) in kept  # full text keeps row 2
+
+
 def test_a_row_borrows_from_its_neighbour() -> None:
     plain = search.FusionParams()
     borrow = search.FusionParams(neighbour=0.5)

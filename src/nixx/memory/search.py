@@ -158,8 +158,12 @@ def fuse(
     *,
     params: FusionParams = DEFAULT_PARAMS,
     periods: Sequence[Period] = (),
+    limit: int | None = None,
+    min_cosine: float | None = None,
 ) -> list[Result]:
-    """The fused list, best first (see the module docstring)."""
+    """The fused list, best first (see the module docstring): its first `limit` (None:
+    all); with `min_cosine`, a row that shares no word with the query (no BM25 score),
+    and a summary, must have at least that cosine."""
     rows: dict[int, BufferRow] = {}
     ranks: dict[int, dict[str, int]] = {}
     cosine: dict[int, float] = {}
@@ -186,30 +190,49 @@ def fuse(
         for rid, row in rows.items():
             if any(p.contains(row.created_at) for p in periods):
                 score[rid] *= 1.0 + params.period_boost
-    results = [
-        Result(
-            kind="buffer",
-            score=s,
-            created_at=rows[rid].created_at,
-            row=rows[rid],
-            cosine=cosine.get(rid),
-            bm25=bm25.get(rid),
-            ranks=ranks[rid],
-        )
-        for rid, s in score.items()
+    # ordered on (score, kind, id) first; a Result is made for what is kept only
+    order: list[tuple[float, str, int, int]] = [
+        (-sc, "buffer", -rid, 0) for rid, sc in score.items()
     ]
-    for rank, s_hit in enumerate(summaries[: params.depth], 1):
+    picked = summaries[: params.depth]
+    order += [
+        (-params.w_summary / (params.k + rank), "summary", -h.summary.id, rank)
+        for rank, h in enumerate(picked, 1)
+    ]
+    order.sort()
+    results: list[Result] = []
+    for neg_score, kind, neg_id, rank in order:
+        if limit is not None and len(results) >= limit:
+            break
+        if kind == "summary":
+            s_hit = picked[rank - 1]
+            if min_cosine is not None and s_hit.score < min_cosine:
+                continue
+            results.append(
+                Result(
+                    kind="summary",
+                    score=-neg_score,
+                    created_at=s_hit.summary.created_at,
+                    summary=s_hit.summary,
+                    cosine=s_hit.score,
+                    ranks={"summary": rank},
+                )
+            )
+            continue
+        rid = -neg_id
+        if min_cosine is not None and rid not in bm25 and cosine.get(rid, 0.0) < min_cosine:
+            continue
         results.append(
             Result(
-                kind="summary",
-                score=params.w_summary / (params.k + rank),
-                created_at=s_hit.summary.created_at,
-                summary=s_hit.summary,
-                cosine=s_hit.score,
-                ranks={"summary": rank},
+                kind="buffer",
+                score=-neg_score,
+                created_at=rows[rid].created_at,
+                row=rows[rid],
+                cosine=cosine.get(rid),
+                bm25=bm25.get(rid),
+                ranks=ranks[rid],
             )
         )
-    results.sort(key=lambda r: (-r.score, r.kind, -r.id))
     return results
 
 
@@ -390,10 +413,15 @@ def combine(
             period = relative_period(rel[0], rel[1], anchors[0].created_at)
             if period:
                 periods.append(period)
-    results = fuse(fts, vec, summaries, params=params, periods=periods)
-    if min_cosine is not None:
-        results = [r for r in results if r.bm25 is not None or (r.cosine or 0.0) >= min_cosine]
-    results = results[: max(0, limit)]
+    results = fuse(
+        fts,
+        vec,
+        summaries,
+        params=params,
+        periods=periods,
+        limit=max(0, limit),
+        min_cosine=min_cosine,
+    )
     if store is not None and context > 0:
         attach_context(store, results, context)
     return results
