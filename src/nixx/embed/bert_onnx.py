@@ -29,7 +29,7 @@ import numpy as np
 
 from nixx.embed.bert import BertEncoder
 
-_INPUTS = ("ids", "mask")
+_INPUTS = ("words", "mask")
 
 
 def available() -> bool:
@@ -55,9 +55,11 @@ def quantize_columns(weight: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def build_graph(encoder: BertEncoder, *, int8: bool = False) -> bytes:
-    """The serialized ONNX model of `encoder`: inputs ids (batch, length) int64 and mask
-    (batch, length) float32 (1 for a token, 0 for padding); output the mean-pooled last
-    hidden states (batch, hidden), not normalised.
+    """The serialized ONNX model of `encoder`: inputs words (batch, length, hidden) float32,
+    the word embeddings of the tokens (looked up outside, so the table's 47 MB are held
+    once for both graphs: `OnnxBertEncoder`), and mask (batch, length) float32 (1 for a
+    token, 0 for padding); output the mean-pooled last hidden states (batch, hidden), not
+    normalised.
 
     With `int8`, the weights of every matrix product (the attention's fused query/key/value
     projection included) are int8 per output column and the activations are quantized
@@ -86,12 +88,11 @@ def build_graph(encoder: BertEncoder, *, int8: bool = False) -> bytes:
     # embeddings: word + position (token type 0 is folded into the position table)
     length = op(
         "Squeeze",
-        [op("Slice", [op("Shape", ["ids"]), const([1], np.int64), const([2], np.int64)]),
+        [op("Slice", [op("Shape", ["words"]), const([1], np.int64), const([2], np.int64)]),
          const([0], np.int64)],
     )
     positions = op("Range", [const(0, np.int64), length, const(1, np.int64)])
-    x = op("Add", [op("Gather", [const(encoder.word), "ids"]),
-                   op("Gather", [const(encoder.pos), positions])])
+    x = op("Add", ["words", op("Gather", [const(encoder.pos), positions])])
     x = op("LayerNormalization", [x, const(encoder.emb_ln_g), const(encoder.emb_ln_b)],
            axis=-1, epsilon=eps)
     mask_index = op("Cast", ["mask"], to=TensorProto.INT32)
@@ -136,7 +137,9 @@ def build_graph(encoder: BertEncoder, *, int8: bool = False) -> bytes:
         nodes,
         "bert-mean-pooled",
         [
-            helper.make_tensor_value_info("ids", TensorProto.INT64, ["batch", "length"]),
+            helper.make_tensor_value_info(
+                "words", TensorProto.FLOAT, ["batch", "length", cfg.hidden_size]
+            ),
             helper.make_tensor_value_info("mask", TensorProto.FLOAT, ["batch", "length"]),
         ],
         [helper.make_tensor_value_info("pooled", TensorProto.FLOAT, ["batch", cfg.hidden_size])],
@@ -151,12 +154,14 @@ def build_graph(encoder: BertEncoder, *, int8: bool = False) -> bytes:
 
 class OnnxBertEncoder:
     """`BertEncoder.encode` run by an ONNX Runtime session (thread-safe: sessions allow
-    concurrent `run` calls). Holds no numpy copy of the weights once built."""
+    concurrent `run` calls). Of the numpy weights it keeps the word-embedding table only
+    (the same array for every encoder built from one `BertEncoder`)."""
 
     def __init__(self, encoder: BertEncoder, *, int8: bool = False) -> None:
         import onnxruntime as ort
 
         self.config = encoder.config
+        self._word = encoder.word
         options = ort.SessionOptions()
         options.intra_op_num_threads = 1
         options.inter_op_num_threads = 1
@@ -181,5 +186,6 @@ class OnnxBertEncoder:
         for i, seq in enumerate(sequences):
             ids[i, : len(seq)] = seq
             mask[i, : len(seq)] = 1.0
-        (pooled,) = self._session.run(["pooled"], dict(zip(_INPUTS, (ids, mask), strict=True)))
+        words = self._word[ids]
+        (pooled,) = self._session.run(["pooled"], dict(zip(_INPUTS, (words, mask), strict=True)))
         return np.asarray(pooled, dtype=np.float32)
