@@ -10,6 +10,7 @@ import socket
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -227,3 +228,37 @@ def test_a_second_server_on_a_postgres_store_is_warned_about(
 def test_unknown_scheme_on_the_command_line(tmp_path: Path) -> None:
     one_line_error(nixx(tmp_path, "db", "status", "--db-url", "mysql://me@db/nixx"),
                    "--db-url", "sqlite:///PATH")
+
+
+def test_the_started_server_freezes_what_lives_as_long_as_it() -> None:
+    """`nixx serve`'s uvicorn server freezes the objects alive once it has started, so a
+    full garbage collection does not walk them on a request's time."""
+    import asyncio
+    import gc
+
+    import uvicorn
+
+    from nixx.server.run import _server_class
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "lifespan":
+            while (await receive())["type"] != "lifespan.shutdown":
+                await send({"type": "lifespan.startup.complete"})
+            await send({"type": "lifespan.shutdown.complete"})
+
+    server = _server_class()(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="error"))
+    gc.unfreeze()
+    assert gc.get_freeze_count() == 0
+
+    async def start_and_stop() -> int:
+        server.config.load()
+        server.lifespan = server.config.lifespan_class(server.config)
+        await server.startup()
+        frozen = gc.get_freeze_count()
+        await server.shutdown()
+        return frozen
+
+    try:
+        assert asyncio.run(start_and_stop()) > 10_000
+    finally:
+        gc.unfreeze()

@@ -5,6 +5,7 @@ starts (so a corrupt, unwritable or unknown store is one line, not uvicorn's
 from __future__ import annotations
 
 import contextlib
+import gc
 import logging
 import os
 import sys
@@ -154,7 +155,16 @@ def _server_class():  # type: ignore[no-untyped-def]
         order: the connections still open are closed, so a streaming turn sees its client
         go away and stores its partial answer (marked incomplete); then the lifespan
         closes the store. Plain uvicorn skips the lifespan shutdown then, the store was
-        closed under the writes and the partial answer lost."""
+        closed under the writes and the partial answer lost.
+
+        And once started, what is alive (modules, routes, schemas, the service: ~90k
+        objects, all living as long as the server) is frozen out of the garbage
+        collector's sight (`gc.freeze`), so a full collection no longer walks it: ~57 ms
+        each, landing on whichever request is running."""
+
+        async def startup(self, sockets: Any = None) -> None:
+            await super().startup(sockets)
+            gc.freeze()
 
         async def shutdown(self, sockets: Any = None) -> None:
             await super().shutdown(sockets)
