@@ -6,7 +6,8 @@ exactly as sentence-transformers does (parity checked against reference vectors 
 tests/data/). Two engines compute the same function: `onnx` (`nixx.embed.bert_onnx`, ONNX
 Runtime; the default when it is installed: one short text ~2x faster) and `numpy`
 (`nixx.embed.bert`, the reference, and the fallback). Weights are loaded once per process
-and engine, on the first `embed()`.
+and engine, on the first `embed()`. Queries (`embed_queries`) run through a second onnx
+graph with int8 weights unless NIXX_EMBED_QUERY_WEIGHTS=float32 (docs/embedders.md).
 """
 
 from __future__ import annotations
@@ -134,8 +135,9 @@ def _load(engine: str) -> _Model:
             if engine == "onnx":
                 from nixx.embed.bert_onnx import OnnxBertEncoder
 
+                # both keep the one word-embedding table; the other numpy weights go
                 encoder = OnnxBertEncoder(bert)
-                int8 = OnnxBertEncoder(bert, int8=True)  # the numpy weights are dropped here
+                int8 = OnnxBertEncoder(bert, int8=True)
                 _MODELS[engine] = _Model(tokenizer, encoder, max_len, int8)
             else:
                 _MODELS[engine] = _Model(tokenizer, encoder, max_len)

@@ -216,6 +216,8 @@ class RowVectors:
                         log.info("embedding %d buffer rows in the background", total_pending)
                 if yielding and self.foreground is not None:
                     self.foreground.wait_quiet(self.quiet, self.max_wait)
+                    if self._closed:
+                        break
                 texts = texts_for(self.store, rows)
                 started = time.perf_counter()
                 vectors = self.embed(texts)
