@@ -190,7 +190,7 @@ class SQLiteStore(MemoryStore):
             # Reads map the file instead of copying pages in with a read() each: a search
             # touches hundreds of pages (full text, the candidates' vectors), and every
             # connection (one per thread) shares the one mapping, where each would fill a
-            # page cache of its own (docs/performance.md, "Search and the turn").
+            # page cache of its own (docs/storage.md, "Binding, file, concurrency").
             conn.execute(f"PRAGMA mmap_size = {MMAP_BYTES}")
         except apsw.Error as exc:
             conn.close()
