@@ -96,6 +96,7 @@ def build_graph(encoder: BertEncoder, *, int8: bool = False) -> bytes:
     x = op("LayerNormalization", [x, const(encoder.emb_ln_g), const(encoder.emb_ln_b)],
            axis=-1, epsilon=eps)
     mask_index = op("Cast", ["mask"], to=TensorProto.INT32)
+
     def matmul(a: str, weight: np.ndarray) -> str:
         if not int8:
             return op("MatMul", [a, const(weight)])
