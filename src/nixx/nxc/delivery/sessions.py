@@ -114,10 +114,23 @@ def create(
     return sid
 
 
-def get(local: LocalStore, session_id: str) -> dict[str, Any] | None:
-    row = local.conn.execute(f"SELECT {_COLS} FROM sessions WHERE session_id = ?",
-                             (session_id,)).fetchone()
+def _session(conn: Connection, session_id: str) -> dict[str, Any] | None:
+    """The session's row read on `conn` (inside a caller's transaction, or not)."""
+    row = conn.execute(f"SELECT {_COLS} FROM sessions WHERE session_id = ?",
+                       (session_id,)).fetchone()
     return None if row is None else _row(row)
+
+
+def _existing(conn: Connection, session_id: str) -> dict[str, Any]:
+    """`_session`, or `NotFound` when there is no such session."""
+    found = _session(conn, session_id)
+    if found is None:
+        raise NotFound(f"no session {session_id} on this machine", param="session")
+    return found
+
+
+def get(local: LocalStore, session_id: str) -> dict[str, Any] | None:
+    return _session(local.conn, session_id)
 
 
 def require(local: LocalStore, session_id: str) -> dict[str, Any]:
@@ -279,11 +292,7 @@ def deliver(
     now = _now_ms()
     refused = None
     with local.transaction() as conn:
-        row = conn.execute(f"SELECT {_COLS} FROM sessions WHERE session_id = ?",
-                           (session_id,)).fetchone()
-        if row is None:
-            raise NotFound(f"no session {session_id} on this machine", param="session")
-        current = _row(row)
+        current = _existing(conn, session_id)
         running = current["state"] == "running"
         if not running:
             new = [m for m in messages if m.get("message_id") is None or conn.execute(
@@ -336,11 +345,7 @@ def claim(local: LocalStore, session_id: str) -> None:
     """Mark a session running; `AlreadyRunning` if a process runs for it now."""
     now = _now_ms()
     with local.transaction() as conn:
-        row = conn.execute(f"SELECT {_COLS} FROM sessions WHERE session_id = ?",
-                           (session_id,)).fetchone()
-        if row is None:
-            raise NotFound(f"no session {session_id} on this machine", param="session")
-        current = _row(row)
+        current = _existing(conn, session_id)
         if current["state"] == "running":
             raise AlreadyRunning(
                 f"session {session_id} ({current['persona']}) already runs (pid "
@@ -369,10 +374,8 @@ def finish_or_take(local: LocalStore, session_id: str, exit_code: int | None, *,
         conn.execute("UPDATE sessions SET exit_code = ?, stderr_tail = ?, updated = ? "
                      "WHERE session_id = ?", (exit_code, stderr_tail, now, session_id))
         if rows:
-            found = conn.execute(f"SELECT {_COLS} FROM sessions WHERE session_id = ?",
-                                 (session_id,)).fetchone()
-            assert found is not None  # its wake queue has rows: the session exists
-            row = _row(found)
+            row = _session(conn, session_id)
+            assert row is not None  # its wake queue has rows: the session exists
             wakes = [{"thread_id": r[1], "sender": r[3]} for r in rows]
             bound = _count_resume(conn, row, wakes, agents)
             if bound is not None:
