@@ -251,14 +251,9 @@ class Recall:
                 context=0,
             )
             considered = len(results)
-            # neighbours are read for the rows that can be recalled only (`select`'s floor)
+            # neighbours are read for the rows that can be recalled only
             fused.attach_context(
-                self.store,
-                [
-                    r
-                    for r in results
-                    if r.kind == "buffer" and r.cosine is not None and r.cosine >= self.row_floor
-                ],
+                self.store, [r for r in results if above_row_floor(r, self.row_floor)]
             )
             recalled = select(
                 results,
@@ -416,6 +411,12 @@ def tokens(text: str) -> int:
     return len(text) // CHARS_PER_TOKEN + 1
 
 
+def above_row_floor(result: Result, row_floor: float) -> bool:
+    """Whether `result` is a buffer row whose cosine reaches the floor (what `select` may
+    recall, and so what needs its neighbouring rows)."""
+    return result.kind == "buffer" and result.cosine is not None and result.cosine >= row_floor
+
+
 def select(
     results: Sequence[Result],
     *,
@@ -444,7 +445,7 @@ def select(
             summaries.append(result)
             order.append(("summary", len(summaries) - 1))
             continue
-        if result.cosine < row_floor:
+        if not above_row_floor(result, row_floor):
             continue
         rows = _excerpt_rows(result)
         joined = False
