@@ -10,11 +10,11 @@ from nixx.memory.episodic import check_origin
 from nixx.memory.service import NixxService
 
 
-def get_service(request: Request) -> NixxService:
+async def get_service(request: Request) -> NixxService:
     return request.app.state.service  # type: ignore[no-any-return]
 
 
-def get_origin(
+async def get_origin(
     x_nixx_origin: str | None = Header(
         default=None, description="Which client sent the turn: tui, vscode or api (default)."
     ),
@@ -22,7 +22,7 @@ def get_origin(
     return check_origin(x_nixx_origin)
 
 
-def get_agent(
+async def get_agent(
     x_nixx_agent: str | None = Header(
         default=None,
         description="The nxc persona a turn runs for (`ab12/reviewer`), sent by nxc's built-in "

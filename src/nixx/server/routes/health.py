@@ -10,6 +10,6 @@ router = APIRouter(tags=["health"])
 
 
 @router.get("/health")
-def health() -> dict[str, str]:
+async def health() -> dict[str, str]:
     """Always 200 while the server runs: ``{"status": "ok", "version"}``."""
     return {"status": "ok", "version": __version__}
