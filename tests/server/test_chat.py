@@ -363,3 +363,55 @@ def test_a_turn_for_an_nxc_persona_is_tagged_and_offers_no_server_tools(
         ("user", "ab12/reviewer"), ("assistant", "ab12/reviewer")]
     bad = nixx.chat("x", headers={"X-Nixx-Agent": "a" * 201})
     assert bad.status_code == 400 and "X-Nixx-Agent" in bad.json()["error"]["message"]
+
+
+def test_a_failed_user_write_ends_the_turn_and_frees_its_recall_thread(settings: Any) -> None:
+    """The recall thread waits for the user-row write to learn what the history holds: a
+    write that fails must end the turn with its error, and that thread too (not leave it
+    waiting for a result that never comes)."""
+    import asyncio
+    import dataclasses
+    import sys
+    import time
+
+    from nixx.errors import StoreError
+    from nixx.memory.service import open_service
+    from nixx.memory.turn import run_turn
+
+    def waiting_recall_threads() -> int:
+        return sum(
+            1
+            for frame in sys._current_frames().values()
+            for f in _stack(frame)
+            if f.f_code.co_name == "recall_prompt"
+        )
+
+    def store_gone() -> str | None:
+        raise StoreError("the store went away")
+
+    async def turn() -> None:
+        async with open_service(settings) as service:
+            service.store.append_buffer("user", "the boathouse key is under the pot", origin="api")
+            parts = dataclasses.replace(service._turn_parts, intent=store_gone)
+            body = {"model": "m", "messages": [{"role": "user", "content": "where is the key?"}]}
+            try:
+                async for _ in run_turn(parts, body, "api"):
+                    pass
+            finally:
+                deadline = time.monotonic() + 10
+                while waiting_recall_threads() and time.monotonic() < deadline:
+                    await asyncio.sleep(0.02)
+                assert waiting_recall_threads() == 0
+
+    try:
+        asyncio.run(turn())
+    except StoreError as exc:
+        assert "went away" in str(exc)
+    else:
+        raise AssertionError("the turn did not fail")
+
+
+def _stack(frame: Any) -> Any:
+    while frame is not None:
+        yield frame
+        frame = frame.f_back

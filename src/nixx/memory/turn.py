@@ -28,7 +28,9 @@ service itself.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
+from concurrent.futures import Future, InvalidStateError
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -50,7 +52,7 @@ if TYPE_CHECKING:
     from nixx.config import Settings
     from nixx.llm.client import ChatClient
     from nixx.memory.episodic import Episodic
-    from nixx.memory.recall import Recall
+    from nixx.memory.recall import Recall, RecallContext
 
 # Request keys nixx sets itself; everything else the client sent goes to the backend.
 _OWN_KEYS = {"messages", "model", "stream", "tools", "n"}
@@ -155,30 +157,47 @@ async def run_turn(
     leading, history = split_leading_system(messages)
     history_count = sum(1 for m in history if m.get("role") in ("user", "assistant"))
 
-    # 1-2. two worker-thread hops side by side: (a) write the user's message (fsync'd
+    # 1-2. two worker threads side by side: (a) write the user's message (fsync'd
     #    before the LLM is called) and read the intent; (b) the rankers of recall (full
-    #    text; the query embedded, buffer-row and summary vectors). Then the results are
-    #    fused, the history the client sent is left out, and the prompt is built.
+    #    text; the query embedded, buffer-row and summary vectors), then, once (a) has
+    #    said which rows the history holds, the fusion that leaves them out and the
+    #    prompt, in the same thread (no second hop through the event loop).
+    write_result: Future[tuple[int | None, int, str | None]] = Future()
+
     def write_user() -> tuple[int | None, int, str | None]:
-        row = episodic.record_user(user_text, origin, tagged) if user_text is not None else None
-        before = episodic.oldest_in_history(history_count)
-        return (row.id if row else None), before, parts.intent()
+        try:
+            row = episodic.record_user(user_text, origin, tagged) if user_text is not None else None
+            before = episodic.oldest_in_history(history_count)
+            result = (row.id if row else None), before, parts.intent()
+        except BaseException as exc:
+            with contextlib.suppress(InvalidStateError):
+                write_result.set_exception(exc)
+            raise
+        with contextlib.suppress(InvalidStateError):
+            write_result.set_result(result)
+        return result
+
+    def recall_prompt() -> RecallContext:
+        ranked = recall.search(query)
+        user_row_id, before_id, intent = write_result.result()
+        exclude = [user_row_id] if user_row_id is not None else []
+        return recall.finish(
+            ranked, intent=intent, before_id=before_id, exclude_ids=exclude, query=query
+        )
 
     written = asyncio.ensure_future(to_thread.run_sync(write_user))
-    searched = asyncio.ensure_future(to_thread.run_sync(recall.search, query))
+    recalled = asyncio.ensure_future(to_thread.run_sync(recall_prompt))
     try:
         user_row_id, before_id, intent = await written
     except BaseException:
-        searched.cancel()
+        # a write cancelled before its thread started never sets the result: the recall
+        # thread must not wait for it forever
+        with contextlib.suppress(InvalidStateError):
+            write_result.set_exception(asyncio.CancelledError())
+        recalled.cancel()
         raise
     info["user_row_id"] = user_row_id
-    ranked = await searched
-    exclude = [user_row_id] if user_row_id is not None else []
-    ctx = await to_thread.run_sync(
-        lambda: recall.finish(
-            ranked, intent=intent, before_id=before_id, exclude_ids=exclude, query=query
-        )
-    )
+    ctx = await recalled
     model = await parts.resolve_model(body.get("model"))
     info["model"] = model
     system = ctx.system_prompt

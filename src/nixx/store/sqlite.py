@@ -1539,7 +1539,8 @@ def _buffer_row(r: Sequence[Any]) -> BufferRow:
         content=r[2],
         origin=r[3],
         created_at=r[4],
-        meta=json.loads(r[5]),
+        # most rows (every user row) carry none: a search builds ~100 rows
+        meta={} if r[5] == "{}" else json.loads(r[5]),
     )
 
 
