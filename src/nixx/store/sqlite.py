@@ -609,7 +609,7 @@ class SQLiteStore(MemoryStore):
         found = self._vector_search(
             "buffer_vectors", embedding, limit, None, before_buffer_id=before_id
         )
-        return [BufferHit(row=_buffer_row(row[:6]), score=s) for row, s in found]
+        return [BufferHit(row=_buffer_row(row), score=s) for row, s in found]
 
     def has_episodic_vectors(self) -> bool:
         return bool(
@@ -1030,7 +1030,7 @@ class SQLiteStore(MemoryStore):
         before_buffer_id: int | None = None,
     ) -> list[tuple[tuple[Any, ...], float]]:
         """(row, cosine) pairs, best first. Rows are SELECTed with the table's columns
-        (for `buffer_vectors`: the buffer row's), its vector last."""
+        but the vector (for `buffer_vectors`: the buffer row's)."""
         if limit <= 0:
             return []
         with self._index_locks[table], self._read() as conn:
@@ -1645,14 +1645,12 @@ class _ForgetOps:
 
 #: What a vector search returns per table: (columns, FROM clause, id column); the
 #: vector is the last column.
+# The rows a vector search returns, without their vectors (the caller has the scores; a
+# vector is 1.5 KB to copy per row, and a buffer row's would need a join).
 _HIT_SOURCE = {
-    "summaries": (_SUMMARY_COLS, "summaries", "id"),
-    "memories": (_MEMORY_COLS, "memories", "id"),
-    "buffer_vectors": (
-        "b.id, b.role, b.content, b.origin, b.created_at, b.meta, v.embedding",
-        "buffer b JOIN buffer_vectors v ON v.buffer_id = b.id",
-        "b.id",
-    ),
+    "summaries": (_SUMMARY_COLS.removesuffix(", embedding"), "summaries", "id"),
+    "memories": (_MEMORY_COLS.removesuffix(", embedding"), "memories", "id"),
+    "buffer_vectors": (_BUFFER_COLS, "buffer", "id"),
 }
 
 
