@@ -137,6 +137,22 @@ def test_search_store_excludes_history_repeats_and_gives_context(store: SQLiteSt
     assert [c.id for c in row4.context] == [5]
 
 
+def test_a_repeat_is_the_query_up_to_case_and_whitespace_only(store: SQLiteStore) -> None:
+    q = "Where is the STRASSE  key?"
+    texts = {
+        "  where is\tthe\nstraße key?  ": True,  # case folded (ß is ss), whitespace collapsed
+        "WHERE IS THE STRASSE KEY?": True,
+        "where is the strasse key? found it": False,  # more words
+        "where is the strasse": False,  # fewer
+        "wherever is the strasse key?": False,  # the first word differs only by a suffix
+        "the strasse key, where is it?": False,
+    }
+    rows = {add(store, "user", t).id: t for t in texts}
+    vec = np.stack([FakeLLM.embedding_of(q)])
+    found = {r.id for r in search.search_store(store, q, vec, limit=20)}
+    assert {rows[i] for i in rows if i not in found} == {t for t, rep in texts.items() if rep}
+
+
 def test_select_floor_budget_and_short_answers(store: SQLiteStore) -> None:
     add(store, "assistant", "did you book the dentist appointment?")  # 1
     add(store, "user", "yes, tuesday at four")  # 2

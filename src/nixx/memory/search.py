@@ -389,12 +389,21 @@ def combine(
     without it every question "finds" the nearest rows, however far)."""
     excluded = set(exclude_ids)
     repeat = " ".join(query.split()).casefold()
+    head = repeat.split(" ", 1)[0]
+
+    def is_repeat(content: str) -> bool:
+        # the first word decides for almost every row, without splitting all of it
+        # (casefolding never makes or removes whitespace)
+        first = content.split(None, 1)
+        if not first or first[0].casefold() != head:
+            return not first and not repeat
+        return " ".join(content.split()).casefold() == repeat
 
     def keep(hit: BufferHit) -> bool:
         row = hit.row
         if row.id in excluded or (before_id is not None and row.id >= before_id):
             return False
-        return " ".join(row.content.split()).casefold() != repeat
+        return not is_repeat(row.content)
 
     fts = [h for h in fts if keep(h)]
     vec = [h for h in vec if keep(h)]
