@@ -1643,10 +1643,9 @@ class _ForgetOps:
         return self.conn.last_insert_rowid(), at
 
 
-#: What a vector search returns per table: (columns, FROM clause, id column); the
-#: vector is the last column.
-# The rows a vector search returns, without their vectors (the caller has the scores; a
-# vector is 1.5 KB to copy per row, and a buffer row's would need a join).
+#: What a vector search returns per table: (columns, FROM clause, id column). Not the
+#: vectors: the caller has the scores, a vector is 1.5 KB to copy per row, and a buffer
+#: row's would need a join.
 _HIT_SOURCE = {
     "summaries": (_SUMMARY_COLS.removesuffix(", embedding"), "summaries", "id"),
     "memories": (_MEMORY_COLS.removesuffix(", embedding"), "memories", "id"),
