@@ -20,6 +20,8 @@ from nixx.secret import reveal
 from nixx.server.app import create_app
 from nixx.testing.fake_llm import FakeLLM
 
+from .conftest import Nixx
+
 KEYS = {
     "NIXX_API_KEY": "server-sekrit-3141",
     "NIXX_CHAT_API_KEY": "chat-sekrit-2718",
@@ -66,6 +68,8 @@ def test_the_keys_reach_the_backends_and_the_server_check(
             "model": "fake-model", "messages": [{"role": "user", "content": "hello there"}]})
         assert r.status_code == 200, r.text
         _assert_hidden(r.text)
+        # the row-vector queue embeds the turn's rows at a quiet moment: now, with the key
+        Nixx(client).idle()
         wrong = client.post("/v1/chat/completions", headers={"Authorization": "Bearer nope"},
                             json={"model": "m", "messages": []})
         assert wrong.status_code == 401
