@@ -125,7 +125,8 @@ def _existing(conn: Connection, session_id: str) -> dict[str, Any]:
     """`_session`, or `NotFound` when there is no such session."""
     found = _session(conn, session_id)
     if found is None:
-        raise NotFound(f"no session {session_id} on this machine", param="session")
+        raise NotFound(f"no session {session_id} on this machine (sessions are device-local; "
+                       "`nxc session state` lists them)", param="session")
     return found
 
 
@@ -134,11 +135,7 @@ def get(local: LocalStore, session_id: str) -> dict[str, Any] | None:
 
 
 def require(local: LocalStore, session_id: str) -> dict[str, Any]:
-    found = get(local, session_id)
-    if found is None:
-        raise NotFound(f"no session {session_id} on this machine (sessions are device-local; "
-                       "`nxc session state` lists them)", param="session")
-    return found
+    return _existing(local.conn, session_id)
 
 
 def all_sessions(local: LocalStore, *, limit: int = 100) -> list[dict[str, Any]]:
