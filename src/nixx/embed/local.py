@@ -132,15 +132,14 @@ def _load(engine: str) -> _Model:
                     )
             bert = BertEncoder.from_dir(root)
             encoder: Encoder = bert
+            int8: Encoder | None = None
             if engine == "onnx":
                 from nixx.embed.bert_onnx import OnnxBertEncoder
 
                 # both keep the one word-embedding table; the other numpy weights go
                 encoder = OnnxBertEncoder(bert)
                 int8 = OnnxBertEncoder(bert, int8=True)
-                _MODELS[engine] = _Model(tokenizer, encoder, max_len, int8)
-            else:
-                _MODELS[engine] = _Model(tokenizer, encoder, max_len)
+            _MODELS[engine] = _Model(tokenizer, encoder, max_len, int8)
     return _MODELS[engine]
 
 
