@@ -373,6 +373,7 @@ def test_a_failed_user_write_ends_the_turn_and_frees_its_recall_thread(settings:
     import dataclasses
     import sys
     import time
+    import traceback
 
     from nixx.errors import StoreError
     from nixx.memory.service import open_service
@@ -382,7 +383,7 @@ def test_a_failed_user_write_ends_the_turn_and_frees_its_recall_thread(settings:
         return sum(
             1
             for frame in sys._current_frames().values()
-            for f in _stack(frame)
+            for f, _ in traceback.walk_stack(frame)
             if f.f_code.co_name == "recall_prompt"
         )
 
@@ -409,9 +410,3 @@ def test_a_failed_user_write_ends_the_turn_and_frees_its_recall_thread(settings:
         assert "went away" in str(exc)
     else:
         raise AssertionError("the turn did not fail")
-
-
-def _stack(frame: Any) -> Any:
-    while frame is not None:
-        yield frame
-        frame = frame.f_back
