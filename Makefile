@@ -4,7 +4,7 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: run test setup lint bench
+.PHONY: run test setup lint
 
 $(BIN)/nixx: pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -29,6 +29,3 @@ test: setup
 lint: setup
 	$(BIN)/ruff check src tests bench
 	$(BIN)/mypy
-
-bench: setup
-	$(BIN)/python bench/run_all.py

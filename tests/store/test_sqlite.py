@@ -273,6 +273,28 @@ def test_approximate_search_applies_threshold_and_range_filters(ann_store: SQLit
     assert ann_store.search_summaries(q, limit=3, before_buffer_id=ids[5]) == hits
 
 
+def test_every_vector_in_an_hnsw_graph_is_found_by_a_search_for_itself(ann_store: SQLiteStore):
+    # usearch inserting on two threads left some points unreachable (none found them
+    # again) in most builds of this size: a memory vector recall could never return
+    dim = 32
+    ann_store.bind_embedder(MODEL, dim)
+    n = 600
+    ids = [ann_store.append_buffer("user", f"m{i}", "api").id for i in range(n)]
+    vectors = _clustered(n, dim, seed=11)
+    for i in range(n):
+        ann_store.add_summary(
+            f"s{i}", vectors[i], tags=[], entities={}, start_buffer_id=ids[i], end_buffer_id=ids[i]
+        )
+    lost = [
+        i
+        for i in range(n)
+        if [h.summary.content for h in ann_store.search_summaries(vectors[i], limit=1)]
+        != [f"s{i}"]
+    ]
+    assert ann_store._indexes["summaries"].approximate
+    assert lost == []
+
+
 def test_approximate_buffer_vector_search_follows_out_of_order_and_replaced_vectors(
     ann_store: SQLiteStore,
 ):
