@@ -245,16 +245,22 @@ def test_approximate_search_agrees_with_exact(ann_store: SQLiteStore, tmp_path: 
         exact.close()
 
 
-def test_approximate_search_applies_threshold_and_range_filters(ann_store: SQLiteStore):
-    dim = 32
-    ann_store.bind_embedder(MODEL, dim)
-    n = 600
-    ids = [ann_store.append_buffer("user", f"m{i}", "api").id for i in range(n)]
-    vectors = _clustered(n, dim, seed=5)
+def _one_summary_per_row(store: SQLiteStore, n: int, seed: int) -> tuple[list[int], np.ndarray]:
+    """`n` buffer rows, and summary `s{i}` of row i with the i-th of `n` clustered
+    32-d vectors; returns the rows' ids and the vectors."""
+    store.bind_embedder(MODEL, 32)
+    ids = [store.append_buffer("user", f"m{i}", "api").id for i in range(n)]
+    vectors = _clustered(n, 32, seed=seed)
     for i in range(n):
-        ann_store.add_summary(
+        store.add_summary(
             f"s{i}", vectors[i], tags=[], entities={}, start_buffer_id=ids[i], end_buffer_id=ids[i]
         )
+    return ids, vectors
+
+
+def test_approximate_search_applies_threshold_and_range_filters(ann_store: SQLiteStore):
+    n = 600
+    ids, vectors = _one_summary_per_row(ann_store, n, seed=5)
     q = vectors[-1]
     # only the first 5 summaries are eligible: the HNSW candidates near q are almost all
     # filtered out, so the store must widen the search / fall back to an exact scan
@@ -276,15 +282,8 @@ def test_approximate_search_applies_threshold_and_range_filters(ann_store: SQLit
 def test_every_vector_in_an_hnsw_graph_is_found_by_a_search_for_itself(ann_store: SQLiteStore):
     # usearch inserting on two threads left some points unreachable (none found them
     # again) in most builds of this size: a memory vector recall could never return
-    dim = 32
-    ann_store.bind_embedder(MODEL, dim)
     n = 600
-    ids = [ann_store.append_buffer("user", f"m{i}", "api").id for i in range(n)]
-    vectors = _clustered(n, dim, seed=11)
-    for i in range(n):
-        ann_store.add_summary(
-            f"s{i}", vectors[i], tags=[], entities={}, start_buffer_id=ids[i], end_buffer_id=ids[i]
-        )
+    _, vectors = _one_summary_per_row(ann_store, n, seed=11)
     lost = [
         i
         for i in range(n)
