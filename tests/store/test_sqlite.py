@@ -4,6 +4,7 @@ file, WAL, the in-memory vector index and its HNSW sidecar)."""
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -15,6 +16,7 @@ from nixx.errors import ConfigError, SchemaError, ValidationError
 from nixx.store import open_store, sqlite_migrations
 from nixx.store.records import NewChunk
 from nixx.store.sqlite import SQLiteStore
+from nixx.store.vector_index import SIDECAR_VERSION
 
 from .contract import DIM, MODEL, StoreContract, chunks, fill_buffer, random_units, unit
 
@@ -350,7 +352,7 @@ def test_full_text_ties_rank_the_newest_first_and_limit_counts_after_the_join(
     assert all(h.row.content == "the same words exactly" for h in hits)
 
 
-def test_hnsw_sidecar_is_reused_and_kept_current(tmp_path: Path):
+def test_hnsw_sidecar_is_reused_and_kept_current(tmp_path: Path, caplog: pytest.LogCaptureFixture):
     dim = 32
     path = tmp_path / "side.db"
     first = SQLiteStore(path, ann_threshold=100)
@@ -393,12 +395,34 @@ def test_hnsw_sidecar_is_reused_and_kept_current(tmp_path: Path):
     finally:
         fourth.close()
 
+    # one written by another version is rebuilt, and the log says why
+    meta_path = sidecar.with_name(sidecar.name + ".json")
+    meta_path.write_text(json.dumps({**json.loads(meta_path.read_text()), "version": 1}))
+    older = SQLiteStore(path, ann_threshold=100)
+    try:
+        with caplog.at_level(logging.INFO, logger="nixx.store.vector_index"):
+            stored = older.source_chunks(1)[10].embedding
+            assert older.search_memories(stored, limit=1)[0].memory.content == "chunk 10"
+        assert json.loads(meta_path.read_text())["version"] == SIDECAR_VERSION  # rebuilt
+        assert [r.getMessage() for r in caplog.records] == [
+            "not using the saved vector graph side.db.memories.hnsw: written by another nixx "
+            f"(version 1, now {SIDECAR_VERSION}); building it again"
+        ]
+    finally:
+        older.close()
+
     # a stale or corrupt sidecar is ignored, never trusted
+    caplog.clear()
     sidecar.write_bytes(b"garbage")
     third = SQLiteStore(path, ann_threshold=100)
     try:
-        stored = third.source_chunks(1)[10].embedding
-        assert third.search_memories(stored, limit=1)[0].memory.content == "chunk 10"
+        with caplog.at_level(logging.INFO, logger="nixx.store.vector_index"):
+            stored = third.source_chunks(1)[10].embedding
+            assert third.search_memories(stored, limit=1)[0].memory.content == "chunk 10"
+        (record,) = caplog.records
+        assert record.getMessage().startswith(
+            "not using the saved vector graph side.db.memories.hnsw: unreadable ("
+        )
     finally:
         third.close()
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import logging
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,6 +38,8 @@ HNSW_DTYPE = "i8"
 # clustered vectors, none on one thread. bench/bench_hnsw_threads.py measures both.
 HNSW_ADD_THREADS = 1
 SIDECAR_VERSION = 2  # 2: graphs built on one thread (version 1 ones may have lost points)
+
+log = logging.getLogger(__name__)
 
 
 def usearch_index() -> Any:
@@ -259,22 +262,26 @@ class VectorIndex:
 
     def load_sidecar(self, epoch: int) -> SyncPoint | None:
         """Load a saved graph made for `epoch`; returns what it covers, or None when
-        there is no usable sidecar (missing, stale, corrupt)."""
+        there is no usable sidecar (missing, stale, corrupt). An existing sidecar that
+        is not used is logged with the reason: the graph is built again, which at a
+        million vectors is many minutes of background work."""
         if self.sidecar is None or not self.sidecar.exists():
             return None
         try:
             meta = json.loads(self._meta_path().read_text())
-            if (
-                meta.get("version") != SIDECAR_VERSION
-                or meta.get("dim") != self.dim
-                or meta.get("dtype") != HNSW_DTYPE
-                or meta.get("epoch") != epoch
-            ):
-                return None
-            ann = usearch_index().restore(str(self.sidecar), view=False)
-            if ann is None or ann.ndim != self.dim or len(ann) != meta["count"]:
-                return None
-        except (OSError, ValueError, KeyError, RuntimeError):
+            why = _stale(meta, self.dim, epoch)
+            if why is None:
+                ann = usearch_index().restore(str(self.sidecar), view=False)
+                if ann is None or ann.ndim != self.dim or len(ann) != meta["count"]:
+                    why = "its graph does not match its description"
+        except (OSError, ValueError, KeyError, RuntimeError, AttributeError) as exc:
+            why = f"unreadable ({exc})"
+        if why is not None:
+            log.info(
+                "not using the saved vector graph %s: %s; building it again",
+                self.sidecar.name,
+                why,
+            )
             return None
         ann.expansion_search = HNSW_EXPANSION_SEARCH  # type: ignore[misc]  # has a setter
         self.reset()
@@ -287,6 +294,17 @@ class VectorIndex:
     def _meta_path(self) -> Path:
         assert self.sidecar is not None
         return self.sidecar.with_name(self.sidecar.name + ".json")
+
+
+def _stale(meta: dict[str, Any], dim: int, epoch: int) -> str | None:
+    """Why a sidecar described by `meta` cannot serve an index of `dim` at `epoch`."""
+    if meta.get("version") != SIDECAR_VERSION:
+        return f"written by another nixx (version {meta.get('version')}, now {SIDECAR_VERSION})"
+    if meta.get("dim") != dim or meta.get("dtype") != HNSW_DTYPE:
+        return f"made for {meta.get('dim')}-d {meta.get('dtype')} vectors, not {dim}-d {HNSW_DTYPE}"
+    if meta.get("epoch") != epoch:
+        return "made before the vectors were last replaced (reindex or import)"
+    return None
 
 
 def _grow(arr: np.ndarray, capacity: int) -> np.ndarray:
