@@ -47,6 +47,20 @@ class LiveServer:
         resp.raise_for_status()
         return resp.json() if resp.content else None
 
+    def redate(self, day: str) -> None:
+        """Set every stored row's and summary's `created_at` to `day` (YYYY-MM-DD), so a
+        screen that shows dates does not change with the day the test runs on."""
+        import apsw
+
+        path = self.settings.database_url.removeprefix("sqlite:///")
+        conn = apsw.Connection(path)
+        try:
+            conn.setbusytimeout(5_000)
+            for table in ("buffer", "summaries"):
+                conn.execute(f"UPDATE {table} SET created_at = ?", (f"{day}T12:00:00.000000Z",))
+        finally:
+            conn.close()
+
     def embedded(self, timeout: float = 60.0) -> None:
         """Return once the background queue has embedded every buffer row (what search
         and recall find depends on it; waiting for the state, not for a time)."""

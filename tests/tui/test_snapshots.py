@@ -1,7 +1,8 @@
 """Snapshots of the chat (pytest-textual-snapshot) against a live server.
 
 Deterministic by construction: fixed terminal size, a fixed server label instead of the
-URL (whose port is random), scripted answers, no timestamps on screen. Update with
+URL (whose port is random), scripted answers, and the one screen with dates
+(search) shows rows redated to a fixed day. Update with
 `pytest tests/tui/test_snapshots.py --snapshot-update` after looking at the report.
 """
 
@@ -60,6 +61,7 @@ def test_search_result(snap_compare, live_server):
     live_server.llm.queue(Reply(content=json.dumps(summary)))
     live_server.post("/v1/episodic/summary", {"tags": ["apsw"]})
     live_server.embedded()
+    live_server.redate("2026-01-15")  # the hits show their date
 
     async def run_before(pilot):
         await settle(pilot)
