@@ -225,13 +225,26 @@ def _wait_for(predicate, timeout: float = 90.0):
     raise AssertionError("condition not reached in time")
 
 
+def _stopped(proc: subprocess.Popen[str]) -> tuple[str, str]:
+    """The output of a daemon sent Ctrl+C. One that has not exited 30 s later (seen once
+    in CI) is sent SIGABRT, so faulthandler prints where each of its threads was, and
+    the test fails with that."""
+    try:
+        return proc.communicate(timeout=30)
+    except subprocess.TimeoutExpired:
+        proc.send_signal(signal.SIGABRT)
+        out, err = proc.communicate(timeout=30)
+        raise AssertionError(f"the daemon ignored Ctrl+C for 30 s; its stacks:\n{err}") from None
+
+
 def test_the_daemons_carry_a_message_without_any_manual_pass(two_clones):
     _, a, b = two_clones
     for ws in (a, b):
         ok_json("nxs", "sync", "bind", "--no-daemon", cwd=ws)
     daemons = [
         subprocess.Popen([sys.executable, "-m", "nixx.cli.nxs", "sync", "daemon", "--json",
-                          "--interval", "0.5", "--debounce", "0.1"], cwd=ws, env=cli_env(),
+                          "--interval", "0.5", "--debounce", "0.1"], cwd=ws,
+                         env={**cli_env(), "PYTHONFAULTHANDLER": "1"},
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         for ws in (a, b)
     ]
@@ -248,7 +261,7 @@ def test_the_daemons_carry_a_message_without_any_manual_pass(two_clones):
     finally:
         for proc in daemons:
             proc.send_signal(signal.SIGINT)
-        outs = [proc.communicate(timeout=30) for proc in daemons]
+        outs = [_stopped(proc) for proc in daemons]
     events = [json.loads(line) for line in outs[0][0].splitlines() if line.strip()]
     assert events and all(e["event"] == "pass" for e in events)
     assert any(e["pushed"] > 0 for e in events)
