@@ -4,11 +4,23 @@ touches the user's real data and every store is a real file."""
 from __future__ import annotations
 
 import os
+import signal
 from pathlib import Path
 
 import pytest
 
 from nixx.testing.fake_llm import FakeLLM
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Tests send Ctrl+C (SIGINT) to real `nixx serve` and `nxs sync daemon` processes.
+    A suite started in the background by a shell without job control (`cmd &`, as a CI
+    script may) inherits SIGINT *ignored*, every child it starts inherits that, and
+    Python then leaves SIGINT ignored: the Ctrl+C tests failed as if nixx ignored it.
+    With SIGINT handled here, children start with the default and see Ctrl+C as a
+    user's terminal would deliver it."""
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture(autouse=True)

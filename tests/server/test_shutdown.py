@@ -92,7 +92,8 @@ def test_ctrl_c_twice_during_a_stream_keeps_the_partial_answer(
     code = proc.wait(60)
     client.join(60)
     text = "".join(log)
-    assert code == 130, text
+    # what the user keeps first, the exit code last: a rare CI failure exited 0 and
+    # hid whether the partial answer had been stored
     assert "Traceback" not in text and "Exception in ASGI" not in text, text
     assert "Application shutdown complete" in text
     store = open_store(f"sqlite:///{tmp_path / 'nixx.db'}")
@@ -100,7 +101,8 @@ def test_ctrl_c_twice_during_a_stream_keeps_the_partial_answer(
         rows = store.get_buffer(1)
     finally:
         store.close()
-    assert [r.role for r in rows] == ["user", "assistant"]
+    assert [r.role for r in rows] == ["user", "assistant"], text
     answer = rows[1]
-    assert answer.meta.get("incomplete") is True
+    assert answer.meta.get("incomplete") is True, text
     assert answer.content.startswith("word word") and len(answer.content) < len("word " * 2000)
+    assert code == 130, text
