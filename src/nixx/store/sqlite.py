@@ -107,12 +107,15 @@ _INDEX_SPECS = {
 }
 
 _BUFFER_COLS = "id, role, content, origin, created_at, meta"
-_SUMMARY_COLS = "id, content, tags, entities, start_buffer_id, end_buffer_id, created_at, embedding"
+# a row's columns without its vector (what a vector search's hits read), then with it
+_SUMMARY_HIT_COLS = "id, content, tags, entities, start_buffer_id, end_buffer_id, created_at"
+_SUMMARY_COLS = _SUMMARY_HIT_COLS + ", embedding"
 _SOURCE_COLS = (
     "s.id, s.name, s.type, s.summary, s.start_id, s.end_id, s.created_at, s.meta, "
     "(SELECT count(*) FROM memories m WHERE m.source_id = s.id)"
 )
-_MEMORY_COLS = "id, source_id, content, metadata, created_at, embedding"
+_MEMORY_HIT_COLS = "id, source_id, content, metadata, created_at"
+_MEMORY_COLS = _MEMORY_HIT_COLS + ", embedding"
 
 
 class SQLiteStore(MemoryStore):
@@ -1647,8 +1650,8 @@ class _ForgetOps:
 #: vectors: the caller has the scores, a vector is 1.5 KB to copy per row, and a buffer
 #: row's would need a join.
 _HIT_SOURCE = {
-    "summaries": (_SUMMARY_COLS.removesuffix(", embedding"), "summaries", "id"),
-    "memories": (_MEMORY_COLS.removesuffix(", embedding"), "memories", "id"),
+    "summaries": (_SUMMARY_HIT_COLS, "summaries", "id"),
+    "memories": (_MEMORY_HIT_COLS, "memories", "id"),
     "buffer_vectors": (_BUFFER_COLS, "buffer", "id"),
 }
 
