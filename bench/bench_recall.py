@@ -275,20 +275,25 @@ def run(
         results[f"vectors [{vname}]"] = evaluate(
             loaded_all, lambda ld, i: [h.row.id for h in ld.vec_hits(ld.qvecs[i])]
         )
-        for pname, params in PARAM_SETS.items():
+        def vectors_of(ld: Loaded, i: int) -> np.ndarray:
+            extra = search.texts_to_embed(ld.conv.questions[i].text)[1:]
+            if not extra:
+                return ld.qvecs[i : i + 1]
+            return np.vstack([ld.qvecs[i : i + 1], embedder.embed_queries(extra)])
+
+        if vname in ("chosen", row_text.CHOSEN):
+            results["rank fusion (before: RRF k=60, nb0.2, date)"] = evaluate(
+                loaded_all,
+                lambda ld, i: rrf_baseline(ld, ld.conv.questions[i].text, vectors_of(ld, i)),
+            )
+        for pname, params in param_sets(embedder.model, args.params).items():
 
             def fused(ld: Loaded, i: int, params: FusionParams = params) -> list[int]:
                 q = ld.conv.questions[i]
-                extra = search.texts_to_embed(q.text)[1:]
-                vectors = (
-                    np.vstack([ld.qvecs[i : i + 1], *(embedder.embed_queries(extra),)])
-                    if extra
-                    else ld.qvecs[i : i + 1]
-                )
                 out = search.search_store(
                     ld.store,
                     q.text,
-                    vectors,
+                    vectors_of(ld, i),
                     limit=DEPTH,
                     params=params,
                     now=ld.now,
@@ -299,27 +304,69 @@ def run(
 
             results[f"fused {pname} [{vname}]"] = evaluate(loaded_all, fused)
         if args.floor and vname in ("chosen", row_text.CHOSEN):
-            floor_report(loaded_all, embedder, PARAM_SETS[CHOSEN])
+            floor_report(loaded_all, embedder, search.params_for(embedder.model))
     print_table("R@k by category", results)
     print("\nsummary (all questions):")
     for name, tally in results.items():
         print(f"  {name:55s} " + "  ".join(f"R@{k} {tally.mean(None, k):.3f}" for k in KS))
 
 
-PARAM_SETS: dict[str, FusionParams] = {
-    "rrf60": FusionParams(),
-    "rrf60 vec1.5": FusionParams(w_vec=1.5),
-    "rrf60 fts1.5": FusionParams(w_fts=1.5),
-    "nb0.1": FusionParams(neighbour=0.1),
-    "nb0.2": FusionParams(neighbour=0.2),
-    "nb0.3": FusionParams(neighbour=0.3),
-    "nb0.2+date (shipped)": search.DEFAULT_PARAMS,
-    "nb0.2+date0.5": FusionParams(neighbour=0.2, period_boost=0.5),
-    "k20 nb0.2+date": FusionParams(k=20, neighbour=0.2, period_boost=1.0),
-}
+def param_sets(model: str, extra: Sequence[str] = ()) -> dict[str, FusionParams]:
+    """The shipped fusion and what it was chosen over (`--params` adds more, as
+    ``name=value,...`` over the shipped ones)."""
+    from dataclasses import replace
+
+    shipped = search.params_for(model)
+    sets = {"shipped": shipped}
+    for spec in extra:
+        fields = dict(item.split("=", 1) for item in spec.split(","))
+        sets[spec] = replace(
+            shipped, **{k: type(getattr(shipped, k))(v) for k, v in fields.items()}
+        )
+    return sets
 
 
-CHOSEN = "nb0.2+date (shipped)"
+CHOSEN = "shipped"
+
+
+def rrf_baseline(ld: Loaded, query: str, vectors: np.ndarray) -> list[int]:
+    """The fusion nixx shipped before score fusion, for the ratio: weighted reciprocal-rank
+    fusion (k 60, equal weights), a row borrowing a fifth of its best neighbour's score, a
+    named period doubling its rows' scores."""
+    k, neighbour, boost = 60.0, 0.2, 1.0
+    norm = " ".join(query.split()).casefold()
+    keep = lambda h: " ".join(h.row.content.split()).casefold() != norm  # noqa: E731
+    fts = [h for h in ld.store.search_buffer(query, 50) if keep(h)]
+    vec = [h for h in ld.store.search_buffer_vectors(vectors[0], limit=50) if keep(h)]
+    base: dict[int, float] = {}
+    rows: dict[int, BufferRow] = {}
+    for hits in (fts, vec):
+        for rank, hit in enumerate(hits, 1):
+            base[hit.row.id] = base.get(hit.row.id, 0.0) + 1.0 / (k + rank)
+            rows[hit.row.id] = hit.row
+    score = {
+        rid: b + neighbour * max(base.get(rid - 1, 0.0), base.get(rid + 1, 0.0))
+        for rid, b in base.items()
+    }
+    periods = [p for p in [search.month_period(query, ld.now)] if p]
+    rel = search.relative_anchor(query)
+    if rel:
+        anchor = ld.store.search_buffer(rel[2], 50)
+        if len(vectors) > 1:
+            anchor_vec = ld.store.search_buffer_vectors(vectors[1], limit=50)
+            anchor_ranks: dict[int, float] = {}
+            for hits in (anchor, anchor_vec):
+                for rank, hit in enumerate(hits, 1):
+                    anchor_ranks[hit.row.id] = anchor_ranks.get(hit.row.id, 0.0) + 1 / (k + rank)
+                    rows[hit.row.id] = hit.row
+            if anchor_ranks:
+                top = max(anchor_ranks, key=lambda r: (anchor_ranks[r], r))
+                period = search.relative_period(rel[0], rel[1], rows[top].created_at)
+                periods += [period] if period else []
+    for rid in score:
+        if any(p.contains(rows[rid].created_at) for p in periods):
+            score[rid] *= 1.0 + boost
+    return sorted(score, key=lambda rid: (-score[rid], -rid))
 
 
 def floor_report(loaded_all: list[Loaded], embedder: CachedEmbedder, params: FusionParams) -> None:
@@ -388,6 +435,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=12)
     parser.add_argument("--variants", action="store_true", help="compare row texts")
     parser.add_argument("--floor", action="store_true", help="calibrate the recall floor")
+    parser.add_argument(
+        "--params",
+        action="append",
+        default=[],
+        help="another fusion to compare, as name=value,... over the shipped one (repeatable)",
+    )
     args = parser.parse_args(argv)
     started = time.perf_counter()
     convs = build(seed=args.seed)

@@ -528,9 +528,11 @@ class SQLiteStore(MemoryStore):
         if limit <= 0:
             return []
         conn = self._conn()
-        # words in half the rows or more cannot change bm25's order, only its cost
-        match = fts5_match_terms(self._term_stats.rankable_terms(conn, query))
-        if match is None:
+        # words in half the rows or more cannot change bm25's order, only its cost; the
+        # question's whole term weight makes a score the share of it a row carries
+        terms, weight = self._term_stats.weigh(conn, query)
+        match = fts5_match_terms(terms)
+        if match is None or weight <= 0:
             return []
         # The best `limit` are found in the full-text index alone, then joined: joining
         # first read the buffer row of every match before the sort (1.5x the time warm,
@@ -542,7 +544,7 @@ class SQLiteStore(MemoryStore):
             "JOIN buffer b ON b.id = f.rowid ORDER BY f.rank, b.id DESC",
             (match, limit),
         )
-        return [BufferHit(row=_buffer_row(r[:6]), score=-float(r[6])) for r in cur]
+        return [BufferHit(row=_buffer_row(r[:6]), score=-float(r[6]) / weight) for r in cur]
 
     def buffer_stats(self) -> dict[str, int]:
         row = _one(self._conn(), "SELECT count(*), max(id) FROM buffer")
