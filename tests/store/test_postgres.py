@@ -328,7 +328,8 @@ def test_full_text_search_uses_the_gin_index(store: PostgresStore, pg_url: str) 
         conn.execute("ANALYZE buffer")
     store.append_buffer("user", "we decided the schema keeps a GIN index")
     terms = tsquery_text("what did we decide about the schema?")
-    plan = _plan(pg_url, SEARCH_BUFFER_SQL, (terms, 10))
+    assert terms == "decide | schema"
+    plan = _plan(pg_url, SEARCH_BUFFER_SQL, ([1.0, 1.0], terms.split(" | "), 3.0, terms, 10))
     assert "buffer_tsv_gin" in plan, plan
     assert "Seq Scan on buffer" not in plan
     hits = store.search_buffer("what did we decide about the schema?")

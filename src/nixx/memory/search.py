@@ -232,7 +232,7 @@ def fuse(
                 base[row.id] = 0.0
     score = dict(base)
     if params.neighbour:
-        for rid, row in rows.items():
+        for rid in rows:
             # a marker ends a session: no evidence is borrowed across it
             near = max(
                 (base.get(n, 0.0) for n in (rid - 1, rid + 1) if n in rows),

@@ -98,6 +98,7 @@ def idf(df: int, total: int) -> float:
     """bm25()'s inverse document frequency of a word in `df` of `total` rows (a word in
     no row counts as in one)."""
     df = max(1, df)
+    total = max(total, df)  # counts read at different moments
     return max(IDF_FLOOR, math.log((total - df + 0.5) / (df + 0.5)))
 
 
