@@ -215,6 +215,40 @@ def test_fused_search_order_kinds_and_context(both: Nixx, llm: FakeLLM) -> None:
     assert all(r.get("content") != "which sqlite bindings did we pick" for r in again["results"])
 
 
+def test_recall_follows_search_and_says_why(both: Nixx, llm: FakeLLM) -> None:
+    store = both.service.store
+    # a row carrying the question's rare word among many others: its bag-of-words cosine
+    # (~0.15) is under the row floor (0.3), its words are the whole question's
+    biscuit = store.append_buffer(
+        "user",
+        "Biscuit chewed through the garden hose again yesterday while we were all out "
+        "shopping downtown for shoes",
+    )
+    store.append_buffer("assistant", "Oh no, was anything else damaged?")
+    store.append_buffer("user", "the garden looks great after the rain")
+    store.append_buffer("assistant", "rain is good for the roses and the hose can rest")
+    both.client.post("/v1/buffer/clear")
+    embedded(both)
+    question = "what did Biscuit chew?"
+    found = both.client.post("/v1/episodic/search", json={"query": question, "limit": 10}).json()
+    ctx = both.client.get("/v1/debug/context", params={"query": question}).json()
+    assert ctx["recalled"], ctx
+    first = ctx["recalled"][0]
+    assert first["id"] == biscuit.id and first["cosine"] < ctx["row_floor"]
+    assert first["why"]["words"] > ctx["evidence_floor"]
+    # recall takes search's order: the recalled rows are search's rows above the floor
+    above = [
+        r["id"]
+        for r in found["results"]
+        if r["kind"] == "buffer" and r["score"] >= ctx["evidence_floor"]
+    ]
+    assert [x["id"] for x in ctx["recalled"]] == [i for i in above if i in {x["id"] for x in ctx["recalled"]}]
+    assert above[0] == biscuit.id
+    # and the turn itself recalls it
+    say(both, llm, question, "A garden hose.")
+    assert "Biscuit chewed through the garden hose" in system_of(llm)
+
+
 # ---- source search: vectors re-ranked by words ------------------------------------------
 @pytest.mark.slow
 def test_source_search_finds_the_read_cursor_passage(

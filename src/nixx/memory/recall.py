@@ -8,10 +8,12 @@ buffer ids) and summaries (with their tags).
 The items come from the fused search (`nixx.memory.search`) over the latest user message,
 leaving out what the client already sent in this turn's history (buffer rows from the
 oldest row of that history on, summaries ending there or later) and the turn's own row.
-A buffer row is recalled only when its cosine to the message reaches the row floor, a
-summary when it reaches the summary threshold (both calibrated per embedding model:
-`nixx.embed`), so an unrelated message recalls nothing; then items are taken best first
-until the token budget (`NIXX_RECALL_TOKENS`) is spent. A short answer ("yes, Tuesday")
+A buffer row is recalled only when its fused score reaches the evidence floor — what a
+row at the row floor's cosine scores on vectors alone, so words, or the evidence of the
+row next to it, carry a row over it as well as its cosine — a summary when its cosine
+reaches the summary threshold (both calibrated per embedding model: `nixx.embed`), so an
+unrelated message recalls nothing; then items are taken in search's order until the
+token budget (`NIXX_RECALL_TOKENS`) is spent. A short answer ("yes, Tuesday")
 comes with the question before it, a question with the short answer after it, and rows
 next to each other become one excerpt.
 
@@ -84,6 +86,8 @@ class Recalled:
     text: str  # as rendered in the prompt
     # the rows an excerpt shows; for a summary, the first and last buffer id it covers
     buffer_ids: list[int] = field(default_factory=list)
+    # why it was chosen: the evidence its score is made of (`nixx.memory.search.Result.why`)
+    why: dict[str, float] = field(default_factory=dict)
 
     def info(self) -> dict[str, Any]:
         return {
@@ -93,6 +97,7 @@ class Recalled:
             "cosine": self.cosine,
             "created_at": self.created_at,
             "buffer_ids": self.buffer_ids,
+            "why": self.why,
             "text": self.text,
         }
 
@@ -113,6 +118,7 @@ class RecallContext:
     row_floor: float | None = None
     budget_tokens: int = 0
     considered: int = 0  # fused results looked at before the floor and the budget
+    evidence_floor: float | None = None  # the fused score a buffer row needs (`row_floor`'s)
 
     def info(self) -> dict[str, Any]:
         """The explanation of this recall (/v1/debug/context; the web context page)."""
@@ -123,6 +129,7 @@ class RecallContext:
             "recall_enabled": self.recall_enabled,
             "threshold": self.threshold,
             "row_floor": self.row_floor,
+            "evidence_floor": self.evidence_floor,
             "budget_tokens": self.budget_tokens,
             "considered": self.considered,
             "query": self.query,
@@ -199,6 +206,20 @@ class Recall:
             return self.settings.recall_threshold
         return default_row_floor(self.model)
 
+    @property
+    def params(self) -> fused.FusionParams:
+        """The fusion search and recall share, on this embedding model's cosine scale."""
+        return fused.params_for(self.model)
+
+    @property
+    def evidence_floor(self) -> float:
+        """The fused score a buffer row needs to be recalled: what a row at the cosine
+        floor scores on vectors alone. Words, a neighbour's evidence or a named period can
+        carry a row over it as well as its cosine: what search ranks first is what a turn
+        recalls."""
+        params = self.params
+        return params.w_vec * params.vector_evidence(self.row_floor)
+
     def search(self, query: str | None) -> RecallParts | None:
         """The rankers' answers: full text, then the query (and a period anchor)
         embedded and the buffer-row and summary vectors searched. None when recall is
@@ -249,15 +270,15 @@ class Recall:
                 before_id=before_id,
                 exclude_ids=exclude_ids,
                 context=0,
+                params=self.params,
             )
             considered = len(results)
             # neighbours are read for the rows that can be recalled only
-            fused.attach_context(
-                self.store, [r for r in results if above_row_floor(r, self.row_floor)]
-            )
+            floor = self.evidence_floor
+            fused.attach_context(self.store, [r for r in results if above_row_floor(r, floor)])
             recalled = select(
                 results,
-                row_floor=self.row_floor,
+                row_floor=floor,
                 summary_threshold=self.threshold,
                 budget_tokens=self.settings.recall_tokens,
                 max_summaries=self.settings.recall_limit,
@@ -281,6 +302,7 @@ class Recall:
             row_floor=self.row_floor,
             budget_tokens=self.settings.recall_tokens,
             considered=considered,
+            evidence_floor=self.evidence_floor,
         )
 
     def for_next_turn(
@@ -411,10 +433,11 @@ def tokens(text: str) -> int:
     return len(text) // CHARS_PER_TOKEN + 1
 
 
-def above_row_floor(result: Result, row_floor: float) -> bool:
-    """Whether `result` is a buffer row whose cosine reaches the floor (what `select` may
-    recall, and so what needs its neighbouring rows)."""
-    return result.kind == "buffer" and result.cosine is not None and result.cosine >= row_floor
+def above_row_floor(result: Result, floor: float) -> bool:
+    """Whether `result` is a buffer row whose fused score reaches the evidence floor
+    (`Recall.evidence_floor`: what `select` may recall, and so what needs its
+    neighbouring rows)."""
+    return result.kind == "buffer" and result.score >= floor
 
 
 def select(
@@ -425,18 +448,18 @@ def select(
     budget_tokens: int,
     max_summaries: int,
 ) -> list[Recalled]:
-    """The recalled items: results at or above their floor, best first, within the
-    budget (an item that does not fit is skipped, a smaller one after it may still fit).
-    Rows next to an excerpt already taken join it."""
+    """The recalled items: results at or above their floor (a buffer row's fused score
+    against `row_floor`, the evidence floor; a summary's cosine against
+    `summary_threshold`), in search's order, within the budget (an item that does not fit
+    is skipped, a smaller one after it may still fit). Rows next to an excerpt already
+    taken join it."""
     picked: list[tuple[Result, list[BufferRow]]] = []  # buffer excerpts, in pick order
     summaries: list[Result] = []
     order: list[tuple[str, int]] = []  # ("buffer", index in picked) | ("summary", index)
     used = 0
     for result in results:
-        if result.cosine is None:
-            continue
         if result.kind == "summary":
-            if result.cosine < summary_threshold or len(summaries) >= max_summaries:
+            if result.cosine is None or result.cosine < summary_threshold or len(summaries) >= max_summaries:
                 continue
             cost = tokens(format_summary(result))
             if used + cost > budget_tokens:
@@ -487,6 +510,7 @@ def select(
                     r.created_at,
                     format_summary(r),
                     [r.summary.start_buffer_id, r.summary.end_buffer_id],
+                    dict(r.why),
                 )
             )
         else:
@@ -501,6 +525,7 @@ def select(
                     first.created_at,
                     format_excerpt(rows),
                     [r.id for r in rows],
+                    dict(first.why),
                 )
             )
     return out

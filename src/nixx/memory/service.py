@@ -517,6 +517,7 @@ class NixxService:
                     store=self.store,
                     limit=limit,
                     min_cosine=self.recall.row_floor * SEARCH_FLOOR_SHARE,
+                    params=self.recall.params,
                 )
             return SearchAnswer(answers.fts[:limit], summaries[:limit], results)
 

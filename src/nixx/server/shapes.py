@@ -49,13 +49,20 @@ def summary_hit(h: SummaryHit) -> dict[str, Any]:
 
 def result(r: Any) -> dict[str, Any]:
     """One item of the fused search (`nixx.memory.search.Result`)."""
-    why = {"score": r.score, "cosine": r.cosine, "bm25": r.bm25, "ranks": dict(r.ranks)}
+    why = {
+        "score": r.score,
+        "cosine": r.cosine,
+        "bm25": r.bm25,
+        "ranks": dict(r.ranks),
+        "why": dict(r.why),
+    }
     if r.kind == "buffer":
         return {
             "kind": "buffer",
             **row(r.row),
             "buffer_id": r.row.id,
             **why,
+            "repeats": list(r.repeats),
             "context": [row(c) for c in r.context],
         }
     return {"kind": "summary", **summary(r.summary), "summary_id": r.summary.id, **why}
