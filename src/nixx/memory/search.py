@@ -7,16 +7,25 @@ Three rankers answer a question:
   row and the one before it, `nixx.memory.row_text`),
 - vectors over the summaries (`store.search_summaries`).
 
-`fuse` combines them by weighted reciprocal-rank fusion (each ranker gives
-``weight / (K + rank)``), then lets a row borrow part of the score of the rows next to it
-(the answer to a question is often the row after the one that shares its words), and, when
-the question names a period ("in March", "the week after the party"), favours rows from
-that period. Every parameter was chosen on the labelled benchmark (`bench/bench_recall.py`,
-figures in docs/performance.md); none is specific to it.
+`fuse` combines them by the strength of their evidence, not by their ranks: a row's
+full-text score is the share of the question's term weight it carries (BM25 over the sum
+of the question's IDFs, the same scale in both stores: `nixx.store.term_stats`), its
+cosine is read on the embedding model's scale of evidence (`nixx.embed.cosine_scale`: 0
+where unrelated text reaches, 1 where a match is decisive), and the two are mixed
+(`FusionParams`: 0.55 words, 0.45 vector). Rank fusion let two weak ranks outscore one
+decisive match — a row sharing one common word with the question ranked by both rankers
+beat the only row near it in meaning — and held out, on real conversation, it lost to
+full text alone. Then a row borrows part of the evidence of the rows next to it (the
+answer to a question is often the row after the one that shares its words; the rows next
+to the best ones are candidates even when no ranker found them), and, when the question
+names a period ("in March", "the week after the party"), rows from that period are
+favoured. Rows saying the same (ten copies of a question) collapse into the best of them,
+which lists the others' ids. Every parameter was chosen on both labelled benchmark sets
+(`bench/bench_recall.py`, figures in docs/performance.md); none is specific to one.
 
-Scores of rank fusion are relative (the best row of an unrelated question still ranks
-first), so each result also carries its absolute evidence — the row's cosine to the
-question and its BM25 score — and `relevance`, the number recall's floor is applied to.
+Each result carries its evidence — the row's cosine, its full-text share, and `why`, the
+parts its score is made of — and recall's floor is applied to the same score
+(`nixx.memory.recall`): what search ranks first is what a turn recalls.
 """
 
 from __future__ import annotations
