@@ -414,30 +414,36 @@ def floor_report(loaded_all: list[Loaded], embedder: CachedEmbedder, params: Fus
         f"p90 {pct(un_top, 0.9):.3f} max {un_top[-1]:.3f}"
     )
     print(
-        "\n| row floor | related: evidence rows injected | related: questions with evidence "
+        "\n| row floor, rule | related: evidence rows injected | related: questions with evidence "
         "injected | unrelated: questions injecting anything | unrelated: items injected |"
     )
     print("|---|---|---|---|---|")
     n_rel = sum(1 for _, ev in asked if ev is not None)
     n_un = len(asked) - n_rel
     total_ev = sum(len(ev) for _, ev in asked if ev)
+    rules = {
+        "cosine or words (shipped)": lambda r, floor: True,
+        "cosine alone (before)": lambda r, floor: (r.cosine or 0.0) >= floor,
+    }
     for floor in (0.3, 0.35, 0.4, 0.45, 0.5, 0.55):
-        ev_in = q_in = u_any = u_items = 0
-        for out, ev in asked:
-            items = select(
-                out, row_floor=floor, summary_threshold=1.0, budget_tokens=600, max_summaries=0
+        for rule, admits in rules.items():
+            ev_in = q_in = u_any = u_items = 0
+            for out, ev in asked:
+                kept = [r for r in out if r.kind != "buffer" or admits(r, floor)]
+                items = select(
+                    kept, row_floor=floor, summary_threshold=1.0, budget_tokens=600, max_summaries=0
+                )
+                shown = {i for item in items for i in item.buffer_ids}
+                if ev is None:
+                    u_any += bool(items)
+                    u_items += len(items)
+                else:
+                    ev_in += len(shown & ev)
+                    q_in += bool(shown & ev)
+            print(
+                f"| {floor:.2f}, {rule} | {ev_in / total_ev:.3f} | {q_in / n_rel:.3f} | "
+                f"{u_any / n_un:.3f} | {u_items / n_un:.2f} per question |"
             )
-            shown = {i for item in items for i in item.buffer_ids}
-            if ev is None:
-                u_any += bool(items)
-                u_items += len(items)
-            else:
-                ev_in += len(shown & ev)
-                q_in += bool(shown & ev)
-        print(
-            f"| {floor:.2f} | {ev_in / total_ev:.3f} | {q_in / n_rel:.3f} | "
-            f"{u_any / n_un:.3f} | {u_items / n_un:.2f} per question |"
-        )
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -192,11 +192,12 @@ def test_select_floor_budget_and_short_answers(store: SQLiteStore) -> None:
     assert items[0].text.endswith(
         "assistant: did you book the dentist appointment?\n  user: yes, tuesday at four"
     )
-    # nothing clears a floor above every cosine; a tiny budget fits nothing
-    assert (
-        select(results, row_floor=0.99, summary_threshold=0.3, budget_tokens=600, max_summaries=3)
-        == []
+    # over a floor above every cosine only the row saying the question's words is recalled
+    high = select(
+        results, row_floor=0.99, summary_threshold=0.3, budget_tokens=600, max_summaries=3
     )
+    assert [i.buffer_ids for i in high] == [[1, 2]] and high[0].why["words"] > 0
+    # a tiny budget fits nothing
     assert (
         select(results, row_floor=0.3, summary_threshold=0.3, budget_tokens=5, max_summaries=3)
         == []

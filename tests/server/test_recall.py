@@ -235,14 +235,16 @@ def test_recall_follows_search_and_says_why(both: Nixx, llm: FakeLLM) -> None:
     assert ctx["recalled"], ctx
     first = ctx["recalled"][0]
     assert first["id"] == biscuit.id and first["cosine"] < ctx["row_floor"]
-    assert first["why"]["words"] > ctx["evidence_floor"]
-    # recall takes search's order: the recalled rows are search's rows above the floor
+    assert ctx["word_floor"] == 0.6 and first["why"]["words"] > 0
+    # recall takes search's order: the recalled rows are search's rows above the floors
     above = [
         r["id"]
         for r in found["results"]
-        if r["kind"] == "buffer" and r["score"] >= ctx["evidence_floor"]
+        if r["kind"] == "buffer"
+        and ((r["cosine"] or 0) >= ctx["row_floor"] or (r["bm25"] or 0) >= ctx["word_floor"])
     ]
-    assert [x["id"] for x in ctx["recalled"]] == [i for i in above if i in {x["id"] for x in ctx["recalled"]}]
+    recalled = {x["id"] for x in ctx["recalled"]}
+    assert [x["id"] for x in ctx["recalled"]] == [i for i in above if i in recalled]
     assert above[0] == biscuit.id
     # and the turn itself recalls it
     say(both, llm, question, "A garden hose.")

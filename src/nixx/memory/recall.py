@@ -8,11 +8,11 @@ buffer ids) and summaries (with their tags).
 The items come from the fused search (`nixx.memory.search`) over the latest user message,
 leaving out what the client already sent in this turn's history (buffer rows from the
 oldest row of that history on, summaries ending there or later) and the turn's own row.
-A buffer row is recalled only when its fused score reaches the evidence floor — what a
-row at the row floor's cosine scores on vectors alone, so words, or the evidence of the
-row next to it, carry a row over it as well as its cosine — a summary when its cosine
-reaches the summary threshold (both calibrated per embedding model: `nixx.embed`), so an
-unrelated message recalls nothing; then items are taken in search's order until the
+Recall takes search's order. A buffer row is recalled only when its cosine to the message
+reaches the row floor or it carries most of the message's term weight (`WORD_FLOOR`: a
+rare name the question asks about is evidence a vector may miss), a summary when its
+cosine reaches the summary threshold (both calibrated per embedding model: `nixx.embed`),
+so an unrelated message recalls nothing; then items are taken in that order until the
 token budget (`NIXX_RECALL_TOKENS`) is spent. A short answer ("yes, Tuesday")
 comes with the question before it, a question with the short answer after it, and rows
 next to each other become one excerpt.
@@ -56,6 +56,12 @@ SHORT_ROW_CHARS = 80
 EXCERPT_ROW_CHARS = 600
 # fused results a turn's recall looks at before the floor and the budget
 RECALL_CANDIDATES = 20
+# A row carrying this share of the question's term weight (its full-text score: the IDFs of
+# the question's words it says over all of theirs) is recalled whatever its cosine: a rare
+# name or word the question asks about is evidence a vector may miss. Measured with
+# bench/bench_recall.py --floor on both sets: 0.6 recalls more evidence than the cosine
+# floor alone and no more unrelated rows (0.5 lets some in).
+WORD_FLOOR = 0.6
 
 
 def default_threshold(model: str) -> float:
@@ -118,7 +124,7 @@ class RecallContext:
     row_floor: float | None = None
     budget_tokens: int = 0
     considered: int = 0  # fused results looked at before the floor and the budget
-    evidence_floor: float | None = None  # the fused score a buffer row needs (`row_floor`'s)
+    word_floor: float = 0.0  # the share of the question's term weight that recalls a row
 
     def info(self) -> dict[str, Any]:
         """The explanation of this recall (/v1/debug/context; the web context page)."""
@@ -129,7 +135,7 @@ class RecallContext:
             "recall_enabled": self.recall_enabled,
             "threshold": self.threshold,
             "row_floor": self.row_floor,
-            "evidence_floor": self.evidence_floor,
+            "word_floor": self.word_floor,
             "budget_tokens": self.budget_tokens,
             "considered": self.considered,
             "query": self.query,
@@ -211,15 +217,6 @@ class Recall:
         """The fusion search and recall share, on this embedding model's cosine scale."""
         return fused.params_for(self.model)
 
-    @property
-    def evidence_floor(self) -> float:
-        """The fused score a buffer row needs to be recalled: what a row at the cosine
-        floor scores on vectors alone. Words, a neighbour's evidence or a named period can
-        carry a row over it as well as its cosine: what search ranks first is what a turn
-        recalls."""
-        params = self.params
-        return params.w_vec * params.vector_evidence(self.row_floor)
-
     def search(self, query: str | None) -> RecallParts | None:
         """The rankers' answers: full text, then the query (and a period anchor)
         embedded and the buffer-row and summary vectors searched. None when recall is
@@ -274,11 +271,12 @@ class Recall:
             )
             considered = len(results)
             # neighbours are read for the rows that can be recalled only
-            floor = self.evidence_floor
-            fused.attach_context(self.store, [r for r in results if above_row_floor(r, floor)])
+            fused.attach_context(
+                self.store, [r for r in results if above_row_floor(r, self.row_floor)]
+            )
             recalled = select(
                 results,
-                row_floor=floor,
+                row_floor=self.row_floor,
                 summary_threshold=self.threshold,
                 budget_tokens=self.settings.recall_tokens,
                 max_summaries=self.settings.recall_limit,
@@ -300,9 +298,9 @@ class Recall:
             before_buffer_id=before_id,
             recalled=recalled,
             row_floor=self.row_floor,
+            word_floor=WORD_FLOOR,
             budget_tokens=self.settings.recall_tokens,
             considered=considered,
-            evidence_floor=self.evidence_floor,
         )
 
     def for_next_turn(
@@ -433,11 +431,13 @@ def tokens(text: str) -> int:
     return len(text) // CHARS_PER_TOKEN + 1
 
 
-def above_row_floor(result: Result, floor: float) -> bool:
-    """Whether `result` is a buffer row whose fused score reaches the evidence floor
-    (`Recall.evidence_floor`: what `select` may recall, and so what needs its
-    neighbouring rows)."""
-    return result.kind == "buffer" and result.score >= floor
+def above_row_floor(result: Result, row_floor: float) -> bool:
+    """Whether `result` is a buffer row that may be recalled (and so needs its
+    neighbouring rows): its cosine reaches the row floor, or it carries `WORD_FLOOR` of
+    the question's term weight."""
+    if result.kind != "buffer":
+        return False
+    return (result.cosine or 0.0) >= row_floor or (result.bm25 or 0.0) >= WORD_FLOOR
 
 
 def select(
@@ -448,11 +448,11 @@ def select(
     budget_tokens: int,
     max_summaries: int,
 ) -> list[Recalled]:
-    """The recalled items: results at or above their floor (a buffer row's fused score
-    against `row_floor`, the evidence floor; a summary's cosine against
-    `summary_threshold`), in search's order, within the budget (an item that does not fit
-    is skipped, a smaller one after it may still fit). Rows next to an excerpt already
-    taken join it."""
+    """The recalled items: results at or above their floor (a buffer row: its cosine
+    against `row_floor`, or `WORD_FLOOR` of the question's words; a summary: its cosine
+    against `summary_threshold`), in search's order, within the budget (an item that does
+    not fit is skipped, a smaller one after it may still fit). Rows next to an excerpt
+    already taken join it."""
     picked: list[tuple[Result, list[BufferRow]]] = []  # buffer excerpts, in pick order
     summaries: list[Result] = []
     order: list[tuple[str, int]] = []  # ("buffer", index in picked) | ("summary", index)
