@@ -142,11 +142,13 @@ async def run_turn(
     info: dict[str, Any] | None = None,
     *,
     agent: str | None = None,
+    answer_meta: dict[str, Any] | None = None,
 ) -> AsyncIterator[Delta | ToolRun | ClientToolCalls | Finished]:
     """Run the turn; `info` (when given) receives ``model`` and ``user_row_id`` as soon
     as they are known. `agent`: the nxc persona the turn runs for — both buffer rows carry
     it (``meta.agent``) and nixx's own tools are not offered (the persona's are the
-    client's tools, confined to its workspace by nxc)."""
+    client's tools, confined to its workspace by nxc). `answer_meta`: more keys for the
+    answer's row (a dialect's own record, e.g. the Responses API's ``response``)."""
     tagged = {"agent": agent} if agent else None
     info = info if info is not None else {}
     settings = parts.settings
@@ -316,7 +318,8 @@ async def run_turn(
             meta["tools"] = [{"name": r.name, "arguments": r.arguments} for r in progress.tool_runs]
         if progress.client_calls:
             meta["tool_calls"] = [
-                {"name": c["function"]["name"], "arguments": c["function"]["arguments"]}
+                {"id": c.get("id"), "name": c["function"]["name"],
+                 "arguments": c["function"]["arguments"]}
                 for c in progress.client_calls
             ]
         if exhausted:
@@ -328,6 +331,8 @@ async def run_turn(
             meta["refused_tool_calls"] = refused_calls
         if tagged:
             meta.update(tagged)
+        if answer_meta:
+            meta.update(answer_meta)
         write = parts.spawn(_record_answer(parts, progress, origin, meta, user_row_id))
         await asyncio.shield(write)
 
