@@ -222,7 +222,7 @@ def m004_dialect_origins(conn: apsw.Connection) -> None:
     version is bumped, so every open connection re-reads the schema."""
     old = "CHECK (origin IN ('tui', 'vscode', 'api'))"
     new = "CHECK (origin IN ('tui', 'vscode', 'api', 'responses', 'anthropic'))"
-    (version,) = conn.execute("PRAGMA schema_version").fetchone()
+    version = conn.execute("PRAGMA schema_version").fetchall()[0][0]
     conn.execute("PRAGMA writable_schema = ON")
     try:
         conn.execute(
@@ -230,13 +230,13 @@ def m004_dialect_origins(conn: apsw.Connection) -> None:
             "WHERE type = 'table' AND name = 'buffer'",
             (old, new),
         )
-        conn.execute(f"PRAGMA schema_version = {int(version) + 1}")
+        conn.execute(f"PRAGMA schema_version = {int(str(version)) + 1}")
     finally:
         conn.execute("PRAGMA writable_schema = OFF")
-    (sql,) = conn.execute(
+    sql = conn.execute(
         "SELECT sql FROM sqlite_schema WHERE type = 'table' AND name = 'buffer'"
-    ).fetchone()
-    if new not in sql:
+    ).fetchall()[0][0]
+    if new not in str(sql):
         from nixx.errors import SchemaError
 
         raise SchemaError("the buffer table's origin constraint is not the one nixx created; "

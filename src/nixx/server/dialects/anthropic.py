@@ -283,7 +283,7 @@ async def stream(
     index = -1
     text_open = False
     try:
-        start = {"id": new_id(), "type": "message", "role": "assistant", "model": model,
+        start: dict[str, Any] = {"id": new_id(), "type": "message", "role": "assistant", "model": model,
                  "content": [], "stop_reason": None, "stop_sequence": None,
                  "usage": {"input_tokens": 0, "output_tokens": 0}}
         yield _event("message_start", message=start)
