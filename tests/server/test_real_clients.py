@@ -19,15 +19,25 @@ from typing import Any
 import httpx
 import pytest
 
+from nixx.config import Settings
 from nixx.testing.fake_llm import FakeLLM, Reply, ToolCall
 from nixx.testing.live_server import LiveServer
 from nixx.testing.npm import NpmUnavailable, npm_tool
+
+from .conftest import SettingsFactory
 
 pytestmark = pytest.mark.slow
 
 CODEX = ("@openai/codex", "0.171.0", "codex")
 CLAUDE = ("@anthropic-ai/claude-code", "2.1.332", "claude")
 BARE_PATH = "/usr/bin:/bin"
+
+
+@pytest.fixture
+def settings(make_settings: SettingsFactory) -> Settings:
+    """A backend window as large as these agents expect (Claude Code asks for up to
+    32,000 output tokens and sends a long system prompt): the history is not trimmed."""
+    return make_settings(chat_context_length=200_000)
 
 
 def tool(spec: tuple[str, str, str]) -> Path:
@@ -121,6 +131,10 @@ def test_claude_print_mode_runs_a_task_through_the_messages_api(
     results = [r["messages"][-1] for r in llm.chat_requests
                if r["messages"][-1]["role"] == "tool"]
     assert [m["tool_call_id"] for m in results] == ["toolu_read"]
+    round_trip = next(r["messages"] for r in llm.chat_requests if r["messages"][-1] in results)
+    assert round_trip[-2]["role"] == "assistant"  # the call, then its result
+    assert round_trip[-2]["tool_calls"][0]["function"]["name"] == "Read"
+    assert "what does notes.txt say?" in json.dumps(round_trip[-3])
     assert "the staging database is called heron" in results[0]["content"]  # Read ran
     hits = search(live, "the staging database is heron")
     assert ("assistant", "anthropic") in {(h.get("role"), h.get("origin")) for h in hits}
