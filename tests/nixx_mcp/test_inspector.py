@@ -14,7 +14,7 @@ import pytest
 
 from nixx.mcp.tools import MEMORY_TOOLS
 from nixx.testing.live_server import LiveServer
-from nixx.testing.npm import NpmUnavailable, npm_tool
+from nixx.testing.clients import ClientUnavailable, npm_tool
 
 from .conftest import API_KEY
 
@@ -28,7 +28,7 @@ BARE_PATH = "/usr/bin:/bin"
 def inspector() -> Path:
     try:
         return npm_tool(*INSPECTOR)
-    except NpmUnavailable as exc:
+    except ClientUnavailable as exc:
         pytest.skip(f"the MCP Inspector is not installable here: {exc}")
 
 

@@ -1,11 +1,13 @@
-"""The real agent CLIs, installed from npm (pinned, cached by `nixx.testing.npm`), each
+"""The real agent CLIs, installed from npm (pinned, cached by `nixx.testing.clients`), each
 completing one task against `nixx serve` with the scripted backend, offline, their turns
 then found by `/v1/episodic/search`:
 
 - Codex (`codex exec`), with a model provider whose base URL is nixx (``wire_api =
   "responses"``: it talks only the Responses API), running one shell command through its
   own tool (a function-call round trip through `/v1/responses`);
-- Claude Code (`claude -p`) with ``ANTHROPIC_BASE_URL`` set to nixx (the Messages API).
+- Claude Code (`claude -p`) with ``ANTHROPIC_BASE_URL`` set to nixx (the Messages API);
+- Simon Willison's `llm` CLI (from PyPI, in a venv of its own) with nixx as an extra
+  OpenAI model (chat completions).
 
 Each runs with PATH=/usr/bin:/bin and a fresh HOME (its config only there)."""
 
@@ -22,7 +24,7 @@ import pytest
 from nixx.config import Settings
 from nixx.testing.fake_llm import FakeLLM, Reply, ToolCall
 from nixx.testing.live_server import LiveServer
-from nixx.testing.npm import NpmUnavailable, npm_tool
+from nixx.testing.clients import ClientUnavailable, npm_tool, pip_tool
 
 from .conftest import SettingsFactory
 
@@ -30,6 +32,7 @@ pytestmark = pytest.mark.slow
 
 CODEX = ("@openai/codex", "0.171.0", "codex")
 CLAUDE = ("@anthropic-ai/claude-code", "2.1.332", "claude")
+LLM_CLI = ("llm", "0.36", "llm")
 BARE_PATH = "/usr/bin:/bin"
 
 
@@ -40,10 +43,10 @@ def settings(make_settings: SettingsFactory) -> Settings:
     return make_settings(chat_context_length=200_000)
 
 
-def tool(spec: tuple[str, str, str]) -> Path:
+def tool(spec: tuple[str, str, str], install: Any = npm_tool) -> Path:
     try:
-        return npm_tool(*spec)
-    except NpmUnavailable as exc:
+        return install(*spec)  # type: ignore[no-any-return]
+    except ClientUnavailable as exc:
         pytest.skip(f"{spec[0]} is not installable here: {exc}")
 
 
@@ -141,3 +144,24 @@ def test_claude_print_mode_runs_a_task_through_the_messages_api(
     asked = search(live, "what does notes.txt say")
     assert any(h.get("role") == "user" and h.get("origin") == "anthropic"
                and "what does notes.txt say?" in h["content"] for h in asked)
+
+
+def test_llm_cli_talks_to_nixx_as_an_extra_openai_model(
+    llm: FakeLLM, live: LiveServer, tmp_path: Path
+) -> None:
+    cli = tool(LLM_CLI, pip_tool)
+    config = tmp_path / "llm-config"
+    config.mkdir()
+    (config / "extra-openai-models.yaml").write_text(
+        f"- model_id: nixx\n  model_name: fake-model\n  api_base: {live.base_url}/v1\n")
+    llm.queue(Reply(content="The kettle is in the left cupboard."))
+    done = subprocess.run(
+        [str(cli), "-m", "nixx", "--no-log", "where is the kettle?"],
+        env={"PATH": BARE_PATH, "HOME": str(tmp_path), "LLM_USER_PATH": str(config)},
+        capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "The kettle is in the left cupboard."
+    assert llm.chat_requests[-1]["messages"][-1] == {"role": "user",
+                                                     "content": "where is the kettle?"}
+    hits = search(live, "kettle left cupboard")
+    assert ("assistant", "api") in {(h.get("role"), h.get("origin")) for h in hits}
