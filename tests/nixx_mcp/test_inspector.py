@@ -13,8 +13,8 @@ import httpx
 import pytest
 
 from nixx.mcp.tools import MEMORY_TOOLS
-from nixx.testing.live_server import LiveServer
 from nixx.testing.clients import ClientUnavailable, npm_tool
+from nixx.testing.live_server import LiveServer
 
 from .conftest import API_KEY
 

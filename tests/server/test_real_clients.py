@@ -22,9 +22,9 @@ import httpx
 import pytest
 
 from nixx.config import Settings
+from nixx.testing.clients import ClientUnavailable, npm_tool, pip_tool
 from nixx.testing.fake_llm import FakeLLM, Reply, ToolCall
 from nixx.testing.live_server import LiveServer
-from nixx.testing.clients import ClientUnavailable, npm_tool, pip_tool
 
 from .conftest import SettingsFactory
 
