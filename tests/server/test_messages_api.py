@@ -218,3 +218,19 @@ def test_x_api_key_is_accepted_and_a_wrong_key_is_refused_in_anthropic_shape(
     assert other.status_code == 401 and other.json()["error"]["code"] == "invalid_api_key"
     assert json.loads(httpx.get(keyed.base_url + "/v1/models",
                                 headers={"x-api-key": "s3cret"}).text)["data"]
+
+
+def test_system_reminders_go_to_the_backend_but_are_not_remembered(
+    claude: anthropic.Anthropic, llm: FakeLLM, live: LiveServer
+) -> None:
+    reminder = "<system-reminder>\nToday's date is 2026-12-02. cwd: /work\n</system-reminder>"
+    llm.queue(Reply(content="Tuesday."), Reply(content="noted"))
+    claude.messages.create(model="fake-model", max_tokens=64, messages=[{"role": "user", "content": [
+        {"type": "text", "text": reminder}, {"type": "text", "text": "which day is the demo?"}]}])
+    assert llm.chat_requests[-1]["messages"][-1] == {
+        "role": "user", "content": reminder + "\nwhich day is the demo?"}
+    claude.messages.create(model="fake-model", max_tokens=64, messages=[
+        {"role": "user", "content": reminder}])  # only a reminder: kept whole
+    assert [(r.role, r.content) for r in rows(live)] == [
+        ("user", "which day is the demo?"), ("assistant", "Tuesday."),
+        ("user", reminder), ("assistant", "noted")]

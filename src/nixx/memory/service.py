@@ -274,12 +274,15 @@ class NixxService:
         *,
         agent: str | None = None,
         answer_meta: dict[str, Any] | None = None,
+        remembered: Callable[[str], str] | None = None,
     ) -> AsyncIterator[Any]:
         """Run one chat turn; yields `nixx.memory.turn` events (see there). `agent`: the nxc
         persona the turn runs for (recorded on its buffer rows; no nixx tools offered).
-        `answer_meta`: more keys for the answer's row (`save_response` reads ``response``)."""
+        `answer_meta`: more keys for the answer's row (`save_response` reads ``response``);
+        `remembered`: what of the user's text is stored and recalled against (see there)."""
         return run_turn(
-            self._turn_parts, body, origin, info, agent=agent, answer_meta=answer_meta
+            self._turn_parts, body, origin, info, agent=agent, answer_meta=answer_meta,
+            remembered=remembered,
         )
 
     # ---- stored responses (the Responses API's `previous_response_id`) ----------------

@@ -3,6 +3,10 @@
 Request → chat request:
 
 - ``system`` (a string or text blocks) is the leading system message.
+- ``<system-reminder>…</system-reminder>`` spans (the harness text Claude Code puts in the
+  user's message: environment, file lists, reminders) go to the backend but are not
+  stored in the user's buffer row nor recalled against (`remembered`); a message that is
+  only reminders is stored whole.
 - ``messages``: content a string or blocks. ``text`` blocks are text; ``image`` blocks
   (``base64`` or ``url`` sources) become ``image_url`` parts; an assistant's ``tool_use``
   blocks are its ``tool_calls`` (``input`` as JSON arguments); a user's ``tool_result``
@@ -29,6 +33,7 @@ when the client's tools were called, ``max_tokens`` at the token limit, else
 from __future__ import annotations
 
 import json
+import re
 import secrets
 from collections.abc import AsyncIterator
 from typing import Any, Literal
@@ -41,6 +46,12 @@ from nixx.memory.turn import ClientToolCalls, Delta, Finished
 from nixx.server.errors import anthropic_envelope
 
 STOP_REASONS = {"tool_calls": "tool_use", "length": "max_tokens"}
+_REMINDER = re.compile(r"<system-reminder>.*?</system-reminder>\s*", re.S)
+
+
+def remembered(text: str) -> str:
+    """The user's text without the client's ``<system-reminder>`` spans."""
+    return _REMINDER.sub("", text).strip()
 
 
 class AnthropicMessage(BaseModel):

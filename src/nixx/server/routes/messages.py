@@ -43,7 +43,7 @@ async def create_message(
     """One turn with memory, in Anthropic's Messages shapes."""
     chat = anthropic.chat_request(body)
     info: dict[str, Any] = {}
-    events = service.turn(chat, origin, info, agent=agent)
+    events = service.turn(chat, origin, info, agent=agent, remembered=anthropic.remembered)
     if body.stream:
         try:
             first = await events.__anext__()
