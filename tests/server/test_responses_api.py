@@ -201,3 +201,17 @@ def test_bad_input_is_a_400_in_openai_shape(live: LiveServer) -> None:
     assert answer.json()["error"]["param"] == "input.0.role"
     answer = httpx.post(live.base_url + "/v1/responses", json={"background": True, "input": "x"})
     assert answer.status_code == 400 and answer.json()["error"]["param"] == "background"
+
+
+def test_a_forgotten_response_cannot_be_continued(
+    oai: openai.OpenAI, llm: FakeLLM, live: LiveServer
+) -> None:
+    llm.queue(Reply(content="the secret is 42"))
+    response = oai.responses.create(model="fake-model", input="remember the secret")
+    answer_row = rows(live)[-1]
+    assert answer_row.meta["response"]["id"] == response.id
+    forgot = httpx.delete(f"{live.base_url}/v1/buffer/{answer_row.id}")
+    assert forgot.status_code == 200, forgot.text
+    with pytest.raises(openai.NotFoundError, match="forgotten"):
+        oai.responses.create(model="fake-model", previous_response_id=response.id,
+                             input="what was it?")
