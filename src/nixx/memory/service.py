@@ -61,6 +61,8 @@ SUMMARY_JOB = "summary"
 SEARCH_FLOOR_SHARE = 0.4
 INTENT_JOB = "intent"
 SOURCES_JOB = "sources"
+RESPONSE_KEY = "response:"  # state key prefix: a stored response id -> its answer row id
+MAX_RESPONSE_CHAIN = 10_000  # previous_response_id links walked at most
 
 
 @contextlib.asynccontextmanager
@@ -271,10 +273,62 @@ class NixxService:
         info: dict[str, Any] | None = None,
         *,
         agent: str | None = None,
+        answer_meta: dict[str, Any] | None = None,
+        remembered: Callable[[str], str] | None = None,
     ) -> AsyncIterator[Any]:
         """Run one chat turn; yields `nixx.memory.turn` events (see there). `agent`: the nxc
-        persona the turn runs for (recorded on its buffer rows; no nixx tools offered)."""
-        return run_turn(self._turn_parts, body, origin, info, agent=agent)
+        persona the turn runs for (recorded on its buffer rows; no nixx tools offered).
+        `answer_meta`: more keys for the answer's row (`save_response` reads ``response``);
+        `remembered`: what of the user's text is stored and recalled against (see there)."""
+        return run_turn(
+            self._turn_parts, body, origin, info, agent=agent, answer_meta=answer_meta,
+            remembered=remembered,
+        )
+
+    # ---- stored responses (the Responses API's `previous_response_id`) ----------------
+    async def save_response(self, response_id: str, row_id: int) -> None:
+        """Let `response_id` be continued: a pointer to the answer's buffer row, whose
+        ``meta.response`` (``previous``: the response it continued, ``input``: the messages
+        the request added) was written by the turn. The text lives only in the buffer
+        rows, so forgetting a row forgets the response with it."""
+        await self.run(self.store.set_state, RESPONSE_KEY + response_id, row_id)
+
+    async def response_history(self, response_id: str) -> list[dict[str, Any]]:
+        """The conversation up to and including stored response `response_id` (chat
+        messages, oldest first), by walking ``previous`` back. A response nixx does not
+        hold (never stored, or its row forgotten) is `NotFound`; an older link that was
+        forgotten ends the walk there (what is forgotten stays forgotten)."""
+
+        def work() -> list[dict[str, Any]]:
+            parts: list[list[dict[str, Any]]] = []
+            rid: str | None = response_id
+            seen: set[str] = set()
+            while rid and rid not in seen and len(seen) < MAX_RESPONSE_CHAIN:
+                seen.add(rid)
+                row_id = self.store.get_state(RESPONSE_KEY + rid)
+                rows = self.store.get_buffer(row_id, row_id) if isinstance(row_id, int) else []
+                record = rows[0].meta.get("response") if rows else None
+                if not isinstance(record, dict) or record.get("id") != rid:
+                    break
+                calls = [
+                    {"id": c.get("id"), "type": "function",
+                     "function": {"name": c.get("name"), "arguments": c.get("arguments")}}
+                    for c in rows[0].meta.get("tool_calls") or []
+                ]
+                answer: dict[str, Any] = {"role": "assistant", "content": rows[0].content or None}
+                if calls:
+                    answer["tool_calls"] = calls
+                parts.append([*(record.get("input") or []), answer])
+                rid = record.get("previous")
+            if not parts:
+                raise NotFound(
+                    f"no stored response {response_id!r}: it was never stored (store: false, "
+                    "or another server), or it was forgotten",
+                    param="previous_response_id",
+                )
+            return [m for part in reversed(parts) for m in part]
+
+        return await self.run(work)
 
     def _after_turn(self) -> None:
         """Schedule the background work a new buffer row may make due."""

@@ -127,6 +127,13 @@ def _add_usage(total: dict[str, int], usage: dict[str, Any] | None) -> None:
             total[key] = total.get(key, 0) + value
 
 
+def _kept(text: str | None, remembered: Callable[[str], str]) -> str | None:
+    if text is None:
+        return None
+    kept = remembered(text)
+    return kept if kept.strip() else text
+
+
 def _reserve(body: dict[str, Any], context_length: int) -> int:
     for key in ("max_completion_tokens", "max_tokens"):
         value = body.get(key)
@@ -142,11 +149,17 @@ async def run_turn(
     info: dict[str, Any] | None = None,
     *,
     agent: str | None = None,
+    answer_meta: dict[str, Any] | None = None,
+    remembered: Callable[[str], str] | None = None,
 ) -> AsyncIterator[Delta | ToolRun | ClientToolCalls | Finished]:
     """Run the turn; `info` (when given) receives ``model`` and ``user_row_id`` as soon
     as they are known. `agent`: the nxc persona the turn runs for — both buffer rows carry
     it (``meta.agent``) and nixx's own tools are not offered (the persona's are the
-    client's tools, confined to its workspace by nxc)."""
+    client's tools, confined to its workspace by nxc). `answer_meta`: more keys for the
+    answer's row (a dialect's own record, e.g. the Responses API's ``response``).
+    `remembered`: what of the user's text is written to the buffer and recalled against
+    (a dialect drops its client's harness text; the backend still gets all of it; text
+    it would leave empty is kept whole)."""
     tagged = {"agent": agent} if agent else None
     info = info if info is not None else {}
     settings = parts.settings
@@ -154,6 +167,9 @@ async def run_turn(
     messages = [normalise(m) for m in body["messages"]]
     user_text = new_user_text(messages)
     query = latest_user_text(messages)
+    if remembered is not None:
+        user_text = _kept(user_text, remembered)
+        query = _kept(query, remembered)
     leading, history = split_leading_system(messages)
     history_count = sum(1 for m in history if m.get("role") in ("user", "assistant"))
 
@@ -316,7 +332,8 @@ async def run_turn(
             meta["tools"] = [{"name": r.name, "arguments": r.arguments} for r in progress.tool_runs]
         if progress.client_calls:
             meta["tool_calls"] = [
-                {"name": c["function"]["name"], "arguments": c["function"]["arguments"]}
+                {"id": c.get("id"), "name": c["function"]["name"],
+                 "arguments": c["function"]["arguments"]}
                 for c in progress.client_calls
             ]
         if exhausted:
@@ -328,6 +345,8 @@ async def run_turn(
             meta["refused_tool_calls"] = refused_calls
         if tagged:
             meta.update(tagged)
+        if answer_meta:
+            meta.update(answer_meta)
         write = parts.spawn(_record_answer(parts, progress, origin, meta, user_row_id))
         await asyncio.shield(write)
 

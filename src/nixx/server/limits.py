@@ -31,7 +31,7 @@ class RequestSizeLimit:
                 except ValueError:
                     declared = -1
                 if declared > self.max_bytes:
-                    await self._refuse(send)
+                    await self._refuse(send, scope)
                     return
                 break
         state = {"seen": 0, "started": False, "refused": False}
@@ -46,7 +46,7 @@ class RequestSizeLimit:
                     state["refused"] = True
                     if not state["started"]:
                         state["started"] = True
-                        await self._refuse(send)
+                        await self._refuse(send, scope)
                     return {"type": "http.disconnect"}
             return message
 
@@ -59,11 +59,12 @@ class RequestSizeLimit:
 
         await self.app(scope, limited_receive, tracked_send)
 
-    async def _refuse(self, send: Any) -> None:
+    async def _refuse(self, send: Any, scope: dict[str, Any]) -> None:
         message = (
             f"the request body is larger than {self.max_bytes} bytes, the server's limit "
             "(NIXX_MAX_REQUEST_BYTES); send less"
         )
         await send_error(
-            send, message, 413, code="request_too_large", headers=[(b"connection", b"close")]
+            send, message, 413, code="request_too_large", headers=[(b"connection", b"close")],
+            path=scope.get("path") or "",
         )
