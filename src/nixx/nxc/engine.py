@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable, Mapping
 
 from nixx.errors import Forbidden, NotFound, ValidationError
-from nixx.log.ids import new_ulid
+from nixx.log.ids import new_thing_id
 from nixx.log.store import LogStore
 from nixx.log.workspace import Workspace, find_workspace
 from nixx.nxc.channels import dm_id, is_dm
@@ -306,7 +306,9 @@ class Engine:
 
             if get_thread(self.conn, parent, now) is None:
                 raise NotFound(f"parent thread {parent} is not in the log", param="parent")
-        thread_id, message_id = "t-" + new_ulid(now), "m-" + new_ulid(now)
+        replica = self.store.replica
+        thread_id = new_thing_id("t", replica, now)
+        message_id = new_thing_id("m", replica, now)
         with self.store.transaction() as txn:
             stored = channel_fields(txn.conn, channel_id)
             changed = {k: v for k, v in fields.items() if stored.get(k) != _dumps(v)}
@@ -407,7 +409,7 @@ class Engine:
                 f"{me} may not post in {thread}: not its opener, not expected in it, and not "
                 f"a member of {summary['channel_id']}"
             )
-        message_id = "m-" + new_ulid(now)
+        message_id = new_thing_id("m", self.store.replica, now)
         # A follow-up: the opener writes again in a conversation with a persona whose
         # expectation was met. It opens a new turn for the same personas (the expectation
         # is re-declared, as `expect` would), so their answer is owed — and delivered.

@@ -197,14 +197,14 @@ def _open_slot(d: Deliverer, r: dict[str, Any], member: str) -> str:
     copy of the task (it is the round thread's first message, which every member reads;
     a sequential member's earlier answers are in its prompt and in the earlier slots), so
     nobody gets the task twice as unread. → the slot's thread id."""
-    from nixx.log.ids import new_ulid
+    from nixx.log.ids import new_thing_id
 
     now = _now_ms()
     deadline = r["config"].get("timeout_at_ms")
     if deadline is None and r["timeout_ms"]:
         deadline = now + r["timeout_ms"]
     channel_id = thread_channel(d.store.conn, r["thread_id"]) or "decl:" + r["channel"]
-    slot = "t-" + new_ulid(now)
+    slot = new_thing_id("t", d.store.replica, now)
     d.store.append(DOMAIN, "thread_open", slot, _supervisor(r), {
         "channel": channel_id, "parent": r["thread_id"], "expects": [member],
         "deadline": deadline})
@@ -364,9 +364,9 @@ def settle(d: Deliverer, thread_id: str, *, warnings: list[str]) -> dict[str, An
     if silent:
         body += "\n\nNo answer from: " + ", ".join(silent)
     actor = _supervisor(r)
-    from nixx.log.ids import new_ulid
+    from nixx.log.ids import new_thing_id
 
-    message_id = "m-" + new_ulid()
+    message_id = new_thing_id("m", d.store.replica)
     summary_channel = thread_channel(d.store.conn, thread_id) or "decl:" + r["channel"]
     with d.store.transaction() as txn:
         txn.append(DOMAIN, "post", message_id, actor, {
