@@ -292,11 +292,11 @@ class ChatReducer(Reducer):
 def _claim(conn: Connection, op: Op) -> bool:
     """Record `op`'s claim on its id (a message's or a thread's); False when it is refused:
     the id names the replica that minted it and `op` comes from another one."""
-    from nixx.log.op import sha256
+    from nixx.log.op import short_digest
 
     made_by = minter(op.target)
     refused = made_by is not None and made_by != op.origin
-    digest = sha256(_dumps([op.actor, op.payload]).encode("utf-8")).hexdigest()[:16]
+    digest = short_digest(_dumps([op.actor, op.payload]))
     conn.execute("INSERT OR IGNORE INTO nxc_claims VALUES (?,?,?,?,?)",
                  (op.kind, op.target, op.pos, digest, int(refused)))
     if refused or conn.execute(

@@ -234,8 +234,12 @@ def _start_next(d: Deliverer, thread_id: str, expected_index: int | None = None)
                          timeout_ms=r["timeout_ms"], kill_at_ms=cfg.get("timeout_at_ms"),
                          round_thread=thread_id, round_opener=r["opener_session"])
     result["sessions"] = [result["session"]] if result.get("spawned") else []
-    # nobody runs for this member: in a sequential round the next one goes now
-    if r["flow"] == "sequential" and not result.get("spawned"):
+    # a member with a runtime whose start failed or was refused: in a sequential round
+    # the next one goes now. A member without one (a person, or an agent in another
+    # clone) is a mailbox: the round waits for its answer in the slot, which arrives by
+    # hand or by sync (`catch_up`), or for the slot's deadline (docs/channels.md)
+    mailbox = persona is None or persona.runtime is None
+    if r["flow"] == "sequential" and not result.get("spawned") and not mailbox:
         more = _start_next(d, thread_id, index + 1)
         if more is not None:
             result["warnings"] = result.get("warnings", []) + more.get("warnings", [])
