@@ -43,8 +43,8 @@ from nixx.ingest.document import Document
 from nixx.ingest.fetch import fetch
 from nixx.ingest.readers import fallback_reader, reader_for_media_type, reader_for_path
 from nixx.ingest.walk import Skipped, walk
-from nixx.paths import is_secret, open_beneath
 from nixx.memory.chunking import chunk_text
+from nixx.paths import is_secret, open_beneath
 from nixx.store.base import MemoryStore
 from nixx.store.records import NewChunk, Source
 
