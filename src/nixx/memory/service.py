@@ -626,11 +626,11 @@ class NixxService:
                 self._forget_epoch += 1
                 await self.run(intent_state.clear, self.store)
                 scrub = await self.run(self.store.scrub)
-            empty = {"log_id": None, "kind": "query", "at": None, "buffer_ids": [],
+            empty: dict[str, Any] = {"log_id": None, "kind": "query", "at": None, "buffer_ids": [],
                      "summary_ids": [], "source_ids": [], "memory_ids": [],
                      "memories_removed": 0, "resummarise": [], "rebuild_source_ids": []}
             return {"forgotten": empty, "intent_cleared": True, "disk": scrub}
-        return await self._forget("query", clear_intent=with_intent, **grouped)
+        return await self._forget("query", with_intent, **grouped)
 
     async def forget_log(self, limit: int = 100) -> list[ForgetLogEntry]:
         return await self.run(self.store.forget_log, limit)
@@ -663,7 +663,7 @@ class NixxService:
             await self.run(self.store.scrub)
         return summary
 
-    async def _forget(self, kind: str, *, clear_intent: bool = False,
+    async def _forget(self, kind: str, clear_intent: bool = False, /,
                       **ids: Sequence[int]) -> dict[str, Any]:
         """One deletion: the store's transaction, then the intent, then the files on
         disk; the repairs (re-summaries, source chunks, intent) run in the background.
