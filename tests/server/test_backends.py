@@ -11,12 +11,14 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from nixx.memory.prompts import INTENT_PROMPT, SUMMARY_PROMPT
+from nixx.memory.prompts import INTENT_FRAMING, INTENT_PROMPT, SUMMARY_PROMPT
 from nixx.server.app import create_app
 from nixx.testing.fake_llm import FakeLLM, Reply
 from nixx.testing.pg_fixtures import *  # noqa: F403 - pg_server / pg_url fixtures
 
 from .conftest import Nixx
+
+INTENT_BLOCK = "## Current Intent\n" + INTENT_FRAMING + "\n\n"
 
 SUMMARY = {
     "summary": "We chose PostgreSQL with the pgvector extension to store embeddings.",
@@ -81,7 +83,7 @@ def scenario(settings: Any, llm: FakeLLM, query: str) -> None:
             for b in llm.chat_requests
             if b["messages"][0]["content"] not in (SUMMARY_PROMPT, INTENT_PROMPT)
         ][-1]["messages"][0]["content"]
-        assert "## Current Intent\nChoosing a vector database." in system
+        assert INTENT_BLOCK + "Choosing a vector database." in system
         assert ": " + SUMMARY["summary"] + " (tags: database, vectors)" in system
         assert "- summary of buffer #1-4" in system
         # the fused list has the summary and the rows that said it

@@ -8,10 +8,12 @@ from typing import Any
 
 import numpy as np
 
-from nixx.memory.prompts import RECALL_FRAMING, SYSTEM_PROMPT
+from nixx.memory.prompts import INTENT_FRAMING, RECALL_FRAMING, SYSTEM_PROMPT
 from nixx.testing.fake_llm import FakeLLM, Reply, ToolCall
 
 from .conftest import Nixx
+
+INTENT_BLOCK = "## Current Intent\n" + INTENT_FRAMING + "\n\n"
 
 
 def sse_chunks(text: str) -> list[Any]:
@@ -145,7 +147,7 @@ def test_intent_and_recalled_summaries_in_exact_order(nixx: Nixx, llm: FakeLLM) 
     # best first: the row itself (full text and vectors agree), then the summary of it
     assert system == (
         SYSTEM_PROMPT
-        + "\n\n## Current Intent\nSpeed up vector search."
+        + "\n\n" + INTENT_BLOCK + "Speed up vector search."
         + "\n\n## Recalled Memories\n"
         + RECALL_FRAMING
         + f"\n\n- {day}, buffer #1:\n  user: we tuned the hnsw index of postgres"

@@ -1053,6 +1053,18 @@ class StoreContract:
             store.update_summary(s.id, content="   ", embedding=unit(1))
         assert [e.kind for e in store.forget_log()] == ["summary_edit", "summary_edit"]
 
+    def test_find_text_finds_a_buffer_row_by_its_meta(self, store: MemoryStore):
+        """An assistant row keeps its tool calls' arguments and the agent's name in
+        `meta`: a forget query must find the row there too (issue 26)."""
+        store.append_buffer("user", "look it up")
+        row = store.append_buffer("assistant", "done", meta={
+            "tools": [{"name": "read_file", "arguments": {"path": "Quokka-9931.txt"}}],
+            "agent": "team/coder"})
+        rows, _, _ = store.find_text(["quokka-9931"], 10)
+        assert [r.id for r in rows] == [row.id]
+        rows, _, _ = store.find_text(["team/coder", "done"], 10)
+        assert [r.id for r in rows] == [row.id]
+
     def test_find_text_needs_every_term(self, store: MemoryStore):
         store.bind_embedder(MODEL, DIM)
         a = store.append_buffer("user", "The Secret code is Blue-42", "tui")

@@ -48,8 +48,21 @@ def set_intent(
     rows: tuple[int, int] | None = None,
 ) -> dict[str, Any]:
     """Store the intent; a derived one keeps the (first, last) buffer ids it was derived
-    from, so forgetting one of those rows clears it (`nixx.memory.forget`)."""
-    intent = " ".join(str(intent).split())
+    from, so forgetting one of those rows clears it (`nixx.memory.forget`).
+
+    The text enters every system prompt (framed as data: `nixx.memory.prompts`), so
+    control characters are not taken: a NUL, a bidirectional control (U+202A-U+202E,
+    U+2066-U+2069, U+200E, U+200F, U+061C: text that reads differently from what it
+    holds) or another C0/C1 control in a manual intent is a `ValidationError`; from a
+    derivation (the LLM's answer) they are stripped. Whitespace runs become one space."""
+    bad = _unsafe(str(intent))
+    if bad and source == "manual":
+        raise ValidationError(
+            f"intent contains a control character (U+{ord(bad[0]):04X}): NUL, "
+            "bidirectional controls and other control characters are not accepted",
+            param="intent")
+    intent = "".join(ch for ch in str(intent) if ch not in bad)
+    intent = " ".join(intent.split())
     if not intent:
         raise ValidationError(
             "intent must be non-empty text (use DELETE /v1/intent to clear it)", param="intent"
@@ -67,6 +80,15 @@ def set_intent(
         value["rows"] = [int(rows[0]), int(rows[1])]
     store.set_state(KEY, value)
     return value
+
+
+_BIDI = frozenset("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u200e\u200f\u061c")
+
+
+def _unsafe(text: str) -> list[str]:
+    """The characters of `text` an intent does not keep (see `set_intent`)."""
+    return [ch for ch in text if ch in _BIDI or (
+        (ord(ch) < 32 or 0x7f <= ord(ch) < 0xa0) and ch not in "\t\n\r")]
 
 
 def clear(store: MemoryStore) -> None:

@@ -42,7 +42,13 @@ from nixx.memory import intent as intent_state
 from nixx.memory import search as fused
 from nixx.memory.episodic import Episodic
 from nixx.memory.history import CHARS_PER_TOKEN
-from nixx.memory.prompts import INTENT_HEADING, RECALL_FRAMING, RECALL_HEADING, SYSTEM_PROMPT
+from nixx.memory.prompts import (
+    INTENT_FRAMING,
+    INTENT_HEADING,
+    RECALL_FRAMING,
+    RECALL_HEADING,
+    SYSTEM_PROMPT,
+)
 from nixx.memory.search import Result
 from nixx.priority import Foreground
 from nixx.store.base import MemoryStore
@@ -533,8 +539,8 @@ def select(
 
 def build_system_prompt(base: str, intent: str | None, recalled: Sequence[Recalled]) -> str:
     parts = [base.strip()]
-    if intent and intent.strip():
-        parts.append(f"{INTENT_HEADING}\n{intent.strip()}")
+    if intent and intent.strip():  # framed as data, like the recalled memories
+        parts.append(f"{INTENT_HEADING}\n{INTENT_FRAMING}\n\n{intent.strip()}")
     if recalled:
         items = "\n".join(item.text for item in recalled)
         parts.append(f"{RECALL_HEADING}\n{RECALL_FRAMING}\n\n{items}")

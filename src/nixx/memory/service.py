@@ -672,9 +672,20 @@ class NixxService:
         return await self.run(forgetting.matches, self.store, query)
 
     async def forget_query(self, query: str, ids: Sequence[str]) -> dict[str, Any]:
-        """Delete exactly `ids`, each of which `query` must still match."""
+        """Delete exactly `ids`, each of which `query` must still match (``intent:1``:
+        clear the intent, set by hand or derived, whose text matched)."""
         grouped = await self.run(forgetting.confirmed_refs, self.store, query, list(ids))
-        return await self._forget("query", **grouped)
+        _, with_intent = forgetting.split_intent(ids)
+        if not any(grouped.values()):  # the intent alone
+            async with self._forget_lock:
+                self._forget_epoch += 1
+                await self.run(intent_state.clear, self.store)
+                scrub = await self.run(self.store.scrub)
+            empty: dict[str, Any] = {"log_id": None, "kind": "query", "at": None, "buffer_ids": [],
+                     "summary_ids": [], "source_ids": [], "memory_ids": [],
+                     "memories_removed": 0, "resummarise": [], "rebuild_source_ids": []}
+            return {"forgotten": empty, "intent_cleared": True, "disk": scrub}
+        return await self._forget("query", with_intent, **grouped)
 
     async def forget_log(self, limit: int = 100) -> list[ForgetLogEntry]:
         return await self.run(self.store.forget_log, limit)
@@ -707,15 +718,20 @@ class NixxService:
             await self.run(self.store.scrub)
         return summary
 
-    async def _forget(self, kind: str, **ids: Sequence[int]) -> dict[str, Any]:
+    async def _forget(self, kind: str, clear_intent: bool = False, /,
+                      **ids: Sequence[int]) -> dict[str, Any]:
         """One deletion: the store's transaction, then the intent, then the files on
-        disk; the repairs (re-summaries, source chunks, intent) run in the background."""
+        disk; the repairs (re-summaries, source chunks, intent) run in the background.
+        `clear_intent`: the intent matched the forget query and goes too (no
+        re-derivation: the rows it came from may still say what was forgotten)."""
         async with self._forget_lock:
             self._forget_epoch += 1
 
             def work() -> tuple[ForgetResult, bool, dict[str, Any]]:
                 result = self.store.forget(kind, **ids)
                 cleared = forgetting.intent_from_deleted(self.store, result.buffer_ids)
+                if clear_intent:
+                    intent_state.clear(self.store)
                 return result, cleared, self.store.scrub()
 
             result, intent_cleared, scrub = await self.run(work)
@@ -726,7 +742,8 @@ class NixxService:
             self.jobs.schedule(SOURCES_JOB, self._rebuild_sources)
         if intent_cleared:
             self.jobs.schedule(INTENT_JOB, self._rederive_intent)
-        return {"forgotten": result.to_dict(), "intent_cleared": intent_cleared, "disk": scrub}
+        return {"forgotten": result.to_dict(), "intent_cleared": intent_cleared or clear_intent,
+                "disk": scrub}
 
     async def resume_repairs(self) -> None:
         """Schedule the repairs a forget left queued (say `nixx forget` while the LLM

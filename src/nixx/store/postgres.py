@@ -68,6 +68,13 @@ _EMBEDDER_LOCK = 7_346_102
 _USER_ROW_LOCK = 7_346_103
 
 _BUFFER_COLS = "id, role, content, origin, created_at, meta"
+#: what a forget answers on PostgreSQL (docs/memory.md, "Forgetting")
+PG_WAL_NOTE = (
+    "deleted from the tables; PostgreSQL's write-ahead log (pg_wal) and any WAL archive or "
+    "replica still hold the text until the server recycles those segments (after "
+    "checkpoints; `nixx db vacuum` does not reach them): ask the database's administrator "
+    "to run CHECKPOINT and rotate the WAL (pg_switch_wal()) where that matters"
+)
 _SUMMARY_COLS = "id, content, tags, entities, start_buffer_id, end_buffer_id, created_at"
 _SOURCE_COLS = (
     "s.id, s.name, s.type, s.summary, s.start_id, s.end_id, s.created_at, s.meta, "
@@ -1113,10 +1120,13 @@ class PostgresStore(MemoryStore):
         if not terms or limit <= 0:
             return [], [], []
         where = " AND ".join("strpos(lower(content), %s) > 0" for _ in terms)
+        # a buffer row's meta too (`meta.tools` arguments, `meta.agent`)
+        in_row = " AND ".join("strpos(lower(content || ' ' || meta::text), %s) > 0"
+                              for _ in terms)
         with self._conn() as conn:
             conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
             buffer = conn.execute(
-                f"SELECT {_BUFFER_COLS} FROM buffer WHERE role <> 'marker' AND {where} "
+                f"SELECT {_BUFFER_COLS} FROM buffer WHERE role <> 'marker' AND {in_row} "
                 "ORDER BY id LIMIT %s",
                 (*terms, limit),
             ).fetchall()
@@ -1142,6 +1152,12 @@ class PostgresStore(MemoryStore):
                 (max(0, limit),),
             ).fetchall()
         return [ForgetLogEntry(int(r[0]), iso_utc(r[1]), r[2], r[3], r[4]) for r in rows]
+
+    def scrub(self) -> dict[str, Any]:
+        """PostgreSQL removes deleted rows from its tables (`VACUUM` makes the space
+        reusable) but its write-ahead log keeps the deleted text until the server
+        recycles those segments: nothing a client can scrub. Said where a forget answers."""
+        return {"backend": "postgres", "note": PG_WAL_NOTE}
 
     def vacuum(self) -> dict[str, Any]:
         """``VACUUM (FULL, ANALYZE)`` of nixx's tables: each is rewritten into new files

@@ -949,11 +949,14 @@ class SQLiteStore(MemoryStore):
         if not terms or limit <= 0:
             return [], [], []
         where = " AND ".join("instr(lower(content), ?) > 0" for _ in terms)
+        # a buffer row's meta too: an assistant row keeps its tool calls' arguments and
+        # the agent's name there (`meta.tools`, `meta.agent`)
+        in_row = " AND ".join("instr(lower(content || ' ' || meta), ?) > 0" for _ in terms)
         with self._read() as conn:
             buffer = [
                 _buffer_row(r)
                 for r in conn.execute(
-                    f"SELECT {_BUFFER_COLS} FROM buffer WHERE role != 'marker' AND {where} "
+                    f"SELECT {_BUFFER_COLS} FROM buffer WHERE role != 'marker' AND {in_row} "
                     "ORDER BY id LIMIT ?",
                     (*terms, limit),
                 )
@@ -990,6 +993,11 @@ class SQLiteStore(MemoryStore):
         conn = self._conn()
         with self._write() as w:
             w.execute("INSERT INTO buffer_fts (buffer_fts) VALUES ('optimize')")
+        # a graph held in memory may still hold the bytes of deleted vectors (a removed
+        # key is only marked): it is never saved again (`close` would write it back)
+        for name, index in list(self._indexes.items()):
+            with self._index_locks[name]:
+                index.forbid_save()
         removed = []
         for table in _VECTOR_TABLES:
             sidecar = self.path.with_name(f"{self.path.name}.{table}.hnsw")
