@@ -8,7 +8,9 @@ reused for every call. Failures become nixx errors:
   `BackendUnavailable` naming the URL and the variable that sets it;
 - the backend answers an HTTP error → `BackendError` carrying the backend's own message;
 - a stream that breaks before it finished → `BackendError` with ``code="stream_interrupted"``
-  (raised from the iterator, after the chunks already received were yielded);
+  (raised from the iterator, after the chunks already received were yielded); so does a
+  stream that ends with ``[DONE]`` before any chunk carried a finish reason (what
+  llama-cpp-python sends when it gives its one slot to another request);
 - a chunk or completion of the wrong shape (`check_chunk`, `check_completion`) →
   `BackendError` too (a stream: ``stream_interrupted``, after the good chunks).
 """
@@ -241,7 +243,16 @@ class ChatClient(_Errors):
                     f"the stream from the LLM backend broke: {type(exc).__name__}: {exc}",
                     code="stream_interrupted",
                 ) from None
-            if not done and not finished:
+            if done and not finished:
+                # llama-cpp-python, by default, ends a request this way when another one
+                # waits for its slot: the answer is not complete, whatever [DONE] says
+                raise BackendError(
+                    "the stream from the LLM backend ended with [DONE] but no finish reason: "
+                    "the answer is not complete (a local server that serves one request at "
+                    "a time may have given the slot to another request)",
+                    code="stream_interrupted",
+                )
+            if not finished:
                 raise BackendError(
                     "the stream from the LLM backend ended before the answer was complete",
                     code="stream_interrupted",

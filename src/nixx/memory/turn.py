@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
 from concurrent.futures import Future, InvalidStateError
 from dataclasses import dataclass, field
@@ -36,7 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 from anyio import to_thread
 
-from nixx.errors import NixxError
+from nixx.errors import BackendError, NixxError
 from nixx.llm.stream import StreamAccumulator
 from nixx.memory.history import (
     estimate_tokens,
@@ -53,6 +54,8 @@ if TYPE_CHECKING:
     from nixx.llm.client import ChatClient
     from nixx.memory.episodic import Episodic
     from nixx.memory.recall import Recall, RecallContext
+
+log = logging.getLogger(__name__)
 
 # Request keys nixx sets itself; everything else the client sent goes to the backend.
 _OWN_KEYS = {"messages", "model", "stream", "tools", "n"}
@@ -300,8 +303,16 @@ async def run_turn(
                 progress.tool_runs.append(run)
                 yield run
                 convo.append({"role": "tool", "tool_call_id": call["id"], "content": result})
+        if not progress.content.strip() and not progress.client_calls and not exhausted:
+            # an answer with nothing in it is no answer: never reported as a success
+            raise BackendError(
+                f"the LLM backend answered an empty message (finish_reason {finish!r}); "
+                "nothing was stored as the answer — send the message again",
+                code="empty_answer",
+            )
     except NixxError as exc:
         failure = exc.message
+        log.warning("turn failed (%s): %s", origin, exc.message)
         raise
     except (asyncio.CancelledError, GeneratorExit):
         failure = "the client went away before the answer was complete"
