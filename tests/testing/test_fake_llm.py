@@ -105,33 +105,33 @@ def _stream_text(llm: FakeLLM, text: str) -> tuple[str, str | None]:
     return got, finish
 
 
-def test_one_slot_serves_one_request_at_a_time_and_can_interrupt() -> None:
-    for interrupt in (False, True):
-        with FakeLLM(slots=1, interrupt=interrupt) as llm:
-            calls: list[str] = []
+@pytest.mark.parametrize("interrupt", [False, True])
+def test_one_slot_serves_one_request_at_a_time_and_can_interrupt(interrupt: bool) -> None:
+    with FakeLLM(slots=1, interrupt=interrupt) as llm:
+        calls: list[str] = []
 
-            def responder(body: dict[str, Any]) -> Reply:
-                calls.append(body["messages"][-1]["content"])
-                if len(calls) == 1:
-                    # the first answer starts only once the second request waits
-                    while llm.in_flight < 2:
-                        threading.Event().wait(0.01)
-                return Reply(content="a b c d")
+        def responder(body: dict[str, Any]) -> Reply:
+            calls.append(body["messages"][-1]["content"])
+            if len(calls) == 1:
+                # the first answer starts only once the second request waits
+                while llm.in_flight < 2:
+                    threading.Event().wait(0.01)
+            return Reply(content="a b c d")
 
-            llm.responder = responder
-            results: list[tuple[str, str | None]] = []
-            first = threading.Thread(target=lambda: results.append(_stream_text(llm, "one")))
-            first.start()
-            while not calls:
-                threading.Event().wait(0.01)
-            second = _stream_text(llm, "two")
-            first.join(30)
-            assert calls == ["one", "two"]
-            assert llm.peak_serving == 1 and llm.peak_in_flight == 2
-            assert second == ("a b c d", "stop")
-            if interrupt:
-                # the waiting request ended the running stream after its first chunk
-                assert llm.interrupted == 1
-                assert results == [("", None)]
-            else:
-                assert results == [("a b c d", "stop")]
+        llm.responder = responder
+        results: list[tuple[str, str | None]] = []
+        first = threading.Thread(target=lambda: results.append(_stream_text(llm, "one")))
+        first.start()
+        while not calls:
+            threading.Event().wait(0.01)
+        second = _stream_text(llm, "two")
+        first.join(30)
+        assert calls == ["one", "two"]
+        assert llm.peak_serving == 1 and llm.peak_in_flight == 2
+        assert second == ("a b c d", "stop")
+        if interrupt:
+            # the waiting request ended the running stream after its first chunk
+            assert llm.interrupted == 1
+            assert results == [("", None)]
+        else:
+            assert results == [("a b c d", "stop")]
