@@ -186,6 +186,16 @@ class Settings(BaseSettings):
     system_prompt: str | None = Field(
         default=None, description="Replaces nixx's built-in base system prompt."
     )
+    prompt_layout: Literal["cache", "system"] = Field(
+        default="cache",
+        description="Where a turn's memory goes in the request. `cache`: the system message "
+        "holds the base prompt only (and the client's own system messages), the current "
+        "intent and the recalled memories are added to the latest user message, after its "
+        "text — the request then starts with what the previous one held, so a backend's "
+        "prefix cache (llama.cpp, Ollama, vLLM) keeps the history. `system`: all of it in "
+        "the one system message, as the seed did (the history is evaluated again whenever "
+        "recall or the intent change).",
+    )
     log_level: Literal["debug", "info", "warning", "error"] = Field(
         default="info", description="Server log level."
     )

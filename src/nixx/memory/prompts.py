@@ -12,6 +12,12 @@ search the conversation transcript with the tools offered to you. Be direct and 
 
 INTENT_HEADING = "## Current Intent"
 
+# The `cache` prompt layout: what separates the user's own words in their latest message
+# from the memory nixx adds after them (docs/memory.md, "The prompt layout").
+MEMORY_NOTE = """\
+---
+(Added by nixx, not written by the user: the memory for the message above.)"""
+
 RECALL_HEADING = "## Recalled Memories"
 
 RECALL_FRAMING = """\

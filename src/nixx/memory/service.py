@@ -41,6 +41,7 @@ from nixx.memory import search as fused
 from nixx.memory import semantic
 from nixx.memory.background import BackgroundJobs
 from nixx.memory.episodic import Episodic
+from nixx.memory.layout import MemoryTrail
 from nixx.memory.prompts import SOURCE_SUMMARY_PROMPT
 from nixx.memory.recall import Recall, RecallContext
 from nixx.memory.row_vectors import RowVectors
@@ -133,6 +134,7 @@ class NixxService:
             resolve_model=self.resolve_model,
             spawn=self._spawn,
             after_turn=self._after_turn,
+            trail=MemoryTrail(),
         )
         self.jobs = BackgroundJobs()
         # every buffer row's vector, made in a thread of its own (started by the server)

@@ -4,10 +4,14 @@
    to the buffer — once, before the backend is called — while, in a second worker
    thread, recall's rankers run on the latest user message (full text over the buffer,
    vectors over buffer rows and summaries: `nixx.memory.recall.Recall.search`).
-2. The system prompt is built (`nixx.memory.recall`): base prompt, current intent,
-   recalled excerpts and summaries from outside the history the client sent, above the
-   floor and within the token budget; system/developer messages the client put first are appended to
-   it, so the backend gets exactly one leading system message.
+2. The prompt's memory is built (`nixx.memory.recall`): current intent, recalled
+   excerpts and summaries from outside the history the client sent, above the floor and
+   within the token budget. Where it goes is the prompt layout (``prompt_layout``):
+   ``cache`` (default) adds it to the latest user message, after its text
+   (`place_memory`), so the request begins with what the previous one sent and a
+   backend's prefix cache keeps it; ``system`` puts it in the system message after the
+   base prompt, as the seed did. System/developer messages the client put first are
+   appended to the system message, so the backend gets exactly one leading system message.
 3. The history is trimmed newest-first to the context budget.
 4. The backend is called (always streamed, so a cut keeps what was produced). Content
    is yielded as it arrives. Calls to nixx's own tools are run here and fed back, at
@@ -48,11 +52,14 @@ from nixx.memory.history import (
     text_of,
     trim_history,
 )
+from nixx.memory.layout import dedupe, memory_text, place_memory
+from nixx.memory.recall import build_memory_block
 
 if TYPE_CHECKING:
     from nixx.config import Settings
     from nixx.llm.client import ChatClient
     from nixx.memory.episodic import Episodic
+    from nixx.memory.layout import MemoryTrail
     from nixx.memory.recall import Recall, RecallContext
 
 log = logging.getLogger(__name__)
@@ -109,6 +116,8 @@ class TurnParts:
     # run a write as its own task, kept alive when the request is cancelled
     spawn: Callable[[Coroutine[Any, Any, None]], asyncio.Task[None]]
     after_turn: Callable[[], None]  # schedule the background work a new row may make due
+    # the `cache` prompt layout: the memory added to each user message sent (`layout`)
+    trail: MemoryTrail | None = None
 
 
 @dataclass
@@ -209,14 +218,34 @@ async def run_turn(
         system = system + "\n\n" + "\n\n".join(extra)
     system_message = {"role": "system", "content": system}
 
-    # 3. trim the history to the budget
+    # 3. the prompt layout (`nixx.memory.layout`), then the history trimmed to the budget
+    #    (the memory counts against it)
+    keys: list[bytes] = []
+    carried: list[str] = []
+    if ctx.layout == "cache" and parts.trail is not None:
+        keys = parts.trail.keys(leading, history)
+        history, carried = parts.trail.carry(history, keys)
     budget = (
         settings.chat_context_length
         - _reserve(body, settings.chat_context_length)
         - estimate_tokens(system_message)
+        - estimate_tokens({"content": memory_text(ctx.memory_block)})
     )
     kept, trimmed = trim_history(history, max(budget, 0))
-    convo: list[dict[str, Any]] = [system_message, *kept]
+    memory = ""
+    if ctx.memory_block:
+        kept_text = "\n".join(text_of(m.get("content")) for m in kept)
+        still = [c for c in carried if c in kept_text]
+        intent_now, items = dedupe(ctx.intent, ctx.recalled, still)
+        memory = memory_text(build_memory_block(intent_now, items))
+    convo: list[dict[str, Any]] = [system_message, *place_memory(kept, memory)]
+    if memory and not any(m.get("role") == "user" for m in kept):
+        # no user message to carry it: the system message does, as in the `system` layout
+        system_message["content"] = f"{system}\n\n{ctx.memory_block}"
+        memory = ""
+    if memory and keys:
+        last_user = max(i for i, m in enumerate(history) if m.get("role") == "user")
+        parts.trail.remember(keys[last_user], memory)  # type: ignore[union-attr]
 
     # 4. tools: the client's, then nixx's own (a client tool shadows a nixx tool)
     client_tools = list(body.get("tools") or [])
