@@ -50,8 +50,8 @@ leave out a category that has none. The transcript follows, one message per line
 ROLE: content."""
 
 SUMMARY_RETRY = """\
-Your previous answer was not a valid JSON object with a non-empty "summary" string. \
-Answer again with only the JSON object."""
+An earlier answer to this request was not a valid JSON object with a non-empty \
+"summary" string. Answer with only the JSON object."""
 
 SOURCE_SUMMARY_PROMPT = """\
 Summarise the following excerpt of a conversation in 2-4 sentences for a reader who will \

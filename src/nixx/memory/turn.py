@@ -42,6 +42,7 @@ from typing import TYPE_CHECKING, Any
 from anyio import to_thread
 
 from nixx.errors import BackendError, NixxError
+from nixx.llm.facts import context_from_error, is_overflow
 from nixx.llm.stream import StreamAccumulator
 from nixx.memory.history import (
     estimate_tokens,
@@ -116,6 +117,8 @@ class TurnParts:
     # run a write as its own task, kept alive when the request is cancelled
     spawn: Callable[[Coroutine[Any, Any, None]], asyncio.Task[None]]
     after_turn: Callable[[], None]  # schedule the background work a new row may make due
+    # (the model's context length in tokens, where that came from), for a model
+    context_length: Callable[[str], Awaitable[tuple[int, str]]]
     # the `cache` prompt layout: the memory added to each user message sent (`layout`)
     trail: MemoryTrail | None = None
 
@@ -216,33 +219,39 @@ async def run_turn(
     extra = [text_of(m.get("content")) for m in leading if text_of(m.get("content")).strip()]
     if extra:
         system = system + "\n\n" + "\n\n".join(extra)
-    system_message = {"role": "system", "content": system}
 
     # 3. the prompt layout (`nixx.memory.layout`), then the history trimmed to the budget
-    #    (the memory counts against it)
+    #    (the memory counts against it): the model's context as the backend says, else
+    #    the setting
+    context_length, context_source = await parts.context_length(model)
     keys: list[bytes] = []
     carried: list[str] = []
     if ctx.layout == "cache" and parts.trail is not None:
         keys = parts.trail.keys(leading, history)
         history, carried = parts.trail.carry(history, keys)
-    budget = (
-        settings.chat_context_length
-        - _reserve(body, settings.chat_context_length)
-        - estimate_tokens(system_message)
-        - estimate_tokens({"content": memory_text(ctx.memory_block)})
-    )
-    kept, trimmed = trim_history(history, max(budget, 0))
-    memory = ""
-    if ctx.memory_block:
-        kept_text = "\n".join(text_of(m.get("content")) for m in kept)
-        still = [c for c in carried if c in kept_text]
-        intent_now, items = dedupe(ctx.intent, ctx.recalled, still)
-        memory = memory_text(build_memory_block(intent_now, items))
-    convo: list[dict[str, Any]] = [system_message, *place_memory(kept, memory)]
-    if memory and not any(m.get("role") == "user" for m in kept):
-        # no user message to carry it: the system message does, as in the `system` layout
-        system_message["content"] = f"{system}\n\n{ctx.memory_block}"
+
+    def build(length: int) -> tuple[list[dict[str, Any]], int, str]:
+        system_message = {"role": "system", "content": system}
+        budget = (
+            length
+            - _reserve(body, length)
+            - estimate_tokens(system_message)
+            - estimate_tokens({"content": memory_text(ctx.memory_block)})
+        )
+        kept, trimmed = trim_history(history, max(budget, 0))
         memory = ""
+        if ctx.memory_block:
+            kept_text = "\n".join(text_of(m.get("content")) for m in kept)
+            still = [c for c in carried if c in kept_text]
+            intent_now, items = dedupe(ctx.intent, ctx.recalled, still)
+            memory = memory_text(build_memory_block(intent_now, items))
+        if memory and not any(m.get("role") == "user" for m in kept):
+            # no user message to carry it: the system message does, as in `system`
+            system_message["content"] = f"{system}\n\n{ctx.memory_block}"
+            memory = ""
+        return [system_message, *place_memory(kept, memory)], trimmed, memory
+
+    convo, trimmed, memory = build(context_length)
     if memory and keys:
         last_user = max(i for i, m in enumerate(history) if m.get("role") == "user")
         parts.trail.remember(keys[last_user], memory)  # type: ignore[union-attr]
@@ -258,6 +267,7 @@ async def run_turn(
     passthrough = {k: v for k, v in body.items() if k not in _OWN_KEYS}
 
     progress = _Progress()
+    gate = contextlib.AsyncExitStack()
     usage: dict[str, int] = {}
     finish = "stop"
     model_out = model
@@ -265,7 +275,11 @@ async def run_turn(
     exhausted = False
     refused_calls: list[str] = []
     try:
-        for round_no in range(settings.tool_max_rounds + 1):
+        # the user comes first: nixx's own calls wait, or are stopped (`nixx.llm.gate`)
+        await gate.enter_async_context(parts.llm.gate.user_turn())
+        round_no = 0
+        retried = False
+        while round_no <= settings.tool_max_rounds:
             last_round = round_no == settings.tool_max_rounds
             offered = client_tools + ([] if last_round else nixx_specs)
             request = {**passthrough, "model": model, "messages": convo}
@@ -285,15 +299,29 @@ async def run_turn(
                 del request["tool_choice"]
             acc = StreamAccumulator()
             separate = bool(progress.parts)
-            async for chunk in parts.llm.stream(request):
-                text = acc.add(chunk)
-                if text:
-                    if separate:
-                        progress.parts.append("\n\n")
-                        yield Delta("\n\n")
-                        separate = False
-                    progress.parts.append(text)
-                    yield Delta(text)
+            try:
+                async for chunk in parts.llm.stream(request):
+                    text = acc.add(chunk)
+                    if text:
+                        if separate:
+                            progress.parts.append("\n\n")
+                            yield Delta("\n\n")
+                            separate = False
+                        progress.parts.append(text)
+                        yield Delta(text)
+            except BackendError as exc:
+                if round_no > 0 or progress.parts or acc.parts:
+                    raise
+                named = _context_refused(exc, context_length)
+                if named is not None and not retried:
+                    # the backend named its context: trimmed to it, the turn is sent again
+                    parts.llm.learn_context(model, named, "the backend's refusal")
+                    retried = True
+                    context_length, context_source = named, "the backend's refusal"
+                    convo, trimmed, memory = build(context_length)
+                    continue
+                raise _explained(exc, convo, context_length, context_source) from None
+            round_no += 1
             model_out = acc.model or model_out
             _add_usage(usage, acc.usage)
             calls = acc.tool_calls()
@@ -347,6 +375,7 @@ async def run_turn(
         failure = "the client went away before the answer was complete"
         raise
     finally:
+        await gate.aclose()
         # Store what was produced even when the stream broke or we were cancelled: the
         # write runs as its own task, so a cancellation cannot interrupt it.
         meta: dict[str, Any] = {}
@@ -382,6 +411,37 @@ async def run_turn(
         user_row_id=user_row_id,
         assistant_row_id=progress.assistant_row_id,
         trimmed=trimmed,
+    )
+
+
+def _context_refused(exc: BackendError, length: int) -> int | None:
+    """The context length a refusal names, when it is smaller than the one the request
+    was trimmed to (then the turn can be sent again, trimmed to it)."""
+    if not is_overflow(exc.message):
+        return None
+    named = context_from_error(exc.message)
+    return named if named is not None and named < length else None
+
+
+def _explained(
+    exc: BackendError, convo: list[dict[str, Any]], length: int, source: str
+) -> BackendError:
+    """`exc`, saying so when the request was likely longer than the model's context: a
+    refusal for the length, or nothing at all back from a request that filled most of
+    the context (llama-cpp-python answers such a stream with an empty 200)."""
+    tokens = sum(estimate_tokens(m) for m in convo)
+    overflow = is_overflow(exc.message)
+    if not overflow and not (exc.details.get("code") == "stream_interrupted"
+                             and tokens >= length // 2):
+        return exc
+    how = "the backend refused it as too long" if overflow else "the backend answered nothing"
+    return BackendError(
+        f"{exc.message} — the request was ~{tokens} tokens and {how}: nixx takes the "
+        f"model's context length to be {length} tokens ({source}). If the model's context "
+        "is smaller, set chat_context_length (NIXX_CHAT_CONTEXT_LENGTH) to it; the history "
+        "is then trimmed to fit",
+        code="context_length_exceeded" if overflow else exc.details.get("code"),
+        status=exc.details.get("status"),
     )
 
 
