@@ -26,7 +26,7 @@ import httpx
 from nixx.errors import BackendError, BackendUnavailable
 from nixx.llm.facts import BackendFacts, probe
 from nixx.llm.gate import BackendGate
-from nixx.llm.stream import check_chunk, check_completion
+from nixx.llm.stream import StreamAccumulator, check_chunk, check_completion
 from nixx.secret import reveal
 from nixx.sse import aparse_lines
 
@@ -233,8 +233,24 @@ class ChatClient(_Errors):
     ) -> dict[str, Any]:
         """One of nixx's own completions (a summary, the intent): through the `gate`, so
         it runs only while no user's turn does, within `budget` seconds (the caller
-        bounds the answer with ``max_tokens``)."""
-        return await self.gate.background(lambda: self.create(body), budget=budget, what=what)
+        bounds the answer with ``max_tokens``); streamed from the backend, returned whole
+        (`create`'s shape)."""
+        return await self.gate.background(lambda: self._streamed(body), budget=budget, what=what)
+
+    async def _streamed(self, body: dict[str, Any]) -> dict[str, Any]:
+        """A completion asked for as a stream (so that stopping it — a user's turn took
+        the slot — closes the connection and a local server stops generating; a request
+        not streamed runs to its end on llama-cpp-python), in the shape of `create`'s."""
+        acc = StreamAccumulator()
+        async for chunk in self.stream(body):
+            acc.add(chunk)
+        message: dict[str, Any] = {"role": "assistant", "content": acc.content}
+        return {
+            "object": "chat.completion",
+            "model": acc.model,
+            "choices": [{"index": 0, "message": message, "finish_reason": acc.finish_reason}],
+            "usage": acc.usage,
+        }
 
     async def list_models(self) -> dict[str, Any]:
         """The backend's `GET /models` document (OpenAI list shape)."""
