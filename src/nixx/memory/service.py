@@ -149,6 +149,7 @@ class NixxService:
         self.row_vectors = RowVectors(store, self._embed_sync, foreground=self.foreground)
         self._bound = False
         self._models: list[str] | None = None
+        self._last_model = ""  # the model of the newest turn or own call (for the status)
         self._writes: set[asyncio.Task[Any]] = set()
         self._summary_failures = 0
         self._summary_skip = 0
@@ -296,6 +297,7 @@ class NixxService:
         """(the model's context length in tokens, where that came from): what the backend
         says (`nixx.llm.facts`; the smaller of it and ``chat_context_length`` when that is
         set), else ``chat_context_length``."""
+        self._last_model = model
         facts = await self.llm.facts(model)
         return self.context_length_of((facts.context_length, facts.source))
 
@@ -528,7 +530,7 @@ class NixxService:
         data["threshold"] = self.recall.threshold
         data["recall_limit"] = self.settings.recall_limit
         # what is known already: a status is never the one to ask the backend
-        model = self.settings.chat_model or (self._models[0] if self._models else "")
+        model = self.settings.chat_model or self._last_model
         known = self.llm.known_context(model)
         length, source = self.context_length_of(known)
         data["context_length"] = length
