@@ -486,3 +486,31 @@ def test_no_backend_names_the_config_file_read(
             message = assert_envelope(r.json(), "backend_unavailable")["message"]
             assert str(config) in message
             assert ("does not set it" if written else "no config file was read") in message
+
+
+# ---- failures in sight ---------------------------------------------------------------------
+
+
+def test_a_summary_that_keeps_failing_is_shown_with_its_reason(nixx: Nixx, llm: FakeLLM) -> None:
+    from nixx.tui.widgets import StatusInfo, failing_text, render_status
+
+    def responder(body: dict[str, Any]) -> Reply:
+        if _is_summary(body):
+            return Reply(status=400, error="This model's maximum context length is 64 tokens")
+        return Reply(content="fine")
+
+    llm.responder = responder
+    nixx.client.post("/v1/episodic/config", json={"interval": 3})
+    for n in range(2):
+        nixx.chat(f"message {n} lorem lorem lorem")
+        nixx.idle()
+    status = nixx.client.get("/v1/episodic/status").json()
+    assert "maximum context length is 64 tokens" in status["summary_error"]
+    assert status["summary_failures"] >= 1
+    # the TUI's status line
+    line = render_status(StatusInfo(failing=failing_text(status))).plain
+    assert "summary failing" in line and "maximum context length is 64 tokens" in line
+    # every page of /ui
+    page = nixx.client.get("/ui/summaries").text
+    assert "The summary keeps failing" in page and "maximum context length is 64 tokens" in page
+    assert "No summaries yet" in page

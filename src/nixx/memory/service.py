@@ -524,6 +524,14 @@ class NixxService:
     async def clear_intent(self) -> None:
         await self.run(intent_state.clear, self.store)
 
+    def failing(self) -> dict[str, tuple[str, int]]:
+        """The background work whose last run failed: kind -> (why, failures in a row)."""
+        return {
+            kind: (error, self.jobs.failures.get(kind, 1))
+            for kind in (SUMMARY_JOB, INTENT_JOB)
+            if (error := self.jobs.last_error.get(kind))
+        }
+
     # ---- episodic search and status ----------------------------------------------------
     async def status(self) -> dict[str, Any]:
         data = await self.run(self.episodic.status)
@@ -539,6 +547,8 @@ class NixxService:
         data["summary_running"] = self.jobs.running(SUMMARY_JOB)
         data["summary_error"] = self.jobs.last_error.get(SUMMARY_JOB)
         data["intent_error"] = self.jobs.last_error.get(INTENT_JOB)
+        data["summary_failures"] = self.jobs.failures.get(SUMMARY_JOB, 0)
+        data["intent_failures"] = self.jobs.failures.get(INTENT_JOB, 0)
         data["recall_error"] = self.recall.error
         data["buffer_vectors"] = await self.run(self.row_vectors.status)
         return data
