@@ -435,13 +435,14 @@ def _explained(
                              and tokens >= length // 2):
         return exc
     how = "the backend refused it as too long" if overflow else "the backend answered nothing"
+    details = {**exc.details, "code": "context_length_exceeded" if overflow
+               else exc.details.get("code")}
     return BackendError(
         f"{exc.message} — the request was ~{tokens} tokens and {how}: nixx takes the "
         f"model's context length to be {length} tokens ({source}). If the model's context "
         "is smaller, set chat_context_length (NIXX_CHAT_CONTEXT_LENGTH) to it; the history "
         "is then trimmed to fit",
-        code="context_length_exceeded" if overflow else exc.details.get("code"),
-        status=exc.details.get("status"),
+        **details,
     )
 
 
