@@ -90,6 +90,8 @@ class _Errors:
             err = data.get("error") if isinstance(data, dict) else None
             if isinstance(err, dict) and err.get("message"):
                 message = str(err["message"])
+                if isinstance(err.get("n_ctx"), int):  # llama.cpp says its context so
+                    message += f" (n_ctx {err['n_ctx']})"
             elif isinstance(err, str):
                 message = err
             elif isinstance(data, dict) and data.get("detail"):
@@ -213,7 +215,9 @@ class ChatClient(_Errors):
         corrects it from a refusal)."""
         found = self._facts.get(model)
         if found is None:
-            found = self._facts[model] = await probe(self, model)
+            found = await probe(self, model)
+            if found.answered:
+                self._facts[model] = found
             if found.slots and not self._slots_set:
                 self.gate.slots = found.slots
         return found

@@ -27,7 +27,7 @@ _LIMIT = (
     re.compile(r"context length of (\d+)", re.I),
     re.compile(r"context size \(?(\d+)", re.I),
     re.compile(r'"n_ctx"\s*:\s*(\d+)'),
-    re.compile(r"\bn_ctx\s*[=:]\s*(\d+)"),
+    re.compile(r"\bn_ctx\W{0,3}(\d+)"),
 )
 _OVERFLOW = re.compile(r"context (length|size|window)|n_ctx|too many tokens|too long", re.I)
 
@@ -39,6 +39,7 @@ class BackendFacts:
     context_length: int | None = None
     slots: int | None = None
     source: str = ""  # where the context length came from ("llama.cpp /props", ...)
+    answered: bool = True  # False: the backend did not answer (ask again next time)
 
 
 def _int(value: Any) -> int | None:
@@ -118,7 +119,10 @@ async def probe(client: Any, model: str) -> BackendFacts:
     if props is not None:
         facts = props
     if facts.context_length is None:
-        found = from_models(await client.probe_json("GET", "/models"), model)
+        models = await client.probe_json("GET", "/models")
+        if models is None and props is None:
+            return BackendFacts(answered=False)  # down, or not an OpenAI server: not kept
+        found = from_models(models, model)
         if found is None:
             found = from_show(
                 await client.probe_json("POST", f"{root}/api/show", {"model": model})

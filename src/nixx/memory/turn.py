@@ -251,10 +251,14 @@ async def run_turn(
             memory = ""
         return [system_message, *place_memory(kept, memory)], trimmed, memory
 
+    def remember(memory: str) -> None:
+        """The memory this request gave its latest user message, for the next requests."""
+        if memory and keys:
+            last_user = max(i for i, m in enumerate(history) if m.get("role") == "user")
+            parts.trail.remember(keys[last_user], memory)  # type: ignore[union-attr]
+
     convo, trimmed, memory = build(context_length)
-    if memory and keys:
-        last_user = max(i for i, m in enumerate(history) if m.get("role") == "user")
-        parts.trail.remember(keys[last_user], memory)  # type: ignore[union-attr]
+    remember(memory)
 
     # 4. tools: the client's, then nixx's own (a client tool shadows a nixx tool)
     client_tools = list(body.get("tools") or [])
@@ -319,6 +323,7 @@ async def run_turn(
                     retried = True
                     context_length, context_source = named, "the backend's refusal"
                     convo, trimmed, memory = build(context_length)
+                    remember(memory)
                     continue
                 raise _explained(exc, convo, context_length, context_source) from None
             round_no += 1
