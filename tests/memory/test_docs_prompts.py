@@ -17,6 +17,7 @@ def test_every_prompt_is_quoted_verbatim() -> None:
         "RECALL_FRAMING",
         "SUMMARY_PROMPT",
         "SUMMARY_RETRY",
+        "MEMORY_NOTE",
         "INTENT_PROMPT",
         "SOURCE_SUMMARY_PROMPT",
     ):

@@ -12,7 +12,7 @@ from nixx.memory.prompts import INTENT_FRAMING, INTENT_PROMPT
 from nixx.server.app import create_app
 from nixx.testing.fake_llm import FakeLLM, Reply
 
-from .conftest import Nixx
+from .conftest import Nixx, sent_prompt
 
 INTENT_BLOCK = "## Current Intent\n" + INTENT_FRAMING + "\n\n"
 
@@ -41,11 +41,11 @@ def test_set_get_clear(nixx: Nixx, llm: FakeLLM) -> None:
     assert nixx.client.get("/v1/intent").json()["intent"] == "Write the API docs."
     nixx.chat("hello")
     assert (
-        INTENT_BLOCK + "Write the API docs." in llm.chat_requests[-1]["messages"][0]["content"]
+        INTENT_BLOCK + "Write the API docs." in sent_prompt(llm.chat_requests[-1])
     )
     assert nixx.client.delete("/v1/intent").json()["intent"] is None
     nixx.chat("hello again")
-    assert "## Current Intent" not in llm.chat_requests[-1]["messages"][0]["content"]
+    assert "## Current Intent" not in sent_prompt(llm.chat_requests[-1])
 
 
 def test_derive_now_uses_last_rows_of_session_cut_to_500_chars(
@@ -101,9 +101,7 @@ def test_derived_on_schedule_and_after_restart(make_settings: Any, llm: FakeLLM)
         nixx.chat("fourth")
         assert (
             INTENT_BLOCK + "Planning a trip to Norway."
-            in [b for b in llm.chat_requests if not is_intent_request(b)][-1]["messages"][0][
-                "content"
-            ]
+            in sent_prompt([b for b in llm.chat_requests if not is_intent_request(b)][-1])
         )
         nixx.idle()
         # the schedule carried over: rows 5-8 since the derivation at row 4

@@ -16,13 +16,14 @@ from nixx.server.app import create_app
 from nixx.testing.fake_llm import FakeLLM, Reply
 from nixx.testing.pg_fixtures import *  # noqa: F403 - pg_server / pg_url fixtures
 
-from .conftest import Nixx
+from .conftest import Nixx, sent_prompt
 
 BOATHOUSE = "the spare key to the boathouse is hidden under the blue flowerpot"
 
 
 def system_of(llm: FakeLLM) -> str:
-    return str(llm.chat_requests[-1]["messages"][0]["content"])
+    # the system message and the memory the `cache` layout added to the latest user message
+    return sent_prompt(llm.chat_requests[-1])
 
 
 def say(nixx: Nixx, llm: FakeLLM, text: str, answer: str, **kw: Any) -> Any:

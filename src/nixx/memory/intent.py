@@ -2,8 +2,9 @@
 
 Kept in the store's state (key ``intent``) so it survives a restart. Derived by the
 LLM every `intent_interval` buffer rows of the current session, from its last
-`intent_lookback` rows (each cut to `ROW_CHARS` characters); also set and cleared by
-hand. The position of the last derivation is kept too (``intent.derived_at``), so the
+`intent_lookback` rows (each cut to `ROW_CHARS` characters), its answer bounded
+(`MAX_TOKENS`; kept to its first two sentences within `DERIVED_CHARS` characters: it is
+added to every turn); also set and cleared by hand. The position of the last derivation is kept too (``intent.derived_at``), so the
 schedule carries across restarts.
 
 The value says where it came from: ``source`` is ``manual`` (set by hand) or ``derived``
@@ -14,6 +15,7 @@ derivation: it stays until it is cleared or re-derived on request
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
@@ -24,6 +26,8 @@ from nixx.store.base import MemoryStore
 from nixx.store.records import BufferRow
 
 KEY = "intent"
+MAX_TOKENS = 100  # the derivation's answer: one or two sentences
+DERIVED_CHARS = 300  # a derived intent is cut to this (at a sentence end when it can be)
 DERIVED_AT_KEY = "intent.derived_at"  # buffer id of the newest row the last derivation saw
 ROW_CHARS = 500
 MAX_CHARS = 1000
@@ -131,4 +135,20 @@ def clean_answer(answer: str) -> str:
             text = text[len(prefix) :].strip()
     if not text:
         raise BackendError("the backend answered an empty intent")
-    return text[:MAX_CHARS]
+    return bound(text)
+
+
+def bound(text: str, limit: int = DERIVED_CHARS) -> str:
+    """`text` within `limit` characters: its first two sentences when they fit, else cut
+    at a sentence end, else at a word, with an ellipsis."""
+    sentences = re.findall(r"[^.!?]+[.!?]+(?:\s|$)|[^.!?]+$", text)
+    two = "".join(sentences[:2]).strip()
+    if two and len(two) <= limit:
+        return two
+    if len(text) <= limit:
+        return text
+    cut = text[:limit]
+    end = max(cut.rfind(". "), cut.rfind("! "), cut.rfind("? "))
+    if end >= limit // 3:
+        return cut[: end + 1]
+    return cut.rsplit(" ", 1)[0].rstrip(",;:") + "…"

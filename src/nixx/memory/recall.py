@@ -1,6 +1,10 @@
-"""Recall: the per-turn system prompt.
+"""Recall: the per-turn memory of the prompt.
 
-Order, as users of the original expect: the base prompt, then ``## Current Intent``
+Where it goes is the prompt layout (``NIXX_PROMPT_LAYOUT``; the turn places it:
+`nixx.memory.turn`): under ``system`` (the seed's) all of it is the system message, under
+``cache`` (the default) the system message is the base prompt alone and the memory block
+(`RecallContext.memory_block`, the sections below without the base) goes into the latest
+user message. Order, as users of the original expect: the base prompt, then ``## Current Intent``
 (when one is set), then ``## Recalled Memories`` — a framing paragraph, then the recalled
 items best first: verbatim excerpts of earlier conversation (each with its date and
 buffer ids) and summaries (with their tags).
@@ -118,7 +122,7 @@ class Recalled:
 class RecallContext:
     """What a turn adds to the conversation, broken out (served by /v1/debug/context)."""
 
-    system_prompt: str
+    system_prompt: str  # the system message nixx sends (under the `system` layout, all of it)
     base_prompt: str
     intent: str | None
     hits: list[SummaryHit] = field(default_factory=list)  # the summaries among `recalled`
@@ -131,11 +135,17 @@ class RecallContext:
     budget_tokens: int = 0
     considered: int = 0  # fused results looked at before the floor and the budget
     word_floor: float = 0.0  # the share of the question's term weight that recalls a row
+    # `cache` layout: the intent and recalled sections, added to the latest user message
+    # (`nixx.memory.turn`); "" under the `system` layout (they are in `system_prompt`)
+    memory_block: str = ""
+    layout: str = "system"
 
     def info(self) -> dict[str, Any]:
         """The explanation of this recall (/v1/debug/context; the web context page)."""
         return {
             "system_prompt": self.system_prompt,
+            "memory_block": self.memory_block,
+            "layout": self.layout,
             "base_prompt": self.base_prompt,
             "intent": self.intent,
             "recall_enabled": self.recall_enabled,
@@ -293,8 +303,16 @@ class Recall:
                 for item in recalled
                 if item.kind == "summary"
             ]
+        layout = self.settings.prompt_layout
+        block = build_memory_block(intent, recalled)
         return RecallContext(
-            system_prompt=build_system_prompt(self.base_prompt, intent, recalled),
+            system_prompt=(
+                build_system_prompt(self.base_prompt, intent, recalled)
+                if layout == "system"
+                else self.base_prompt.strip()
+            ),
+            memory_block="" if layout == "system" else block,
+            layout=layout,
             base_prompt=self.base_prompt,
             intent=intent,
             hits=summary_hits,
@@ -537,11 +555,19 @@ def select(
     return out
 
 
-def build_system_prompt(base: str, intent: str | None, recalled: Sequence[Recalled]) -> str:
-    parts = [base.strip()]
+def build_memory_block(intent: str | None, recalled: Sequence[Recalled]) -> str:
+    """The turn's memory: ``## Current Intent`` and ``## Recalled Memories`` (each only
+    when not empty); "" when there is neither."""
+    parts = []
     if intent and intent.strip():  # framed as data, like the recalled memories
         parts.append(f"{INTENT_HEADING}\n{INTENT_FRAMING}\n\n{intent.strip()}")
     if recalled:
         items = "\n".join(item.text for item in recalled)
         parts.append(f"{RECALL_HEADING}\n{RECALL_FRAMING}\n\n{items}")
     return "\n\n".join(parts)
+
+
+def build_system_prompt(base: str, intent: str | None, recalled: Sequence[Recalled]) -> str:
+    """The seed's layout: the base prompt, then the memory block, in one system message."""
+    block = build_memory_block(intent, recalled)
+    return "\n\n".join([base.strip(), block] if block else [base.strip()])

@@ -31,7 +31,7 @@ from typing import Any, TypeVar
 import numpy as np
 from anyio import to_thread
 
-from nixx.config import Settings
+from nixx.config import Settings, config_file_note
 from nixx.embed.base import Embedder
 from nixx.errors import BackendError, NotFound, ValidationError
 from nixx.llm.client import ChatClient
@@ -41,9 +41,12 @@ from nixx.memory import search as fused
 from nixx.memory import semantic
 from nixx.memory.background import BackgroundJobs
 from nixx.memory.episodic import Episodic
+from nixx.memory.layout import MemoryTrail
 from nixx.memory.prompts import SOURCE_SUMMARY_PROMPT
 from nixx.memory.recall import Recall, RecallContext
 from nixx.memory.row_vectors import RowVectors
+from nixx.memory.summarize import MAX_TOKENS as SUMMARY_MAX_TOKENS
+from nixx.memory.summarize import PROMPT_TOKENS as SUMMARY_PROMPT_TOKENS
 from nixx.memory.summarize import merge_tags, select_window, summarise
 from nixx.memory.turn import TurnParts, run_turn
 from nixx.priority import Foreground
@@ -60,6 +63,7 @@ SUMMARY_JOB = "summary"
 # 0.011 of R@10 at 0.2; docs/performance.md)
 SEARCH_FLOOR_SHARE = 0.4
 INTENT_JOB = "intent"
+SOURCE_SUMMARY_MAX_TOKENS = 300  # a buffer source's display summary: 2-4 sentences
 SOURCES_JOB = "sources"
 RESPONSE_KEY = "response:"  # state key prefix: a stored response id -> its answer row id
 MAX_RESPONSE_CHAIN = 10_000  # previous_response_id links walked at most
@@ -80,7 +84,11 @@ async def open_service(settings: Settings, *, tools: bool = False) -> AsyncItera
     try:
         embedder = make_embedder(settings)
         llm = ChatClient(
-            settings.chat_base_url, api_key=settings.chat_api_key, timeout=settings.chat_timeout
+            settings.chat_base_url,
+            api_key=settings.chat_api_key,
+            timeout=settings.chat_timeout,
+            slots=settings.chat_slots or None,
+            where=config_file_note("chat_base_url"),
         )
         registry = None
         if tools:
@@ -135,12 +143,15 @@ class NixxService:
             resolve_model=self.resolve_model,
             spawn=self._spawn,
             after_turn=self._after_turn,
+            trail=MemoryTrail(),
+            context_length=self.context_length,
         )
         self.jobs = BackgroundJobs()
         # every buffer row's vector, made in a thread of its own (started by the server)
         self.row_vectors = RowVectors(store, self._embed_sync, foreground=self.foreground)
         self._bound = False
         self._models: list[str] | None = None
+        self._last_model = ""  # the model of the newest turn or own call (for the status)
         self._writes: set[asyncio.Task[Any]] = set()
         self._summary_failures = 0
         self._summary_skip = 0
@@ -336,10 +347,33 @@ class NixxService:
         self.jobs.schedule(INTENT_JOB, self._auto_intent)
         self.row_vectors.notify()
 
+    async def context_length(self, model: str) -> tuple[int, str]:
+        """(the model's context length in tokens, where that came from): what the backend
+        says (`nixx.llm.facts`; the smaller of it and ``chat_context_length`` when that is
+        set), else ``chat_context_length``."""
+        self._last_model = model
+        facts = await self.llm.facts(model)
+        return self.context_length_of((facts.context_length, facts.source))
+
+    def context_length_of(self, learned: tuple[int | None, str]) -> tuple[int, str]:
+        setting = self.settings.chat_context_length
+        explicit = "chat_context_length" in self.settings.model_fields_set
+        length, source = learned
+        if length:
+            if explicit and setting < length:
+                return setting, "chat_context_length"
+            return length, source
+        return setting, "chat_context_length" if explicit else "chat_context_length (default)"
+
     # ---- summaries --------------------------------------------------------------------
-    def _max_transcript_chars(self) -> int:
-        # Leave a quarter of the context for the prompt and the answer.
-        return max(2000, self.settings.chat_context_length * 3)
+    async def _max_transcript_chars(self, model: str | None = None) -> int:
+        """The input one of nixx's own calls may send: the context less the answer's
+        bound and the prompt, at a cautious 3 characters a token (small models' tokenisers
+        give fewer than English's 4)."""
+        model = model or await self.resolve_model(None)
+        length, _ = await self.context_length(model)
+        room = length - SUMMARY_MAX_TOKENS - SUMMARY_PROMPT_TOKENS
+        return max(1000, room * 3)
 
     async def _summarise_window(
         self,
@@ -349,7 +383,13 @@ class NixxService:
         then: Callable[[], Any] | None = None,
     ) -> Summary:
         model = await self.resolve_model(None)
-        draft = await summarise(self.llm, model, rows, max_chars=self._max_transcript_chars())
+        draft, rows = await summarise(
+            self.llm,
+            model,
+            rows,
+            max_chars=await self._max_transcript_chars(model),
+            budget=self.settings.background_timeout,
+        )
         vector = (await self.embed([draft.summary]))[0]
 
         def store() -> Summary:
@@ -398,7 +438,9 @@ class NixxService:
             if not due:
                 return
             interval = await self.run(self.episodic.interval)
-            window = select_window(rows, min_words=interval, max_chars=self._max_transcript_chars())
+            window = select_window(
+                rows, min_words=interval, max_chars=await self._max_transcript_chars()
+            )
             try:
                 summary = await self._summarise_window(window, [], epoch)
             except _Stale:
@@ -422,7 +464,9 @@ class NixxService:
                 raise ValidationError(
                     "nothing to summarise: every buffer message is already in a summary"
                 )
-            window = select_window(rows, min_words=None, max_chars=self._max_transcript_chars())
+            window = select_window(
+                rows, min_words=None, max_chars=await self._max_transcript_chars()
+            )
             try:
                 return await self._summarise_window(window, list(tags), epoch)
             except _Stale:
@@ -493,12 +537,15 @@ class NixxService:
             if not rows:
                 raise ValidationError("no messages in the current session to derive an intent from")
             model = await self.resolve_model(None)
-            data = await self.llm.create(
+            data = await self.llm.background(
                 {
                     "model": model,
                     "messages": intent_state.intent_messages(rows),
                     "temperature": intent_state.TEMPERATURE,
-                }
+                    "max_tokens": intent_state.MAX_TOKENS,
+                },
+                budget=self.settings.background_timeout,
+                what="the intent",
             )
             answer = (data["choices"][0].get("message") or {}).get("content") or ""
             text = intent_state.clean_answer(answer)
@@ -531,15 +578,31 @@ class NixxService:
     async def clear_intent(self) -> None:
         await self.run(intent_state.clear, self.store)
 
+    def failing(self) -> dict[str, tuple[str, int]]:
+        """The background work whose last run failed: kind -> (why, failures in a row)."""
+        return {
+            kind: (error, self.jobs.failures.get(kind, 1))
+            for kind in (SUMMARY_JOB, INTENT_JOB)
+            if (error := self.jobs.last_error.get(kind))
+        }
+
     # ---- episodic search and status ----------------------------------------------------
     async def status(self) -> dict[str, Any]:
         data = await self.run(self.episodic.status)
         data["threshold"] = self.recall.threshold
         data["recall_limit"] = self.settings.recall_limit
-        data["context_length"] = self.settings.chat_context_length
+        # what is known already: a status is never the one to ask the backend
+        model = self.settings.chat_model or self._last_model
+        known = self.llm.known_context(model)
+        length, source = self.context_length_of(known)
+        data["context_length"] = length
+        data["context_length_source"] = source
+        data["backend_slots"] = self.llm.gate.slots
         data["summary_running"] = self.jobs.running(SUMMARY_JOB)
         data["summary_error"] = self.jobs.last_error.get(SUMMARY_JOB)
         data["intent_error"] = self.jobs.last_error.get(INTENT_JOB)
+        data["summary_failures"] = self.jobs.failures.get(SUMMARY_JOB, 0)
+        data["intent_failures"] = self.jobs.failures.get(INTENT_JOB, 0)
         data["recall_error"] = self.recall.error
         data["buffer_vectors"] = await self.run(self.row_vectors.status)
         return data
@@ -601,15 +664,19 @@ class NixxService:
         """(the LLM's display summary of a source's text, what went wrong)."""
         try:
             model = await self.resolve_model(None)
-            data = await self.llm.create(
+            limit = await self._max_transcript_chars(model)
+            data = await self.llm.background(
                 {
                     "model": model,
                     "messages": [
                         {"role": "system", "content": SOURCE_SUMMARY_PROMPT},
-                        {"role": "user", "content": text[: self._max_transcript_chars()]},
+                        {"role": "user", "content": text[:limit]},
                     ],
                     "temperature": 0.3,
-                }
+                    "max_tokens": SOURCE_SUMMARY_MAX_TOKENS,
+                },
+                budget=self.settings.background_timeout,
+                what="a source's summary",
             )
         except BackendError as exc:
             return None, exc.message
@@ -860,9 +927,14 @@ class NixxService:
         result = todo[0]
         try:
             model = await self.resolve_model(None)
+            limit = await self._max_transcript_chars(model)
             for result in todo:
                 summary = await summarise_source(
-                    self.llm, model, result.source.name, result.summary_input
+                    self.llm,
+                    model,
+                    result.source.name,
+                    result.summary_input[:limit],
+                    budget=self.settings.background_timeout,
                 )
                 if summary:
                     source_id = result.source.id

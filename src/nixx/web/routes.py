@@ -71,6 +71,8 @@ def render(request: Request, name: str, code: int = 200, **context: Any) -> HTML
     context["csrf"] = _guard(request).token()
     context["signed_in"] = bool(request.app.state.settings.api_key) and request.url.path != LOGIN_PATH
     context["path"] = request.url.path
+    service = getattr(request.app.state, "service", None)
+    context["failing"] = service.failing() if service is not None else {}
     response: HTMLResponse = _templates(request).TemplateResponse(
         request, name, context, status_code=code
     )

@@ -269,6 +269,7 @@ def test_summarize_round_asks_the_backend_with_the_summary_prompt(tmp_path):
         assert request["messages"][0] == {"role": "system",
                                           "content": "Summarise the votes in one line."}
         assert '<message from="ab12/north">' in request["messages"][1]["content"]
+        assert request["max_tokens"] == 400  # nixx's own call: bounded
 
 
 def test_sequential_round_waits_for_a_member_without_a_runtime(tmp_path):
