@@ -13,7 +13,7 @@ import httpx
 import pytest
 
 from nixx.memory.history import estimate_tokens, text_of
-from nixx.memory.prompts import INTENT_PROMPT, SUMMARY_PROMPT
+from nixx.memory.prompts import INTENT_FRAMING, INTENT_PROMPT, SUMMARY_PROMPT
 from nixx.testing.fake_llm import FakeLLM, Reply
 
 from .conftest import Nixx, sent_prompt
@@ -135,6 +135,9 @@ def _conversation(make_settings: Any, llm: FakeLLM, layout: str, tmp: Any) -> li
     llm.responder = responder
     settings = make_settings(
         prompt_layout=layout,
+        # room for the 24 turns with their memory (the intent's framing and recall by words
+        # made each larger): a page trim resets the prefix, as it must, once at most
+        chat_context_length=16384,
         intent_interval=6,
         summary_interval=400,
         db_url=f"sqlite:///{tmp}/{layout}.db",
@@ -160,7 +163,10 @@ def _conversation(make_settings: Any, llm: FakeLLM, layout: str, tmp: Any) -> li
         turns = [b for b in llm.chat_requests if not _background(b)]
         assert len(turns) == 24
         recalled = sum("## Recalled Memories" in sent_prompt(b) for b in turns)
-        intents = {sent_prompt(b).partition("## Current Intent\n")[2][:40] for b in turns}
+        intents = {
+            sent_prompt(b).partition("## Current Intent\n")[2].partition(INTENT_FRAMING)[2][:40]
+            for b in turns
+        }
         print("recalled in", recalled, "turns; intents", len(intents))
         assert recalled >= 6 and len(intents) >= 3  # memory changed from turn to turn
         texts = [_serialised(b) for b in turns]
@@ -190,7 +196,9 @@ def test_the_seed_layout_stays_available(make_settings: Any, llm: FakeLLM) -> No
         client.post("/v1/intent", json={"intent": "Ship the release."})
         Nixx(client).chat("hello")
         sent = llm.chat_requests[-1]["messages"]
-        assert sent[0]["content"].endswith("\n\n## Current Intent\nShip the release.")
+        assert sent[0]["content"].endswith(
+            "\n\n## Current Intent\n" + INTENT_FRAMING + "\n\nShip the release."
+        )
         assert sent[-1] == {"role": "user", "content": "hello"}
         assert client.get("/v1/debug/context").json()["memory_block"] == ""
 

@@ -33,7 +33,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from nixx.memory.history import text_of
-from nixx.memory.prompts import INTENT_HEADING, MEMORY_NOTE
+from nixx.memory.prompts import INTENT_FRAMING, INTENT_HEADING, MEMORY_NOTE
 
 if TYPE_CHECKING:
     from nixx.memory.recall import Recalled
@@ -135,6 +135,9 @@ def dedupe(
     for memory in reversed(carried):  # the newest intent the conversation carries
         _, heading, rest = memory.partition(f"{INTENT_HEADING}\n")
         if heading:
+            # the section is the framing paragraph, then the intent (`recall.build_memory_block`)
+            if rest.startswith(INTENT_FRAMING):
+                rest = rest[len(INTENT_FRAMING) :].lstrip("\n")
             if intent and rest.split("\n\n", 1)[0].strip() == intent.strip():
                 intent = None
             break
