@@ -128,8 +128,9 @@ class MemoryStore(ABC):
     @abstractmethod
     def search_buffer(self, query: str, limit: int = 10) -> list[BufferHit]:
         """Full-text search over non-marker rows, best first. Terms are OR-ed and ranked
-        (BM25 in SQLite, ts_rank_cd in PostgreSQL), so a question finds rows that share
-        only some of its words. An empty or stop-word-only query returns []."""
+        by BM25 (both engines), so a question finds rows that share only some of its words;
+        a hit's score is the share of the question's term weight (the sum of its words'
+        IDFs) the row carries. An empty or stop-word-only query returns []."""
 
     @abstractmethod
     def buffer_stats(self) -> dict[str, int]:

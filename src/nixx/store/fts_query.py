@@ -3,7 +3,7 @@
 Users search with questions ("what did we decide about the schema?"), not phrases.
 FTS5 and `plainto_tsquery` AND every term, so a question matches almost nothing; we
 instead keep the meaningful words, drop stop words and OR them, and let BM25
-(`bm25()` in SQLite, `ts_rank_cd` in PostgreSQL) rank rows that share more and
+(`bm25()` in SQLite, the same formula in SQL in PostgreSQL) rank rows that share more and
 rarer terms first.
 
 Every term is a run of letters/digits, so no FTS5 or tsquery syntax (`"`, `*`, `AND`,

@@ -7,7 +7,7 @@ transaction per method.
 
 Vectors travel to the server in pgvector's binary format (a psycopg dumper for numpy
 arrays, local to this store's connections) and come back as text. Full-text search ORs
-the query's lexemes and ranks with `ts_rank_cd`; vector search orders by cosine
+the query's lexemes and ranks them by BM25 as FTS5 does (`SEARCH_BUFFER_SQL`); vector search orders by cosine
 distance (`<=>`) through the HNSW index, with pgvector's iterative scan so a filter
 never starves the result. See docs/storage.md.
 """
