@@ -7,7 +7,7 @@ import json
 from typing import Any
 
 from nixx import __version__
-from nixx.memory.prompts import SYSTEM_PROMPT
+from nixx.memory.prompts import INTENT_FRAMING, SYSTEM_PROMPT
 from nixx.testing.fake_llm import FakeLLM, Reply
 
 from .conftest import Nixx, sent_memory
@@ -107,7 +107,8 @@ def test_debug_context_is_what_the_next_turn_sends(nixx: Nixx, llm: FakeLLM) -> 
     assert ctx["layout"] == "cache"
     assert ctx["system_prompt"] == request["messages"][0]["content"] == SYSTEM_PROMPT
     sent = sent_memory(request)
-    assert ctx["memory_block"] == sent and "## Current Intent\nShip the release." in sent
+    intent = "## Current Intent\n" + INTENT_FRAMING + "\n\nShip the release."
+    assert ctx["memory_block"] == sent and intent in sent
     assert ctx["base_prompt"] == SYSTEM_PROMPT
     assert ctx["intent"] == "Ship the release."
     assert ctx["query"] == "how did we deploy nixx behind caddy"
