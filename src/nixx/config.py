@@ -48,6 +48,13 @@ class Settings(BaseSettings):
         default="127.0.0.1",
         description="Address `nixx serve` binds. Anything but loopback requires `NIXX_API_KEY`.",
     )
+    allowed_hosts: Annotated[list[str], NoDecode] = Field(
+        default_factory=list,
+        description="Extra names the server answers to in the `Host` header, comma-separated "
+        "(`nixx.lan,my-box`). Loopback names, IP addresses and `NIXX_HOST` are always "
+        "accepted; any other name is refused with 421 (a page whose name was rebound to this "
+        "machine's address).",
+    )
     port: int = Field(default=8420, ge=0, le=65535, description="Port `nixx serve` listens on.")
     api_key: SecretStr | None = Field(
         default=None,
@@ -59,6 +66,12 @@ class Settings(BaseSettings):
         gt=0,
         description="Largest request body `nixx serve` accepts, in bytes; a larger one is "
         "refused with 413 while it is being read.",
+    )
+    request_body_timeout: float = Field(
+        default=60.0,
+        gt=0,
+        description="Seconds a client has to send a request's whole body once its headers "
+        "arrived; a slower one is answered 408 and disconnected (a slow-loris client).",
     )
     chat_base_url: str = Field(
         default="http://127.0.0.1:8080/v1",
@@ -190,7 +203,7 @@ class Settings(BaseSettings):
         default="info", description="Server log level."
     )
 
-    @field_validator("tools_protected", mode="before")
+    @field_validator("tools_protected", "allowed_hosts", mode="before")
     @classmethod
     def _split_patterns(cls, value: Any) -> Any:
         if isinstance(value, str):

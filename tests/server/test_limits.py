@@ -47,7 +47,7 @@ def test_a_declared_length_over_the_limit_is_refused_before_the_body_is_sent(
 ) -> None:
     with socket.create_connection(("127.0.0.1", small.port)) as sock:
         sock.sendall(
-            b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n"
+            b"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\n"
             b"Content-Type: application/json\r\n"
             + f"Content-Length: {96 * 1024 * 1024}\r\n\r\n".encode()
         )
@@ -71,7 +71,8 @@ def test_a_chunked_body_is_refused_once_it_passes_the_limit(small: LiveServer) -
 
     with httpx.Client(base_url=small.base_url, timeout=30) as client:
         try:
-            r = client.post("/v1/chat/completions", content=body())
+            r = client.post("/v1/chat/completions", content=body(),
+                            headers={"Content-Type": "application/json"})
             status, payload = r.status_code, r.json()
         except httpx.HTTPError:  # the server closed while we were still sending
             status, payload = 413, None
@@ -101,7 +102,7 @@ def test_bodies_under_the_limit_work_and_health_answers_during_an_upload(
         ).encode()
         with socket.create_connection(("127.0.0.1", small.port)) as sock:
             sock.sendall(
-                b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n"
+                b"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\n"
                 b"Content-Type: application/json\r\n"
                 + f"Content-Length: {len(payload)}\r\n\r\n".encode()
                 + payload[:10]

@@ -1,24 +1,31 @@
-"""The one request-size limit: a plain ASGI middleware that refuses a body larger than
-``NIXX_MAX_REQUEST_BYTES`` with 413 and the OpenAI error envelope.
+"""The request-body limits: a plain ASGI middleware that refuses a body larger than
+``NIXX_MAX_REQUEST_BYTES`` with 413, and one that has not arrived whole within
+``NIXX_REQUEST_BODY_TIMEOUT`` seconds of its headers (a slow-loris client holding a
+connection and a task by trickling bytes) with 408, both with the OpenAI error envelope.
 
 It is enforced while the body is read, never after buffering it: a declared
 ``Content-Length`` over the limit is refused before a byte of the body is read, and a
 body without one (chunked) is counted as it arrives and refused the moment it passes the
 limit; the route then sees the client as gone. The connection is closed after a 413 (the
-rest of the body is not read). Responses are not buffered, so streaming is untouched.
+rest of the body is not read). Responses are not buffered, so streaming is untouched; the
+time limit ends with the body (a streaming answer may take as long as it takes).
 """
 
 from __future__ import annotations
 
+import time
 from typing import Any
+
+import anyio
 
 from nixx.server.errors import send_error
 
 
 class RequestSizeLimit:
-    def __init__(self, app: Any, max_bytes: int) -> None:
+    def __init__(self, app: Any, max_bytes: int, body_timeout: float = 60.0) -> None:
         self.app = app
         self.max_bytes = max_bytes
+        self.body_timeout = body_timeout
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] != "http":
@@ -34,13 +41,26 @@ class RequestSizeLimit:
                     await self._refuse(send)
                     return
                 break
-        state = {"seen": 0, "started": False, "refused": False}
+        state = {"seen": 0, "started": False, "refused": False, "whole": False}
+        deadline = time.monotonic() + self.body_timeout
 
         async def limited_receive() -> dict[str, Any]:
             if state["refused"]:
                 return {"type": "http.disconnect"}
-            message = await receive()
+            if state["whole"]:
+                return await receive()  # after the body: waiting for a disconnect is fine
+            message = None
+            with anyio.move_on_after(max(deadline - time.monotonic(), 0)):
+                message = await receive()
+            if message is None:
+                state["refused"] = True
+                if not state["started"]:
+                    state["started"] = True
+                    await self._too_slow(send)
+                return {"type": "http.disconnect"}
             if message["type"] == "http.request":
+                if not message.get("more_body"):
+                    state["whole"] = True
                 state["seen"] += len(message.get("body") or b"")
                 if state["seen"] > self.max_bytes:
                     state["refused"] = True
@@ -66,4 +86,13 @@ class RequestSizeLimit:
         )
         await send_error(
             send, message, 413, code="request_too_large", headers=[(b"connection", b"close")]
+        )
+
+    async def _too_slow(self, send: Any) -> None:
+        message = (
+            f"the request body did not arrive within {self.body_timeout:g} s "
+            "(NIXX_REQUEST_BODY_TIMEOUT); send it at once"
+        )
+        await send_error(
+            send, message, 408, code="request_timeout", headers=[(b"connection", b"close")]
         )

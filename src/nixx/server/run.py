@@ -21,11 +21,23 @@ SHUTDOWN_WRITES_TIMEOUT = 10.0  # seconds a forced shutdown waits for turns to s
 
 
 def check_bind(settings: Settings) -> None:
+    """The start-up checks of what `nixx serve` is asked to expose: a non-loopback address
+    needs a key, and a key must be long enough not to be guessed."""
     if not settings.is_loopback and not settings.api_key:
         raise ConfigError(
             f"refusing to bind {settings.host}: a non-loopback address needs NIXX_API_KEY "
             "(set it, or bind 127.0.0.1)"
         )
+    if settings.api_key:
+        from nixx.secret import reveal
+        from nixx.server.auth import MIN_KEY_LENGTH
+
+        length = len(reveal(settings.api_key) or "")
+        if length < MIN_KEY_LENGTH:
+            raise ConfigError(
+                f"NIXX_API_KEY is {length} characters; it must be at least {MIN_KEY_LENGTH} "
+                "(make one with: python3 -c 'import secrets; print(secrets.token_urlsafe(32))')"
+            )
 
 
 #: BLAS thread pools limited to one thread for the server process (an explicit value in
