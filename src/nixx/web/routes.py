@@ -204,10 +204,10 @@ async def login(request: Request) -> Response:
                           error="wrong key: give the server's NIXX_API_KEY")
         sessions = state.web_sessions
         sessions.end(cookie_value(request.headers.get("cookie", "")))  # rotated: never reused
-        response = back("/ui")
-        response.set_cookie(SESSION_COOKIE, sessions.start(), httponly=True,
-                            samesite="strict", path="/", secure=request.url.scheme == "https")
-        return response
+        signed_in = back("/ui")
+        signed_in.set_cookie(SESSION_COOKIE, sessions.start(), httponly=True,
+                             samesite="strict", path="/", secure=request.url.scheme == "https")
+        return signed_in
 
     return await submit(request, act, token=False)
 
