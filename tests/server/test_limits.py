@@ -115,3 +115,33 @@ def test_bodies_under_the_limit_work_and_health_answers_during_an_upload(
 
 def test_the_default_limit_is_16_mib(settings: Any) -> None:
     assert settings.max_request_bytes == 16 * 1024 * 1024
+
+
+def test_a_body_sent_too_slowly_is_refused_and_its_connection_closed(make_settings: Any) -> None:
+    """Slow loris: connections that trickle a body are answered 408 and closed once
+    NIXX_REQUEST_BODY_TIMEOUT has passed, instead of staying open for ever; a client
+    that sends its body at once is unaffected."""
+    settings = make_settings(request_body_timeout=1.0)
+    assert settings.request_body_timeout == 1.0
+    with LiveServer(create_app(settings)) as live:
+        socks = []
+        for _ in range(5):
+            sock = socket.create_connection(("127.0.0.1", live.port))
+            sock.settimeout(30)  # far longer than the limit: the server must act first
+            sock.sendall(
+                b"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                b"Content-Type: application/json\r\nContent-Length: 1000\r\n\r\n{"
+            )
+            socks.append(sock)
+        for sock in socks:
+            with sock:
+                status, headers, body = _read_response(sock)
+                assert status == 408, body
+                err = json.loads(body)["error"]
+                assert err["code"] == "request_timeout"
+                assert "NIXX_REQUEST_BODY_TIMEOUT" in err["message"]
+                assert headers.get("connection") == "close"
+                assert sock.recv(100) == b""  # closed by the server
+        r = httpx.post(live.base_url + "/v1/chat/completions", timeout=30, json={
+            "model": "m", "messages": [{"role": "user", "content": "at once"}]})
+        assert r.status_code == 200, r.text
