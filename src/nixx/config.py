@@ -67,6 +67,13 @@ class Settings(BaseSettings):
         description="Largest request body `nixx serve` accepts, in bytes; a larger one is "
         "refused with 413 while it is being read.",
     )
+    max_inflight_bytes: int = Field(
+        default=64 * 1024 * 1024,
+        gt=0,
+        description="Sum of the request bodies `nixx serve` serves at once, in bytes; a "
+        "request that would pass it is answered 503 with `Retry-After` (one request alone is "
+        "always served). Bounds the memory concurrent large requests take.",
+    )
     request_body_timeout: float = Field(
         default=60.0,
         gt=0,

@@ -21,7 +21,9 @@ LIMIT = 64 * 1024
 
 @pytest.fixture
 def small(make_settings: Any) -> Iterator[LiveServer]:
-    with LiveServer(create_app(make_settings(max_request_bytes=LIMIT))) as server:
+    # a context window the bodies fit: this is about bytes, not tokens
+    settings = make_settings(max_request_bytes=LIMIT, chat_context_length=100_000)
+    with LiveServer(create_app(settings)) as server:
         yield server
 
 
@@ -145,3 +147,73 @@ def test_a_body_sent_too_slowly_is_refused_and_its_connection_closed(make_settin
         r = httpx.post(live.base_url + "/v1/chat/completions", timeout=30, json={
             "model": "m", "messages": [{"role": "user", "content": "at once"}]})
         assert r.status_code == 200, r.text
+
+
+def test_bodies_past_the_inflight_budget_are_told_to_retry(make_settings: Any) -> None:
+    """Concurrent large requests: while one body of 40 KB is being received, a second
+    that would take the sum past NIXX_MAX_INFLIGHT_BYTES is answered 503 with
+    Retry-After at once; small requests still pass, and once the first is done the
+    second is served."""
+    settings = make_settings(max_request_bytes=LIMIT, max_inflight_bytes=60_000,
+                             chat_context_length=100_000)
+    assert settings.max_inflight_bytes == 60_000
+    body = json.dumps({"model": "m", "messages": [
+        {"role": "user", "content": "z" * 40_000}]}).encode()
+    with LiveServer(create_app(settings)) as live, socket.create_connection(
+        ("127.0.0.1", live.port)
+    ) as first:
+        first.settimeout(30)
+        first.sendall(
+            b"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+            b"Content-Type: application/json\r\n"
+            + f"Content-Length: {len(body)}\r\n\r\n".encode() + body[:100]
+        )
+        with httpx.Client(base_url=live.base_url, timeout=30) as client:
+            assert client.get("/health").status_code == 200
+            # the first request is in flight once the server reads its body: wait for that
+            busy = None
+            for _ in range(100):
+                busy = client.post("/v1/chat/completions", content=body,
+                                   headers={"Content-Type": "application/json"})
+                if busy.status_code == 503:
+                    break
+            assert busy is not None and busy.status_code == 503, busy.text
+            err = busy.json()["error"]
+            assert err["code"] == "server_busy" and "NIXX_MAX_INFLIGHT_BYTES" in err["message"]
+            assert busy.headers["retry-after"] == "1"
+            small = client.post("/v1/chat/completions", json={
+                "model": "m", "messages": [{"role": "user", "content": "small"}]})
+            assert small.status_code == 200, small.text
+            first.sendall(body[100:])
+            status, _, _ = _read_response(first)
+            assert status == 200
+            again = client.post("/v1/chat/completions", content=body,
+                                headers={"Content-Type": "application/json"})
+            assert again.status_code == 200, again.text
+
+
+def test_a_message_larger_than_the_context_window_is_refused_before_anything(
+    make_settings: Any, llm: Any
+) -> None:
+    """A 10 MiB message went to an 8,192-token backend whole (trimming keeps the last
+    message always) after being stored, indexed and embedded. Now it is a 400
+    context_length_exceeded, streamed or not: nothing stored, nothing sent."""
+    with LiveServer(create_app(make_settings(chat_context_length=8192))) as live:
+        big = "word " * (200 * 1024)  # ~1 MB: ~256k tokens by nixx's estimate
+        for stream in (False, True):
+            r = httpx.post(live.base_url + "/v1/chat/completions", timeout=60, json={
+                "model": "m", "stream": stream, "messages": [
+                    {"role": "user", "content": "earlier"}, {"role": "assistant", "content": "ok"},
+                    {"role": "user", "content": big}]})
+            assert r.status_code == 400, r.text
+            err = r.json()["error"]
+            assert err["code"] == "context_length_exceeded"
+            assert err["param"] == "messages.2.content"
+            assert "8192" in err["message"] and "NIXX_CHAT_CONTEXT_LENGTH" in err["message"]
+        rows = httpx.get(live.base_url + "/v1/episodic/transcript", params={"start": 1}).json()
+        assert rows["rows"] == []
+        assert llm.chat_requests == [] and llm.embed_requests == []
+        # a message that fits is a turn as before
+        ok = httpx.post(live.base_url + "/v1/chat/completions", timeout=60, json={
+            "model": "m", "messages": [{"role": "user", "content": "word " * 4000}]})
+        assert ok.status_code == 200, ok.text
