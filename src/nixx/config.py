@@ -74,11 +74,13 @@ class Settings(BaseSettings):
         "request that would pass it is answered 503 with `Retry-After` (one request alone is "
         "always served). Bounds the memory concurrent large requests take.",
     )
-    request_body_timeout: float = Field(
+    request_timeout: float = Field(
         default=60.0,
         gt=0,
-        description="Seconds a client has to send a request's whole body once its headers "
-        "arrived; a slower one is answered 408 and disconnected (a slow-loris client).",
+        description="Seconds a client has to send a request: its headers (from the moment it "
+        "connected, or got its previous answer), then again its whole body. Slower (a "
+        "slow-loris client trickling bytes): the connection is closed, after a 408 when the "
+        "headers had arrived.",
     )
     chat_base_url: str = Field(
         default="http://127.0.0.1:8080/v1",

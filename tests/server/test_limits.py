@@ -121,10 +121,10 @@ def test_the_default_limit_is_16_mib(settings: Any) -> None:
 
 def test_a_body_sent_too_slowly_is_refused_and_its_connection_closed(make_settings: Any) -> None:
     """Slow loris: connections that trickle a body are answered 408 and closed once
-    NIXX_REQUEST_BODY_TIMEOUT has passed, instead of staying open for ever; a client
+    NIXX_REQUEST_TIMEOUT has passed, instead of staying open for ever; a client
     that sends its body at once is unaffected."""
-    settings = make_settings(request_body_timeout=1.0)
-    assert settings.request_body_timeout == 1.0
+    settings = make_settings(request_timeout=1.0)
+    assert settings.request_timeout == 1.0
     with LiveServer(create_app(settings)) as live:
         socks = []
         for _ in range(5):
@@ -141,7 +141,7 @@ def test_a_body_sent_too_slowly_is_refused_and_its_connection_closed(make_settin
                 assert status == 408, body
                 err = json.loads(body)["error"]
                 assert err["code"] == "request_timeout"
-                assert "NIXX_REQUEST_BODY_TIMEOUT" in err["message"]
+                assert "NIXX_REQUEST_TIMEOUT" in err["message"]
                 assert headers.get("connection") == "close"
                 assert sock.recv(100) == b""  # closed by the server
         r = httpx.post(live.base_url + "/v1/chat/completions", timeout=30, json={

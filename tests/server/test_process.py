@@ -173,3 +173,43 @@ def test_concurrent_large_turns_keep_the_server_under_its_ceiling(
         assert [r["role"] for r in rows] == ["user", "assistant"]  # the warm-up turn only
     finally:
         stop(proc)
+
+
+def test_slow_loris_connections_are_closed_by_the_served_server(
+    llm: FakeLLM, tmp_path: Path, nixx_home: Path
+) -> None:
+    """A real `nixx serve` with NIXX_REQUEST_TIMEOUT=1: connections that send nothing, a
+    header line at a time or a trickle of body are closed (the last after a 408) instead
+    of staying open for ever (20 were still open after 60 s); a genuine request on a
+    fresh connection is served throughout."""
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("NIXX_")}
+    env.update(NIXX_HOME=str(nixx_home), NIXX_CHAT_BASE_URL=llm.base_url,
+               NIXX_EMBED_PROVIDER="openai", NIXX_EMBED_BASE_URL=llm.base_url,
+               NIXX_EMBED_MODEL="fake-embed", NIXX_WORKSPACE=str(tmp_path),
+               NIXX_REQUEST_TIMEOUT="1")
+    proc = start(env, port)
+    try:
+        sends = [b"", b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n", b"GET /hea",
+                 b"POST /v1/intent HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json"
+                 b"\r\nContent-Length: 50\r\n\r\n{"]
+        socks = []
+        for data in sends * 5:
+            sock = socket.create_connection(("127.0.0.1", port))
+            sock.settimeout(30)  # far past the limit: the server must act first
+            if data:
+                sock.sendall(data)
+            socks.append((data, sock))
+        assert httpx.get(f"http://127.0.0.1:{port}/health").status_code == 200
+        for data, sock in socks:
+            with sock:
+                got = b""
+                while piece := sock.recv(65536):
+                    got += piece
+                if data.startswith(b"POST"):
+                    assert got.startswith(b"HTTP/1.1 408"), got
+                else:
+                    assert got == b"", got  # closed without an answer
+        assert httpx.get(f"http://127.0.0.1:{port}/health").status_code == 200
+    finally:
+        stop(proc)

@@ -74,7 +74,7 @@ def create_app(settings: Settings) -> FastAPI:
     install_openapi(app)
     include_routes(app)
     app.add_middleware(RequestSizeLimit, max_bytes=settings.max_request_bytes,
-                       body_timeout=settings.request_body_timeout,
+                       body_timeout=settings.request_timeout,
                        max_inflight=settings.max_inflight_bytes)
     from nixx.mcp.http import PATH, MCPEndpoint
 

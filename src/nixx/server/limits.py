@@ -1,6 +1,6 @@
 """The request-body limits: a plain ASGI middleware that refuses a body larger than
 ``NIXX_MAX_REQUEST_BYTES`` with 413, one that has not arrived whole within
-``NIXX_REQUEST_BODY_TIMEOUT`` seconds of its headers (a slow-loris client holding a
+``NIXX_REQUEST_TIMEOUT`` seconds of its headers (a slow-loris client holding a
 connection and a task by trickling bytes) with 408, and a body that would take the bytes
 of all requests being served past ``NIXX_MAX_INFLIGHT_BYTES`` with 503 and
 ``Retry-After`` (concurrent large requests: each costs memory while it is served, so
@@ -127,7 +127,7 @@ class RequestSizeLimit:
     async def _too_slow(self, send: Any) -> None:
         message = (
             f"the request body did not arrive within {self.body_timeout:g} s "
-            "(NIXX_REQUEST_BODY_TIMEOUT); send it at once"
+            "(NIXX_REQUEST_TIMEOUT); send it at once"
         )
         await send_error(
             send, message, 408, code="request_timeout", headers=[(b"connection", b"close")]

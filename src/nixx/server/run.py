@@ -198,6 +198,56 @@ def _server_class():  # type: ignore[no-untyped-def]
     return Server
 
 
+def _protocol_class(header_timeout: float):  # type: ignore[no-untyped-def]
+    from uvicorn.protocols.http.h11_impl import H11Protocol
+
+    class Protocol(H11Protocol):  # type: ignore[misc]
+        """uvicorn's HTTP/1.1, with a time limit on a request's headers: from the moment a
+        connection is made, and again after each answer, the next request's headers must
+        arrive within `header_timeout` seconds, else the connection is closed. uvicorn
+        has none: a client trickling a header line, or sending nothing, held its
+        connection for ever (slow loris). The body has its own limit
+        (`nixx.server.limits`)."""
+
+        _header_timer: Any = None
+
+        def connection_made(self, transport: Any) -> None:
+            super().connection_made(transport)
+            self._arm()
+
+        def data_received(self, data: bytes) -> None:
+            super().data_received(data)
+            if self._in_request():
+                self._disarm()
+
+        def on_response_complete(self) -> None:
+            super().on_response_complete()
+            self._arm()
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            self._disarm()
+            super().connection_lost(exc)
+
+        def _in_request(self) -> bool:
+            return self.cycle is not None and not self.cycle.response_complete
+
+        def _arm(self) -> None:
+            self._disarm()
+            self._header_timer = self.loop.call_later(header_timeout, self._too_slow)
+
+        def _disarm(self) -> None:
+            if self._header_timer is not None:
+                self._header_timer.cancel()
+                self._header_timer = None
+
+        def _too_slow(self) -> None:
+            self._header_timer = None
+            if not self._in_request() and not self.transport.is_closing():
+                self.transport.close()
+
+    return Protocol
+
+
 def serve(settings: Settings) -> None:
     limit_blas_threads()
     import uvicorn
@@ -210,6 +260,7 @@ def serve(settings: Settings) -> None:
     with server_lock(settings):
         app = create_app(settings)
         config = uvicorn.Config(
-            app, host=settings.host, port=settings.port, log_level=settings.log_level
+            app, host=settings.host, port=settings.port, log_level=settings.log_level,
+            http=_protocol_class(settings.request_timeout),
         )
         _server_class()(config).run()
