@@ -56,7 +56,7 @@ def tour_commands() -> list[str]:
 
 def test_the_tour_lists_what_this_test_runs() -> None:
     commands = tour_commands()
-    assert commands[0].startswith("mkdir -p ~/.local/share/nixx && cat > ~/.local/share/nixx/")
+    assert commands[0].startswith('mkdir -p "${NIXX_HOME:=${XDG_DATA_HOME:-$HOME/.local/share}/nixx}"')
     assert "make run" in commands
     assert any(c.startswith("nixx ingest") for c in commands)
     assert any(c.startswith("nxc send --to reviewer") for c in commands)
@@ -68,7 +68,11 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def test_the_readme_tour_works_as_written(llm: FakeLLM, tmp_path: Path) -> None:
+@pytest.mark.parametrize("home_set", [False, True], ids=["default-home", "NIXX_HOME-set"])
+def test_the_readme_tour_works_as_written(llm: FakeLLM, tmp_path: Path, home_set: bool) -> None:
+    """As written, with nixx's default home, and with NIXX_HOME set in the user's
+    environment (both terminals: a shell profile's), where the README's first line
+    must write the config file nixx reads."""
     if shutil.which("make") is None or shutil.which("curl") is None:
         pytest.skip("needs make and curl")
 
@@ -95,6 +99,10 @@ def test_the_readme_tour_works_as_written(llm: FakeLLM, tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(("NIXX_", "NXC_", "XDG_")) and k not in ("USER", "VIRTUAL_ENV")}
     env.update(HOME=str(home), PATH=bin_dir + os.pathsep + env.get("PATH", ""))
+    config = home / ".local/share/nixx/config.toml"
+    if home_set:
+        env["NIXX_HOME"] = str(tmp_path / "elsewhere")
+        config = tmp_path / "elsewhere" / "config.toml"
 
     def sub(command: str) -> str:
         return (command.replace("http://127.0.0.1:11434/v1", llm.base_url)
@@ -126,8 +134,7 @@ def test_the_readme_tour_works_as_written(llm: FakeLLM, tmp_path: Path) -> None:
             assert "Traceback" not in out.stderr, (command, out.stderr)
             outputs[command] = out.stdout
             cwd = Path((tmp_path / "cwd").read_text().strip())
-            if command.startswith("mkdir -p ~/.local/share/nixx"):
-                config = home / ".local/share/nixx/config.toml"
+            if command.startswith('mkdir -p "${NIXX_HOME'):
                 assert llm.base_url in config.read_text()
                 with config.open("a") as fh:  # a free port instead of 8420
                     fh.write(f"port = {port}\n")

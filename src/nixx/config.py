@@ -98,8 +98,25 @@ class Settings(BaseSettings):
     chat_context_length: int = Field(
         default=8192,
         gt=0,
-        description="The backend model's context window in tokens; history is trimmed "
-        "newest-first to fit, always keeping the system message.",
+        description="The backend model's context window in tokens, when the backend does not "
+        "say (llama.cpp `/props`, Ollama `/api/show`, vLLM `/v1/models`, or a refusal naming "
+        "it); when set, the smaller of it and what the backend says. History is trimmed to "
+        "fit, always keeping the system message; summaries split their input to fit.",
+    )
+    chat_slots: int = Field(
+        default=0,
+        ge=0,
+        description="How many requests the chat backend serves at once. 0: what the backend "
+        "says (llama.cpp's `/props` `total_slots`), else 1. With one slot nixx's own calls "
+        "(summaries, intent, source summaries) never run beside a user's turn: a turn stops "
+        "one in flight, which runs again after.",
+    )
+    background_timeout: float = Field(
+        default=120.0,
+        gt=0,
+        description="Seconds each of nixx's own LLM calls (a summary, the intent, a source's "
+        "display summary) may run before it is stopped (time spent waiting for a user's turn "
+        "not counted); their answers are bounded by `max_tokens` too.",
     )
     chat_timeout: float = Field(
         default=120.0, gt=0, description="Seconds to wait for the chat backend before giving up."
@@ -208,6 +225,16 @@ class Settings(BaseSettings):
     system_prompt: str | None = Field(
         default=None, description="Replaces nixx's built-in base system prompt."
     )
+    prompt_layout: Literal["cache", "system"] = Field(
+        default="cache",
+        description="Where a turn's memory goes in the request. `cache`: the system message "
+        "holds the base prompt only (and the client's own system messages), the current "
+        "intent and the recalled memories are added to the latest user message, after its "
+        "text — the request then starts with what the previous one held, so a backend's "
+        "prefix cache (llama.cpp, Ollama, vLLM) keeps the history. `system`: all of it in "
+        "the one system message, as the seed did (the history is evaluated again whenever "
+        "recall or the intent change).",
+    )
     log_level: Literal["debug", "info", "warning", "error"] = Field(
         default="info", description="Server log level."
     )
@@ -275,6 +302,24 @@ class Settings(BaseSettings):
 
 def config_file_path() -> Path:
     return default_home() / "config.toml"
+
+
+def config_file_note(key: str) -> str:
+    """Where a setting could have come from, for an error that names it: the config file
+    read (and whether it sets `key`), or that none was read."""
+    path = config_file_path()
+    env = f"NIXX_{key.upper()}"
+    if env in {name.upper() for name in os.environ}:
+        return f"{env} is set in the environment (it wins over {path})"
+    try:
+        keys = _config_keys(path)
+    except ConfigError:
+        return f"{path} could not be read"
+    if not path.exists():
+        return f"or {key} in {path}; no config file was read: {path} does not exist"
+    if key in keys:
+        return f"{key} = {keys[key]!r} comes from {path}, which was read"
+    return f"or {key} in {path}, which was read and does not set it"
 
 
 def is_loopback_host(host: str) -> bool:

@@ -1,9 +1,12 @@
-"""Where nixx keeps files by default (XDG base directories), and which workspace paths
-the file tools never write or delete by default."""
+"""Where nixx keeps files by default (XDG base directories); which workspace paths hold
+secrets (ingest never reads them) or code that runs later (the file tools never write or
+delete either by default): one list of each, used by `nixx.ingest` and `nixx.tools.files`;
+and opening a file beneath a folder without following symlinks (`open_beneath`)."""
 
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from pathlib import Path
 
 
@@ -18,22 +21,103 @@ def default_home() -> Path:
     return Path(value).expanduser() if value else xdg_data_home() / "nixx"
 
 
-# Workspace paths `write_file` / `delete_file` refuse unless NIXX_TOOLS_PROTECTED says
-# otherwise: code that runs later (git hooks, personas naming commands, the virtualenv)
-# and secrets. Patterns are globs; see nixx.tools.files.is_protected.
-DEFAULT_PROTECTED: tuple[str, ...] = (
-    ".git",
-    ".nxs*",
-    ".venv",
+#: Secrets: never read by ingest (a folder walk skips them, a file named is refused) and
+#: never written or deleted by the file tools. `.nxs*` holds nixx's own state (a
+#: session's `backend.json` with the backend's key, the workspace log).
+SECRET_PATHS: tuple[str, ...] = (
     ".env",
     ".env.*",
+    ".envrc",
+    ".nxs*",
     ".ssh",
+    ".gnupg",
+    ".aws",
     ".netrc",
     ".npmrc",
     ".pypirc",
+    ".git-credentials",
+    ".htpasswd",
     "*.pem",
     "*.key",
+    "*.p12",
+    "*.pfx",
     "id_rsa*",
     "id_ecdsa*",
     "id_ed25519*",
+    "id_dsa*",
 )
+
+#: Code that runs later on the user's machine: git hooks and config, the virtualenv,
+#: agent and editor configuration (which name commands an agent or an editor runs), CI
+#: workflows, pre-commit hooks, direnv files, Python start-up hooks. The file tools
+#: never write or delete these by default (reading them is fine).
+CODE_PATHS: tuple[str, ...] = (
+    ".git",
+    ".venv",
+    ".claude",
+    ".mcp.json",
+    ".cursor",
+    ".vscode",
+    ".idea",
+    ".devcontainer",
+    ".github/workflows",
+    ".gitlab-ci.yml",
+    ".husky",
+    ".pre-commit-config.yaml",
+    "sitecustomize.py",
+    "usercustomize.py",
+)
+
+# Workspace paths `write_file` / `delete_file` refuse unless NIXX_TOOLS_PROTECTED says
+# otherwise: code that runs later and secrets. Patterns are globs matched without regard
+# to case (`.GIT/hooks` is `.git/hooks` on a case-insensitive file system); see
+# `matches`.
+DEFAULT_PROTECTED: tuple[str, ...] = CODE_PATHS + tuple(
+    p for p in SECRET_PATHS if p not in CODE_PATHS)
+
+
+def matches(parts: Sequence[str], patterns: Sequence[str]) -> str | None:
+    """The first pattern that matches the relative path `parts`, or None. A pattern
+    without `/` matches any one component (``.git`` matches ``sub/.git/config``); one
+    with `/` matches the path from the start, or a leading part of it. Case is ignored."""
+    import fnmatch
+
+    folded = [part.casefold() for part in parts]
+    for pattern in patterns:
+        pattern = pattern.strip().strip("/")
+        if not pattern:
+            continue
+        want = pattern.casefold()
+        if "/" in want:
+            for i in range(1, len(folded) + 1):
+                if fnmatch.fnmatchcase("/".join(folded[:i]), want):
+                    return pattern
+        elif any(fnmatch.fnmatchcase(part, want) for part in folded):
+            return pattern
+    return None
+
+
+def is_secret(parts: Sequence[str]) -> str | None:
+    """The `SECRET_PATHS` pattern that `parts` matches, or None (ingest reads none)."""
+    return matches(parts, SECRET_PATHS)
+
+
+def open_beneath(base: str | os.PathLike[str], parts: Sequence[str], flags: int = os.O_RDONLY
+                 ) -> int:
+    """Open `base`/`parts` without following any symlink below `base`: each folder is
+    opened with ``O_NOFOLLOW | O_DIRECTORY`` relative to its parent's descriptor and the
+    file with ``O_NOFOLLOW``, so a folder swapped for a symlink mid-way fails (OSError:
+    ELOOP or ENOTDIR) instead of leading outside. ``..`` and empty parts are refused."""
+    dir_flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+    if not parts or any(p in ("", ".", "..") or "/" in p for p in parts):
+        raise OSError(22, f"not a plain relative path: {'/'.join(parts)!r}")
+    fd = os.open(base, dir_flags)
+    try:
+        for part in parts[:-1]:
+            nxt = os.open(part, dir_flags, dir_fd=fd)
+            os.close(fd)
+            fd = nxt
+        return os.open(parts[-1], flags | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK,
+                       dir_fd=fd)
+    finally:
+        os.close(fd)

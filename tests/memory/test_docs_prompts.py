@@ -13,9 +13,11 @@ def test_every_prompt_is_quoted_verbatim() -> None:
     text = DOC.read_text()
     for name in (
         "SYSTEM_PROMPT",
+        "INTENT_FRAMING",
         "RECALL_FRAMING",
         "SUMMARY_PROMPT",
         "SUMMARY_RETRY",
+        "MEMORY_NOTE",
         "INTENT_PROMPT",
         "SOURCE_SUMMARY_PROMPT",
     ):

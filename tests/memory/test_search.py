@@ -19,8 +19,10 @@ from nixx.testing.fake_llm import FakeLLM
 NOW = datetime(2025, 6, 15, tzinfo=UTC)
 
 
-def row(i: int, text: str = "x", at: str = "2025-06-01T10:00:00Z", role: str = "user") -> BufferRow:
-    return BufferRow(i, role, text, "api", at)
+def row(
+    i: int, text: str | None = None, at: str = "2025-06-01T10:00:00Z", role: str = "user"
+) -> BufferRow:
+    return BufferRow(i, role, text or f"the text of row {i}", "api", at)
 
 
 def hits(ids: list[int], scores: list[float] | None = None) -> list[BufferHit]:
@@ -33,8 +35,26 @@ def test_agreeing_rankers_win_and_weights_count() -> None:
     assert {r.id for r in out[:2]} == {1, 3}  # in both lists, they beat 2 and 4
     one = next(r for r in out if r.id == 1)
     assert one.ranks == {"fts": 1, "vec": 3} and one.bm25 is not None and one.cosine is not None
-    vec_heavy = search.fuse(hits([1, 2]), hits([2, 1]), params=search.FusionParams(w_vec=2.0))
-    assert vec_heavy[0].id == 2
+    assert set(one.why) >= {"words", "vector"}
+    # row 1 carries all the words and a middling cosine, row 2 half the words and a high one
+    fts, vec = hits([1, 2], [1.0, 0.5]), hits([2, 1], [0.6, 0.35])
+    assert search.fuse(fts, vec)[0].id == 1
+    vec_heavy = search.FusionParams(w_words=0.2, w_vec=0.8)
+    assert search.fuse(fts, vec, params=vec_heavy)[0].id == 2
+
+
+def test_scores_not_ranks_decide() -> None:
+    # a decisive vector match (cosine 0.6, the rest below 0.16) among 30 rows that each
+    # share one common word of the question: the decisive one is first, though full
+    # text ranks it nowhere and the weak rows hold both rankers' first places
+    weak = list(range(1, 31))
+    fts = hits(weak, [0.15] * 30)
+    vec = hits([*weak[:10], 99], [0.16 - 0.001 * n for n in range(10)] + [0.6])
+    assert search.fuse(fts, vec)[0].id == 99
+    # and a row carrying the question's rare word beats rows only vaguely near it
+    fts = hits([50], [0.7])
+    vec = hits([60, 61, 62, 50], [0.42, 0.41, 0.40, 0.2])
+    assert search.fuse(fts, vec)[0].id == 50
 
 
 def test_the_limit_and_the_cosine_floor_cut_the_fused_list_in_order() -> None:
@@ -51,10 +71,15 @@ def test_the_limit_and_the_cosine_floor_cut_the_fused_list_in_order() -> None:
         (r.kind, r.id) for r in full[:4]
     ]
     floored = search.fuse(fts, vec, summaries, min_cosine=0.5)
-    kept = [(r.kind, r.id) for r in full if r.bm25 is not None or (r.cosine or 0.0) >= 0.5]
+    kept = [
+        (r.kind, r.id)
+        for r in full
+        if r.bm25 is not None or (r.cosine or 0.0) >= 0.5 or "neighbour" in r.why
+    ]
     assert [(r.kind, r.id) for r in floored] == kept
-    # rows 5 and 6 share no word and sit below the floor, and so does summary 2
-    assert {("buffer", 5), ("buffer", 6), ("summary", 2)}.isdisjoint(kept)
+    # row 6 shares no word, sits below the floor and next to no row with evidence, and
+    # summary 2 is below the floor; row 5 is the neighbour of row 4 (cosine 0.9)
+    assert {("buffer", 6), ("summary", 2)}.isdisjoint(kept) and ("buffer", 5) in kept
     assert ("buffer", 2) in kept and ("summary", 1) in kept  # full text keeps row 2
 
 
@@ -167,11 +192,12 @@ def test_select_floor_budget_and_short_answers(store: SQLiteStore) -> None:
     assert items[0].text.endswith(
         "assistant: did you book the dentist appointment?\n  user: yes, tuesday at four"
     )
-    # nothing clears a floor above every cosine; a tiny budget fits nothing
-    assert (
-        select(results, row_floor=0.99, summary_threshold=0.3, budget_tokens=600, max_summaries=3)
-        == []
+    # over a floor above every cosine only the row saying the question's words is recalled
+    high = select(
+        results, row_floor=0.99, summary_threshold=0.3, budget_tokens=600, max_summaries=3
     )
+    assert [i.buffer_ids for i in high] == [[1, 2]] and high[0].why["words"] > 0
+    # a tiny budget fits nothing
     assert (
         select(results, row_floor=0.3, summary_threshold=0.3, budget_tokens=5, max_summaries=3)
         == []

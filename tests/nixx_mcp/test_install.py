@@ -4,6 +4,7 @@ config files already hold other entries: theirs are kept, exactly one of ours is
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import tomllib
@@ -18,6 +19,9 @@ EXISTING = {
     ".gemini/settings.json": {"theme": "Dracula", "mcpServers": {"git": {"command": "uvx",
                                                                           "args": ["mcp-git"]}}},
 }
+# what is written: the executables beside the interpreter that runs the CLI (the venv's)
+NIXX = str(Path(sys.executable).parent / "nixx")
+NXS = str(Path(sys.executable).parent / "nxs")
 CODEX = '# my codex settings\nmodel = "o4"\n\n[mcp_servers.docs]\ncommand = "docs-mcp"\n'
 
 
@@ -58,11 +62,11 @@ def test_mcp_install_twice_keeps_other_entries_and_adds_one_nixx(repo: Path) -> 
     assert claude["other"] == {"kept": True}
     assert claude["mcpServers"] == {
         "github": {"command": "gh-mcp", "args": []},
-        "nixx": {"type": "stdio", "command": "nixx", "args": ["mcp"]},
+        "nixx": {"type": "stdio", "command": NIXX, "args": ["mcp"]},
     }
     cursor = json.loads((repo / ".cursor/mcp.json").read_text())["mcpServers"]
     assert cursor == {"db": {"url": "http://127.0.0.1:9/mcp"},
-                      "nixx": {"command": "nixx", "args": ["mcp"]}}
+                      "nixx": {"command": NIXX, "args": ["mcp"]}}
     gemini = json.loads((repo / ".gemini/settings.json").read_text())
     assert gemini["theme"] == "Dracula" and set(gemini["mcpServers"]) == {"git", "nixx"}
     codex_text = (repo / ".codex/config.toml").read_text()
@@ -70,7 +74,7 @@ def test_mcp_install_twice_keeps_other_entries_and_adds_one_nixx(repo: Path) -> 
     codex = tomllib.loads(codex_text)
     assert codex["model"] == "o4"
     assert codex["mcp_servers"] == {"docs": {"command": "docs-mcp"},
-                                    "nixx": {"command": "nixx", "args": ["mcp"]}}
+                                    "nixx": {"command": NIXX, "args": ["mcp"]}}
 
 
 def test_mcp_install_dry_run_one_client_and_refusals(repo: Path, tmp_path: Path) -> None:
@@ -93,7 +97,7 @@ def test_mcp_install_dry_run_one_client_and_refusals(repo: Path, tmp_path: Path)
     assert json.loads((repo / ".mcp.json").read_text()) == theirs
     forced = run("nixx", "mcp", "install", "--client", "claude-code", "--force", cwd=repo)
     assert "replaced" in forced.stdout
-    assert json.loads((repo / ".mcp.json").read_text())["mcpServers"]["nixx"]["command"] == "nixx"
+    assert json.loads((repo / ".mcp.json").read_text())["mcpServers"]["nixx"]["command"] == NIXX
 
     (repo / ".cursor/mcp.json").write_text("{not json")
     broken = run("nixx", "mcp", "install", "--client", "cursor", cwd=repo)
@@ -121,22 +125,23 @@ def test_nxs_init_twice_keeps_other_hooks_and_adds_one_prime_hook(repo: Path) ->
     assert first.returncode == 0, first.stderr
     hooks = json.loads(first.stdout)["hooks"]
     assert [(h["file"], h["command"], h["action"]) for h in hooks] == [
-        (str(settings), "nxs prime", "added"), (str(gemini), "nxs prime --hook gemini", "added")]
+        (str(settings), f"{NXS} prime", "added"), (str(gemini), f"{NXS} prime --hook gemini",
+                                                  "added")]
     second = run("nxs", "init", cwd=repo)
     assert second.returncode == 0
-    assert second.stdout.count("SessionStart already runs `nxs prime") == 2
+    assert second.stdout.count(f"SessionStart already runs `{NXS} prime") == 2
 
     data = json.loads(settings.read_text())
     assert data["permissions"] == theirs["permissions"]
     assert data["hooks"]["PreToolUse"] == theirs["hooks"]["PreToolUse"]
     assert data["hooks"]["SessionStart"] == [
         *theirs["hooks"]["SessionStart"],
-        {"hooks": [{"type": "command", "command": "nxs prime"}]},
+        {"hooks": [{"type": "command", "command": f"{NXS} prime"}]},
     ]
     gdata = json.loads(gemini.read_text())
     assert gdata["theme"] == "Dracula" and set(gdata["mcpServers"]) == {"git"}
     assert gdata["hooks"] == {"SessionStart": [{"hooks": [
-        {"name": "nxs-prime", "type": "command", "command": "nxs prime --hook gemini"}]}]}
+        {"name": "nxs-prime", "type": "command", "command": f"{NXS} prime --hook gemini"}]}]}
 
     # what the hooks print: the prime block of this workspace (text; JSON for Gemini CLI)
     primed = run("nxs", "prime", cwd=repo / "src")
@@ -151,3 +156,57 @@ def test_nxs_init_no_hooks_writes_no_client_file(tmp_path: Path) -> None:
     out = run("nxs", "init", "--no-hooks", "--json", cwd=tmp_path)
     assert out.returncode == 0 and json.loads(out.stdout)["hooks"] == []
     assert not (tmp_path / ".claude").exists() and not (tmp_path / ".gemini").exists()
+
+
+def test_entries_nixx_wrote_with_the_bare_name_become_absolute(repo: Path) -> None:
+    (repo / ".mcp.json").write_text(json.dumps(
+        {"mcpServers": {"nixx": {"type": "stdio", "command": "nixx", "args": ["mcp"]}}}))
+    claude = repo / ".claude" / "settings.json"
+    claude.parent.mkdir()
+    claude.write_text(json.dumps({"hooks": {"SessionStart": [
+        {"hooks": [{"type": "command", "command": "nxs prime"}]}]}}))
+    out = run("nixx", "mcp", "install", "--client", "claude-code", "--json", cwd=repo)
+    assert json.loads(out.stdout)["changes"][0]["action"] == "replaced"
+    assert json.loads((repo / ".mcp.json").read_text())["mcpServers"]["nixx"]["command"] == NIXX
+    init = run("nxs", "init", "--json", cwd=repo)
+    assert init.returncode == 0, init.stderr
+    assert json.loads(init.stdout)["hooks"][0]["action"] == "replaced"
+    assert json.loads(claude.read_text())["hooks"]["SessionStart"] == [
+        {"hooks": [{"type": "command", "command": f"{NXS} prime"}]}]  # replaced, not doubled
+
+
+def test_no_runnable_executable_is_a_warning_and_the_bare_name(tmp_path: Path) -> None:
+    """A Python with no nixx beside it and none on PATH (a venv of its own that imports
+    nixx from the source tree): the installer says so. Then a `nixx` that does not run."""
+    import site
+    import venv
+
+    other = tmp_path / "other-venv"
+    venv.create(other, with_pip=False)
+    python = other / "bin" / "python"
+    source = Path(__file__).resolve().parents[2] / "src"
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path),
+           "PYTHONPATH": os.pathsep.join([str(source), *site.getsitepackages()])}
+    project = tmp_path / "p"
+    project.mkdir()
+
+    def install() -> subprocess.CompletedProcess[str]:
+        return subprocess.run([str(python), "-m", "nixx.cli.nixx", "mcp", "install", "--client",
+                               "cursor", "--force"], cwd=project, env=env,
+                              capture_output=True, text=True, timeout=60)
+
+    missing = install()
+    assert missing.returncode == 0, missing.stderr
+    assert missing.stderr.startswith("warning: no nixx executable was found beside")
+    assert json.loads((project / ".cursor/mcp.json").read_text())["mcpServers"]["nixx"][
+        "command"] == "nixx"
+
+    broken = other / "bin" / "nixx"
+    broken.write_text("#!/bin/sh\nexit 3\n")
+    broken.chmod(0o755)
+    failing = install()
+    assert failing.returncode == 0
+    assert failing.stderr == f"warning: {broken} did not run (exited 3): the client will fail " \
+                             "to start it\n"
+    assert json.loads((project / ".cursor/mcp.json").read_text())["mcpServers"]["nixx"][
+        "command"] == str(broken)

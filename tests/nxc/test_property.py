@@ -8,16 +8,20 @@ import tempfile
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from nixx.log.ids import minter
 from nixx.log.op import Op
 from nixx.log.store import LogStore
 from nixx.log.workspace import init_workspace
-from nixx.nxc.reducer import DOMAIN, ChatReducer, snapshot
+from nixx.nxc.reducer import DOMAIN, ChatReducer, conflicts, snapshot
 
 REPLICAS = ("aaaa", "bbbb", "cccc")
 HANDLES = ("aaaa/ann", "bbbb/bob", "cccc/cy", "aaaa/dee")
-THREADS = ("t-1", "t-2", "t-3")
+# ids that name no minter (made before issue 26), and ids minted by one replica: a
+# claim on those from another replica is refused (nixx.nxc.reducer, "Written once")
+MINTED = "01jz0000000000000000000000"
+THREADS = ("t-1", "t-2", "t-3", f"t-{MINTED}-aaaa")
 CHANNELS = ("decl:team", "dm:x", "decl:pub")
-MESSAGES = ("m-1", "m-2", "m-3", "m-4", "m-5", "m-6")
+MESSAGES = ("m-1", "m-2", "m-3", "m-4", "m-5", "m-6", f"m-{MINTED}-bbbb")
 
 handle = st.sampled_from(HANDLES)
 handles = st.lists(handle, max_size=3, unique=True)
@@ -139,6 +143,15 @@ def test_replicas_converge_whatever_the_delivery(script, rnd):
 
             snaps = [snapshot(s.conn) for s in stores]
             assert snaps[0] == snaps[1] == snaps[2]
+            # the refused and disputed claims are reported alike everywhere, and a claim
+            # from another replica than an id's minter is never what a view shows
+            reports = [conflicts(s.conn, limit=10_000) for s in stores]
+            assert reports[0] == reports[1] == reports[2]
+            for table, column, idcol in (("nxc_messages", "origin", "message_id"),
+                                         ("nxc_threads", "origin", "thread_id")):
+                for thing, origin in stores[0].conn.execute(
+                        f"SELECT {idcol}, {column} FROM {table}"):
+                    assert minter(thing) in (None, origin)
 
             # replay is idempotent; a full re-fold gives the same views
             stores[0].insert([Op.from_wire(op.to_wire()) for op in every.values()])

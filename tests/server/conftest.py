@@ -119,3 +119,26 @@ def oai(live: LiveServer) -> Any:
     import openai
 
     return openai.OpenAI(base_url=live.base_url + "/v1", api_key="unused", max_retries=0)
+
+
+def sent_memory(request: dict[str, Any]) -> str:
+    """The memory nixx added to a request it sent (the `cache` layout: after the text of
+    the latest user message, behind `MEMORY_NOTE`); "" when none."""
+    from nixx.memory.history import text_of
+    from nixx.memory.prompts import MEMORY_NOTE
+
+    for message in reversed(request["messages"]):
+        if message.get("role") == "user":
+            text = text_of(message.get("content"))
+            _, sep, memory = text.partition(f"\n\n{MEMORY_NOTE}\n\n")
+            return memory if sep else ""
+    return ""
+
+
+def sent_prompt(request: dict[str, Any]) -> str:
+    """What nixx gave the model besides the conversation: the system message, then the
+    memory it added to the latest user message (the sections of the seed's one system
+    message, in the same order, wherever the layout put them)."""
+    system = str(request["messages"][0]["content"])
+    memory = sent_memory(request)
+    return f"{system}\n\n{memory}" if memory else system

@@ -66,15 +66,17 @@ BAD_COMPLETIONS = [
 
 
 @pytest.mark.parametrize("raw", BAD_COMPLETIONS)
-def test_summary_and_intent_calls_answer_502_for_a_malformed_completion(
+def test_summary_and_intent_calls_answer_502_for_a_malformed_answer(
     nixx: Nixx, llm: FakeLLM, raw: str
 ) -> None:
+    # nixx's own calls are streamed (`ChatClient.background`): the malformed value comes
+    # as a chunk of their stream
     nixx.chat("we talk about gardening tomatoes and peppers")
-    llm.queue(Reply(raw_body=raw))
+    llm.queue(Reply(raw_chunks=[raw]))
     r = nixx.client.post("/v1/episodic/summary", json={})
     assert r.status_code == 502, r.text
     assert_envelope(r.json(), "backend")
-    llm.queue(Reply(raw_body=raw))
+    llm.queue(Reply(raw_chunks=[raw]))
     r = nixx.client.post("/v1/intent/derive", json={})
     assert r.status_code == 502, r.text
     assert_envelope(r.json(), "backend")

@@ -11,13 +11,15 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from nixx.memory.prompts import INTENT_PROMPT, SUMMARY_PROMPT
+from nixx.memory.prompts import INTENT_FRAMING, INTENT_PROMPT, SUMMARY_PROMPT
 from nixx.server.app import create_app
 from nixx.testing.fake_llm import FakeLLM, Reply
 from nixx.testing.live_server import LOCAL
 from nixx.testing.pg_fixtures import *  # noqa: F403 - pg_server / pg_url fixtures
 
-from .conftest import Nixx
+from .conftest import Nixx, sent_prompt
+
+INTENT_BLOCK = "## Current Intent\n" + INTENT_FRAMING + "\n\n"
 
 SUMMARY = {
     "summary": "We chose PostgreSQL with the pgvector extension to store embeddings.",
@@ -77,12 +79,12 @@ def scenario(settings: Any, llm: FakeLLM, query: str) -> None:
         assert client.get("/v1/episodic/status").json()["interval"] == 30
         r = nixx.chat(query)
         assert r.status_code == 200
-        system = [
+        system = sent_prompt([
             b
             for b in llm.chat_requests
             if b["messages"][0]["content"] not in (SUMMARY_PROMPT, INTENT_PROMPT)
-        ][-1]["messages"][0]["content"]
-        assert "## Current Intent\nChoosing a vector database." in system
+        ][-1])
+        assert INTENT_BLOCK + "Choosing a vector database." in system
         assert ": " + SUMMARY["summary"] + " (tags: database, vectors)" in system
         assert "- summary of buffer #1-4" in system
         # the fused list has the summary and the rows that said it

@@ -8,11 +8,13 @@ from typing import Any
 
 import numpy as np
 
-from nixx.memory.prompts import RECALL_FRAMING, SYSTEM_PROMPT
+from nixx.memory.prompts import INTENT_FRAMING, MEMORY_NOTE, RECALL_FRAMING, SYSTEM_PROMPT
 from nixx.testing.fake_llm import FakeLLM, Reply, ToolCall
 from nixx.testing.live_server import LOCAL
 
-from .conftest import Nixx
+from .conftest import Nixx, sent_prompt
+
+INTENT_BLOCK = "## Current Intent\n" + INTENT_FRAMING + "\n\n"
 
 
 def sse_chunks(text: str) -> list[Any]:
@@ -140,19 +142,26 @@ def test_intent_and_recalled_summaries_in_exact_order(nixx: Nixx, llm: FakeLLM) 
     query = "how did we tune the postgres hnsw index"
     r = nixx.chat(query)
     assert r.status_code == 200
-    system = llm.chat_requests[-1]["messages"][0]["content"]
+    system = sent_prompt(llm.chat_requests[-1])
     day = nixx.rows()[0]["created_at"][:10]
     summary_day = nixx.service.store.list_summaries()[-1].created_at[:10]
     # best first: the row itself (full text and vectors agree), then the summary of it
     assert system == (
         SYSTEM_PROMPT
-        + "\n\n## Current Intent\nSpeed up vector search."
+        + "\n\n" + INTENT_BLOCK + "Speed up vector search."
         + "\n\n## Recalled Memories\n"
         + RECALL_FRAMING
         + f"\n\n- {day}, buffer #1:\n  user: we tuned the hnsw index of postgres"
         + f"\n- summary of buffer #1-2 ({summary_day}): Tuned the postgres hnsw index: "
         "m=16, ef_search=64. (tags: postgres, hnsw)"
     )
+    # where (the `cache` layout): the base prompt alone is the system message, the memory
+    # follows the user's words in their message
+    sent = llm.chat_requests[-1]["messages"]
+    assert sent[0] == {"role": "system", "content": SYSTEM_PROMPT}
+    memory = system.removeprefix(SYSTEM_PROMPT + "\n\n")
+    assert sent[-1] == {"role": "user", "content": f"{query}\n\n{MEMORY_NOTE}\n\n{memory}"}
+    assert nixx.rows()[-2]["content"] == query  # the buffer keeps the user's words only
     assert r.json()["nixx"]["recalled_summaries"] == [1]
     assert [(x["kind"], x["id"]) for x in r.json()["nixx"]["recalled"]] == [
         ("buffer", 1),
@@ -178,7 +187,7 @@ def test_threshold_is_respected(make_settings: Any, llm: FakeLLM, tmp_path: Any)
             add_summary(nixx, summary, [], 1, 1)
             llm.queue(Reply(content="x"))
             nixx.chat(query)
-            system = llm.chat_requests[-1]["messages"][0]["content"]
+            system = sent_prompt(llm.chat_requests[-1])
             assert ("## Recalled Memories" in system) is recalled
 
 
@@ -191,11 +200,11 @@ def test_summaries_of_the_history_in_this_turn_are_not_recalled(nixx: Nixx, llm:
     # the client re-sends rows 1-2: their summary must not be recalled
     llm.queue(Reply(content="ok"))
     nixx.chat("more on postgres hnsw index", history=history)
-    assert "## Recalled Memories" not in llm.chat_requests[-1]["messages"][0]["content"]
+    assert "## Recalled Memories" not in sent_prompt(llm.chat_requests[-1])
     # a client that sends only the new message gets the summary recalled
     llm.queue(Reply(content="ok"))
     nixx.chat("more on postgres hnsw index")
-    assert "postgres hnsw index discussion" in llm.chat_requests[-1]["messages"][0]["content"]
+    assert "postgres hnsw index discussion" in sent_prompt(llm.chat_requests[-1])
 
 
 def test_recall_can_be_switched_off(nixx: Nixx, llm: FakeLLM) -> None:
@@ -204,10 +213,10 @@ def test_recall_can_be_switched_off(nixx: Nixx, llm: FakeLLM) -> None:
     add_summary(nixx, "postgres hnsw index", [], 1, 1)
     assert nixx.client.post("/v1/episodic/config", json={"recall": False}).json()["recall"] is False
     nixx.chat("postgres hnsw index")
-    assert "## Recalled Memories" not in llm.chat_requests[-1]["messages"][0]["content"]
+    assert "## Recalled Memories" not in sent_prompt(llm.chat_requests[-1])
     nixx.client.post("/v1/episodic/config", json={"recall": True})
     nixx.chat("postgres hnsw index")
-    assert "## Recalled Memories" in llm.chat_requests[-1]["messages"][0]["content"]
+    assert "## Recalled Memories" in sent_prompt(llm.chat_requests[-1])
 
 
 def test_retried_request_does_not_duplicate_the_user_row(nixx: Nixx, llm: FakeLLM) -> None:
@@ -327,7 +336,7 @@ def test_older_summary_recalled_past_many_summaries_of_the_history(
         add_summary(nixx, "kubernetes ingress basics from last week", ["old"], 1, 1)
         llm.queue(Reply(content="ok"))
         r = nixx.chat("kubernetes ingress controller", history=history)
-        system = llm.chat_requests[-1]["messages"][0]["content"]
+        system = sent_prompt(llm.chat_requests[-1])
         assert "kubernetes ingress basics from last week (tags: old)" in system
         assert "kubernetes ingress controller setup" not in system
         assert r.json()["nixx"]["recalled_summaries"] == [7]

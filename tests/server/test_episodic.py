@@ -9,7 +9,7 @@ from typing import Any
 
 from fastapi.testclient import TestClient
 
-from nixx.memory.prompts import SUMMARY_PROMPT
+from nixx.memory.prompts import SUMMARY_PROMPT, SUMMARY_RETRY
 from nixx.server.app import create_app
 from nixx.testing.fake_llm import FakeLLM, Reply
 from nixx.testing.live_server import LOCAL
@@ -24,7 +24,7 @@ GOOD = {
 
 
 def is_summary_request(body: dict[str, Any]) -> bool:
-    return body["messages"][0]["content"] == SUMMARY_PROMPT
+    return str(body["messages"][0]["content"]).startswith(SUMMARY_PROMPT)
 
 
 def summariser(answers: list[str]) -> Any:
@@ -118,7 +118,12 @@ def test_malformed_summary_keeps_window_and_is_retried_later(nixx: Nixx, llm: Fa
     nixx.idle()
     attempts = [b for b in llm.chat_requests if is_summary_request(b)]
     assert len(attempts) == 3  # bounded retries
-    assert attempts[1]["messages"][2] == {"role": "assistant", "content": "not json at all"}
+    # a retry is the original request, with SUMMARY_RETRY in its instructions: never the
+    # failed answer (which made each retry longer, past a small model's context)
+    assert [len(a["messages"]) for a in attempts] == [2, 2, 2]
+    assert attempts[1]["messages"][1] == attempts[0]["messages"][1]
+    assert attempts[1]["messages"][0]["content"] == f"{SUMMARY_PROMPT}\n\n{SUMMARY_RETRY}"
+    assert all(a["max_tokens"] == 512 for a in attempts)  # bounded answers
     status = nixx.client.get("/v1/episodic/status").json()
     assert status["summaries"] == 0
     assert status["last_summarised_id"] == 0

@@ -1,6 +1,7 @@
 """A schema-driven fuzz of `/openapi.json` (schemathesis) against a real uvicorn server
 with the scripted backend: every operation, valid and invalid inputs, a bounded number of
-examples each. Zero server errors (500), and every refusal is the OpenAI error envelope."""
+examples each. Zero server errors (500), and every refusal is the error envelope of its
+API (OpenAI's; Anthropic's on `/v1/messages`)."""
 
 from __future__ import annotations
 
@@ -51,7 +52,10 @@ def _check(response: Any, label: str, problems: list[str]) -> None:
         try:
             body = response.json()
             err = body["error"]
-            ok = set(body) == {"error"} and {"message", "type", "param", "code"} <= set(err)
+            if label.split(" ", 1)[1].startswith("/v1/messages"):  # Anthropic's own shape
+                ok = body["type"] == "error" and set(err) == {"type", "message"}
+            else:
+                ok = set(body) == {"error"} and {"message", "type", "param", "code"} <= set(err)
         except (ValueError, KeyError, TypeError):
             ok = False
         if not ok:

@@ -17,8 +17,12 @@ import httpx
 import openai
 import pytest
 
-from nixx.memory.prompts import INTENT_PROMPT
+from nixx.memory.prompts import INTENT_FRAMING, INTENT_PROMPT
 from nixx.testing.fake_llm import FakeLLM, Reply
+
+from .conftest import sent_prompt
+
+INTENT_BLOCK = "## Current Intent\n" + INTENT_FRAMING + "\n\n"
 
 
 def free_port() -> int:
@@ -104,7 +108,7 @@ def test_serve_process_restart_keeps_memory_and_intent(
         client = openai.OpenAI(base_url=base + "/v1", api_key="x", max_retries=0)
         client.chat.completions.create(model="m", messages=[{"role": "user", "content": "å ha"}])
         sent = [b for b in llm.chat_requests if b["messages"][0]["content"] != INTENT_PROMPT][-1]
-        assert "## Current Intent\nLearning Norwegian verbs." in sent["messages"][0]["content"]
+        assert INTENT_BLOCK + "Learning Norwegian verbs." in sent_prompt(sent)
     finally:
         stop(proc)
 

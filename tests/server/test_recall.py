@@ -17,13 +17,14 @@ from nixx.testing.fake_llm import FakeLLM, Reply
 from nixx.testing.live_server import LOCAL
 from nixx.testing.pg_fixtures import *  # noqa: F403 - pg_server / pg_url fixtures
 
-from .conftest import Nixx
+from .conftest import Nixx, sent_prompt
 
 BOATHOUSE = "the spare key to the boathouse is hidden under the blue flowerpot"
 
 
 def system_of(llm: FakeLLM) -> str:
-    return str(llm.chat_requests[-1]["messages"][0]["content"])
+    # the system message and the memory the `cache` layout added to the latest user message
+    return sent_prompt(llm.chat_requests[-1])
 
 
 def say(nixx: Nixx, llm: FakeLLM, text: str, answer: str, **kw: Any) -> Any:
@@ -214,6 +215,42 @@ def test_fused_search_order_kinds_and_context(both: Nixx, llm: FakeLLM) -> None:
         "/v1/episodic/search", json={"query": "Which sqlite  bindings did we pick", "limit": 5}
     ).json()
     assert all(r.get("content") != "which sqlite bindings did we pick" for r in again["results"])
+
+
+def test_recall_follows_search_and_says_why(both: Nixx, llm: FakeLLM) -> None:
+    store = both.service.store
+    # a row carrying the question's rare word among many others: its bag-of-words cosine
+    # (~0.15) is under the row floor (0.3), its words are the whole question's
+    biscuit = store.append_buffer(
+        "user",
+        "Biscuit chewed through the garden hose again yesterday while we were all out "
+        "shopping downtown for shoes",
+    )
+    store.append_buffer("assistant", "Oh no, was anything else damaged?")
+    store.append_buffer("user", "the garden looks great after the rain")
+    store.append_buffer("assistant", "rain is good for the roses and the hose can rest")
+    both.client.post("/v1/buffer/clear")
+    embedded(both)
+    question = "what did Biscuit chew?"
+    found = both.client.post("/v1/episodic/search", json={"query": question, "limit": 10}).json()
+    ctx = both.client.get("/v1/debug/context", params={"query": question}).json()
+    assert ctx["recalled"], ctx
+    first = ctx["recalled"][0]
+    assert first["id"] == biscuit.id and first["cosine"] < ctx["row_floor"]
+    assert ctx["word_floor"] == 0.6 and first["why"]["words"] > 0
+    # recall takes search's order: the recalled rows are search's rows above the floors
+    above = [
+        r["id"]
+        for r in found["results"]
+        if r["kind"] == "buffer"
+        and ((r["cosine"] or 0) >= ctx["row_floor"] or (r["bm25"] or 0) >= ctx["word_floor"])
+    ]
+    recalled = {x["id"] for x in ctx["recalled"]}
+    assert [x["id"] for x in ctx["recalled"]] == [i for i in above if i in recalled]
+    assert above[0] == biscuit.id
+    # and the turn itself recalls it
+    say(both, llm, question, "A garden hose.")
+    assert "Biscuit chewed through the garden hose" in system_of(llm)
 
 
 # ---- source search: vectors re-ranked by words ------------------------------------------

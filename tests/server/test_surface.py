@@ -11,7 +11,7 @@ from nixx.memory.prompts import SYSTEM_PROMPT
 from nixx.testing.fake_llm import FakeLLM, Reply
 from nixx.testing.live_server import LOCAL
 
-from .conftest import Nixx
+from .conftest import Nixx, sent_memory
 from .test_chat import add_summary
 
 ENDPOINTS = {
@@ -102,9 +102,13 @@ def test_debug_context_is_what_the_next_turn_sends(nixx: Nixx, llm: FakeLLM) -> 
     nixx.client.post("/v1/intent", json={"intent": "Ship the release."})
     llm.queue(Reply(content="ok"))
     nixx.chat("how did we deploy nixx behind caddy")
-    sent = llm.chat_requests[-1]["messages"][0]["content"]
+    request = llm.chat_requests[-1]
     ctx = nixx.client.get("/v1/debug/context").json()
-    assert ctx["system_prompt"] == sent
+    # the `cache` layout: the system message, and the memory after the user's words
+    assert ctx["layout"] == "cache"
+    assert ctx["system_prompt"] == request["messages"][0]["content"] == SYSTEM_PROMPT
+    sent = sent_memory(request)
+    assert ctx["memory_block"] == sent and "## Current Intent\nShip the release." in sent
     assert ctx["base_prompt"] == SYSTEM_PROMPT
     assert ctx["intent"] == "Ship the release."
     assert ctx["query"] == "how did we deploy nixx behind caddy"
@@ -115,7 +119,7 @@ def test_debug_context_is_what_the_next_turn_sends(nixx: Nixx, llm: FakeLLM) -> 
     assert ctx["recalled"][0]["cosine"] >= ctx["threshold"]
     assert ctx["recalled"][0]["text"] in sent
     other = nixx.client.get("/v1/debug/context", params={"query": "bread"}).json()
-    assert other["recalled"] == [] and "## Recalled Memories" not in other["system_prompt"]
+    assert other["recalled"] == [] and "## Recalled Memories" not in other["memory_block"]
 
 
 def test_openapi_advertises_the_400_envelope_not_422(nixx: Nixx) -> None:

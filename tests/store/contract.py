@@ -227,6 +227,77 @@ class StoreContract:
         assert [h.row.id for h in store.search_buffer("migrations running")] == [row.id]
         assert [h.row.id for h in store.search_buffer("MIGRATIONS")] == [row.id]
 
+    def test_full_text_scores_are_the_share_of_the_questions_term_weight(
+        self, store: MemoryStore
+    ):
+        # the same scale on every engine: a row with all the question's words scores near
+        # 1, a row with only its rarest word most of that, a row with only a word of most
+        # rows (a speaker's name in a chat between two people) next to nothing
+        for i in range(20):
+            store.append_buffer("user", f"Maya: just chatting about day {i}", "api")
+        both = store.append_buffer("user", "Maya: my sister Ana adopted a greyhound", "api")
+        rare = store.append_buffer("assistant", "Tom: a greyhound? lovely dogs", "api")
+        hits = {h.row.id: h.score for h in store.search_buffer("Maya greyhound")}
+        assert 0.8 <= hits[both.id] <= 1.3
+        assert 0.6 <= hits[rare.id] <= 1.3
+        name_only = [score for rid, score in hits.items() if rid not in (both.id, rare.id)]
+        assert name_only and max(name_only) < 0.1
+
+    def test_a_question_naming_a_person_does_not_rank_that_persons_rows_first(
+        self, store: MemoryStore
+    ):
+        from nixx.memory import search
+
+        # two people talking: every row says a name and "weekend"; one row answers
+        for i in range(30):
+            speaker = "Caroline" if i % 2 else "Melanie"
+            store.append_buffer("user", f"{speaker}: what a weekend, number {i}!", "api")
+        answer = store.append_buffer("user", "Caroline: your pottery bowl came out so well")
+        question = "What did Melanie make at pottery on the weekend?"
+        assert store.search_buffer(question, 5)[0].row.id == answer.id
+        out = search.search_store(store, question, None, limit=5)
+        assert out[0].id == answer.id
+        assert out[0].score > 3 * max(r.score for r in out[1:])
+
+    def test_a_decisive_vector_match_beats_a_flood_of_weak_word_matches(
+        self, store: MemoryStore
+    ):
+        from nixx.memory import search
+
+        store.bind_embedder(MODEL, DIM)
+        query_vec = unit(1.0)
+        flood = [
+            store.append_buffer("user", f"the weekend plan number {i} was fine", "api")
+            for i in range(40)
+        ]
+        decisive = store.append_buffer("user", "we finally adopted a rescue greyhound", "api")
+        near = [(r.id, unit(0.1, 1.0, float(i % 3))) for i, r in enumerate(flood)]  # cosine < 0.1
+        store.add_buffer_vectors([*near, (decisive.id, unit(0.6, 0.8))])  # cosine 0.6
+        question = "what pet did we get for the weekend?"
+        out = search.search_store(store, question, query_vec[None], limit=3)
+        assert out[0].id == decisive.id
+        # and a rare shared word beats rows that are only vaguely near
+        rare = store.append_buffer("user", "the vet said the parrot is healthy", "api")
+        vague = [store.append_buffer("user", f"some thought {i}", "api") for i in range(3)]
+        other = unit(0.0, 0.0, 0.0, 1.0)  # no other row is near it
+        store.add_buffer_vectors(  # cosine 0.1 against 0.45
+            [(rare.id, unit(0, 0, 0, 0.1, 0.995)), *[(r.id, unit(0, 0, 0, 0.45, 0.89)) for r in vague]]
+        )
+        out = search.search_store(store, "parrot at the vet", other[None], limit=3)
+        assert out[0].id == rare.id
+
+    def test_rows_saying_the_same_collapse_into_one_result(self, store: MemoryStore):
+        from nixx.memory import search
+
+        copies = [
+            store.append_buffer("user", "Name three uses of a flowerpot.", "api") for _ in range(6)
+        ]
+        key = store.append_buffer("assistant", "The key is under the blue flowerpot.", "api")
+        out = search.search_store(store, "blue flowerpot", None, limit=3)
+        assert [r.id for r in out][:2] == [key.id, copies[-1].id]
+        assert sorted(out[1].repeats) == sorted(r.id for r in copies[:-1])
+        assert len(out) == 2
+
     # ---- summaries ---------------------------------------------------------------------
     def test_summary_keeps_its_buffer_range(self, store: MemoryStore):
         store.bind_embedder(MODEL, DIM)
@@ -981,6 +1052,18 @@ class StoreContract:
         with pytest.raises(ValidationError):
             store.update_summary(s.id, content="   ", embedding=unit(1))
         assert [e.kind for e in store.forget_log()] == ["summary_edit", "summary_edit"]
+
+    def test_find_text_finds_a_buffer_row_by_its_meta(self, store: MemoryStore):
+        """An assistant row keeps its tool calls' arguments and the agent's name in
+        `meta`: a forget query must find the row there too (issue 26)."""
+        store.append_buffer("user", "look it up")
+        row = store.append_buffer("assistant", "done", meta={
+            "tools": [{"name": "read_file", "arguments": {"path": "Quokka-9931.txt"}}],
+            "agent": "team/coder"})
+        rows, _, _ = store.find_text(["quokka-9931"], 10)
+        assert [r.id for r in rows] == [row.id]
+        rows, _, _ = store.find_text(["team/coder", "done"], 10)
+        assert [r.id for r in rows] == [row.id]
 
     def test_find_text_needs_every_term(self, store: MemoryStore):
         store.bind_embedder(MODEL, DIM)

@@ -328,7 +328,8 @@ def test_full_text_search_uses_the_gin_index(store: PostgresStore, pg_url: str) 
         conn.execute("ANALYZE buffer")
     store.append_buffer("user", "we decided the schema keeps a GIN index")
     terms = tsquery_text("what did we decide about the schema?")
-    plan = _plan(pg_url, SEARCH_BUFFER_SQL, (terms, 10))
+    assert terms == "decide | schema"
+    plan = _plan(pg_url, SEARCH_BUFFER_SQL, ([1.0, 1.0], terms.split(" | "), 3.0, terms, 10))
     assert "buffer_tsv_gin" in plan, plan
     assert "Seq Scan on buffer" not in plan
     hits = store.search_buffer("what did we decide about the schema?")
@@ -763,9 +764,16 @@ def test_vacuum_rewrites_the_tables_after_a_forget(store: PostgresStore) -> None
     """`nixx db vacuum` on PostgreSQL: VACUUM FULL of nixx's tables; the store keeps working."""
     rows = [store.append_buffer("user", f"row {i} " + "padding " * 200, "api") for i in range(200)]
     store.forget("buffer", buffer_ids=[r.id for r in rows[:190]])
-    assert store.scrub() == {}  # nothing is done to the files automatically (docs/storage.md)
+    # nothing is done to the files automatically, and the answer says so (docs/storage.md)
+    assert set(store.scrub()) == {"backend", "note"}
     result = store.vacuum()
     assert result["backend"] == "postgres"
     assert result["bytes_after"] < result["bytes_before"]
     assert [r.id for r in store.get_buffer(1)] == [r.id for r in rows[190:]]
     assert store.append_buffer("user", "after vacuum", "api").id > rows[-1].id
+
+
+def test_scrub_says_that_pg_wal_keeps_deleted_text(store: PostgresStore) -> None:
+    """PostgreSQL cannot scrub its write-ahead log from a client: the forget answer says so."""
+    note = store.scrub()["note"]
+    assert "pg_wal" in note and "nixx db vacuum" in note

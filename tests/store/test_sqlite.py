@@ -122,6 +122,17 @@ def test_migrates_from_every_earlier_version_keeping_data(tmp_path: Path, from_v
         assert s.search_buffer_vectors(unit(1, 2), limit=1)[0].row.id == row.id
         s.delete_source(1)
         assert s.search_memories(unit(1, 2), limit=1) == []
+        # version 4: the dialect routes' origins are accepted, others still refused
+        conn = s._conn()
+        for origin in ("responses", "anthropic"):
+            conn.execute("INSERT INTO buffer (role, content, origin, meta, created_at) VALUES "
+                         "('user', ?, ?, '{}', '2026-01-02T00:00:00.000000Z')",
+                         (f"a turn from {origin}", origin))
+        assert s.search_buffer("turn")[0].row.origin in ("responses", "anthropic")
+        with pytest.raises(apsw.ConstraintError):
+            conn.execute("INSERT INTO buffer (role, content, origin, meta, created_at) VALUES "
+                         "('user', 'x', 'bogus', '{}', '2026-01-02T00:00:00.000000Z')")
+        assert list(conn.execute("PRAGMA integrity_check")) == [("ok",)]
     finally:
         s.close()
 

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import json
+import threading
+from typing import Any
+
 import httpx
 import numpy as np
 import openai
@@ -69,3 +73,65 @@ def test_embeddings_are_deterministic_and_share_words(fake_llm: FakeLLM) -> None
     with pytest.raises(openai.APIStatusError):
         client(fake_llm).embeddings.create(model="e", input="x")
     assert client(fake_llm).embeddings.create(model="e", input="x").data
+
+
+def test_done_after_ends_a_stream_without_a_finish_reason(fake_llm: FakeLLM) -> None:
+    fake_llm.queue(Reply(content="one two three", done_after=1))
+    with httpx.stream(
+        "POST",
+        f"{fake_llm.base_url}/chat/completions",
+        json={"model": "m", "stream": True, "messages": [{"role": "user", "content": "x"}]},
+    ) as r:
+        lines = [line for line in r.iter_lines() if line.startswith("data: ")]
+    assert lines[-1] == "data: [DONE]"
+    chunks = [json.loads(line[6:]) for line in lines[:-1]]
+    assert [c["choices"][0]["delta"].get("content") for c in chunks] == ["", "one "]
+    assert all(c["choices"][0]["finish_reason"] is None for c in chunks)
+
+
+def _stream_text(llm: FakeLLM, text: str) -> tuple[str, str | None]:
+    with httpx.stream(
+        "POST",
+        f"{llm.base_url}/chat/completions",
+        json={"model": "m", "stream": True, "messages": [{"role": "user", "content": text}]},
+        timeout=30,
+    ) as r:
+        got, finish = "", None
+        for line in r.iter_lines():
+            if line.startswith("data: {"):
+                choice = json.loads(line[6:])["choices"][0]
+                got += choice["delta"].get("content") or ""
+                finish = choice["finish_reason"] or finish
+    return got, finish
+
+
+@pytest.mark.parametrize("interrupt", [False, True])
+def test_one_slot_serves_one_request_at_a_time_and_can_interrupt(interrupt: bool) -> None:
+    with FakeLLM(slots=1, interrupt=interrupt) as llm:
+        calls: list[str] = []
+
+        def responder(body: dict[str, Any]) -> Reply:
+            calls.append(body["messages"][-1]["content"])
+            if len(calls) == 1:
+                # the first answer starts only once the second request waits
+                while llm.in_flight < 2:
+                    threading.Event().wait(0.01)
+            return Reply(content="a b c d")
+
+        llm.responder = responder
+        results: list[tuple[str, str | None]] = []
+        first = threading.Thread(target=lambda: results.append(_stream_text(llm, "one")))
+        first.start()
+        while not calls:
+            threading.Event().wait(0.01)
+        second = _stream_text(llm, "two")
+        first.join(30)
+        assert calls == ["one", "two"]
+        assert llm.peak_serving == 1 and llm.peak_in_flight == 2
+        assert second == ("a b c d", "stop")
+        if interrupt:
+            # the waiting request ended the running stream after its first chunk
+            assert llm.interrupted == 1
+            assert results == [("", None)]
+        else:
+            assert results == [("a b c d", "stop")]

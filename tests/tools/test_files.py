@@ -336,3 +336,25 @@ def test_a_path_too_long_is_reported_as_too_long(layout):
         ):
             with pytest.raises(WorkspaceError, match="too long"):
                 call(*args)
+
+
+@pytest.mark.parametrize("path", [
+    ".claude/settings.json", ".mcp.json", ".github/workflows/x.yml", ".vscode/tasks.json",
+    ".pre-commit-config.yaml", ".envrc", "sitecustomize.py", "usercustomize.py",
+    ".GIT/hooks/pre-commit", "sub/.Git/config", ".Claude/settings.json", ".idea/x.xml",
+])
+def test_agent_editor_ci_and_hook_files_are_protected(layout, path):
+    """Code other tools run later on the user's machine: agent and editor configuration,
+    CI workflows, hooks, direnv, Python start-up hooks — and `.git` in any case."""
+    ws = layout["ws"]
+    with pytest.raises(WorkspaceError, match="protected"):
+        files.write_file(ws, path, "evil")
+    assert not (ws / path).exists()
+
+
+def test_delete_file_does_not_remove_agent_configuration(layout):
+    ws = layout["ws"]
+    (ws / ".mcp.json").write_text("{}")
+    with pytest.raises(WorkspaceError, match="protected"):
+        files.delete_file(ws, ".mcp.json")
+    assert (ws / ".mcp.json").read_text() == "{}"

@@ -8,6 +8,7 @@ import contextlib
 import httpx
 import pytest
 
+from nixx.memory.prompts import MEMORY_NOTE
 from nixx.testing.fake_llm import Reply
 from nixx.tui.widgets import AssistantMessage, UserMessage
 
@@ -42,7 +43,7 @@ async def test_intent_shows_where_it_came_from(live_server):
 
 def _turn(live_server, text: str, answer: Reply, origin: str) -> None:
     def respond(body):  # by content: background intent calls must not take a reply
-        if body["messages"][-1].get("content") == text:
+        if str(body["messages"][-1].get("content")).startswith(text):  # (+ its memory)
             return answer
         return Reply(content="Talking to nixx.")
 
@@ -83,8 +84,9 @@ async def test_restores_only_what_it_can_send(live_server):
             ("UserMessage", "last, unanswered", "unanswered"),
         ]
         await submit(pilot, "next")
+    # the user's words (the `cache` prompt layout adds nixx's memory after them)
     sent = [
-        (m["role"], m["content"])
+        (m["role"], m["content"].split(f"\n\n{MEMORY_NOTE}")[0])
         for m in live_server.llm.chat_requests[-1]["messages"]
         if m["role"] != "system"
     ]

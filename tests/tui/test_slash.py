@@ -195,7 +195,7 @@ async def test_context_shows_the_system_prompt(live_server):
         text = _last_notice(app)
     expected = live_server.get("/v1/debug/context")
     assert "test the context [/]" in text
-    assert "## Current Intent" in expected["system_prompt"]
+    assert "## Current Intent" in expected["memory_block"]
     assert "## Current Intent" in text
     assert expected["system_prompt"].splitlines()[0][:60] in text
 

@@ -129,8 +129,9 @@ def test_an_ingest_that_fails_says_why(server: LiveServer, page: Any) -> None:
 def test_context_page_shows_the_next_system_prompt(server: LiveServer, page: Any) -> None:
     httpx.post(server.base_url + "/v1/intent", json={"intent": "writing the web page"})
     page.goto(server.base_url + "/ui/context")
-    assert "## Current Intent" in page.locator("pre.prompt").inner_text()
-    assert "writing the web page" in page.locator("pre.prompt").inner_text()
+    assert page.locator("pre.prompt").inner_text().startswith("You are nixx")
+    assert "## Current Intent" in page.locator("pre.memory").inner_text()
+    assert "writing the web page" in page.locator("pre.memory").inner_text()
 
 
 @pytest.fixture

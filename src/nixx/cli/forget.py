@@ -130,6 +130,10 @@ def _show_matches(found: dict[str, Any]) -> None:
         print(f"  {item['id']:<16} summary   {item['snippet']} {span}")
     for item in found["memories"]:
         print(f"  {item['id']:<16} memory    {item['snippet']} (source {item['source_name']!r})")
+    for item in found.get("sources", []):
+        print(f"  {item['id']:<16} source    {item['snippet']}")
+    if found.get("intent"):
+        print(f"  {found['intent']['id']:<16} intent    {found['intent']['snippet']}")
     if found["truncated"]:
         print("  … more match: forget these, then run the query again")
 
@@ -148,7 +152,9 @@ def _show_done(done: dict[str, Any], problems: dict[str, str]) -> None:
     if f["rebuild_source_ids"]:
         print(f"rebuilt sources: {', '.join(str(i) for i in f['rebuild_source_ids'])}")
     if done["intent_cleared"]:
-        print("the intent came from a deleted message: cleared and derived again")
+        print("the intent was cleared (it matched, or came from a deleted message)")
+    if done.get("disk", {}).get("note"):
+        print(f"note: {done['disk']['note']}")
     for kind, message in problems.items():
         sys.stderr.write(f"note: {kind} repair did not finish ({message}); the server retries it\n")
 

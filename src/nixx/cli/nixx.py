@@ -47,11 +47,13 @@ def _mcp(args: argparse.Namespace) -> int:
 
 def _mcp_install(args: argparse.Namespace) -> int:
     from nixx.log.workspace import init_root
-    from nixx.mcp.install import install_servers, resolve_clients
+    from nixx.mcp.install import install_servers, resolve_clients, warnings
 
     root = init_root()
     changes = install_servers(root, resolve_clients(args.client), dry_run=args.dry_run,
                               force=args.force)
+    for warning in warnings(changes):
+        print(f"warning: {warning}", file=sys.stderr)
     if args.json:
         emit_json({"root": root, "changes": changes})
         return 0

@@ -144,7 +144,8 @@ def _print_thread(t: dict) -> None:
         print(line)
     for m in t.get("messages", []):
         esc = " (escalation)" if m["escalate"] else ""
-        print(f"\n--- {m['sender']} · {m['kind']}{esc} · {m['created']}")
+        where = f" · from clone {m['origin']}" if m.get("remote") else ""
+        print(f"\n--- {m['sender']} · {m['kind']}{esc} · {m['created']}{where}")
         print(m["body"])
 
 
@@ -268,7 +269,8 @@ def _wait_after_send(engine, receipt: dict, args: argparse.Namespace) -> int:
         for line in failure_lines(summary.get("failures", [])):
             print(line, file=sys.stderr)
         for m in summary["messages"][1:]:
-            print(f"\n--- {m['sender']} · {m['kind']}")
+            where = f" · from clone {m['origin']}" if m.get("remote") else ""
+            print(f"\n--- {m['sender']} · {m['kind']}{where}")
             print(m["body"])
     return WAIT_EXIT[outcome]
 

@@ -30,9 +30,11 @@ def _init(args: argparse.Namespace) -> int:
         replica = store.replica
     hooks = []
     if not args.no_hooks:
-        from nixx.mcp.install import install_hooks
+        from nixx.mcp.install import install_hooks, warnings
 
         hooks = install_hooks(str(ws.root))
+        for warning in warnings(hooks):
+            print(f"warning: {warning}", file=sys.stderr)
     if args.json:
         emit_json({"root": str(ws.root), "db": str(ws.db_path), "replica": replica,
                    "created": created, "hooks": hooks})

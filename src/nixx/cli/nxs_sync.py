@@ -104,12 +104,14 @@ def _status(args: argparse.Namespace) -> int:
 
     ws = find_workspace(db=args.db)
     out = status(ws)
+    out["conflicts"] = _conflicts(ws)
     if args.json:
         emit_json(out)
         return 0
     if not out["bound"]:
         print(f"not bound (replica {out['replica']}); run `nxs sync bind`; "
               f"{out['unpushed']} ops would be pushed")
+        _print_trust(out)
         return 0
     print(f"stream     {out['stream']} (from {out['derived_from']}, bound "
           f"{_when(out.get('bound_at'))})")
@@ -124,7 +126,32 @@ def _status(args: argparse.Namespace) -> int:
         print(f"last pass  {_when(last.get('at'))}: {what}")
     else:
         print("last pass  never (`nxs sync run` makes one)")
+    _print_trust(out)
     return 0
+
+
+def _conflicts(ws) -> dict[str, Any]:
+    """The chat's claims on a message or thread id that are not shown (refused or
+    disputed: `nixx.nxc.reducer.conflicts`)."""
+    from nixx.log.store import LogStore
+    from nixx.nxc.reducer import conflicts
+
+    with LogStore.open(ws.db_path, _reducers()) as store:
+        return conflicts(store.conn)
+
+
+def _print_trust(out: dict[str, Any]) -> None:
+    """The ops refused on arrival and the claims not shown (docs/sync.md, "Trust")."""
+    refused, clash = out["refused"], out["conflicts"]
+    if refused["count"]:
+        print(f"refused    {refused['count']} ops on arrival (not stored):")
+        for item in refused["items"][-10:]:
+            print(f"  {item['op']} from {item['pusher']}: {item['reason']}")
+    if clash["count"]:
+        print(f"conflicts  {clash['count']} claims on a message or thread id not shown:")
+        for item in clash["items"][:10]:
+            print(f"  {item['kind']} {item['id']}: op {item['op']} from {item['origin']}: "
+                  f"{item['reason']}")
 
 
 def _when(ms: int | None) -> str:

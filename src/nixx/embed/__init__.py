@@ -60,4 +60,22 @@ def default_row_floor(model: str) -> float:
     return default_recall_threshold(model)
 
 
-__all__ = ["Embedder", "default_recall_threshold", "default_row_floor", "make_embedder"]
+# The cosine scale of evidence per model (`nixx.memory.search`: fused search weighs a row's
+# cosine on it): below the first number a cosine is no evidence (unrelated questions reach
+# it), at the second it is decisive. Measured on bench/bench_recall.py --floor (both sets:
+# the best row of an unrelated question, the evidence rows of related ones). Models without
+# a calibration centre it on their row floor.
+COSINE_SCALES = {"all-minilm-l6-v2": (0.15, 0.65)}
+
+
+def cosine_scale(model: str) -> tuple[float, float]:
+    """(no evidence, decisive) cosines for an embedding model."""
+    name = model.rsplit("/", 1)[-1].split(":", 1)[0].lower()
+    for key, value in COSINE_SCALES.items():
+        if name.startswith(key):
+            return value
+    floor = default_row_floor(model)
+    return floor - 0.25, floor + 0.25
+
+
+__all__ = ["Embedder", "cosine_scale", "default_recall_threshold", "default_row_floor", "make_embedder"]

@@ -44,6 +44,7 @@ from nixx.ingest.fetch import fetch
 from nixx.ingest.readers import fallback_reader, reader_for_media_type, reader_for_path
 from nixx.ingest.walk import Skipped, walk
 from nixx.memory.chunking import chunk_text
+from nixx.paths import is_secret, open_beneath
 from nixx.store.base import MemoryStore
 from nixx.store.records import NewChunk, Source
 
@@ -179,12 +180,17 @@ class Ingestor:
         tags: str | Sequence[str] | None = None,
         root: Path | None = None,
     ) -> IngestResult:
-        """Ingest a file or a folder. With `root`, the path must resolve inside it."""
+        """Ingest a file or a folder. With `root`, the path must resolve inside it.
+        Secrets (`nixx.paths.SECRET_PATHS`) are never read: a file named is refused, a
+        folder's are skipped. Every file is opened beneath the confining folder (`root`,
+        else the folder ingested, else the file's own folder) without following a
+        symlink (`nixx.paths.open_beneath`), so a swap mid-way cannot lead outside."""
         target = self._resolve(path, root)
+        base = root.resolve() if root is not None else None
         if target.is_dir():
-            plan = self._plan_folder(target, name)
+            plan = self._plan_folder(target, name, base or target)
         elif target.is_file():
-            plan = self._plan_file(target, name)
+            plan = self._plan_file(target, name, base or target.parent)
         else:
             raise ValidationError(f"{path} is neither a regular file nor a folder", param="path")
         return self._run(plan, parse_tags(tags))
@@ -284,8 +290,9 @@ class Ingestor:
             raise outside
         return target
 
-    def _plan_file(self, path: Path, name: str | None) -> _Plan:
+    def _plan_file(self, path: Path, name: str | None, base: Path) -> _Plan:
         self._emit(Progress("read", str(path), 0, 1, path=str(path)))
+        _refuse_secret(path, base)
         size = path.stat().st_size
         if size > self.settings.ingest_max_file_bytes:
             raise ValidationError(
@@ -293,7 +300,7 @@ class Ingestor:
                 "limit (NIXX_INGEST_MAX_FILE_BYTES)",
                 param="path",
             )
-        data = _read_bytes(path, self.settings.ingest_max_file_bytes)
+        data = _read_bytes(path, self.settings.ingest_max_file_bytes, base)
         document = _read_document(data, path)
         self._emit(Progress("read", str(path), 1, 1, path=str(path)))
         return _Plan(
@@ -312,7 +319,8 @@ class Ingestor:
             files=1,
         )
 
-    def _plan_folder(self, folder: Path, name: str | None) -> _Plan:
+    def _plan_folder(self, folder: Path, name: str | None, base: Path) -> _Plan:
+        _refuse_secret(folder, base)
         walked = walk(folder, max_file_bytes=self.settings.ingest_max_file_bytes)
         total = len(walked.files)
         documents: list[tuple[str | None, Document]] = []
@@ -321,7 +329,7 @@ class Ingestor:
         for i, path in enumerate(walked.files, start=1):
             rel = path.relative_to(folder).as_posix()
             try:
-                data = _read_bytes(path, self.settings.ingest_max_file_bytes)
+                data = _read_bytes(path, self.settings.ingest_max_file_bytes, base)
                 document = _read_document(data, path, display=rel)
             except NixxError as exc:
                 skipped.append(Skipped(rel, exc.message))
@@ -506,10 +514,53 @@ class Ingestor:
 # ---- helpers -----------------------------------------------------------------------
 
 
-def _read_bytes(path: Path, limit: int) -> bytes:
-    """The file's bytes; `ValidationError` if it grew past `limit` since it was listed."""
+def _refuse_secret(path: Path, base: Path) -> None:
+    """`Forbidden` when `path` (or a folder on its way from `base`) is a secret."""
     try:
-        with path.open("rb") as f:
+        parts = path.relative_to(base).parts or (path.name,)
+    except ValueError:
+        parts = path.parts
+    hit = is_secret(parts)
+    if hit is not None:
+        raise Forbidden(
+            f"{path} is a secret (pattern {hit!r}): ingest never reads it (nixx.paths "
+            "SECRET_PATHS; docs/ingest.md)", param="path")
+
+
+def _read_bytes(path: Path, limit: int, base: Path) -> bytes:
+    """The file's bytes, opened beneath `base` without following a symlink on the way
+    (`open_beneath`: `path` is `base`'s real descendant as walked; a symlinked file inside
+    is read at its resolved place, which must be beneath `base` too). `ValidationError`
+    if it grew past `limit` since it was listed, `Forbidden` if a folder or the file was
+    swapped for a symlink, or it is not beneath `base` after all."""
+    import errno
+    import os
+    import stat
+
+    escaped = Forbidden(f"{path} changed while it was read (a symlink appeared on the way) "
+                        "or leads outside the folder: not read", param="path")
+    real = path
+    if path.is_symlink():
+        try:
+            real = path.resolve(strict=True)
+        except (OSError, RuntimeError):
+            raise escaped from None
+    try:
+        parts = real.relative_to(base).parts
+    except ValueError:
+        raise escaped from None
+    try:
+        fd = open_beneath(base, parts)
+    except PermissionError:
+        raise Forbidden(f"permission denied reading {path}", param="path") from None
+    except OSError as exc:
+        if exc.errno in (errno.ELOOP, errno.ENOTDIR, errno.EINVAL):
+            raise escaped from None
+        raise ValidationError(f"cannot read {path}: {exc.strerror or exc}", param="path") from None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise ValidationError(f"{path} is not a regular file", param="path")
+        with os.fdopen(fd, "rb", closefd=False) as f:
             data = f.read(limit + 1)
         if len(data) > limit:
             raise ValidationError(
@@ -521,6 +572,8 @@ def _read_bytes(path: Path, limit: int) -> bytes:
         raise Forbidden(f"permission denied reading {path}", param="path") from None
     except OSError as exc:
         raise ValidationError(f"cannot read {path}: {exc.strerror or exc}", param="path") from None
+    finally:
+        os.close(fd)
 
 
 def _read_document(data: bytes, path: Path, *, display: str | None = None) -> Document:

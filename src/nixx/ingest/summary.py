@@ -26,11 +26,25 @@ def summary_messages(name: str, text: str) -> list[dict[str, str]]:
     ]
 
 
-async def summarise(llm: ChatClient, model: str, name: str, text: str) -> str | None:
-    """The LLM's summary of `text`, or None when it answered nothing. Raises `BackendError`
+MAX_TOKENS = 300  # 2-4 sentences
+
+
+async def summarise(
+    llm: ChatClient, model: str, name: str, text: str, *, budget: float = 120.0
+) -> str | None:
+    """The LLM's summary of `text`, or None when it answered nothing. One of nixx's own
+    calls (`ChatClient.background`: bounded by `MAX_TOKENS` and `budget` seconds, after
+    the users' turns); the caller cuts `text` to fit the context. Raises `BackendError`
     (or `BackendUnavailable`) when the backend fails."""
-    data: dict[str, Any] = await llm.create(
-        {"model": model, "messages": summary_messages(name, text), "temperature": 0.3}
+    data: dict[str, Any] = await llm.background(
+        {
+            "model": model,
+            "messages": summary_messages(name, text),
+            "temperature": 0.3,
+            "max_tokens": MAX_TOKENS,
+        },
+        budget=budget,
+        what="a source's summary",
     )
     message = data["choices"][0].get("message") or {}
     content = message.get("content")

@@ -2,7 +2,11 @@
 
 Honours ``.gitignore`` files at every level (and ``.git/info/exclude``) with git's own
 rules (via `pathspec`), never enters ``.git``, does not follow symlinked folders, skips
-symlinked files that lead outside the folder and files over the size limit. Whether a
+symlinked files that lead outside the folder, files over the size limit and secrets
+(`nixx.paths.SECRET_PATHS`: ``.env``, ``.nxs*``, key files…, listed as skipped).
+The walk only lists: the pipeline opens each file again beneath the folder without
+following symlinks (`nixx.paths.open_beneath`), so a folder swapped for a symlink after
+it was listed is not read through. Whether a
 file is text is decided when it is read (see `nixx.ingest.document.decode_text`).
 """
 
@@ -11,6 +15,8 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
+
+from nixx.paths import is_secret
 
 SKIP_DIRS = frozenset({".git", ".hg", ".svn"})
 # Version-control plumbing and lock files: noise in semantic memory (counted as ignored).
@@ -117,10 +123,14 @@ def _walk_dir(
         if is_dir:
             if entry.name in SKIP_DIRS or ignores.ignored(rel, True):
                 continue
+            if _secret(rel, result, "/"):
+                continue
             _walk_dir(root, Path(entry.path), rel, ignores, max_file_bytes, result)
             continue
         if entry.name in SKIP_FILES or ignores.ignored(rel, False):
             result.ignored += 1
+            continue
+        if _secret(rel, result, ""):
             continue
         path = Path(entry.path)
         if is_link:
@@ -148,3 +158,12 @@ def _walk_dir(
             continue
         result.files.append(path)
     del ignores.specs[depth_specs:]
+
+
+def _secret(rel: PurePosixPath, result: WalkResult, suffix: str) -> bool:
+    """Skip (and list) `rel` when it is a secret (`nixx.paths.SECRET_PATHS`)."""
+    hit = is_secret(rel.parts)
+    if hit is None:
+        return False
+    result.skipped.append(Skipped(rel.as_posix() + suffix, f"a secret (pattern {hit!r}): not read"))
+    return True

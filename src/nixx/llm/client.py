@@ -8,7 +8,9 @@ reused for every call. Failures become nixx errors:
   `BackendUnavailable` naming the URL and the variable that sets it;
 - the backend answers an HTTP error → `BackendError` carrying the backend's own message;
 - a stream that breaks before it finished → `BackendError` with ``code="stream_interrupted"``
-  (raised from the iterator, after the chunks already received were yielded);
+  (raised from the iterator, after the chunks already received were yielded); so does a
+  stream that ends with ``[DONE]`` before any chunk carried a finish reason (what
+  llama-cpp-python sends when it gives its one slot to another request);
 - a chunk or completion of the wrong shape (`check_chunk`, `check_completion`) →
   `BackendError` too (a stream: ``stream_interrupted``, after the good chunks).
 """
@@ -22,22 +24,27 @@ from typing import TYPE_CHECKING, Any
 import httpx
 
 from nixx.errors import BackendError, BackendUnavailable
-from nixx.llm.stream import check_chunk, check_completion
+from nixx.llm.facts import BackendFacts, probe
+from nixx.llm.gate import BackendGate
+from nixx.llm.stream import StreamAccumulator, check_chunk, check_completion
 from nixx.secret import reveal
 from nixx.sse import aparse_lines
 
 if TYPE_CHECKING:
     from pydantic import SecretStr
 
+PROBE_TIMEOUT = 3.0  # seconds a question about the backend itself may take
+
 
 class _Errors:
     """The one mapping from transport failures and HTTP errors to nixx errors, shared by
     the async `ChatClient` and the blocking `SyncChatClient`."""
 
-    def __init__(self, base_url: str, timeout: float, env_var: str) -> None:
+    def __init__(self, base_url: str, timeout: float, env_var: str, where: str = "") -> None:
         self.base_url = base_url.rstrip("/")
         self.env_var = env_var
         self.timeout = timeout
+        self.where = where  # where the URL came from (the config file read, or none)
 
     def _options(
         self, api_key: SecretStr | str | None, headers: dict[str, str] | None
@@ -54,7 +61,8 @@ class _Errors:
     def _unavailable(self, exc: Exception) -> BackendUnavailable:
         return BackendUnavailable(
             f"no LLM backend answers at {self.base_url} ({type(exc).__name__}: {exc}). "
-            f"Start it, or set {self.env_var} to the URL of an OpenAI-compatible server.",
+            f"Start it, or set {self.env_var} to the URL of an OpenAI-compatible server"
+            + (f" ({self.where})." if self.where else "."),
             url=self.base_url,
             variable=self.env_var,
         )
@@ -82,6 +90,8 @@ class _Errors:
             err = data.get("error") if isinstance(data, dict) else None
             if isinstance(err, dict) and err.get("message"):
                 message = str(err["message"])
+                if isinstance(err.get("n_ctx"), int):  # llama.cpp says its context so
+                    message += f" (n_ctx {err['n_ctx']})"
             elif isinstance(err, str):
                 message = err
             elif isinstance(data, dict) and data.get("detail"):
@@ -153,7 +163,11 @@ class SyncChatClient(_Errors):
 
 
 class ChatClient(_Errors):
-    """OpenAI-compatible `/models` and `/chat/completions` over one pooled HTTP client."""
+    """OpenAI-compatible `/models` and `/chat/completions` over one pooled HTTP client.
+
+    It also holds what the backend said of itself (`facts`: context length, slots;
+    `nixx.llm.facts`) and the `gate` that keeps nixx's own calls (`background`) out of
+    the way of a user's turns (`nixx.llm.gate`)."""
 
     def __init__(
         self,
@@ -163,13 +177,18 @@ class ChatClient(_Errors):
         timeout: float = 120.0,
         env_var: str = "NIXX_CHAT_BASE_URL",
         transport: httpx.AsyncBaseTransport | None = None,
+        slots: int | None = None,
+        where: str = "",
     ) -> None:
-        super().__init__(base_url, timeout, env_var)
+        super().__init__(base_url, timeout, env_var, where)
         self._http = httpx.AsyncClient(
             **self._options(api_key, None),
             limits=httpx.Limits(max_connections=64, max_keepalive_connections=16),
             transport=transport,
         )
+        self.gate = BackendGate(slots)
+        self._slots_set = slots is not None
+        self._facts: dict[str, BackendFacts] = {}
 
     async def aclose(self) -> None:
         await self._http.aclose()
@@ -181,6 +200,61 @@ class ChatClient(_Errors):
         except httpx.HTTPError as exc:
             raise self._transport_error(exc) from None
         return self._json(response)
+
+    async def probe_json(self, method: str, url: str, body: Any = None) -> Any:
+        """A quick request for what a backend says of itself (`nixx.llm.facts`): its JSON
+        answer, or None when it fails in any way (an OpenAI server has no `/props`)."""
+        try:
+            response = await self._http.request(method, url, json=body, timeout=PROBE_TIMEOUT)
+            return response.json() if response.status_code == 200 else None
+        except (httpx.HTTPError, ValueError):
+            return None
+
+    async def facts(self, model: str) -> BackendFacts:
+        """What the backend says of `model` (asked once, then kept; `learn_context`
+        corrects it from a refusal)."""
+        found = self._facts.get(model)
+        if found is None:
+            found = await probe(self, model)
+            if found.answered:
+                self._facts[model] = found
+            if found.slots and not self._slots_set:
+                self.gate.slots = found.slots
+        return found
+
+    def known_context(self, model: str) -> tuple[int | None, str]:
+        """(the context length learned for `model`, its source) without asking."""
+        facts = self._facts.get(model)
+        return (facts.context_length, facts.source) if facts else (None, "")
+
+    def learn_context(self, model: str, length: int, source: str) -> None:
+        """The backend refused a request for its length and named it."""
+        facts = self._facts.setdefault(model, BackendFacts())
+        facts.context_length, facts.source = length, source
+
+    async def background(
+        self, body: dict[str, Any], *, budget: float, what: str
+    ) -> dict[str, Any]:
+        """One of nixx's own completions (a summary, the intent): through the `gate`, so
+        it runs only while no user's turn does, within `budget` seconds (the caller
+        bounds the answer with ``max_tokens``); streamed from the backend, returned whole
+        (`create`'s shape)."""
+        return await self.gate.background(lambda: self._streamed(body), budget=budget, what=what)
+
+    async def _streamed(self, body: dict[str, Any]) -> dict[str, Any]:
+        """A completion asked for as a stream (so that stopping it — a user's turn took
+        the slot — closes the connection and a local server stops generating; a request
+        not streamed runs to its end on llama-cpp-python), in the shape of `create`'s."""
+        acc = StreamAccumulator()
+        async for chunk in self.stream(body):
+            acc.add(chunk)
+        message: dict[str, Any] = {"role": "assistant", "content": acc.content}
+        return {
+            "object": "chat.completion",
+            "model": acc.model,
+            "choices": [{"index": 0, "message": message, "finish_reason": acc.finish_reason}],
+            "usage": acc.usage,
+        }
 
     async def list_models(self) -> dict[str, Any]:
         """The backend's `GET /models` document (OpenAI list shape)."""
@@ -241,7 +315,16 @@ class ChatClient(_Errors):
                     f"the stream from the LLM backend broke: {type(exc).__name__}: {exc}",
                     code="stream_interrupted",
                 ) from None
-            if not done and not finished:
+            if done and not finished:
+                # llama-cpp-python, by default, ends a request this way when another one
+                # waits for its slot: the answer is not complete, whatever [DONE] says
+                raise BackendError(
+                    "the stream from the LLM backend ended with [DONE] but no finish reason: "
+                    "the answer is not complete (a local server that serves one request at "
+                    "a time may have given the slot to another request)",
+                    code="stream_interrupted",
+                )
+            if not finished:
                 raise BackendError(
                     "the stream from the LLM backend ended before the answer was complete",
                     code="stream_interrupted",

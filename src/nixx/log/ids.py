@@ -7,6 +7,10 @@ operations, and the workspace's replica prefix.
   canonical JSON (sorted keys, compact). The same operation always has the same id, so
   re-delivering it is a no-op, and anyone can verify an id against its content.
 - `new_replica_prefix()`: 4 random Crockford base32 characters, lower case (~1M values).
+- `new_thing_id(kind, replica)`: ``<kind>-<ULID>-<replica>``, the id of a thing written
+  once (a message ``m-``, a thread ``t-``). It names the replica that minted it
+  (`minter`), so a claim on it from any other replica is refused (docs/sync.md, "Trust").
+  Ids minted before this rule (``m-<ULID>``) name no minter.
 """
 
 from __future__ import annotations
@@ -38,3 +42,19 @@ def new_replica_prefix() -> str:
 
 def is_replica_prefix(value: str) -> bool:
     return 1 <= len(value) <= 16 and all(c in CROCKFORD for c in value)
+
+
+def new_thing_id(kind: str, replica: str, wall_ms: int | None = None) -> str:
+    """``<kind>-<ULID>-<replica>``: an id that names the replica minting it."""
+    return f"{kind}-{new_ulid(wall_ms)}-{replica}"
+
+
+def minter(thing_id: str) -> str | None:
+    """The replica that minted `thing_id` (`new_thing_id`), None when the id names none."""
+    kind, sep, rest = thing_id.partition("-")
+    ulid, sep2, replica = rest.partition("-")
+    if not (sep and sep2 and kind and len(ulid) == 26 and is_replica_prefix(replica)):
+        return None
+    if not all(c in CROCKFORD for c in ulid.lower()):
+        return None
+    return replica

@@ -69,6 +69,12 @@ def compute_id(
     return "o" + digest[:32]
 
 
+def short_digest(text: str) -> str:
+    """16 hex of the sha256 of `text` (a content fingerprint, not an identity)."""
+    digest: str = sha256(text.encode("utf-8")).hexdigest()
+    return digest[:16]
+
+
 class Op:
     __slots__ = ("id", "domain", "kind", "target", "origin", "clock", "actor", "payload",
                  "created", "seq", "local", "_payload_json")

@@ -134,7 +134,10 @@ class Txn:
 
     def _next_clock(self) -> str:
         if self._last_clock is None:
-            row = self.conn.execute("SELECT max(clock) FROM ops").fetchone()
+            # the greatest clock seen, leaving out any too far ahead (`hlc.ceiling`): an
+            # op stored before clocks were bounded must not hold every later write back
+            row = self.conn.execute("SELECT max(clock) FROM ops WHERE clock <= ?",
+                                    (hlc.ceiling(),)).fetchone()
             self._last_clock = row[0] if row else None
         self._last_clock = hlc.tick(self._last_clock)
         return self._last_clock
@@ -168,14 +171,22 @@ class Txn:
     def insert(self, ops: Iterable[Op]) -> list[Op]:
         """Store ops minted elsewhere (sync); already-stored ids are skipped. Each newly
         stored op is folded. Returns the newly stored ones, with their local `seq`.
-        An op whose id does not match its content, or whose clock is not a clock, raises
-        `ValidationError` (and the caller's transaction rolls back)."""
+        An op whose id does not match its content, whose clock is not a clock, or whose
+        clock is too far ahead (`hlc.too_far_ahead`) raises `ValidationError` (and the
+        caller's transaction rolls back; `nixx.sync.engine` leaves such ops out first)."""
         new = []
+        ceiling = hlc.ceiling()
         for op in ops:
             if not op.verify():
                 raise ValidationError(
                     f"operation {op.id!r} from {op.origin!r} is malformed (bad clock, or an id "
                     "that does not match its content): nothing of this batch was stored"
+                )
+            if op.clock > ceiling:
+                raise ValidationError(
+                    f"operation {op.id!r} from {op.origin!r} has a clock {op.clock} more than "
+                    f"{hlc.MAX_AHEAD_MS // 60000} minutes ahead of this machine's: nothing of "
+                    "this batch was stored"
                 )
             if self._store_and_fold(op):
                 new.append(op)
@@ -402,7 +413,11 @@ class LogStore:
     def _fold_one(self, reducer: Reducer, op: Op) -> bool:
         """Fold one op. A reducer bug (any exception but SQLite's own) rolls back that op's
         view writes and leaves it unfolded; a SQLite error (disk full, I/O) propagates and
-        aborts the whole transaction, so the log and its views never disagree."""
+        aborts the whole transaction, so the log and its views never disagree.
+        An op whose clock is too far ahead (`hlc.too_far_ahead`: stored before clocks were
+        bounded) is left unfolded, so `refold` recovers a log such an op poisoned."""
+        if hlc.too_far_ahead(op.clock):
+            return False
         try:
             with immediate(self.conn):  # inside the write: a savepoint
                 return bool(reducer.fold(self.conn, op))

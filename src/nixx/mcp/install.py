@@ -12,6 +12,13 @@ Session-start hooks (`nxs init`): `hooks.SessionStart` in Claude Code's
 Gemini CLI's `.gemini/settings.json` `nxs prime --hook gemini` (the same block as the JSON
 Gemini reads: `hookSpecificOutput.additionalContext`).
 
+The command written is the absolute path of the executable (`executable`: the one beside
+the running interpreter — a venv's ``bin/`` — else the one on PATH), since a client
+started from another shell does not have the venv on its PATH; it is run once
+(``--help``) when installing, and a warning says so when it is not found or does not
+run (the bare name is then written). An entry or hook nixx wrote before with the bare
+name is replaced by the absolute one.
+
 Every change merges with what is there: other servers, hooks and settings are kept; an
 existing `nixx` entry is left as it is unless `force`; a file that does not parse is an
 error naming it, and nothing is written. A second run changes nothing. Files are replaced
@@ -22,6 +29,10 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
+import shutil
+import subprocess
+import sys
 import tempfile
 from collections.abc import Callable
 from typing import Any
@@ -37,16 +48,44 @@ FILES = {
 }
 SERVER_NAME = "nixx"
 COMMAND, ARGS = "nixx", ["mcp"]
-PRIME_COMMAND = "nxs prime"
 CLAUDE_SETTINGS = os.path.join(".claude", "settings.json")
 GEMINI_SETTINGS = os.path.join(".gemini", "settings.json")
 
 
-def server_entry(client: str) -> dict[str, Any]:
-    entry: dict[str, Any] = {"command": COMMAND, "args": list(ARGS)}
+def executable(name: str) -> tuple[str, str | None]:
+    """(the command to write for nixx's executable `name`, a warning or None): the
+    absolute path of the `name` beside the running interpreter (a venv's ``bin/``; the
+    interpreter's path is not resolved, a venv's python is a link), else of the one on
+    PATH; checked by running ``<path> --help``. Not found or not runnable: the bare name,
+    with a warning saying what the client will need."""
+    here = os.path.join(os.path.dirname(os.path.abspath(sys.executable)), name)
+    found = here if os.path.isfile(here) and os.access(here, os.X_OK) else shutil.which(name)
+    if not found:
+        return name, (f"no {name} executable was found beside {sys.executable} or on PATH: "
+                      f"the file names the bare command {name!r}, which runs only where "
+                      f"{name} is on the PATH of the client")
+    path = os.path.abspath(found)
+    try:
+        done = subprocess.run([path, "--help"], capture_output=True, timeout=30,
+                              stdin=subprocess.DEVNULL)
+        problem = None if done.returncode == 0 else f"exited {done.returncode}"
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        problem = str(exc)
+    if problem:
+        return path, f"{path} did not run ({problem}): the client will fail to start it"
+    return path, None
+
+
+def server_entry(client: str, command: str = COMMAND) -> dict[str, Any]:
+    entry: dict[str, Any] = {"command": command, "args": list(ARGS)}
     if client == "claude-code":
         entry = {"type": "stdio", **entry}
     return entry
+
+
+def warnings(changes: list[dict[str, Any]]) -> list[str]:
+    """The distinct warnings of `changes`, in order (the shells print them to stderr)."""
+    return list(dict.fromkeys(c["warning"] for c in changes if c.get("warning")))
 
 
 def resolve_clients(names: list[str] | None) -> list[str]:
@@ -61,36 +100,41 @@ def resolve_clients(names: list[str] | None) -> list[str]:
 
 def install_servers(root: str, clients: list[str], *, dry_run: bool = False,
                     force: bool = False) -> list[dict[str, Any]]:
-    """Add the `nixx` server entry to each client's project file under `root`."""
+    """Add the `nixx` server entry to each client's project file under `root`. Each
+    change carries ``command`` (what was written) and ``warning`` (None, or why the
+    command may not run)."""
+    command, warning = executable(COMMAND)
     changes = []
     for client in clients:
         path = os.path.join(root, FILES[client])
         if client == "codex":
-            action = _toml_server(path, dry_run=dry_run, force=force)
+            action = _toml_server(path, command, dry_run=dry_run, force=force)
         else:
-            entry = server_entry(client)
+            entry = server_entry(client, command)
+            bare = server_entry(client)
 
-            def add(data: dict[str, Any], entry: dict[str, Any] = entry, path: str = path) -> str:
+            def add(data: dict[str, Any], entry: dict[str, Any] = entry, path: str = path,
+                    bare: dict[str, Any] = bare) -> str:
                 servers = data.setdefault("mcpServers", {})
                 if not isinstance(servers, dict):
                     raise ConfigError(f'"mcpServers" is not an object in {path}: fix the file first')
                 old = servers.get(SERVER_NAME)
                 if old == entry:
                     return "unchanged"
-                if old is not None and not force:
+                if old is not None and old != bare and not force:
                     return "kept"
                 servers[SERVER_NAME] = entry
                 return "replaced" if old is not None else "added"
 
             action = _merge_json(path, add, dry_run=dry_run)
         changes.append({"client": client, "file": path, "action": action,
-                        "dry_run": dry_run})
+                        "dry_run": dry_run, "command": command, "warning": warning})
     return changes
 
 
-HOOKS = {  # client: (project settings file, the hook's command, extra fields of the hook)
-    "claude-code": (CLAUDE_SETTINGS, PRIME_COMMAND, {}),
-    "gemini": (GEMINI_SETTINGS, PRIME_COMMAND + " --hook gemini", {"name": "nxs-prime"}),
+HOOKS = {  # client: (project settings file, the hook's arguments, extra fields of the hook)
+    "claude-code": (CLAUDE_SETTINGS, "prime", {}),
+    "gemini": (GEMINI_SETTINGS, "prime --hook gemini", {"name": "nxs-prime"}),
 }
 
 
@@ -98,12 +142,14 @@ def install_hooks(root: str, *, dry_run: bool = False) -> list[dict[str, Any]]:
     """Register `nxs prime` as the SessionStart hook of every client that has one: Claude
     Code (`.claude/settings.json`, plain text is added to the context) and Gemini CLI
     (`.gemini/settings.json`, which wants JSON: `nxs prime --hook gemini`)."""
+    nxs, warning = executable("nxs")
     changes = []
-    for client, (rel, command, extra) in HOOKS.items():
+    for client, (rel, arguments, extra) in HOOKS.items():
         path = os.path.join(root, rel)
+        command = f"{shlex.quote(nxs)} {arguments}"
 
         def add(data: dict[str, Any], path: str = path, command: str = command,
-                extra: dict[str, Any] = extra) -> str:
+                extra: dict[str, Any] = extra, bare: str = f"nxs {arguments}") -> str:
             hooks = data.setdefault("hooks", {})
             if not isinstance(hooks, dict):
                 raise ConfigError(f'"hooks" is not an object in {path}: fix the file first')
@@ -114,12 +160,18 @@ def install_hooks(root: str, *, dry_run: bool = False) -> list[dict[str, Any]]:
                 for hook in (group.get("hooks") or []) if isinstance(group, dict) else []:
                     if isinstance(hook, dict) and hook.get("command") == command:
                         return "unchanged"
+            for group in groups:  # the bare command nixx wrote before: made absolute
+                for hook in (group.get("hooks") or []) if isinstance(group, dict) else []:
+                    if isinstance(hook, dict) and hook.get("command") == bare != command:
+                        hook["command"] = command
+                        return "replaced"
             groups.append({"hooks": [{**extra, "type": "command", "command": command}]})
             return "added"
 
         action = _merge_json(path, add, dry_run=dry_run)
         changes.append({"client": client, "file": path, "hook": "SessionStart",
-                        "command": command, "action": action, "dry_run": dry_run})
+                        "command": command, "action": action, "dry_run": dry_run,
+                        "warning": warning})
     return changes
 
 
@@ -153,11 +205,11 @@ def _merge_json(path: str, change: Callable[[dict[str, Any]], str], *, dry_run: 
     return "created" if text is None else action
 
 
-def _toml_server(path: str, *, dry_run: bool, force: bool) -> str:
+def _toml_server(path: str, command: str, *, dry_run: bool, force: bool) -> str:
     import tomllib
 
     text = _read(path)
-    table = f"[mcp_servers.{SERVER_NAME}]\ncommand = {json.dumps(COMMAND)}\nargs = {json.dumps(ARGS)}\n"
+    table = f"[mcp_servers.{SERVER_NAME}]\ncommand = {json.dumps(command)}\nargs = {json.dumps(ARGS)}\n"
     if text is not None:
         try:
             data = tomllib.loads(text)
@@ -169,7 +221,7 @@ def _toml_server(path: str, *, dry_run: bool, force: bool) -> str:
             raise ConfigError(f"mcp_servers is not a table in {path}: fix the file first")
         old = servers.get(SERVER_NAME)
         if old is not None:
-            if isinstance(old, dict) and old.get("command") == COMMAND and old.get("args") == ARGS:
+            if isinstance(old, dict) and old.get("command") == command and old.get("args") == ARGS:
                 return "unchanged"
             if not force:
                 return "kept"

@@ -24,6 +24,7 @@ class BackgroundJobs:
         self._again: set[str] = set()
         self._fns: dict[str, JobFn] = {}
         self.last_error: dict[str, str] = {}
+        self.failures: dict[str, int] = {}  # failures in a row, by kind (0: the last run worked)
         self.runs: dict[str, int] = {}
         self._closed = False
 
@@ -49,11 +50,13 @@ class BackgroundJobs:
             try:
                 await self._fns[kind]()
                 self.last_error.pop(kind, None)
+                self.failures.pop(kind, None)
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # a background job must never take the server down
                 message = getattr(exc, "message", None) or f"{type(exc).__name__}: {exc}"
                 self.last_error[kind] = message
+                self.failures[kind] = self.failures.get(kind, 0) + 1
                 log.warning("background %s failed: %s", kind, message)
             self.runs[kind] = self.runs.get(kind, 0) + 1
             if kind not in self._again or self._closed:

@@ -3,14 +3,17 @@ worker thread): item references such as ``buffer:12``, what a forget query match
 and the intent that came from a deleted row.
 
 A reference names one stored item: ``buffer:ID``, ``summary:ID``, ``source:ID`` or
-``memory:ID``. A query matches every non-marker buffer row, summary and memory whose
-text contains all of its words (case-insensitive); a dry run lists them with a snippet,
-and a confirmed forget deletes exactly the references it is given, each of which must
-still match the query.
+``memory:ID``, or ``intent:1`` (the current intent). A query matches every non-marker
+buffer row (its text or its `meta`: an assistant row's tool-call arguments and agent),
+summary and memory whose text contains all of its words (case-insensitive), every source
+whose name, `meta` or display summary does, and the intent (manual or derived) when its
+text does; a dry run lists them with a snippet, and a confirmed forget deletes exactly
+the references it is given, each of which must still match the query.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -23,6 +26,7 @@ from nixx.values import MAX_ID
 REF_KINDS = {"buffer": "buffer_ids", "summary": "summary_ids", "source": "source_ids",
              "memory": "memory_ids"}  # fmt: skip
 _PLURAL = {"summaries": "summary", "sources": "source", "memories": "memory"}
+INTENT_REF = "intent:1"  # the current intent (there is one)
 MATCH_LIMIT = 200  # per kind, in one dry run
 
 
@@ -39,6 +43,17 @@ def parse_ref(ref: str) -> tuple[str, int]:
             param="ids",
         )
     return kind, int(number)
+
+
+def split_intent(refs: Iterable[str]) -> tuple[list[str], bool]:
+    """The references without ``intent:1``, and whether it was among them."""
+    rest, intent = [], False
+    for ref in refs:
+        if str(ref).strip().lower() in (INTENT_REF, "intent"):
+            intent = True
+        else:
+            rest.append(ref)
+    return rest, intent
 
 
 def group_refs(refs: Iterable[str]) -> dict[str, list[int]]:
@@ -65,7 +80,7 @@ def matches(store: MemoryStore, query: str, limit: int = MATCH_LIMIT) -> dict[st
             "buffer_id": r.id,
             "role": r.role,
             "created_at": r.created_at,
-            "snippet": snippet(r.content, terms),
+            "snippet": snippet(_row_text(r.content, r.meta, terms), terms),
         }
         for r in rows
     ]
@@ -91,15 +106,44 @@ def matches(store: MemoryStore, query: str, limit: int = MATCH_LIMIT) -> dict[st
         }
         for m in memories
     ]
+    sources = []
+    for src in store.list_sources():  # name, meta and display summary hold text too
+        text = " ".join([src.name, src.summary or "", json.dumps(src.meta, ensure_ascii=False)])
+        if _has_all(text, terms):
+            sources.append({"id": f"source:{src.id}", "source_id": src.id, "name": src.name,
+                            "type": src.type, "created_at": src.created_at,
+                            "snippet": snippet(text, terms)})
+            if len(sources) >= limit:
+                break
+    found_intent = None
+    value = intent_state.get(store)
+    if value and _has_all(str(value["text"]), terms):
+        found_intent = {"id": INTENT_REF, "source": value.get("source"),
+                        "snippet": snippet(str(value["text"]), terms)}
     return {
         "query": query,
         "terms": terms,
         "buffer": buffer,
         "summaries": summ,
         "memories": mems,
-        "ids": [item["id"] for item in (*buffer, *summ, *mems)],
-        "truncated": max(len(rows), len(summaries), len(memories)) >= limit,
+        "sources": sources,
+        "intent": found_intent,
+        "ids": [item["id"] for item in (*buffer, *summ, *mems, *sources)]
+        + ([INTENT_REF] if found_intent else []),
+        "truncated": max(len(rows), len(summaries), len(memories), len(sources)) >= limit,
     }
+
+
+def _has_all(text: str, terms: Sequence[str]) -> bool:
+    low = text.lower()
+    return bool(terms) and all(t.lower() in low for t in terms)
+
+
+def _row_text(content: str, meta: dict[str, Any], terms: Sequence[str]) -> str:
+    """What a buffer row matched in: its content, else its content and its meta."""
+    if _has_all(content, terms) or not meta:
+        return content
+    return content + " " + json.dumps(meta, ensure_ascii=False)
 
 
 def confirmed_refs(store: MemoryStore, query: str, ids: Sequence[str]) -> dict[str, list[int]]:
@@ -111,13 +155,7 @@ def confirmed_refs(store: MemoryStore, query: str, ids: Sequence[str]) -> dict[s
             "first and pass the ids it listed",
             param="ids",
         )
-    grouped = group_refs(ids)
-    if grouped["source_ids"]:
-        raise ValidationError(
-            "a forget query matches buffer rows, summaries and memories; delete a source "
-            "with DELETE /v1/sources/{id}",
-            param="ids",
-        )
+    grouped = group_refs(split_intent(ids)[0])
     found = set(matches(store, query, limit=max(MATCH_LIMIT, len(ids)))["ids"])
     stale = [ref for ref in ids if _normal(ref) not in found]
     if stale:
@@ -130,6 +168,8 @@ def confirmed_refs(store: MemoryStore, query: str, ids: Sequence[str]) -> dict[s
 
 
 def _normal(ref: str) -> str:
+    if str(ref).strip().lower() in (INTENT_REF, "intent"):
+        return INTENT_REF
     kind, number = parse_ref(ref)
     return f"{kind}:{number}"
 

@@ -77,21 +77,45 @@ def split_leading_system(
     return list(messages[:i]), list(messages[i:])
 
 
+#: History is dropped in pages of this share of the budget (see `trim_history`).
+TRIM_PAGE_SHARE = 0.25
+
+
 def trim_history(
     history: Sequence[dict[str, Any]], budget_tokens: int
 ) -> tuple[list[dict[str, Any]], int]:
     """Keep the newest messages that fit `budget_tokens` (the last message always).
     A kept history never starts with tool results whose call was dropped.
-    Returns (kept, number dropped)."""
-    kept: list[dict[str, Any]] = []
-    used = 0
-    for message in reversed(history):
-        cost = estimate_tokens(message)
-        if kept and used + cost > budget_tokens:
-            break
-        kept.append(message)
-        used += cost
-    kept.reverse()
+    Returns (kept, number dropped).
+
+    The oldest messages are dropped in pages of about a quarter of the budget, cut where
+    the sizes summed from the oldest message first pass a multiple of the page. Those cut
+    points do not move as the conversation grows (its start does not change), so
+    consecutive turns drop the same messages until the next page must go: the request
+    keeps beginning the same way, and a backend's prefix cache keeps it, instead of
+    losing it on every turn to one more message dropped."""
+    costs = [estimate_tokens(m) for m in history]
+    total = sum(costs)
+    start = 0
+    if total > budget_tokens and history:
+        page = max(1, int(budget_tokens * TRIM_PAGE_SHARE))
+        dropped = 0
+        boundary = page
+        for i, cost in enumerate(costs[:-1]):
+            dropped += cost
+            if dropped >= boundary:
+                boundary = (dropped // page + 1) * page
+                if total - dropped <= budget_tokens:
+                    start = i + 1
+                    break
+        else:
+            start = len(history) - 1
+        # the newest that fit when a page cut is not enough (one huge message)
+        used = sum(costs[start:])
+        while start < len(history) - 1 and used > budget_tokens:
+            used -= costs[start]
+            start += 1
+    kept = list(history[start:])
     while len(kept) > 1 and kept[0].get("role") == "tool":
         kept.pop(0)
     return kept, len(history) - len(kept)

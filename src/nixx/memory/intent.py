@@ -2,8 +2,9 @@
 
 Kept in the store's state (key ``intent``) so it survives a restart. Derived by the
 LLM every `intent_interval` buffer rows of the current session, from its last
-`intent_lookback` rows (each cut to `ROW_CHARS` characters); also set and cleared by
-hand. The position of the last derivation is kept too (``intent.derived_at``), so the
+`intent_lookback` rows (each cut to `ROW_CHARS` characters), its answer bounded
+(`MAX_TOKENS`; kept to its first two sentences within `DERIVED_CHARS` characters: it is
+added to every turn); also set and cleared by hand. The position of the last derivation is kept too (``intent.derived_at``), so the
 schedule carries across restarts.
 
 The value says where it came from: ``source`` is ``manual`` (set by hand) or ``derived``
@@ -14,6 +15,7 @@ derivation: it stays until it is cleared or re-derived on request
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
@@ -24,6 +26,8 @@ from nixx.store.base import MemoryStore
 from nixx.store.records import BufferRow
 
 KEY = "intent"
+MAX_TOKENS = 100  # the derivation's answer: one or two sentences
+DERIVED_CHARS = 300  # a derived intent is cut to this (at a sentence end when it can be)
 DERIVED_AT_KEY = "intent.derived_at"  # buffer id of the newest row the last derivation saw
 ROW_CHARS = 500
 MAX_CHARS = 1000
@@ -48,8 +52,21 @@ def set_intent(
     rows: tuple[int, int] | None = None,
 ) -> dict[str, Any]:
     """Store the intent; a derived one keeps the (first, last) buffer ids it was derived
-    from, so forgetting one of those rows clears it (`nixx.memory.forget`)."""
-    intent = " ".join(str(intent).split())
+    from, so forgetting one of those rows clears it (`nixx.memory.forget`).
+
+    The text enters every system prompt (framed as data: `nixx.memory.prompts`), so
+    control characters are not taken: a NUL, a bidirectional control (U+202A-U+202E,
+    U+2066-U+2069, U+200E, U+200F, U+061C: text that reads differently from what it
+    holds) or another C0/C1 control in a manual intent is a `ValidationError`; from a
+    derivation (the LLM's answer) they are stripped. Whitespace runs become one space."""
+    bad = _unsafe(str(intent))
+    if bad and source == "manual":
+        raise ValidationError(
+            f"intent contains a control character (U+{ord(bad[0]):04X}): NUL, "
+            "bidirectional controls and other control characters are not accepted",
+            param="intent")
+    intent = "".join(ch for ch in str(intent) if ch not in bad)
+    intent = " ".join(intent.split())
     if not intent:
         raise ValidationError(
             "intent must be non-empty text (use DELETE /v1/intent to clear it)", param="intent"
@@ -67,6 +84,15 @@ def set_intent(
         value["rows"] = [int(rows[0]), int(rows[1])]
     store.set_state(KEY, value)
     return value
+
+
+_BIDI = frozenset("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u200e\u200f\u061c")
+
+
+def _unsafe(text: str) -> list[str]:
+    """The characters of `text` an intent does not keep (see `set_intent`)."""
+    return [ch for ch in text if ch in _BIDI or (
+        (ord(ch) < 32 or 0x7f <= ord(ch) < 0xa0) and ch not in "\t\n\r")]
 
 
 def clear(store: MemoryStore) -> None:
@@ -109,4 +135,20 @@ def clean_answer(answer: str) -> str:
             text = text[len(prefix) :].strip()
     if not text:
         raise BackendError("the backend answered an empty intent")
-    return text[:MAX_CHARS]
+    return bound(text)
+
+
+def bound(text: str, limit: int = DERIVED_CHARS) -> str:
+    """`text` within `limit` characters: its first two sentences when they fit, else cut
+    at a sentence end, else at a word, with an ellipsis."""
+    sentences = re.findall(r"[^.!?]+[.!?]+(?:\s|$)|[^.!?]+$", text)
+    two = "".join(sentences[:2]).strip()
+    if two and len(two) <= limit:
+        return two
+    if len(text) <= limit:
+        return text
+    cut = text[:limit]
+    end = max(cut.rfind(". "), cut.rfind("! "), cut.rfind("? "))
+    if end >= limit // 3:
+        return cut[: end + 1]
+    return cut.rsplit(" ", 1)[0].rstrip(",;:") + "…"

@@ -1,6 +1,10 @@
-"""Recall: the per-turn system prompt.
+"""Recall: the per-turn memory of the prompt.
 
-Order, as users of the original expect: the base prompt, then ``## Current Intent``
+Where it goes is the prompt layout (``NIXX_PROMPT_LAYOUT``; the turn places it:
+`nixx.memory.turn`): under ``system`` (the seed's) all of it is the system message, under
+``cache`` (the default) the system message is the base prompt alone and the memory block
+(`RecallContext.memory_block`, the sections below without the base) goes into the latest
+user message. Order, as users of the original expect: the base prompt, then ``## Current Intent``
 (when one is set), then ``## Recalled Memories`` — a framing paragraph, then the recalled
 items best first: verbatim excerpts of earlier conversation (each with its date and
 buffer ids) and summaries (with their tags).
@@ -8,10 +12,12 @@ buffer ids) and summaries (with their tags).
 The items come from the fused search (`nixx.memory.search`) over the latest user message,
 leaving out what the client already sent in this turn's history (buffer rows from the
 oldest row of that history on, summaries ending there or later) and the turn's own row.
-A buffer row is recalled only when its cosine to the message reaches the row floor, a
-summary when it reaches the summary threshold (both calibrated per embedding model:
-`nixx.embed`), so an unrelated message recalls nothing; then items are taken best first
-until the token budget (`NIXX_RECALL_TOKENS`) is spent. A short answer ("yes, Tuesday")
+Recall takes search's order. A buffer row is recalled only when its cosine to the message
+reaches the row floor or it carries most of the message's term weight (`WORD_FLOOR`: a
+rare name the question asks about is evidence a vector may miss), a summary when its
+cosine reaches the summary threshold (both calibrated per embedding model: `nixx.embed`),
+so an unrelated message recalls nothing; then items are taken in that order until the
+token budget (`NIXX_RECALL_TOKENS`) is spent. A short answer ("yes, Tuesday")
 comes with the question before it, a question with the short answer after it, and rows
 next to each other become one excerpt.
 
@@ -40,7 +46,13 @@ from nixx.memory import intent as intent_state
 from nixx.memory import search as fused
 from nixx.memory.episodic import Episodic
 from nixx.memory.history import CHARS_PER_TOKEN
-from nixx.memory.prompts import INTENT_HEADING, RECALL_FRAMING, RECALL_HEADING, SYSTEM_PROMPT
+from nixx.memory.prompts import (
+    INTENT_FRAMING,
+    INTENT_HEADING,
+    RECALL_FRAMING,
+    RECALL_HEADING,
+    SYSTEM_PROMPT,
+)
 from nixx.memory.search import Result
 from nixx.priority import Foreground
 from nixx.store.base import MemoryStore
@@ -54,6 +66,12 @@ SHORT_ROW_CHARS = 80
 EXCERPT_ROW_CHARS = 600
 # fused results a turn's recall looks at before the floor and the budget
 RECALL_CANDIDATES = 20
+# A row carrying this share of the question's term weight (its full-text score: the IDFs of
+# the question's words it says over all of theirs) is recalled whatever its cosine: a rare
+# name or word the question asks about is evidence a vector may miss. Measured with
+# bench/bench_recall.py --floor on both sets: 0.6 recalls more evidence than the cosine
+# floor alone and no more unrelated rows (0.5 lets some in).
+WORD_FLOOR = 0.6
 
 
 def default_threshold(model: str) -> float:
@@ -84,6 +102,8 @@ class Recalled:
     text: str  # as rendered in the prompt
     # the rows an excerpt shows; for a summary, the first and last buffer id it covers
     buffer_ids: list[int] = field(default_factory=list)
+    # why it was chosen: the evidence its score is made of (`nixx.memory.search.Result.why`)
+    why: dict[str, float] = field(default_factory=dict)
 
     def info(self) -> dict[str, Any]:
         return {
@@ -93,6 +113,7 @@ class Recalled:
             "cosine": self.cosine,
             "created_at": self.created_at,
             "buffer_ids": self.buffer_ids,
+            "why": self.why,
             "text": self.text,
         }
 
@@ -101,7 +122,7 @@ class Recalled:
 class RecallContext:
     """What a turn adds to the conversation, broken out (served by /v1/debug/context)."""
 
-    system_prompt: str
+    system_prompt: str  # the system message nixx sends (under the `system` layout, all of it)
     base_prompt: str
     intent: str | None
     hits: list[SummaryHit] = field(default_factory=list)  # the summaries among `recalled`
@@ -113,16 +134,24 @@ class RecallContext:
     row_floor: float | None = None
     budget_tokens: int = 0
     considered: int = 0  # fused results looked at before the floor and the budget
+    word_floor: float = 0.0  # the share of the question's term weight that recalls a row
+    # `cache` layout: the intent and recalled sections, added to the latest user message
+    # (`nixx.memory.turn`); "" under the `system` layout (they are in `system_prompt`)
+    memory_block: str = ""
+    layout: str = "system"
 
     def info(self) -> dict[str, Any]:
         """The explanation of this recall (/v1/debug/context; the web context page)."""
         return {
             "system_prompt": self.system_prompt,
+            "memory_block": self.memory_block,
+            "layout": self.layout,
             "base_prompt": self.base_prompt,
             "intent": self.intent,
             "recall_enabled": self.recall_enabled,
             "threshold": self.threshold,
             "row_floor": self.row_floor,
+            "word_floor": self.word_floor,
             "budget_tokens": self.budget_tokens,
             "considered": self.considered,
             "query": self.query,
@@ -199,6 +228,11 @@ class Recall:
             return self.settings.recall_threshold
         return default_row_floor(self.model)
 
+    @property
+    def params(self) -> fused.FusionParams:
+        """The fusion search and recall share, on this embedding model's cosine scale."""
+        return fused.params_for(self.model)
+
     def search(self, query: str | None) -> RecallParts | None:
         """The rankers' answers: full text, then the query (and a period anchor)
         embedded and the buffer-row and summary vectors searched. None when recall is
@@ -249,6 +283,7 @@ class Recall:
                 before_id=before_id,
                 exclude_ids=exclude_ids,
                 context=0,
+                params=self.params,
             )
             considered = len(results)
             # neighbours are read for the rows that can be recalled only
@@ -268,8 +303,16 @@ class Recall:
                 for item in recalled
                 if item.kind == "summary"
             ]
+        layout = self.settings.prompt_layout
+        block = build_memory_block(intent, recalled)
         return RecallContext(
-            system_prompt=build_system_prompt(self.base_prompt, intent, recalled),
+            system_prompt=(
+                build_system_prompt(self.base_prompt, intent, recalled)
+                if layout == "system"
+                else self.base_prompt.strip()
+            ),
+            memory_block="" if layout == "system" else block,
+            layout=layout,
             base_prompt=self.base_prompt,
             intent=intent,
             hits=summary_hits,
@@ -279,6 +322,7 @@ class Recall:
             before_buffer_id=before_id,
             recalled=recalled,
             row_floor=self.row_floor,
+            word_floor=WORD_FLOOR,
             budget_tokens=self.settings.recall_tokens,
             considered=considered,
         )
@@ -412,9 +456,12 @@ def tokens(text: str) -> int:
 
 
 def above_row_floor(result: Result, row_floor: float) -> bool:
-    """Whether `result` is a buffer row whose cosine reaches the floor (what `select` may
-    recall, and so what needs its neighbouring rows)."""
-    return result.kind == "buffer" and result.cosine is not None and result.cosine >= row_floor
+    """Whether `result` is a buffer row that may be recalled (and so needs its
+    neighbouring rows): its cosine reaches the row floor, or it carries `WORD_FLOOR` of
+    the question's term weight."""
+    if result.kind != "buffer":
+        return False
+    return (result.cosine or 0.0) >= row_floor or (result.bm25 or 0.0) >= WORD_FLOOR
 
 
 def select(
@@ -425,18 +472,18 @@ def select(
     budget_tokens: int,
     max_summaries: int,
 ) -> list[Recalled]:
-    """The recalled items: results at or above their floor, best first, within the
-    budget (an item that does not fit is skipped, a smaller one after it may still fit).
-    Rows next to an excerpt already taken join it."""
+    """The recalled items: results at or above their floor (a buffer row: its cosine
+    against `row_floor`, or `WORD_FLOOR` of the question's words; a summary: its cosine
+    against `summary_threshold`), in search's order, within the budget (an item that does
+    not fit is skipped, a smaller one after it may still fit). Rows next to an excerpt
+    already taken join it."""
     picked: list[tuple[Result, list[BufferRow]]] = []  # buffer excerpts, in pick order
     summaries: list[Result] = []
     order: list[tuple[str, int]] = []  # ("buffer", index in picked) | ("summary", index)
     used = 0
     for result in results:
-        if result.cosine is None:
-            continue
         if result.kind == "summary":
-            if result.cosine < summary_threshold or len(summaries) >= max_summaries:
+            if result.cosine is None or result.cosine < summary_threshold or len(summaries) >= max_summaries:
                 continue
             cost = tokens(format_summary(result))
             if used + cost > budget_tokens:
@@ -487,6 +534,7 @@ def select(
                     r.created_at,
                     format_summary(r),
                     [r.summary.start_buffer_id, r.summary.end_buffer_id],
+                    dict(r.why),
                 )
             )
         else:
@@ -501,16 +549,25 @@ def select(
                     first.created_at,
                     format_excerpt(rows),
                     [r.id for r in rows],
+                    dict(first.why),
                 )
             )
     return out
 
 
-def build_system_prompt(base: str, intent: str | None, recalled: Sequence[Recalled]) -> str:
-    parts = [base.strip()]
-    if intent and intent.strip():
-        parts.append(f"{INTENT_HEADING}\n{intent.strip()}")
+def build_memory_block(intent: str | None, recalled: Sequence[Recalled]) -> str:
+    """The turn's memory: ``## Current Intent`` and ``## Recalled Memories`` (each only
+    when not empty); "" when there is neither."""
+    parts = []
+    if intent and intent.strip():  # framed as data, like the recalled memories
+        parts.append(f"{INTENT_HEADING}\n{INTENT_FRAMING}\n\n{intent.strip()}")
     if recalled:
         items = "\n".join(item.text for item in recalled)
         parts.append(f"{RECALL_HEADING}\n{RECALL_FRAMING}\n\n{items}")
     return "\n\n".join(parts)
+
+
+def build_system_prompt(base: str, intent: str | None, recalled: Sequence[Recalled]) -> str:
+    """The seed's layout: the base prompt, then the memory block, in one system message."""
+    block = build_memory_block(intent, recalled)
+    return "\n\n".join([base.strip(), block] if block else [base.strip()])

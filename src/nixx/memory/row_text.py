@@ -80,6 +80,17 @@ def short_with_previous(row: BufferRow, neighbours: Sequence[BufferRow]) -> str:
     return with_previous(row, neighbours)
 
 
+def short_answer_with_question(row: BufferRow, neighbours: Sequence[BufferRow]) -> str:
+    """The row alone; a short row after a question, after that question ("Luna — it
+    just suited him" after "What's the name?")."""
+    before = _before(row, neighbours)
+    if len(row.content.strip()) >= SHORT_CHARS or not before:
+        return row.content
+    if not before[-1].content.rstrip().endswith("?"):
+        return row.content
+    return with_previous(row, neighbours)
+
+
 def with_speaker(row: BufferRow, neighbours: Sequence[BufferRow]) -> str:
     return f"{row.role}: {with_previous(row, neighbours)}"
 
@@ -91,6 +102,7 @@ def with_date(row: BufferRow, neighbours: Sequence[BufferRow]) -> str:
 VARIANTS: dict[str, Callable[[BufferRow, Sequence[BufferRow]], str]] = {
     "row": row_alone,
     "row, short rows +prev": short_with_previous,
+    "row, short answers +question": short_answer_with_question,
     "prev+row": with_previous,
     "prev+row+next": with_window,
     "exchange": exchange,

@@ -7,16 +7,25 @@ Three rankers answer a question:
   row and the one before it, `nixx.memory.row_text`),
 - vectors over the summaries (`store.search_summaries`).
 
-`fuse` combines them by weighted reciprocal-rank fusion (each ranker gives
-``weight / (K + rank)``), then lets a row borrow part of the score of the rows next to it
-(the answer to a question is often the row after the one that shares its words), and, when
-the question names a period ("in March", "the week after the party"), favours rows from
-that period. Every parameter was chosen on the labelled benchmark (`bench/bench_recall.py`,
-figures in docs/performance.md); none is specific to it.
+`fuse` combines them by the strength of their evidence, not by their ranks: a row's
+full-text score is the share of the question's term weight it carries (BM25 over the sum
+of the question's IDFs, the same scale in both stores: `nixx.store.term_stats`), its
+cosine is read on the embedding model's scale of evidence (`nixx.embed.cosine_scale`: 0
+where unrelated text reaches, 1 where a match is decisive), and the two are mixed
+(`FusionParams`: 0.55 words, 0.45 vector). Rank fusion let two weak ranks outscore one
+decisive match — a row sharing one common word with the question ranked by both rankers
+beat the only row near it in meaning — and held out, on real conversation, it lost to
+full text alone. Then a row borrows part of the evidence of the rows next to it (the
+answer to a question is often the row after the one that shares its words; the rows next
+to the best ones are candidates even when no ranker found them), and, when the question
+names a period ("in March", "the week after the party"), rows from that period are
+favoured. Rows saying the same (ten copies of a question) collapse into the best of them,
+which lists the others' ids. Every parameter was chosen on both labelled benchmark sets
+(`bench/bench_recall.py`, figures in docs/performance.md); none is specific to one.
 
-Scores of rank fusion are relative (the best row of an unrelated question still ranks
-first), so each result also carries its absolute evidence — the row's cosine to the
-question and its BM25 score — and `relevance`, the number recall's floor is applied to.
+Each result carries its evidence — the row's cosine, its full-text share, and `why`, the
+parts its score is made of — and recall's floor is applied to the same score
+(`nixx.memory.recall`): what search ranks first is what a turn recalls.
 """
 
 from __future__ import annotations
@@ -38,20 +47,39 @@ from nixx.store.records import BufferHit, BufferRow, MemoryHit, Summary, Summary
 
 @dataclass(frozen=True)
 class FusionParams:
-    k: float = 60.0  # the rank constant of reciprocal-rank fusion
-    w_fts: float = 1.0
-    w_vec: float = 1.0
-    w_summary: float = 1.0
-    neighbour: float = 0.0  # share of a neighbour's score a row borrows
-    period_boost: float = 0.0  # relative boost of rows inside a period the question names
+    """How the rankers' evidence is weighed (the module docstring)."""
+
+    w_words: float = 0.55  # weight of word evidence: the share of the question's term weight
+    w_vec: float = 0.45  # weight of vector evidence: the cosine on the model's scale
+    w_summary: float = 1.0  # a summary's vector evidence, relative to a row's
+    cos_lo: float = 0.15  # the cosine that is no evidence (unrelated text reaches it)...
+    cos_hi: float = 0.65  # ...and the one that is decisive (calibrated per model: nixx.embed)
+    neighbour: float = 0.3  # share of a neighbour's evidence a row borrows
+    period_boost: float = 0.5  # relative boost of rows inside a period the question names
     depth: int = 50  # candidates taken from each ranker
+    neighbours_of: int = 10  # the best this many rows lend evidence to rows no ranker found
+
+    def vector_evidence(self, cosine: float | None) -> float:
+        """A cosine on the 0..1 scale of evidence (0 at `cos_lo`, 1 at `cos_hi`)."""
+        if cosine is None:
+            return 0.0
+        return min(1.0, max(0.0, (cosine - self.cos_lo) / (self.cos_hi - self.cos_lo)))
 
 
-# chosen on bench/bench_recall.py (docs/performance.md): equal weights (on that set vectors
-# are the stronger ranker, on real chat full text is: neither is favoured), a row borrows a
-# fifth of its best neighbour's score, a period named in the question doubles the score
-# of rows inside it
-DEFAULT_PARAMS = FusionParams(neighbour=0.2, period_boost=1.0)
+# chosen on both benchmark sets (bench/bench_recall.py: the assistant set and the
+# two-person dialogue set; docs/performance.md); the cosine scale is all-MiniLM-L6-v2's and
+# is replaced per model by `params_for`
+DEFAULT_PARAMS = FusionParams()
+
+
+def params_for(model: str, base: FusionParams = DEFAULT_PARAMS) -> FusionParams:
+    """`base` with the cosine scale calibrated for embedding `model` (`nixx.embed`)."""
+    from dataclasses import replace
+
+    from nixx.embed import cosine_scale
+
+    lo, hi = cosine_scale(model)
+    return replace(base, cos_lo=lo, cos_hi=hi)
 
 
 @dataclass
@@ -65,8 +93,14 @@ class Result:
     summary: Summary | None = None
     context: list[BufferRow] = field(default_factory=list)
     cosine: float | None = None  # the row's or summary's vector similarity to the query
-    bm25: float | None = None  # the row's full-text score (None: no shared term)
+    # the row's full-text score: the share of the question's term weight it carries (BM25;
+    # None: no shared term)
+    bm25: float | None = None
     ranks: dict[str, int] = field(default_factory=dict)  # 1-based rank in each ranker
+    # where the score came from: "words", "vector", "neighbour" (evidence borrowed from
+    # the row next to it), "period" (inside a period the question names)
+    why: dict[str, float] = field(default_factory=dict)
+    repeats: list[int] = field(default_factory=list)  # ids of rows saying the same, collapsed
 
     @property
     def id(self) -> int:
@@ -151,6 +185,15 @@ def relative_period(unit: str, direction: str, anchor_at: str) -> Period | None:
 
 
 # ---- fusion -----------------------------------------------------------------------------
+def same_text(content: str) -> str:
+    """What two rows saying the same share: case folded, whitespace collapsed, the
+    punctuation around words dropped ("Name three uses of a flowerpot." six times)."""
+    return " ".join(w.strip(_PUNCT) for w in content.casefold().split()).strip()
+
+
+_PUNCT = ".,;:!?\"'()[]{}<>*_`~-"
+
+
 def fuse(
     fts: Sequence[BufferHit],
     vec: Sequence[BufferHit],
@@ -160,10 +203,13 @@ def fuse(
     periods: Sequence[Period] = (),
     limit: int | None = None,
     min_cosine: float | None = None,
+    rows_near: Callable[[list[int]], Sequence[BufferRow]] | None = None,
 ) -> list[Result]:
     """The fused list, best first (see the module docstring): its first `limit` (None:
     all); with `min_cosine`, a row that shares no word with the query (no BM25 score),
-    and a summary, must have at least that cosine."""
+    and a summary, must have at least that cosine. `rows_near` reads buffer rows by id:
+    with it, the rows next to the best ones are candidates too (an answer after the
+    question that shares the words)."""
     rows: dict[int, BufferRow] = {}
     ranks: dict[int, dict[str, int]] = {}
     cosine: dict[int, float] = {}
@@ -176,19 +222,39 @@ def fuse(
                 cosine.setdefault(hit.row.id, hit.score)
             else:
                 bm25.setdefault(hit.row.id, hit.score)
-    weight = {"fts": params.w_fts, "vec": params.w_vec}
-    base = {
-        rid: sum(weight[name] / (params.k + rank) for name, rank in r.items())
-        for rid, r in ranks.items()
-    }
+    why: dict[int, dict[str, float]] = {}
+    for rid in rows:
+        parts = why[rid] = {}
+        if rid in bm25:
+            parts["words"] = params.w_words * min(1.0, bm25[rid])
+        if rid in cosine:
+            parts["vector"] = params.w_vec * params.vector_evidence(cosine[rid])
+    base = {rid: sum(parts.values()) for rid, parts in why.items()}
+    if rows_near is not None and params.neighbour and params.neighbours_of:
+        best = sorted(base, key=lambda rid: (-base[rid], -rid))[: params.neighbours_of]
+        missing = sorted({n for rid in best for n in (rid - 1, rid + 1)} - rows.keys())
+        for row in rows_near([n for n in missing if n > 0]) if missing else ():
+            if row.role != "marker":
+                rows[row.id] = row
+                ranks[row.id] = {}
+                why[row.id] = {}
+                base[row.id] = 0.0
     score = dict(base)
     if params.neighbour:
-        for rid in base:
-            near = max(base.get(rid - 1, 0.0), base.get(rid + 1, 0.0))
-            score[rid] += params.neighbour * near
+        for rid in rows:
+            # a marker ends a session: no evidence is borrowed across it
+            near = max(
+                (base.get(n, 0.0) for n in (rid - 1, rid + 1) if n in rows),
+                default=0.0,
+            )
+            if near:
+                lent = params.neighbour * near
+                why[rid]["neighbour"] = lent
+                score[rid] += lent
     if periods and params.period_boost:
         for rid, row in rows.items():
             if any(p.contains(row.created_at) for p in periods):
+                why[rid]["period"] = score[rid] * params.period_boost
                 score[rid] *= 1.0 + params.period_boost
     # ordered on (score, kind, id) first; a Result is made for what is kept only
     order: list[tuple[float, str, int, int]] = [
@@ -196,11 +262,17 @@ def fuse(
     ]
     picked = summaries[: params.depth]
     order += [
-        (-params.w_summary / (params.k + rank), "summary", -h.summary.id, rank)
+        (
+            -params.w_summary * params.w_vec * params.vector_evidence(h.score),
+            "summary",
+            -h.summary.id,
+            rank,
+        )
         for rank, h in enumerate(picked, 1)
     ]
     order.sort()
     results: list[Result] = []
+    seen: dict[str, Result] = {}
     for neg_score, kind, neg_id, rank in order:
         if limit is not None and len(results) >= limit:
             break
@@ -216,23 +288,34 @@ def fuse(
                     summary=s_hit.summary,
                     cosine=s_hit.score,
                     ranks={"summary": rank},
+                    why={"vector": -neg_score},
                 )
             )
             continue
         rid = -neg_id
-        if min_cosine is not None and rid not in bm25 and cosine.get(rid, 0.0) < min_cosine:
+        if (
+            min_cosine is not None
+            and rid not in bm25
+            and "neighbour" not in why[rid]
+            and cosine.get(rid, 0.0) < min_cosine
+        ):
             continue
-        results.append(
-            Result(
-                kind="buffer",
-                score=-neg_score,
-                created_at=rows[rid].created_at,
-                row=rows[rid],
-                cosine=cosine.get(rid),
-                bm25=bm25.get(rid),
-                ranks=ranks[rid],
-            )
+        key = same_text(rows[rid].content)
+        if key in seen:
+            seen[key].repeats.append(rid)
+            continue
+        result = Result(
+            kind="buffer",
+            score=-neg_score,
+            created_at=rows[rid].created_at,
+            row=rows[rid],
+            cosine=cosine.get(rid),
+            bm25=bm25.get(rid),
+            ranks=ranks[rid],
+            why=why[rid],
         )
+        seen[key] = result
+        results.append(result)
     return results
 
 
@@ -399,11 +482,17 @@ def combine(
             return not first and not repeat
         return " ".join(content.split()).casefold() == repeat
 
-    def keep(hit: BufferHit) -> bool:
-        row = hit.row
+    def kept(row: BufferRow) -> bool:
         if row.id in excluded or (before_id is not None and row.id >= before_id):
             return False
         return not is_repeat(row.content)
+
+    def keep(hit: BufferHit) -> bool:
+        return kept(hit.row)
+
+    def rows_near(ids: list[int]) -> list[BufferRow]:
+        assert store is not None
+        return [row for row in store.get_buffer_rows(ids) if kept(row)]
 
     fts = [h for h in fts if keep(h)]
     vec = [h for h in vec if keep(h)]
@@ -430,6 +519,7 @@ def combine(
         periods=periods,
         limit=max(0, limit),
         min_cosine=min_cosine,
+        rows_near=rows_near if store is not None else None,
     )
     if store is not None and context > 0:
         attach_context(store, results, context)
@@ -461,6 +551,9 @@ def attach_context(store: MemoryStore, results: Sequence[Result], n: int = 1) ->
 # ---- semantic memory (sources) ------------------------------------------------------------
 # How many nearest chunks the source search re-ranks by their words.
 SOURCE_CANDIDATES = 100
+# The rank constant of the source re-ranking: the chunks are the nearest by vectors already,
+# and the words only reorder them, so ranks (not the buffer's scores) are enough here.
+SOURCE_RANK_K = 60.0
 
 
 def lexical_order(query: str, texts: Sequence[str]) -> list[int]:
@@ -486,9 +579,7 @@ def lexical_order(query: str, texts: Sequence[str]) -> list[int]:
         db.close()
 
 
-def fuse_memories(
-    query: str, hits: Sequence[MemoryHit], *, limit: int, params: FusionParams = DEFAULT_PARAMS
-) -> list[MemoryHit]:
+def fuse_memories(query: str, hits: Sequence[MemoryHit], *, limit: int) -> list[MemoryHit]:
     """Source search: the nearest chunks by vectors (`hits`, best first) re-ranked by
     reciprocal-rank fusion with their full-text rank among themselves, so a chunk that
     says the question's words ("the read cursor") beats one that is only near in meaning.
@@ -496,9 +587,9 @@ def fuse_memories(
     lexical = {
         i: rank for rank, i in enumerate(lexical_order(query, [h.memory.content for h in hits]), 1)
     }
+    k = SOURCE_RANK_K
     fused = {
-        i: params.w_vec / (params.k + i + 1)
-        + (params.w_fts / (params.k + lexical[i]) if i in lexical else 0.0)
+        i: 1.0 / (k + i + 1) + (1.0 / (k + lexical[i]) if i in lexical else 0.0)
         for i in range(len(hits))
     }
     order = sorted(fused, key=lambda i: (-fused[i], i))
@@ -509,6 +600,8 @@ __all__ = [
     "DEFAULT_PARAMS",
     "SOURCE_CANDIDATES",
     "fuse_memories",
+    "params_for",
+    "same_text",
     "lexical_order",
     "FusionParams",
     "Period",

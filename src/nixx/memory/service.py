@@ -31,7 +31,7 @@ from typing import Any, TypeVar
 import numpy as np
 from anyio import to_thread
 
-from nixx.config import Settings
+from nixx.config import Settings, config_file_note
 from nixx.embed.base import Embedder
 from nixx.errors import BackendError, NotFound, ValidationError
 from nixx.llm.client import ChatClient
@@ -41,9 +41,12 @@ from nixx.memory import search as fused
 from nixx.memory import semantic
 from nixx.memory.background import BackgroundJobs
 from nixx.memory.episodic import Episodic
+from nixx.memory.layout import MemoryTrail
 from nixx.memory.prompts import SOURCE_SUMMARY_PROMPT
 from nixx.memory.recall import Recall, RecallContext
 from nixx.memory.row_vectors import RowVectors
+from nixx.memory.summarize import MAX_TOKENS as SUMMARY_MAX_TOKENS
+from nixx.memory.summarize import PROMPT_TOKENS as SUMMARY_PROMPT_TOKENS
 from nixx.memory.summarize import merge_tags, select_window, summarise
 from nixx.memory.turn import TurnParts, run_turn
 from nixx.priority import Foreground
@@ -60,7 +63,10 @@ SUMMARY_JOB = "summary"
 # 0.011 of R@10 at 0.2; docs/performance.md)
 SEARCH_FLOOR_SHARE = 0.4
 INTENT_JOB = "intent"
+SOURCE_SUMMARY_MAX_TOKENS = 300  # a buffer source's display summary: 2-4 sentences
 SOURCES_JOB = "sources"
+RESPONSE_KEY = "response:"  # state key prefix: a stored response id -> its answer row id
+MAX_RESPONSE_CHAIN = 10_000  # previous_response_id links walked at most
 
 
 @contextlib.asynccontextmanager
@@ -78,7 +84,11 @@ async def open_service(settings: Settings, *, tools: bool = False) -> AsyncItera
     try:
         embedder = make_embedder(settings)
         llm = ChatClient(
-            settings.chat_base_url, api_key=settings.chat_api_key, timeout=settings.chat_timeout
+            settings.chat_base_url,
+            api_key=settings.chat_api_key,
+            timeout=settings.chat_timeout,
+            slots=settings.chat_slots or None,
+            where=config_file_note("chat_base_url"),
         )
         registry = None
         if tools:
@@ -133,12 +143,15 @@ class NixxService:
             resolve_model=self.resolve_model,
             spawn=self._spawn,
             after_turn=self._after_turn,
+            trail=MemoryTrail(),
+            context_length=self.context_length,
         )
         self.jobs = BackgroundJobs()
         # every buffer row's vector, made in a thread of its own (started by the server)
         self.row_vectors = RowVectors(store, self._embed_sync, foreground=self.foreground)
         self._bound = False
         self._models: list[str] | None = None
+        self._last_model = ""  # the model of the newest turn or own call (for the status)
         self._writes: set[asyncio.Task[Any]] = set()
         self._summary_failures = 0
         self._summary_skip = 0
@@ -271,10 +284,62 @@ class NixxService:
         info: dict[str, Any] | None = None,
         *,
         agent: str | None = None,
+        answer_meta: dict[str, Any] | None = None,
+        remembered: Callable[[str], str] | None = None,
     ) -> AsyncIterator[Any]:
         """Run one chat turn; yields `nixx.memory.turn` events (see there). `agent`: the nxc
-        persona the turn runs for (recorded on its buffer rows; no nixx tools offered)."""
-        return run_turn(self._turn_parts, body, origin, info, agent=agent)
+        persona the turn runs for (recorded on its buffer rows; no nixx tools offered).
+        `answer_meta`: more keys for the answer's row (`save_response` reads ``response``);
+        `remembered`: what of the user's text is stored and recalled against (see there)."""
+        return run_turn(
+            self._turn_parts, body, origin, info, agent=agent, answer_meta=answer_meta,
+            remembered=remembered,
+        )
+
+    # ---- stored responses (the Responses API's `previous_response_id`) ----------------
+    async def save_response(self, response_id: str, row_id: int) -> None:
+        """Let `response_id` be continued: a pointer to the answer's buffer row, whose
+        ``meta.response`` (``previous``: the response it continued, ``input``: the messages
+        the request added) was written by the turn. The text lives only in the buffer
+        rows, so forgetting a row forgets the response with it."""
+        await self.run(self.store.set_state, RESPONSE_KEY + response_id, row_id)
+
+    async def response_history(self, response_id: str) -> list[dict[str, Any]]:
+        """The conversation up to and including stored response `response_id` (chat
+        messages, oldest first), by walking ``previous`` back. A response nixx does not
+        hold (never stored, or its row forgotten) is `NotFound`; an older link that was
+        forgotten ends the walk there (what is forgotten stays forgotten)."""
+
+        def work() -> list[dict[str, Any]]:
+            parts: list[list[dict[str, Any]]] = []
+            rid: str | None = response_id
+            seen: set[str] = set()
+            while rid and rid not in seen and len(seen) < MAX_RESPONSE_CHAIN:
+                seen.add(rid)
+                row_id = self.store.get_state(RESPONSE_KEY + rid)
+                rows = self.store.get_buffer(row_id, row_id) if isinstance(row_id, int) else []
+                record = rows[0].meta.get("response") if rows else None
+                if not isinstance(record, dict) or record.get("id") != rid:
+                    break
+                calls = [
+                    {"id": c.get("id"), "type": "function",
+                     "function": {"name": c.get("name"), "arguments": c.get("arguments")}}
+                    for c in rows[0].meta.get("tool_calls") or []
+                ]
+                answer: dict[str, Any] = {"role": "assistant", "content": rows[0].content or None}
+                if calls:
+                    answer["tool_calls"] = calls
+                parts.append([*(record.get("input") or []), answer])
+                rid = record.get("previous")
+            if not parts:
+                raise NotFound(
+                    f"no stored response {response_id!r}: it was never stored (store: false, "
+                    "or another server), or it was forgotten",
+                    param="previous_response_id",
+                )
+            return [m for part in reversed(parts) for m in part]
+
+        return await self.run(work)
 
     def _after_turn(self) -> None:
         """Schedule the background work a new buffer row may make due."""
@@ -282,10 +347,33 @@ class NixxService:
         self.jobs.schedule(INTENT_JOB, self._auto_intent)
         self.row_vectors.notify()
 
+    async def context_length(self, model: str) -> tuple[int, str]:
+        """(the model's context length in tokens, where that came from): what the backend
+        says (`nixx.llm.facts`; the smaller of it and ``chat_context_length`` when that is
+        set), else ``chat_context_length``."""
+        self._last_model = model
+        facts = await self.llm.facts(model)
+        return self.context_length_of((facts.context_length, facts.source))
+
+    def context_length_of(self, learned: tuple[int | None, str]) -> tuple[int, str]:
+        setting = self.settings.chat_context_length
+        explicit = "chat_context_length" in self.settings.model_fields_set
+        length, source = learned
+        if length:
+            if explicit and setting < length:
+                return setting, "chat_context_length"
+            return length, source
+        return setting, "chat_context_length" if explicit else "chat_context_length (default)"
+
     # ---- summaries --------------------------------------------------------------------
-    def _max_transcript_chars(self) -> int:
-        # Leave a quarter of the context for the prompt and the answer.
-        return max(2000, self.settings.chat_context_length * 3)
+    async def _max_transcript_chars(self, model: str | None = None) -> int:
+        """The input one of nixx's own calls may send: the context less the answer's
+        bound and the prompt, at a cautious 3 characters a token (small models' tokenisers
+        give fewer than English's 4)."""
+        model = model or await self.resolve_model(None)
+        length, _ = await self.context_length(model)
+        room = length - SUMMARY_MAX_TOKENS - SUMMARY_PROMPT_TOKENS
+        return max(1000, room * 3)
 
     async def _summarise_window(
         self,
@@ -295,7 +383,13 @@ class NixxService:
         then: Callable[[], Any] | None = None,
     ) -> Summary:
         model = await self.resolve_model(None)
-        draft = await summarise(self.llm, model, rows, max_chars=self._max_transcript_chars())
+        draft, rows = await summarise(
+            self.llm,
+            model,
+            rows,
+            max_chars=await self._max_transcript_chars(model),
+            budget=self.settings.background_timeout,
+        )
         vector = (await self.embed([draft.summary]))[0]
 
         def store() -> Summary:
@@ -344,7 +438,9 @@ class NixxService:
             if not due:
                 return
             interval = await self.run(self.episodic.interval)
-            window = select_window(rows, min_words=interval, max_chars=self._max_transcript_chars())
+            window = select_window(
+                rows, min_words=interval, max_chars=await self._max_transcript_chars()
+            )
             try:
                 summary = await self._summarise_window(window, [], epoch)
             except _Stale:
@@ -368,7 +464,9 @@ class NixxService:
                 raise ValidationError(
                     "nothing to summarise: every buffer message is already in a summary"
                 )
-            window = select_window(rows, min_words=None, max_chars=self._max_transcript_chars())
+            window = select_window(
+                rows, min_words=None, max_chars=await self._max_transcript_chars()
+            )
             try:
                 return await self._summarise_window(window, list(tags), epoch)
             except _Stale:
@@ -439,12 +537,15 @@ class NixxService:
             if not rows:
                 raise ValidationError("no messages in the current session to derive an intent from")
             model = await self.resolve_model(None)
-            data = await self.llm.create(
+            data = await self.llm.background(
                 {
                     "model": model,
                     "messages": intent_state.intent_messages(rows),
                     "temperature": intent_state.TEMPERATURE,
-                }
+                    "max_tokens": intent_state.MAX_TOKENS,
+                },
+                budget=self.settings.background_timeout,
+                what="the intent",
             )
             answer = (data["choices"][0].get("message") or {}).get("content") or ""
             text = intent_state.clean_answer(answer)
@@ -477,15 +578,31 @@ class NixxService:
     async def clear_intent(self) -> None:
         await self.run(intent_state.clear, self.store)
 
+    def failing(self) -> dict[str, tuple[str, int]]:
+        """The background work whose last run failed: kind -> (why, failures in a row)."""
+        return {
+            kind: (error, self.jobs.failures.get(kind, 1))
+            for kind in (SUMMARY_JOB, INTENT_JOB)
+            if (error := self.jobs.last_error.get(kind))
+        }
+
     # ---- episodic search and status ----------------------------------------------------
     async def status(self) -> dict[str, Any]:
         data = await self.run(self.episodic.status)
         data["threshold"] = self.recall.threshold
         data["recall_limit"] = self.settings.recall_limit
-        data["context_length"] = self.settings.chat_context_length
+        # what is known already: a status is never the one to ask the backend
+        model = self.settings.chat_model or self._last_model
+        known = self.llm.known_context(model)
+        length, source = self.context_length_of(known)
+        data["context_length"] = length
+        data["context_length_source"] = source
+        data["backend_slots"] = self.llm.gate.slots
         data["summary_running"] = self.jobs.running(SUMMARY_JOB)
         data["summary_error"] = self.jobs.last_error.get(SUMMARY_JOB)
         data["intent_error"] = self.jobs.last_error.get(INTENT_JOB)
+        data["summary_failures"] = self.jobs.failures.get(SUMMARY_JOB, 0)
+        data["intent_failures"] = self.jobs.failures.get(INTENT_JOB, 0)
         data["recall_error"] = self.recall.error
         data["buffer_vectors"] = await self.run(self.row_vectors.status)
         return data
@@ -517,6 +634,7 @@ class NixxService:
                     store=self.store,
                     limit=limit,
                     min_cosine=self.recall.row_floor * SEARCH_FLOOR_SHARE,
+                    params=self.recall.params,
                 )
             return SearchAnswer(answers.fts[:limit], summaries[:limit], results)
 
@@ -546,15 +664,19 @@ class NixxService:
         """(the LLM's display summary of a source's text, what went wrong)."""
         try:
             model = await self.resolve_model(None)
-            data = await self.llm.create(
+            limit = await self._max_transcript_chars(model)
+            data = await self.llm.background(
                 {
                     "model": model,
                     "messages": [
                         {"role": "system", "content": SOURCE_SUMMARY_PROMPT},
-                        {"role": "user", "content": text[: self._max_transcript_chars()]},
+                        {"role": "user", "content": text[:limit]},
                     ],
                     "temperature": 0.3,
-                }
+                    "max_tokens": SOURCE_SUMMARY_MAX_TOKENS,
+                },
+                budget=self.settings.background_timeout,
+                what="a source's summary",
             )
         except BackendError as exc:
             return None, exc.message
@@ -617,9 +739,20 @@ class NixxService:
         return await self.run(forgetting.matches, self.store, query)
 
     async def forget_query(self, query: str, ids: Sequence[str]) -> dict[str, Any]:
-        """Delete exactly `ids`, each of which `query` must still match."""
+        """Delete exactly `ids`, each of which `query` must still match (``intent:1``:
+        clear the intent, set by hand or derived, whose text matched)."""
         grouped = await self.run(forgetting.confirmed_refs, self.store, query, list(ids))
-        return await self._forget("query", **grouped)
+        _, with_intent = forgetting.split_intent(ids)
+        if not any(grouped.values()):  # the intent alone
+            async with self._forget_lock:
+                self._forget_epoch += 1
+                await self.run(intent_state.clear, self.store)
+                scrub = await self.run(self.store.scrub)
+            empty: dict[str, Any] = {"log_id": None, "kind": "query", "at": None, "buffer_ids": [],
+                     "summary_ids": [], "source_ids": [], "memory_ids": [],
+                     "memories_removed": 0, "resummarise": [], "rebuild_source_ids": []}
+            return {"forgotten": empty, "intent_cleared": True, "disk": scrub}
+        return await self._forget("query", with_intent, **grouped)
 
     async def forget_log(self, limit: int = 100) -> list[ForgetLogEntry]:
         return await self.run(self.store.forget_log, limit)
@@ -652,15 +785,20 @@ class NixxService:
             await self.run(self.store.scrub)
         return summary
 
-    async def _forget(self, kind: str, **ids: Sequence[int]) -> dict[str, Any]:
+    async def _forget(self, kind: str, clear_intent: bool = False, /,
+                      **ids: Sequence[int]) -> dict[str, Any]:
         """One deletion: the store's transaction, then the intent, then the files on
-        disk; the repairs (re-summaries, source chunks, intent) run in the background."""
+        disk; the repairs (re-summaries, source chunks, intent) run in the background.
+        `clear_intent`: the intent matched the forget query and goes too (no
+        re-derivation: the rows it came from may still say what was forgotten)."""
         async with self._forget_lock:
             self._forget_epoch += 1
 
             def work() -> tuple[ForgetResult, bool, dict[str, Any]]:
                 result = self.store.forget(kind, **ids)
                 cleared = forgetting.intent_from_deleted(self.store, result.buffer_ids)
+                if clear_intent:
+                    intent_state.clear(self.store)
                 return result, cleared, self.store.scrub()
 
             result, intent_cleared, scrub = await self.run(work)
@@ -671,7 +809,8 @@ class NixxService:
             self.jobs.schedule(SOURCES_JOB, self._rebuild_sources)
         if intent_cleared:
             self.jobs.schedule(INTENT_JOB, self._rederive_intent)
-        return {"forgotten": result.to_dict(), "intent_cleared": intent_cleared, "disk": scrub}
+        return {"forgotten": result.to_dict(), "intent_cleared": intent_cleared or clear_intent,
+                "disk": scrub}
 
     async def resume_repairs(self) -> None:
         """Schedule the repairs a forget left queued (say `nixx forget` while the LLM
@@ -788,9 +927,14 @@ class NixxService:
         result = todo[0]
         try:
             model = await self.resolve_model(None)
+            limit = await self._max_transcript_chars(model)
             for result in todo:
                 summary = await summarise_source(
-                    self.llm, model, result.source.name, result.summary_input
+                    self.llm,
+                    model,
+                    result.source.name,
+                    result.summary_input[:limit],
+                    budget=self.settings.background_timeout,
                 )
                 if summary:
                     source_id = result.source.id

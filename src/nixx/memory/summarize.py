@@ -3,7 +3,10 @@
 The backend is asked for a JSON object only (prompt in `prompts.SUMMARY_PROMPT`,
 temperature 0.3). Its answer is parsed tolerantly — code fences, prose before or after
 the object, trailing commas, a category named ``topics`` — and when it still is not a
-usable object the request is repeated (at most `ATTEMPTS` times in all). When every
+usable object the request is repeated — the original request, with `SUMMARY_RETRY`
+added to its instructions, never the failed answer — at most `ATTEMPTS` times in all;
+each answer is bounded (`MAX_TOKENS`, the time budget) and a window the backend refuses
+as too long is sent again shortened. When every
 attempt fails `SummaryFailed` is raised and nothing is stored: the window stays
 unsummarised and is tried again later. There is never a placeholder summary.
 """
@@ -17,11 +20,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from nixx.errors import BackendError, BackendUnavailable
+from nixx.llm.facts import context_from_error, is_overflow
 from nixx.memory.prompts import SUMMARY_PROMPT, SUMMARY_RETRY
 from nixx.store.records import ENTITY_KINDS, BufferRow
 
 ATTEMPTS = 3
 TEMPERATURE = 0.3
+MAX_TOKENS = 512  # a summary's answer: 2-3 sentences and a few entities fit well within it
+PROMPT_TOKENS = 400  # SUMMARY_PROMPT (and SUMMARY_RETRY) with a margin
 _ALIASES = {
     "topics": "concepts",
     "concept": "concepts",
@@ -76,9 +82,12 @@ def select_window(
     return window
 
 
-def summary_messages(rows: Sequence[BufferRow], *, max_chars: int) -> list[dict[str, str]]:
+def summary_messages(
+    rows: Sequence[BufferRow], *, max_chars: int, retry: bool = False
+) -> list[dict[str, str]]:
+    system = f"{SUMMARY_PROMPT}\n\n{SUMMARY_RETRY}" if retry else SUMMARY_PROMPT
     return [
-        {"role": "system", "content": SUMMARY_PROMPT},
+        {"role": "system", "content": system},
         {"role": "user", "content": transcript(rows, max_chars=max_chars)},
     ]
 
@@ -151,34 +160,48 @@ def merge_tags(user_tags: Sequence[str], model_tags: Sequence[str]) -> list[str]
 
 
 async def summarise(
-    llm: Any, model: str, rows: Sequence[BufferRow], *, max_chars: int
-) -> SummaryDraft:
-    """Ask the backend for a summary of `rows`, with bounded retries.
+    llm: Any, model: str, rows: Sequence[BufferRow], *, max_chars: int, budget: float
+) -> tuple[SummaryDraft, list[BufferRow]]:
+    """Ask the backend for a summary of `rows` (as one of nixx's own calls: bounded by
+    `MAX_TOKENS` and `budget` seconds, yielding to users' turns: `ChatClient.background`),
+    with bounded retries. Returns the draft and the rows it covers: a backend that refuses
+    the request for its length gets it again shortened (the first half of the rows, or a
+    shorter transcript of one row); a retry is always the original request (with
+    `SUMMARY_RETRY` after an unusable answer), never the failed answer.
 
     Raises `BackendUnavailable` at once when no backend answers, `SummaryFailed` when
     no attempt gave a usable answer."""
-    messages: list[dict[str, Any]] = summary_messages(rows, max_chars=max_chars)
+    rows = list(rows)
+    retry = False
     last_problem = "no answer"
     for _attempt in range(ATTEMPTS):
+        body = {
+            "model": model,
+            "messages": summary_messages(rows, max_chars=max_chars, retry=retry),
+            "temperature": TEMPERATURE,
+            "max_tokens": MAX_TOKENS,
+        }
         try:
-            data = await llm.create(
-                {"model": model, "messages": messages, "temperature": TEMPERATURE}
-            )
+            data = await llm.background(body, budget=budget, what="a summary")
         except BackendUnavailable:
             raise
         except BackendError as exc:
             last_problem = exc.message
+            if is_overflow(exc.message):
+                learned = context_from_error(exc.message)
+                if learned:
+                    llm.learn_context(model, learned, "the backend's refusal")
+                if len(rows) > 1:
+                    rows = rows[: max(1, len(rows) // 2)]
+                else:
+                    max_chars = max(500, max_chars // 2)
             continue
         answer = (data["choices"][0].get("message") or {}).get("content") or ""
         draft = parse_summary(answer)
         if draft is not None:
-            return draft
+            return draft, rows
         last_problem = f"unusable answer {answer[:120]!r}"
-        messages = [
-            *messages[:2],
-            {"role": "assistant", "content": answer},
-            {"role": "user", "content": SUMMARY_RETRY},
-        ]
+        retry = True
     raise SummaryFailed(
         f"the backend gave no usable summary after {ATTEMPTS} attempts ({last_problem}); "
         "the window stays unsummarised and will be tried again"

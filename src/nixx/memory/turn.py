@@ -4,10 +4,14 @@
    to the buffer — once, before the backend is called — while, in a second worker
    thread, recall's rankers run on the latest user message (full text over the buffer,
    vectors over buffer rows and summaries: `nixx.memory.recall.Recall.search`).
-2. The system prompt is built (`nixx.memory.recall`): base prompt, current intent,
-   recalled excerpts and summaries from outside the history the client sent, above the
-   floor and within the token budget; system/developer messages the client put first are appended to
-   it, so the backend gets exactly one leading system message.
+2. The prompt's memory is built (`nixx.memory.recall`): current intent, recalled
+   excerpts and summaries from outside the history the client sent, above the floor and
+   within the token budget. Where it goes is the prompt layout (``prompt_layout``):
+   ``cache`` (default) adds it to the latest user message, after its text
+   (`place_memory`), so the request begins with what the previous one sent and a
+   backend's prefix cache keeps it; ``system`` puts it in the system message after the
+   base prompt, as the seed did. System/developer messages the client put first are
+   appended to the system message, so the backend gets exactly one leading system message.
 3. The history is trimmed newest-first to the context budget.
 4. The backend is called (always streamed, so a cut keeps what was produced). Content
    is yielded as it arrives. Calls to nixx's own tools are run here and fed back, at
@@ -29,6 +33,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
 from concurrent.futures import Future, InvalidStateError
 from dataclasses import dataclass, field
@@ -36,7 +41,8 @@ from typing import TYPE_CHECKING, Any
 
 from anyio import to_thread
 
-from nixx.errors import ContextLengthExceeded, NixxError
+from nixx.errors import BackendError, ContextLengthExceeded, NixxError
+from nixx.llm.facts import context_from_error, is_overflow
 from nixx.llm.stream import StreamAccumulator
 from nixx.memory.history import (
     estimate_tokens,
@@ -47,12 +53,17 @@ from nixx.memory.history import (
     text_of,
     trim_history,
 )
+from nixx.memory.layout import dedupe, memory_text, place_memory
+from nixx.memory.recall import build_memory_block
 
 if TYPE_CHECKING:
     from nixx.config import Settings
     from nixx.llm.client import ChatClient
     from nixx.memory.episodic import Episodic
+    from nixx.memory.layout import MemoryTrail
     from nixx.memory.recall import Recall, RecallContext
+
+log = logging.getLogger(__name__)
 
 # Request keys nixx sets itself; everything else the client sent goes to the backend.
 _OWN_KEYS = {"messages", "model", "stream", "tools", "n"}
@@ -106,6 +117,10 @@ class TurnParts:
     # run a write as its own task, kept alive when the request is cancelled
     spawn: Callable[[Coroutine[Any, Any, None]], asyncio.Task[None]]
     after_turn: Callable[[], None]  # schedule the background work a new row may make due
+    # (the model's context length in tokens, where that came from), for a model
+    context_length: Callable[[str], Awaitable[tuple[int, str]]]
+    # the `cache` prompt layout: the memory added to each user message sent (`layout`)
+    trail: MemoryTrail | None = None
 
 
 @dataclass
@@ -125,6 +140,13 @@ def _add_usage(total: dict[str, int], usage: dict[str, Any] | None) -> None:
         value = (usage or {}).get(key)
         if isinstance(value, int):
             total[key] = total.get(key, 0) + value
+
+
+def _kept(text: str | None, remembered: Callable[[str], str]) -> str | None:
+    if text is None:
+        return None
+    kept = remembered(text)
+    return kept if kept.strip() else text
 
 
 def _reserve(body: dict[str, Any], context_length: int) -> int:
@@ -160,11 +182,17 @@ async def run_turn(
     info: dict[str, Any] | None = None,
     *,
     agent: str | None = None,
+    answer_meta: dict[str, Any] | None = None,
+    remembered: Callable[[str], str] | None = None,
 ) -> AsyncIterator[Delta | ToolRun | ClientToolCalls | Finished]:
     """Run the turn; `info` (when given) receives ``model`` and ``user_row_id`` as soon
     as they are known. `agent`: the nxc persona the turn runs for — both buffer rows carry
     it (``meta.agent``) and nixx's own tools are not offered (the persona's are the
-    client's tools, confined to its workspace by nxc)."""
+    client's tools, confined to its workspace by nxc). `answer_meta`: more keys for the
+    answer's row (a dialect's own record, e.g. the Responses API's ``response``).
+    `remembered`: what of the user's text is written to the buffer and recalled against
+    (a dialect drops its client's harness text; the backend still gets all of it; text
+    it would leave empty is kept whole)."""
     tagged = {"agent": agent} if agent else None
     info = info if info is not None else {}
     settings = parts.settings
@@ -172,6 +200,9 @@ async def run_turn(
     messages = [normalise(m) for m in body["messages"]]
     user_text = new_user_text(messages)
     query = latest_user_text(messages)
+    if remembered is not None:
+        user_text = _kept(user_text, remembered)
+        query = _kept(query, remembered)
     leading, history = split_leading_system(messages)
     history_count = sum(1 for m in history if m.get("role") in ("user", "assistant"))
     _check_fits(messages, body, settings.chat_context_length)
@@ -223,16 +254,46 @@ async def run_turn(
     extra = [text_of(m.get("content")) for m in leading if text_of(m.get("content")).strip()]
     if extra:
         system = system + "\n\n" + "\n\n".join(extra)
-    system_message = {"role": "system", "content": system}
 
-    # 3. trim the history to the budget
-    budget = (
-        settings.chat_context_length
-        - _reserve(body, settings.chat_context_length)
-        - estimate_tokens(system_message)
-    )
-    kept, trimmed = trim_history(history, max(budget, 0))
-    convo: list[dict[str, Any]] = [system_message, *kept]
+    # 3. the prompt layout (`nixx.memory.layout`), then the history trimmed to the budget
+    #    (the memory counts against it): the model's context as the backend says, else
+    #    the setting
+    context_length, context_source = await parts.context_length(model)
+    keys: list[bytes] = []
+    carried: list[str] = []
+    if ctx.layout == "cache" and parts.trail is not None:
+        keys = parts.trail.keys(leading, history)
+        history, carried = parts.trail.carry(history, keys)
+
+    def build(length: int) -> tuple[list[dict[str, Any]], int, str]:
+        system_message = {"role": "system", "content": system}
+        budget = (
+            length
+            - _reserve(body, length)
+            - estimate_tokens(system_message)
+            - estimate_tokens({"content": memory_text(ctx.memory_block)})
+        )
+        kept, trimmed = trim_history(history, max(budget, 0))
+        memory = ""
+        if ctx.memory_block:
+            kept_text = "\n".join(text_of(m.get("content")) for m in kept)
+            still = [c for c in carried if c in kept_text]
+            intent_now, items = dedupe(ctx.intent, ctx.recalled, still)
+            memory = memory_text(build_memory_block(intent_now, items))
+        if memory and not any(m.get("role") == "user" for m in kept):
+            # no user message to carry it: the system message does, as in `system`
+            system_message["content"] = f"{system}\n\n{ctx.memory_block}"
+            memory = ""
+        return [system_message, *place_memory(kept, memory)], trimmed, memory
+
+    def remember(memory: str) -> None:
+        """The memory this request gave its latest user message, for the next requests."""
+        if memory and keys:
+            last_user = max(i for i, m in enumerate(history) if m.get("role") == "user")
+            parts.trail.remember(keys[last_user], memory)  # type: ignore[union-attr]
+
+    convo, trimmed, memory = build(context_length)
+    remember(memory)
 
     # 4. tools: the client's, then nixx's own (a client tool shadows a nixx tool)
     client_tools = list(body.get("tools") or [])
@@ -245,6 +306,7 @@ async def run_turn(
     passthrough = {k: v for k, v in body.items() if k not in _OWN_KEYS}
 
     progress = _Progress()
+    gate = contextlib.AsyncExitStack()
     usage: dict[str, int] = {}
     finish = "stop"
     model_out = model
@@ -252,7 +314,11 @@ async def run_turn(
     exhausted = False
     refused_calls: list[str] = []
     try:
-        for round_no in range(settings.tool_max_rounds + 1):
+        # the user comes first: nixx's own calls wait, or are stopped (`nixx.llm.gate`)
+        await gate.enter_async_context(parts.llm.gate.user_turn())
+        round_no = 0
+        retried = False
+        while round_no <= settings.tool_max_rounds:
             last_round = round_no == settings.tool_max_rounds
             offered = client_tools + ([] if last_round else nixx_specs)
             request = {**passthrough, "model": model, "messages": convo}
@@ -272,15 +338,30 @@ async def run_turn(
                 del request["tool_choice"]
             acc = StreamAccumulator()
             separate = bool(progress.parts)
-            async for chunk in parts.llm.stream(request):
-                text = acc.add(chunk)
-                if text:
-                    if separate:
-                        progress.parts.append("\n\n")
-                        yield Delta("\n\n")
-                        separate = False
-                    progress.parts.append(text)
-                    yield Delta(text)
+            try:
+                async for chunk in parts.llm.stream(request):
+                    text = acc.add(chunk)
+                    if text:
+                        if separate:
+                            progress.parts.append("\n\n")
+                            yield Delta("\n\n")
+                            separate = False
+                        progress.parts.append(text)
+                        yield Delta(text)
+            except BackendError as exc:
+                if round_no > 0 or progress.parts or acc.parts:
+                    raise
+                named = _context_refused(exc, context_length)
+                if named is not None and not retried:
+                    # the backend named its context: trimmed to it, the turn is sent again
+                    parts.llm.learn_context(model, named, "the backend's refusal")
+                    retried = True
+                    context_length, context_source = named, "the backend's refusal"
+                    convo, trimmed, memory = build(context_length)
+                    remember(memory)
+                    continue
+                raise _explained(exc, convo, context_length, context_source) from None
+            round_no += 1
             model_out = acc.model or model_out
             _add_usage(usage, acc.usage)
             calls = acc.tool_calls()
@@ -319,13 +400,22 @@ async def run_turn(
                 progress.tool_runs.append(run)
                 yield run
                 convo.append({"role": "tool", "tool_call_id": call["id"], "content": result})
+        if not progress.content.strip() and not progress.client_calls and not exhausted:
+            # an answer with nothing in it is no answer: never reported as a success
+            raise BackendError(
+                f"the LLM backend answered an empty message (finish_reason {finish!r}); "
+                "nothing was stored as the answer — send the message again",
+                code="empty_answer",
+            )
     except NixxError as exc:
         failure = exc.message
+        log.warning("turn failed (%s): %s", origin, exc.message)
         raise
     except (asyncio.CancelledError, GeneratorExit):
         failure = "the client went away before the answer was complete"
         raise
     finally:
+        await gate.aclose()
         # Store what was produced even when the stream broke or we were cancelled: the
         # write runs as its own task, so a cancellation cannot interrupt it.
         meta: dict[str, Any] = {}
@@ -335,7 +425,8 @@ async def run_turn(
             meta["tools"] = [{"name": r.name, "arguments": r.arguments} for r in progress.tool_runs]
         if progress.client_calls:
             meta["tool_calls"] = [
-                {"name": c["function"]["name"], "arguments": c["function"]["arguments"]}
+                {"id": c.get("id"), "name": c["function"]["name"],
+                 "arguments": c["function"]["arguments"]}
                 for c in progress.client_calls
             ]
         if exhausted:
@@ -347,6 +438,8 @@ async def run_turn(
             meta["refused_tool_calls"] = refused_calls
         if tagged:
             meta.update(tagged)
+        if answer_meta:
+            meta.update(answer_meta)
         write = parts.spawn(_record_answer(parts, progress, origin, meta, user_row_id))
         await asyncio.shield(write)
 
@@ -361,6 +454,38 @@ async def run_turn(
         user_row_id=user_row_id,
         assistant_row_id=progress.assistant_row_id,
         trimmed=trimmed,
+    )
+
+
+def _context_refused(exc: BackendError, length: int) -> int | None:
+    """The context length a refusal names, when it is smaller than the one the request
+    was trimmed to (then the turn can be sent again, trimmed to it)."""
+    if not is_overflow(exc.message):
+        return None
+    named = context_from_error(exc.message)
+    return named if named is not None and named < length else None
+
+
+def _explained(
+    exc: BackendError, convo: list[dict[str, Any]], length: int, source: str
+) -> BackendError:
+    """`exc`, saying so when the request was likely longer than the model's context: a
+    refusal for the length, or nothing at all back from a request that filled most of
+    the context (llama-cpp-python answers such a stream with an empty 200)."""
+    tokens = sum(estimate_tokens(m) for m in convo)
+    overflow = is_overflow(exc.message)
+    if not overflow and not (exc.details.get("code") == "stream_interrupted"
+                             and tokens >= length // 2):
+        return exc
+    how = "the backend refused it as too long" if overflow else "the backend answered nothing"
+    details = {**exc.details, "code": "context_length_exceeded" if overflow
+               else exc.details.get("code")}
+    return BackendError(
+        f"{exc.message} — the request was ~{tokens} tokens and {how}: nixx takes the "
+        f"model's context length to be {length} tokens ({source}). If the model's context "
+        "is smaller, set chat_context_length (NIXX_CHAT_CONTEXT_LENGTH) to it; the history "
+        "is then trimmed to fit",
+        **details,
     )
 
 

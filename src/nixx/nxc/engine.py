@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable, Mapping
 
 from nixx.errors import Forbidden, NotFound, ValidationError
-from nixx.log.ids import new_ulid
+from nixx.log.ids import new_thing_id
 from nixx.log.store import LogStore
 from nixx.log.workspace import Workspace, find_workspace
 from nixx.nxc.channels import dm_id, is_dm
@@ -306,7 +306,9 @@ class Engine:
 
             if get_thread(self.conn, parent, now) is None:
                 raise NotFound(f"parent thread {parent} is not in the log", param="parent")
-        thread_id, message_id = "t-" + new_ulid(now), "m-" + new_ulid(now)
+        replica = self.store.replica
+        thread_id = new_thing_id("t", replica, now)
+        message_id = new_thing_id("m", replica, now)
         with self.store.transaction() as txn:
             stored = channel_fields(txn.conn, channel_id)
             changed = {k: v for k, v in fields.items() if stored.get(k) != _dumps(v)}
@@ -407,7 +409,7 @@ class Engine:
                 f"{me} may not post in {thread}: not its opener, not expected in it, and not "
                 f"a member of {summary['channel_id']}"
             )
-        message_id = "m-" + new_ulid(now)
+        message_id = new_thing_id("m", self.store.replica, now)
         # A follow-up: the opener writes again in a conversation with a persona whose
         # expectation was met. It opens a new turn for the same personas (the expectation
         # is re-declared, as `expect` would), so their answer is owed — and delivered.
@@ -458,6 +460,7 @@ class Engine:
             )
         text = handles if isinstance(handles, str) else ",".join(handles)
         expects = parse_handle_list(text, self.origin)
+        self._check_expectable(thread, summary, expects)
         deadline_ms = None
         if deadline is not None:
             deadline_ms = deadline if isinstance(deadline, int) else parse_deadline(deadline, now_ms=now)
@@ -466,6 +469,28 @@ class Engine:
             if deadline_ms is not None:
                 txn.append(DOMAIN, "thread_deadline", thread, me, {"deadline": deadline_ms})
         return self.thread(thread, with_messages=False)
+
+    def _check_expectable(self, thread: str, summary: dict[str, Any],
+                          expects: builtins.list[str]) -> None:
+        """`expect` names only who may answer: a declared persona, a member of the
+        thread's channel, or a handle the thread already expects. A reserved handle
+        (an agent name starting ``__``: a channel's supervisor) is nxc's own, never."""
+        members = set(json.loads(channel_fields(self.conn, summary["channel_id"]).get(
+            "members", "[]")))
+        current = set(summary["expects"])
+        for handle in expects:
+            agent = handle.partition("/")[2]
+            if agent.startswith("__"):
+                raise ValidationError(
+                    f"{handle} is a reserved handle (names starting with '__' are nxc's "
+                    "own, such as a channel's supervisor): it cannot be expected",
+                    param="handles")
+            if (handle not in self.declarations.personas and handle not in members
+                    and handle not in current):
+                raise ValidationError(
+                    f"{handle} is neither a declared persona nor a member of "
+                    f"{summary['channel_id']} (the channel of {thread}): declare it in "
+                    ".nxs-personas/ or add it to the channel's members", param="handles")
 
     def mark_read(self, channel: str, upto: str | None = None) -> dict[str, Any]:
         """Move my read cursor in `channel` to message `upto` (default: its latest message).
@@ -501,6 +526,8 @@ class Engine:
             raise Forbidden(f"{me} may not read {thread_id} (a member-only channel)")
         if with_messages:
             summary["messages"] = threads.messages(self.conn, thread_id, me)
+            for m in summary["messages"]:  # written in another clone: say so (docs/sync.md)
+                m["remote"] = m["origin"] != self.store.replica
         return self.delivery.annotate_thread(self, summary)
 
     def threads(

@@ -14,6 +14,19 @@ total order key ``clock.origin.id`` (`nixx.log.op.Op.pos`).
     read_cursor      channel id  {pos}                                 max register per
                                                                         (actor, channel)
 
+**Written once.** A message id (`post`) or thread id (`thread_open`) names one thing.
+Every claim on one is kept in ``nxc_claims`` (its pos and a digest of its actor and
+payload); the view shows the claim with the least pos (as before), and:
+
+- an id that names the replica that minted it (`nixx.log.ids.minter`: every id nxc mints
+  since issue 26) is refused from any other origin: that claim is recorded, refused, and
+  never shown — so a clone cannot rewrite another's message or take over its thread,
+  whatever clock it claims;
+- an id with two claims of different content is *disputed* (``nxc_disputed``); `conflicts`
+  lists every claim that is not the one shown, for `nxs sync status`.
+
+Both are decided per op or per set of claims, so every delivery order gives the same rows.
+
 "Opener only" is decided at read time of the candidates, not at fold time: every
 register write is kept as a candidate and the winner is the greatest pos among those
 whose actor is the root's opener. So a write that arrives before its thread's root is
@@ -24,6 +37,7 @@ from __future__ import annotations
 
 import json
 
+from nixx.log.ids import minter
 from nixx.log.op import Op
 from nixx.log.reducer import Reducer
 
@@ -45,7 +59,7 @@ CHANNEL_FIELDS = {
 
 _TABLES = (
     "nxc_channel_fields", "nxc_members", "nxc_threads", "nxc_thread_regs", "nxc_thread_state",
-    "nxc_expected", "nxc_messages", "nxc_cursors",
+    "nxc_expected", "nxc_messages", "nxc_cursors", "nxc_claims", "nxc_disputed",
 )
 
 _CREATE = """
@@ -99,6 +113,11 @@ CREATE TRIGGER nxc_messages_au AFTER UPDATE ON nxc_messages BEGIN
     INSERT INTO nxc_messages_fts(nxc_messages_fts, rowid, body) VALUES ('delete', old.mrow, old.body);
     INSERT INTO nxc_messages_fts(rowid, body) VALUES (new.mrow, new.body);
 END;
+CREATE TABLE nxc_claims(
+    kind TEXT NOT NULL, target TEXT NOT NULL, pos TEXT NOT NULL, digest TEXT NOT NULL,
+    refused INTEGER NOT NULL, PRIMARY KEY(kind, target, pos)) WITHOUT ROWID;
+CREATE TABLE nxc_disputed(
+    kind TEXT NOT NULL, target TEXT NOT NULL, PRIMARY KEY(kind, target)) WITHOUT ROWID;
 CREATE TABLE nxc_cursors(
     reader TEXT NOT NULL, channel_id TEXT NOT NULL, pos TEXT NOT NULL,
     PRIMARY KEY(reader, channel_id)) WITHOUT ROWID;
@@ -115,7 +134,7 @@ def _dumps(value: Any) -> str:
 
 class ChatReducer(Reducer):
     domain = DOMAIN
-    version = 2  # bump on any change to the views: stores rebuild them on open
+    version = 3  # bump on any change to the views: stores rebuild them on open
 
     def __init__(self) -> None:
         self._kinds: dict[str, Callable[[Connection, Op], bool]] = {
@@ -191,6 +210,8 @@ class ChatReducer(Reducer):
             return False
         if not _is_handles(expects) or (deadline is not None and type(deadline) is not int):
             return False
+        if not _claim(conn, op):
+            return True  # refused: recorded in nxc_claims, never shown
         pos = op.pos
         conn.execute(
             "INSERT INTO nxc_threads VALUES (?,?,?,?,?,?,?) "
@@ -239,6 +260,8 @@ class ChatReducer(Reducer):
             return False
         if kind not in MESSAGE_KINDS or priority not in PRIORITIES or disposition not in DISPOSITIONS:
             return False
+        if not _claim(conn, op):
+            return True  # refused: recorded in nxc_claims, never shown
         conn.execute(
             "INSERT INTO nxc_messages(message_id, thread_id, channel_id, sender, kind, priority,"
             " disposition, escalate, body, refs, origin, created, pos)"
@@ -264,6 +287,65 @@ class ChatReducer(Reducer):
             (op.actor, op.target, pos),
         )
         return True
+
+
+def _claim(conn: Connection, op: Op) -> bool:
+    """Record `op`'s claim on its id (a message's or a thread's); False when it is refused:
+    the id names the replica that minted it and `op` comes from another one."""
+    from nixx.log.op import short_digest
+
+    made_by = minter(op.target)
+    refused = made_by is not None and made_by != op.origin
+    digest = short_digest(_dumps([op.actor, op.payload]))
+    conn.execute("INSERT OR IGNORE INTO nxc_claims VALUES (?,?,?,?,?)",
+                 (op.kind, op.target, op.pos, digest, int(refused)))
+    if refused or conn.execute(
+        "SELECT 1 FROM nxc_claims WHERE kind = ? AND target = ? AND digest != ? LIMIT 1",
+        (op.kind, op.target, digest),
+    ).fetchone():
+        conn.execute("INSERT OR IGNORE INTO nxc_disputed VALUES (?, ?)", (op.kind, op.target))
+    return not refused
+
+
+def conflicts(conn: Connection, *, limit: int = 100) -> dict[str, Any]:
+    """The claims on a message or thread id that are not the one shown: refused (from
+    another origin than the id's minter) or disputed (other content than the claim with
+    the least pos). ``{"count": n, "items": [...]}``, the first `limit` items by id."""
+    import apsw
+
+    items: list[dict[str, Any]] = []
+    count = 0
+    try:
+        disputed = conn.execute("SELECT kind, target FROM nxc_disputed ORDER BY target, kind"
+                                ).fetchall()
+    except apsw.SQLError as exc:  # views not built here (no chat reducer registered)
+        if "no such table" not in str(exc):
+            raise
+        return {"count": 0, "items": []}
+    for kind, target in disputed:
+        claims = conn.execute(
+            "SELECT pos, digest, refused FROM nxc_claims WHERE kind = ? AND target = ?"
+            " ORDER BY pos", (kind, target)).fetchall()
+        shown = next((c for c in claims if not c[2]), None)
+        for pos, digest, refused in claims:
+            if shown is not None and pos == shown[0]:
+                continue
+            if not refused and shown is not None and digest == shown[1]:
+                continue  # the same content again: no conflict
+            count += 1
+            if len(items) < limit:
+                clock, origin, op_id = str(pos).split(".", 2)
+                items.append({
+                    "kind": "message" if kind == "post" else "thread", "id": target,
+                    "op": op_id, "origin": origin, "clock": clock,
+                    "reason": ("refused: the id was minted by "
+                               f"{minter(str(target))}, not {origin}") if refused else
+                              "not shown: another claim on this id, with other content, is "
+                              "earlier in the log's order (clock, origin, op id) and is the one "
+                              "shown",
+                    "kept": None if shown is None else str(shown[0]).rsplit(".", 1)[-1],
+                })
+    return {"count": count, "items": items}
 
 
 def _recompute_thread(conn: Connection, thread_id: str) -> None:

@@ -98,10 +98,11 @@ def get_thread(conn: Connection, thread_id: str, now_ms: int) -> dict[str, Any] 
 
 def messages(conn: Connection, thread_id: str, me: str | None = None) -> list[dict[str, Any]]:
     """The thread's messages in order; with `me`, only those `me` may see (the channel's
-    `visibility`, access.MESSAGE_VISIBLE). Without: all of them (the engine's own use)."""
+    `visibility`, access.MESSAGE_VISIBLE). Without: all of them (the engine's own use).
+    `origin` is the replica that wrote each one (the engine adds `remote`)."""
     rows: list[Any] = conn.execute(
         "SELECT m.message_id, m.sender, m.kind, m.priority, m.disposition, m.escalate, m.body,"
-        " m.refs, m.created, m.channel_id FROM nxc_messages m WHERE m.thread_id = :tid"
+        " m.refs, m.created, m.channel_id, m.origin FROM nxc_messages m WHERE m.thread_id = :tid"
         + ("" if me is None else f" AND {MESSAGE_VISIBLE}") + " ORDER BY m.pos",
         {"tid": thread_id, "me": me},
     ).fetchall()
@@ -109,7 +110,7 @@ def messages(conn: Connection, thread_id: str, me: str | None = None) -> list[di
         {
             "message_id": r[0], "sender": r[1], "kind": r[2], "priority": r[3],
             "disposition": r[4], "escalate": bool(r[5]), "body": r[6], "refs": json.loads(r[7]),
-            "created": iso(r[8]), "channel_id": r[9],
+            "created": iso(r[8]), "channel_id": r[9], "origin": r[10],
         }
         for r in rows
     ]

@@ -1,5 +1,7 @@
 """API-key check: with NIXX_API_KEY set, every request but ``/health`` must carry
-``Authorization: Bearer <key>``; others get 401 with the OpenAI error envelope.
+``Authorization: Bearer <key>`` or ``x-api-key: <key>`` (Anthropic's header, which its
+SDK and Claude Code send); others get 401 with the error envelope of the path
+(`nixx.server.errors.envelope_for`).
 The web page (``/`` and ``/ui/...``) also accepts a signed-in browser's session cookie
 (`nixx.web.security.Sessions`), and sends a browser without one to the sign-in form.
 A plain ASGI middleware (it does not buffer responses, so streaming is untouched)."""
@@ -34,13 +36,18 @@ class APIKeyMiddleware:
             return
         header = b""
         cookie = b""
+        api_key: bytes | None = None
         for name, value in scope.get("headers") or []:
             if name == b"authorization":
                 header = value
             elif name == b"cookie":
                 cookie = value
+            elif name == b"x-api-key":
+                api_key = value
         scheme, _, token = header.partition(b" ")
-        if scheme.lower() == b"bearer" and hmac.compare_digest(token.strip(), self._key):
+        if (scheme.lower() == b"bearer" and hmac.compare_digest(token.strip(), self._key)) or (
+            api_key is not None and hmac.compare_digest(api_key.strip(), self._key)
+        ):
             await self.app(scope, receive, send)
             return
         path = scope.get("path") or ""
@@ -48,12 +55,13 @@ class APIKeyMiddleware:
             await self._page(scope, receive, send, path, cookie)
             return
         message = (
-            "missing API key: send Authorization: Bearer <NIXX_API_KEY>"
-            if not header
-            else "wrong API key: send Authorization: Bearer <NIXX_API_KEY>"
+            "missing API key: send Authorization: Bearer <NIXX_API_KEY> (or x-api-key)"
+            if not header and api_key is None
+            else "wrong API key: send Authorization: Bearer <NIXX_API_KEY> (or x-api-key)"
         )
         await send_error(
-            send, message, 401, code="invalid_api_key", headers=[(b"www-authenticate", b"Bearer")]
+            send, message, 401, code="invalid_api_key",
+            headers=[(b"www-authenticate", b"Bearer")], path=path,
         )
 
     async def _page(self, scope: dict[str, Any], receive: Any, send: Any, path: str,

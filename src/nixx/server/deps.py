@@ -22,6 +22,20 @@ async def get_origin(
     return check_origin(x_nixx_origin)
 
 
+def origin_or(default: str) -> object:
+    """The origin dependency of a dialect's route: ``X-Nixx-Origin`` when sent, else
+    `default` (the dialect's own origin, so the buffer tells its clients apart)."""
+
+    async def get(
+        x_nixx_origin: str | None = Header(
+            default=None, description=f"Which client sent the turn (default {default})."
+        ),
+    ) -> str:
+        return check_origin(x_nixx_origin or default)
+
+    return Depends(get)
+
+
 async def get_agent(
     x_nixx_agent: str | None = Header(
         default=None,

@@ -1,6 +1,12 @@
-"""One error shape for every failure: OpenAI's envelope.
+"""The error shapes: OpenAI's envelope for every route but Anthropic's Messages API,
 
     {"error": {"message": "...", "type": "...", "param": null, "code": "..."}}
+
+and Anthropic's on `/v1/messages` and below (`anthropic_envelope`, chosen by path in
+`envelope_for`, so its clients' SDKs read every refusal, from the API-key check to the
+last-resort 500):
+
+    {"type": "error", "error": {"type": "invalid_request_error", "message": "..."}}
 
 `NixxError`s answer their `http_status` (``code`` is their `kind`); request validation
 failures answer 400 (never FastAPI's 422); unknown routes 404; anything unexpected a
@@ -45,6 +51,37 @@ def envelope(
     return {"error": {"message": message, "type": error_type(status), "param": param, "code": code}}
 
 
+ANTHROPIC_PATH = "/v1/messages"
+_ANTHROPIC_TYPES = {
+    400: "invalid_request_error",
+    401: "authentication_error",
+    403: "permission_error",
+    404: "not_found_error",
+    413: "request_too_large",
+    429: "rate_limit_error",
+    503: "overloaded_error",
+}
+
+
+def anthropic_envelope(message: str, status: int) -> dict[str, Any]:
+    """Anthropic's error body (its ``error.type`` for the HTTP status)."""
+    kind = _ANTHROPIC_TYPES.get(status, "api_error" if status >= 500 else "invalid_request_error")
+    return {"type": "error", "error": {"type": kind, "message": message}}
+
+
+def is_anthropic(path: str) -> bool:
+    return path == ANTHROPIC_PATH or path.startswith(ANTHROPIC_PATH + "/")
+
+
+def envelope_for(
+    path: str, message: str, status: int, *, param: str | None = None, code: str | None = None
+) -> dict[str, Any]:
+    """The error body a client of `path` reads: Anthropic's on its routes, else OpenAI's."""
+    if is_anthropic(path):
+        return anthropic_envelope(message, status)
+    return envelope(message, status, param=param, code=code)
+
+
 def error_response(
     message: str,
     status: int,
@@ -52,9 +89,12 @@ def error_response(
     param: str | None = None,
     code: str | None = None,
     headers: dict[str, str] | None = None,
+    path: str = "",
 ) -> JSONResponse:
     return JSONResponse(
-        envelope(message, status, param=param, code=code), status_code=status, headers=headers
+        envelope_for(path, message, status, param=param, code=code),
+        status_code=status,
+        headers=headers,
     )
 
 
@@ -65,10 +105,11 @@ async def send_error(
     *,
     code: str | None = None,
     headers: list[tuple[bytes, bytes]] | None = None,
+    path: str = "",
 ) -> None:
     """Answer the envelope straight over ASGI `send` (for plain ASGI middlewares that
-    refuse a request before the app sees it)."""
-    body = json.dumps(envelope(message, status, code=code)).encode()
+    refuse a request before the app sees it); `path` picks the shape (`envelope_for`)."""
+    body = json.dumps(envelope_for(path, message, status, code=code)).encode()
     await send_response(
         send, status, body, [(b"content-type", b"application/json"), *(headers or [])]
     )
@@ -154,12 +195,16 @@ def install_error_handlers(app: FastAPI) -> None:
     async def _nixx(request: Request, exc: NixxError) -> JSONResponse:
         if exc.http_status >= 500:
             log.warning("%s %s: %s", request.method, request.url.path, exc.message)
-        return JSONResponse(nixx_error_body(exc), status_code=exc.http_status)
+        body = envelope_for(request.url.path, exc.message, exc.http_status, param=exc.param,
+                            code=exc.kind)
+        return JSONResponse(body, status_code=exc.http_status)
 
     @app.exception_handler(RequestValidationError)
     async def _validation(request: Request, exc: RequestValidationError) -> JSONResponse:
         message, param = validation_message(exc, request)
-        return error_response(message, 400, param=param, code="invalid_request")
+        return error_response(
+            message, 400, param=param, code="invalid_request", path=request.url.path
+        )
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
@@ -174,6 +219,7 @@ def install_error_handlers(app: FastAPI) -> None:
             exc.status_code,
             code=str(exc.status_code),
             headers=dict(exc.headers) if exc.headers else None,
+            path=request.url.path,
         )
 
 
@@ -215,7 +261,7 @@ class ErrorBarrier:
             if state["complete"]:
                 return
             message = f"internal error ({type(exc).__name__}); see the server log"
-            await send_error(send, message, 500, code="internal")
+            await send_error(send, message, 500, code="internal", path=scope.get("path") or "")
 
 
 ERROR_SCHEMA: dict[str, Any] = {

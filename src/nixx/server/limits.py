@@ -46,11 +46,11 @@ class RequestSizeLimit:
                 except ValueError:
                     declared = -1
                 if declared > self.max_bytes:
-                    await self._refuse(send)
+                    await self._refuse(send, scope)
                     return
                 break
         if not self._admit(max(declared, 0)):
-            await self._busy(send)
+            await self._busy(send, scope)
             return
         state = {"seen": 0, "held": max(declared, 0), "started": False, "refused": False,
                  "whole": False}
@@ -88,7 +88,7 @@ class RequestSizeLimit:
             state["refused"] = True
             if not state["started"]:
                 state["started"] = True
-                await answer(send)
+                await answer(send, scope)
 
         async def tracked_send(message: dict[str, Any]) -> None:
             if state["refused"]:
@@ -105,16 +105,17 @@ class RequestSizeLimit:
     def _admit(self, size: int) -> bool:
         return self.inflight == 0 or self.inflight + size <= self.max_inflight
 
-    async def _refuse(self, send: Any) -> None:
+    async def _refuse(self, send: Any, scope: dict[str, Any]) -> None:
         message = (
             f"the request body is larger than {self.max_bytes} bytes, the server's limit "
             "(NIXX_MAX_REQUEST_BYTES); send less"
         )
         await send_error(
-            send, message, 413, code="request_too_large", headers=[(b"connection", b"close")]
+            send, message, 413, code="request_too_large", headers=[(b"connection", b"close")],
+            path=scope.get("path") or "",
         )
 
-    async def _busy(self, send: Any) -> None:
+    async def _busy(self, send: Any, scope: dict[str, Any]) -> None:
         message = (
             f"the server is busy with {self.inflight} bytes of other requests' bodies, its "
             f"limit is {self.max_inflight} (NIXX_MAX_INFLIGHT_BYTES); retry in a moment"
@@ -122,13 +123,15 @@ class RequestSizeLimit:
         await send_error(
             send, message, 503, code="server_busy",
             headers=[(b"retry-after", b"1"), (b"connection", b"close")],
+            path=scope.get("path") or "",
         )
 
-    async def _too_slow(self, send: Any) -> None:
+    async def _too_slow(self, send: Any, scope: dict[str, Any]) -> None:
         message = (
             f"the request body did not arrive within {self.body_timeout:g} s "
             "(NIXX_REQUEST_TIMEOUT); send it at once"
         )
         await send_error(
-            send, message, 408, code="request_timeout", headers=[(b"connection", b"close")]
+            send, message, 408, code="request_timeout", headers=[(b"connection", b"close")],
+            path=scope.get("path") or "",
         )

@@ -3,7 +3,7 @@ that returns a buffer row or a summary returns the same object)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from nixx.store.records import (
     BufferHit,
@@ -14,6 +14,23 @@ from nixx.store.records import (
     Summary,
     SummaryHit,
 )
+
+if TYPE_CHECKING:
+    from nixx.memory.turn import Finished
+
+
+def turn_memory(done: Finished) -> dict[str, Any]:
+    """The ``nixx`` key of a turn's answer (every dialect): what was recalled, the rows
+    written, what was trimmed, the nixx tools that ran."""
+    return {
+        **done.recall_info,
+        "user_row_id": done.user_row_id,
+        "assistant_row_id": done.assistant_row_id,
+        "trimmed_messages": done.trimmed,
+        "tool_runs": [
+            {"id": r.id, "name": r.name, "arguments": r.arguments} for r in done.tool_runs
+        ],
+    }
 
 
 def row(r: BufferRow) -> dict[str, Any]:
@@ -49,13 +66,20 @@ def summary_hit(h: SummaryHit) -> dict[str, Any]:
 
 def result(r: Any) -> dict[str, Any]:
     """One item of the fused search (`nixx.memory.search.Result`)."""
-    why = {"score": r.score, "cosine": r.cosine, "bm25": r.bm25, "ranks": dict(r.ranks)}
+    why = {
+        "score": r.score,
+        "cosine": r.cosine,
+        "bm25": r.bm25,
+        "ranks": dict(r.ranks),
+        "why": dict(r.why),
+    }
     if r.kind == "buffer":
         return {
             "kind": "buffer",
             **row(r.row),
             "buffer_id": r.row.id,
             **why,
+            "repeats": list(r.repeats),
             "context": [row(c) for c in r.context],
         }
     return {"kind": "summary", **summary(r.summary), "summary_id": r.summary.id, **why}

@@ -68,6 +68,13 @@ _EMBEDDER_LOCK = 7_346_102
 _USER_ROW_LOCK = 7_346_103
 
 _BUFFER_COLS = "id, role, content, origin, created_at, meta"
+#: what a forget answers on PostgreSQL (docs/memory.md, "Forgetting")
+PG_WAL_NOTE = (
+    "deleted from the tables; PostgreSQL's write-ahead log (pg_wal) and any WAL archive or "
+    "replica still hold the text until the server recycles those segments (after "
+    "checkpoints; `nixx db vacuum` does not reach them): ask the database's administrator "
+    "to run CHECKPOINT and rotate the WAL (pg_switch_wal()) where that matters"
+)
 _SUMMARY_COLS = "id, content, tags, entities, start_buffer_id, end_buffer_id, created_at"
 _SOURCE_COLS = (
     "s.id, s.name, s.type, s.summary, s.start_id, s.end_id, s.created_at, s.meta, "
@@ -128,12 +135,32 @@ def redact_url(url: str) -> str:
 
 
 # ---- the search queries (module level so tests can EXPLAIN exactly these) -------------
-#: Full-text search: OR-ed lexemes through the GIN index on `tsv`, ranked by ts_rank_cd.
-#: Parameters: (tsquery text from `fts_query.tsquery_text`, limit).
+#: Full-text search: OR-ed lexemes through the GIN index on `tsv`, ranked as FTS5's bm25()
+#: ranks (`term_stats`): each matched word adds its IDF, saturated by the row's length
+#: (k1 1.2, b 0.75; a chat row says a word once), over the question's whole term weight —
+#: ts_rank_cd knows no IDF, so there a speaker's name weighed as much as a rare word.
+#: Parameters: (the matched words' tsquery, their IDFs, the word tsqueries, average
+#: length, tsquery again, limit).
 SEARCH_BUFFER_SQL = (
-    f"SELECT {_BUFFER_COLS}, ts_rank_cd(tsv, q) AS score "
-    "FROM buffer, to_tsquery('english', %s) AS q "
-    "WHERE tsv @@ q AND role <> 'marker' ORDER BY score DESC, id DESC LIMIT %s"
+    "WITH t AS MATERIALIZED (SELECT w, to_tsquery('english', term) AS q "
+    "  FROM unnest(%s::float8[], %s::text[]) AS u(w, term)) "
+    f"SELECT {_BUFFER_COLS}, "
+    "(SELECT sum(w) FROM t WHERE buffer.tsv @@ t.q) "
+    "* 2.2 / (1 + 1.2 * (0.25 + 0.75 * length(tsv) / %s::float8)) AS score "
+    "FROM buffer WHERE tsv @@ to_tsquery('english', %s) AND role <> 'marker' "
+    "ORDER BY score DESC, id DESC LIMIT %s"
+)
+#: The document frequency of each word (0 rows for a word the english configuration drops:
+#: `nodes` 0). Parameter: the words.
+TERM_FREQUENCIES_SQL = (
+    "SELECT term, numnode(to_tsquery('english', term)) AS nodes, "
+    "(SELECT count(*) FROM buffer WHERE tsv @@ to_tsquery('english', term)) "
+    "FROM unnest(%s::text[]) AS term"
+)
+#: Rows and their average length, for IDF and length saturation.
+BUFFER_TERM_TOTALS_SQL = (
+    "SELECT count(*), coalesce(avg(length(tsv)), 1), coalesce(max(id), 0) FROM buffer "
+    "WHERE role <> 'marker'"
 )
 
 
@@ -236,6 +263,8 @@ class PostgresStore(MemoryStore):
     ) -> None:
         self.url = url
         self.ef_search = ef_search
+        # the buffer's full-text term statistics (`_term_weights`); emptied by a forget
+        self._term_cache: dict[str, Any] = {}
         self._safe_url = redact_url(url)
         self._adapters = _adapters()
         conninfo = url.replace("postgres://", "postgresql://", 1)
@@ -620,14 +649,51 @@ class PostgresStore(MemoryStore):
         return int(row[0] or 0)  # type: ignore[index]
 
     def search_buffer(self, query: str, limit: int = 10) -> list[BufferHit]:
-        from nixx.store.fts_query import tsquery_text
+        from nixx.store.fts_query import query_terms
 
-        terms = tsquery_text(query or "")  # letters/digits only: no tsquery syntax
-        if limit <= 0 or terms is None:
+        terms = query_terms(query or "")  # letters/digits only: no tsquery syntax
+        if limit <= 0 or not terms:
             return []
         with self._conn() as conn:
-            rows = conn.execute(SEARCH_BUFFER_SQL, (terms, limit)).fetchall()
-        return [BufferHit(row=_buffer_row(r), score=float(r[6])) for r in rows]
+            weights, avg_len = self._term_weights(conn, terms)
+            total = sum(weights.values())
+            if total <= 0:
+                return []
+            words = list(weights)
+            rows = conn.execute(
+                SEARCH_BUFFER_SQL,
+                (list(weights.values()), words, avg_len, " | ".join(words), limit),
+            ).fetchall()
+        return [BufferHit(row=_buffer_row(r), score=float(r[6] or 0.0) / total) for r in rows]
+
+    def _term_weights(
+        self, conn: psycopg.Connection[Any], terms: list[str]
+    ) -> tuple[dict[str, float], float]:
+        """({word: IDF} of the words full text matches, the rows' average length), as the
+        SQLite store weighs them (`term_stats`): frequencies cached per process and read
+        again once the buffer grew by a tenth; words in half the rows or more left out of a
+        store of `MIN_ROWS` rows or more; words the english configuration drops left out."""
+        from nixx.store.term_stats import IDF_FLOOR, MIN_ROWS, REFRESH_GROWTH, idf
+
+        cache = self._term_cache
+        top = conn.execute("SELECT coalesce(max(id), 0) FROM buffer").fetchone()
+        max_id = int(top[0]) if top else 0  # type: ignore[index]
+        if not cache or max_id > cache["max_id"] * (1 + REFRESH_GROWTH):
+            row = conn.execute(BUFFER_TERM_TOTALS_SQL).fetchone()
+            assert row is not None
+            # a new dict, swapped in whole: another thread reads the old one meanwhile
+            cache = {"rows": int(row[0]), "avg": float(row[1]), "max_id": int(row[2]), "df": {}}
+            self._term_cache = cache
+        df: dict[str, int | None] = cache["df"]
+        unknown = [t for t in terms if t not in df]
+        if unknown:
+            for term, nodes, count in conn.execute(TERM_FREQUENCIES_SQL, (unknown,)):
+                df[term] = int(count) if nodes else None
+        total = cache["rows"]
+        weights = {t: idf(df[t] or 0, total) for t in terms if df.get(t) is not None}
+        if total >= MIN_ROWS:
+            weights = {t: w for t, w in weights.items() if w > IDF_FLOOR}
+        return weights, max(1.0, cache["avg"])
 
     def buffer_stats(self) -> dict[str, int]:
         with self._conn() as conn:
@@ -991,9 +1057,11 @@ class PostgresStore(MemoryStore):
         with self._conn() as conn:
             # no summary or source may appear (or change) between the plan and the deletes
             conn.execute("LOCK TABLE summaries, sources IN EXCLUSIVE MODE")
-            return forgetting.execute(
+            result = forgetting.execute(
                 _ForgetOps(conn), kind, buffer_ids, summary_ids, source_ids, memory_ids
             )
+        self._term_cache = {}  # fewer rows: frequencies read before may be too high
+        return result
 
     def get_summary(self, summary_id: int) -> Summary:
         with self._conn() as conn:
@@ -1052,10 +1120,13 @@ class PostgresStore(MemoryStore):
         if not terms or limit <= 0:
             return [], [], []
         where = " AND ".join("strpos(lower(content), %s) > 0" for _ in terms)
+        # a buffer row's meta too (`meta.tools` arguments, `meta.agent`)
+        in_row = " AND ".join("strpos(lower(content || ' ' || meta::text), %s) > 0"
+                              for _ in terms)
         with self._conn() as conn:
             conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
             buffer = conn.execute(
-                f"SELECT {_BUFFER_COLS} FROM buffer WHERE role <> 'marker' AND {where} "
+                f"SELECT {_BUFFER_COLS} FROM buffer WHERE role <> 'marker' AND {in_row} "
                 "ORDER BY id LIMIT %s",
                 (*terms, limit),
             ).fetchall()
@@ -1081,6 +1152,12 @@ class PostgresStore(MemoryStore):
                 (max(0, limit),),
             ).fetchall()
         return [ForgetLogEntry(int(r[0]), iso_utc(r[1]), r[2], r[3], r[4]) for r in rows]
+
+    def scrub(self) -> dict[str, Any]:
+        """PostgreSQL removes deleted rows from its tables (`VACUUM` makes the space
+        reusable) but its write-ahead log keeps the deleted text until the server
+        recycles those segments: nothing a client can scrub. Said where a forget answers."""
+        return {"backend": "postgres", "note": PG_WAL_NOTE}
 
     def vacuum(self) -> dict[str, Any]:
         """``VACUUM (FULL, ANALYZE)`` of nixx's tables: each is rewritten into new files

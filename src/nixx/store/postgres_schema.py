@@ -122,6 +122,13 @@ CREATE TABLE forget_log (
 );
 """
 
+V4_DIALECT_ORIGINS = """
+-- Two more origins: the Responses API's and the Messages API's routes.
+ALTER TABLE buffer DROP CONSTRAINT buffer_origin_check;
+ALTER TABLE buffer ADD CONSTRAINT buffer_origin_check
+    CHECK (origin IN ('tui', 'vscode', 'api', 'responses', 'anthropic'));
+"""
+
 
 def _script(sql: str) -> Callable[[Any], None]:
     def apply(conn: Any) -> None:
@@ -134,6 +141,7 @@ MIGRATIONS = Migrations("the memory store")
 MIGRATIONS.add("initial schema", _script(V1_INITIAL))
 MIGRATIONS.add("buffer row vectors", _script(V2_BUFFER_VECTORS))
 MIGRATIONS.add("forget log", _script(V3_FORGETTING))
+MIGRATIONS.add("dialect origins", _script(V4_DIALECT_ORIGINS))
 
 LATEST = MIGRATIONS.head
 

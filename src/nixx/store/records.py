@@ -8,11 +8,11 @@ from typing import Any, Literal
 import numpy as np
 
 Role = Literal["user", "assistant", "marker"]
-Origin = Literal["tui", "vscode", "api"]
+Origin = Literal["tui", "vscode", "api", "responses", "anthropic"]
 SourceType = Literal["buffer", "document", "repo", "web"]
 
 ROLES: tuple[str, ...] = ("user", "assistant", "marker")
-ORIGINS: tuple[str, ...] = ("tui", "vscode", "api")
+ORIGINS: tuple[str, ...] = ("tui", "vscode", "api", "responses", "anthropic")
 SOURCE_TYPES: tuple[str, ...] = ("buffer", "document", "repo", "web")
 ENTITY_KINDS: tuple[str, ...] = ("tools", "people", "concepts", "files", "urls")
 

@@ -528,9 +528,11 @@ class SQLiteStore(MemoryStore):
         if limit <= 0:
             return []
         conn = self._conn()
-        # words in half the rows or more cannot change bm25's order, only its cost
-        match = fts5_match_terms(self._term_stats.rankable_terms(conn, query))
-        if match is None:
+        # words in half the rows or more cannot change bm25's order, only its cost; the
+        # question's whole term weight makes a score the share of it a row carries
+        terms, weight = self._term_stats.weigh(conn, query)
+        match = fts5_match_terms(terms)
+        if match is None or weight <= 0:
             return []
         # The best `limit` are found in the full-text index alone, then joined: joining
         # first read the buffer row of every match before the sort (1.5x the time warm,
@@ -542,7 +544,7 @@ class SQLiteStore(MemoryStore):
             "JOIN buffer b ON b.id = f.rowid ORDER BY f.rank, b.id DESC",
             (match, limit),
         )
-        return [BufferHit(row=_buffer_row(r[:6]), score=-float(r[6])) for r in cur]
+        return [BufferHit(row=_buffer_row(r[:6]), score=-float(r[6]) / weight) for r in cur]
 
     def buffer_stats(self) -> dict[str, int]:
         row = _one(self._conn(), "SELECT count(*), max(id) FROM buffer")
@@ -947,11 +949,14 @@ class SQLiteStore(MemoryStore):
         if not terms or limit <= 0:
             return [], [], []
         where = " AND ".join("instr(lower(content), ?) > 0" for _ in terms)
+        # a buffer row's meta too: an assistant row keeps its tool calls' arguments and
+        # the agent's name there (`meta.tools`, `meta.agent`)
+        in_row = " AND ".join("instr(lower(content || ' ' || meta), ?) > 0" for _ in terms)
         with self._read() as conn:
             buffer = [
                 _buffer_row(r)
                 for r in conn.execute(
-                    f"SELECT {_BUFFER_COLS} FROM buffer WHERE role != 'marker' AND {where} "
+                    f"SELECT {_BUFFER_COLS} FROM buffer WHERE role != 'marker' AND {in_row} "
                     "ORDER BY id LIMIT ?",
                     (*terms, limit),
                 )
@@ -988,6 +993,11 @@ class SQLiteStore(MemoryStore):
         conn = self._conn()
         with self._write() as w:
             w.execute("INSERT INTO buffer_fts (buffer_fts) VALUES ('optimize')")
+        # a graph held in memory may still hold the bytes of deleted vectors (a removed
+        # key is only marked): it is never saved again (`close` would write it back)
+        for name, index in list(self._indexes.items()):
+            with self._index_locks[name]:
+                index.forbid_save()
         removed = []
         for table in _VECTOR_TABLES:
             sidecar = self.path.with_name(f"{self.path.name}.{table}.hnsw")

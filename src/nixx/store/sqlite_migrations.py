@@ -210,3 +210,34 @@ def m003_forgetting(conn: apsw.Connection) -> None:
         INSERT INTO buffer_fts (buffer_fts, rank) VALUES ('secure-delete', 1);
         """
     )
+
+
+@migration
+def m004_dialect_origins(conn: apsw.Connection) -> None:
+    """Two more origins for buffer rows: ``responses`` (`POST /v1/responses`) and
+    ``anthropic`` (`POST /v1/messages`). SQLite cannot alter a CHECK constraint; since
+    this one only widens (every stored row stays valid), the table's recorded SQL is
+    edited in place — SQLite's documented way to change a constraint without rebuilding
+    the table (https://sqlite.org/lang_altertable.html#otheralter) — and the schema
+    version is bumped, so every open connection re-reads the schema."""
+    old = "CHECK (origin IN ('tui', 'vscode', 'api'))"
+    new = "CHECK (origin IN ('tui', 'vscode', 'api', 'responses', 'anthropic'))"
+    version = conn.execute("PRAGMA schema_version").fetchall()[0][0]
+    conn.execute("PRAGMA writable_schema = ON")
+    try:
+        conn.execute(
+            "UPDATE sqlite_schema SET sql = replace(sql, ?, ?) "
+            "WHERE type = 'table' AND name = 'buffer'",
+            (old, new),
+        )
+        conn.execute(f"PRAGMA schema_version = {int(str(version)) + 1}")
+    finally:
+        conn.execute("PRAGMA writable_schema = OFF")
+    sql = conn.execute(
+        "SELECT sql FROM sqlite_schema WHERE type = 'table' AND name = 'buffer'"
+    ).fetchall()[0][0]
+    if new not in str(sql):
+        from nixx.errors import SchemaError
+
+        raise SchemaError("the buffer table's origin constraint is not the one nixx created; "
+                          "it was left as it is")

@@ -1,4 +1,4 @@
-"""Which of a question's words full text can rank by, in the SQLite store (FTS5).
+"""Which of a question's words full text can rank by, and how much each weighs (SQLite).
 
 FTS5's bm25() weighs a term by its inverse document frequency,
 ``log((N - n + 0.5) / (n + 0.5))``, and uses 1e-6 instead when that is not positive:
@@ -6,26 +6,28 @@ a word that half the rows or more contain cannot change the order of the results
 still costs: FTS5 scores every row that matches any term before it sorts (about a
 microsecond and a half per matching row here), so a message made of such words ("stream
 recall memory buffer cache" on a store where every row says them) took half a second
-for nothing (bench/bench_turn.py --questions vocab, docs/performance.md).
+for nothing (bench/bench_turn.py --questions vocab, docs/performance.md). And it carries
+no evidence: in a conversation between two people each speaker's name is in half the
+rows, and a question naming one of them would match every row that person said.
 
-So the store leaves those words out of the MATCH expression. Document frequencies come
-from an `fts5vocab` table (which counts a term's rows by reading its posting list: ~20x
-cheaper than ranking them, but not free), kept per process for each word and re-read
-once the store has grown by a tenth since. Small stores (< `MIN_ROWS` rows) are left
-alone: their queries are cheap, and there a word in half the rows is often the very one
-asked for.
+So a store of a thousand rows or more leaves those words out of the MATCH expression, and
+every store tells the search the question's whole term weight — the sum of its words' IDFs — so a
+row's BM25 score can be read as the share of the question's evidence it carries
+(`nixx.memory.search`: score fusion needs an absolute scale, not a rank). Document
+frequencies come from an `fts5vocab` table (which counts a term's rows by reading its
+posting list: ~20x cheaper than ranking them, but not free), kept per process for each
+word and re-read once the store has grown by a tenth since.
 """
 
 from __future__ import annotations
 
+import math
 import threading
 
 import apsw
 
 from nixx.store.fts_query import query_terms
 
-#: Below this many rows every term is kept.
-MIN_ROWS = 1_000
 #: A cached document frequency is re-read when the store grew by this share since.
 REFRESH_GROWTH = 0.10
 _MAX_CACHED = 50_000
@@ -42,20 +44,25 @@ class TermStats:
     def rankable_terms(self, conn: apsw.Connection, query: str) -> list[str]:
         """The content words of `query` (`fts_query.query_terms`) that can change bm25's
         order: those in fewer than half the buffer's rows. [] when none can."""
+        return self.weigh(conn, query)[0]
+
+    def weigh(self, conn: apsw.Connection, query: str) -> tuple[list[str], float]:
+        """(the words of `query` to match, the sum of their IDFs as bm25() computes them).
+        A store of `MIN_ROWS` rows or more leaves out the words in half its rows or more
+        (there they only cost); a smaller one matches them, weighed at bm25()'s floor, so
+        a row sharing only such a word comes after every row sharing a word of weight."""
         terms = query_terms(query)
-        if not terms:
-            return []
-        total = _row_count(conn)
-        if total < MIN_ROWS:
-            return terms
+        total = _row_count(conn) if terms else 0
+        if not terms or total <= 0:
+            return [], 0.0
         tokenizer = conn.fts5_tokenizer(*_TOKENIZER)
-        kept = []
+        weighed: list[tuple[str, float]] = []
         for term in terms:
             tokens = tokenizer(term.encode("utf-8"), apsw.FTS5_TOKENIZE_QUERY, None)
             stems = [t[2] for t in tokens if isinstance(t, tuple) and len(t) >= 3]
-            if not stems or any(2 * self._frequency(conn, s, total) < total for s in stems):
-                kept.append(term)
-        return kept
+            weighed.append((term, sum(idf(self._frequency(conn, s, total), total) for s in stems)))
+        kept = weighed if total < MIN_ROWS else [(t, w) for t, w in weighed if w > IDF_FLOOR]
+        return [t for t, _ in kept], sum(w for _, w in kept)
 
     def forget(self) -> None:
         """Drop every cached frequency (after rows were deleted)."""
@@ -79,6 +86,20 @@ class TermStats:
                 self._df.clear()
             self._df[stem] = (df, total)
         return df
+
+
+#: Below this many rows every word is matched (words in half the rows weigh nothing).
+MIN_ROWS = 1_000
+#: What bm25() uses for a word in half the rows or more.
+IDF_FLOOR = 1e-6
+
+
+def idf(df: int, total: int) -> float:
+    """bm25()'s inverse document frequency of a word in `df` of `total` rows (a word in
+    no row counts as in one)."""
+    df = max(1, df)
+    total = max(total, df)  # counts read at different moments
+    return max(IDF_FLOOR, math.log((total - df + 0.5) / (df + 0.5)))
 
 
 def _row_count(conn: apsw.Connection) -> int:

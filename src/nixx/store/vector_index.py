@@ -107,6 +107,7 @@ class VectorIndex:
         self._mat = np.empty((0, dim), dtype=np.float32)
         self._ann: Any = None  # usearch.index.Index once approximate
         self._unsaved = 0
+        self._no_save = False  # after a forget: this graph may hold deleted vectors
 
     # ---- state -----------------------------------------------------------------------
     def __len__(self) -> int:
@@ -117,6 +118,7 @@ class VectorIndex:
         return self._ann is not None
 
     def reset(self) -> None:
+        self._no_save = False  # what is held next is built afresh
         self.synced = None
         self._n = 0
         self._ids = np.empty(0, dtype=np.int64)
@@ -234,10 +236,15 @@ class VectorIndex:
         return np.asarray(matches.keys, dtype=np.int64)
 
     # ---- sidecar ---------------------------------------------------------------------
+    def forbid_save(self) -> None:
+        """Never write this graph to the sidecar (a forget deleted vectors it may still
+        hold: usearch only marks a removed key). A graph built afresh can be saved."""
+        self._no_save = True
+
     def save_sidecar(self, *, min_unsaved: int = 1) -> bool:
         """Persist the HNSW graph and what it covers (atomic replace). Returns whether
-        it wrote."""
-        if self._ann is None or self.sidecar is None or self.synced is None:
+        it wrote (never after `forbid_save`)."""
+        if self._ann is None or self.sidecar is None or self.synced is None or self._no_save:
             return False
         if self._unsaved < min_unsaved:
             return False

@@ -49,6 +49,7 @@ class PassResult:
     pulled: int = 0  # ops received from the remote
     stored: int = 0  # of those, new here (the rest were duplicates)
     rejected: int = 0  # received entries that were not valid ops (skipped)
+    refused: int = 0  # valid ops refused: another origin than their pusher, clock too far ahead
     pushed_seq: int = 0
     unpushed: int = 0
     more: bool = False  # a limit stopped the pass before it was done
@@ -146,25 +147,55 @@ def _pull(store: LogStore, transport: Transport, result: PassResult, pull_batch:
         got = transport.pull(cursor, limit)
         result.rejected += got.rejected
         if got.cursor != cursor or got.ops:
-            ops = got.ops
+            ops, refused = _admit(got.ops, got.pushers)
+            result.refused += len(refused)
             try:
-                new = _store_chunk(store, ops, got.cursor)
+                new = _store_chunk(store, ops, got.cursor, refused)
             except ValidationError:  # a forged or corrupted op: leave it out, keep the rest
                 ops = [op for op in ops if op.verify()]
-                result.rejected += len(got.ops) - len(ops)
-                new = _store_chunk(store, ops, got.cursor)
+                result.rejected += len(got.ops) - len(refused) - len(ops)
+                new = _store_chunk(store, ops, got.cursor, refused)
             result.pulled += len(got.ops)
             result.stored += len(new)
         if not got.more:
             return
 
 
-def _store_chunk(store: LogStore, ops: list[Op], cursor: str | None) -> list[Op]:
-    """Insert pulled ops, record which seqs came from the stream and move the cursor: one
-    transaction. ValidationError (nothing stored) if an op is malformed."""
+def _admit(ops: list[Op], pushers: list[str]) -> tuple[list[Op], list[dict[str, Any]]]:
+    """Split pulled ops into those to store and those refused on arrival (docs/sync.md,
+    "Trust"): an op whose `origin` is not the replica that pushed it (each replica
+    writes only under its own name), or whose clock is more than `hlc.MAX_AHEAD_MS`
+    ahead of this machine's. A refused op is never stored; `nxs sync status` lists it."""
+    keep: list[Op] = []
+    refused: list[dict[str, Any]] = []
+    ceiling = hlc.ceiling()
+    at = hlc.now_ms()
+    for i, op in enumerate(ops):
+        pusher = pushers[i] if i < len(pushers) else op.origin
+        reason = None
+        if op.origin != pusher:
+            reason = f"its origin {op.origin!r} is not the replica that pushed it ({pusher!r})"
+        elif op.clock > ceiling:
+            reason = (f"its clock {op.clock} is more than {hlc.MAX_AHEAD_MS // 60000} minutes "
+                      "ahead of this machine's")
+        if reason is None or not op.verify():  # a malformed op: `insert` rejects it
+            keep.append(op)
+        else:
+            refused.append({"op": op.id, "origin": op.origin, "pusher": pusher,
+                            "domain": op.domain, "kind": op.kind, "target": op.target,
+                            "reason": reason, "at": at})
+    return keep, refused
+
+
+def _store_chunk(store: LogStore, ops: list[Op], cursor: str | None,
+                 refused: Sequence[dict[str, Any]] = ()) -> list[Op]:
+    """Insert pulled ops, record which seqs came from the stream and which ops were
+    refused, and move the cursor: one transaction. ValidationError (nothing stored) if
+    an op is malformed."""
     with store.transaction() as txn:
         new = txn.insert(ops)
         state.mark_pulled(txn, [op.seq for op in new if op.seq is not None])
+        state.record_refused(txn, refused)
         state.set_pulled_cursor(txn, cursor)
     return new
 
@@ -197,7 +228,8 @@ def sync_workspace(
                 raise
             summary = {"at": hlc.now_ms(), "ok": True, "pushed": result.pushed,
                        "pulled": result.pulled, "stored": result.stored,
-                       "rejected": result.rejected, "elapsed_ms": result.elapsed_ms}
+                       "rejected": result.rejected, "refused": result.refused,
+                       "elapsed_ms": result.elapsed_ms}
             with store.transaction() as txn:
                 state.set_last_pass(txn, summary)
         return result
@@ -220,6 +252,7 @@ def status(ws: Workspace) -> dict[str, Any]:
         out["unpushed"] = state.unpushed_count(store)
         out["log_seq"] = store.max_seq()
         out["last_pass"] = state.last_pass(store)
+        out["refused"] = state.refused(store)
     # the times in epoch ms stay (programs compare them); each also as an RFC3339 instant
     from nixx.nxc.durations import iso
 

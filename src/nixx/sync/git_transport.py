@@ -258,13 +258,16 @@ class GitTransport(Transport):
             commits.append((sha, count))
         return commits
 
-    def _read_segments(self, commits: list[str]) -> tuple[list[Op], int]:
-        data = "".join(f"{c}:{SEGMENT}\n" for c in commits).encode()
+    def _read_segments(self, commits: list[tuple[str, str]]) -> tuple[list[Op], list[str], int]:
+        """The ops of `commits` ((commit, the origin whose ref holds it)), the origin each
+        was read under, and how many entries were not ops."""
+        data = "".join(f"{c}:{SEGMENT}\n" for c, _ in commits).encode()
         out = self._run("cat-file", "--batch", input=data).stdout
         ops: list[Op] = []
+        pushers: list[str] = []
         rejected = 0
         pos = 0
-        for _ in commits:
+        for _, origin in commits:
             end = out.index(b"\n", pos)
             header = out[pos:end].split()
             pos = end + 1
@@ -282,7 +285,8 @@ class GitTransport(Transport):
                     rejected += 1
                 else:
                     ops.append(op)
-        return ops, rejected
+                    pushers.append(origin)
+        return ops, pushers, rejected
 
     def pull(self, cursor: str | None, limit: int) -> Pulled:
         """Segments of every origin past the cursor. Our own ref is read too until the
@@ -293,7 +297,7 @@ class GitTransport(Transport):
         seen: dict[str, str] = json.loads(cursor) if cursor else {_SELF: "reading"}
         read_self = seen.get(_SELF) == "reading"
         tips = self._origins()
-        picked: list[str] = []
+        picked: list[tuple[str, str]] = []
         total = 0
         more = False
         new_seen = dict(seen)
@@ -307,7 +311,7 @@ class GitTransport(Transport):
                 if total >= limit:
                     more = True
                     break
-                picked.append(sha)
+                picked.append((sha, origin))
                 total += count
                 new_seen[origin] = sha
         if read_self and not more:
@@ -316,5 +320,5 @@ class GitTransport(Transport):
         if not picked:
             return Pulled([], new_cursor if new_seen != seen or cursor is None else cursor,
                           False)
-        ops, rejected = self._read_segments(picked)
-        return Pulled(ops, new_cursor, more, rejected)
+        ops, pushers, rejected = self._read_segments(picked)
+        return Pulled(ops, new_cursor, more, rejected, pushers=pushers)

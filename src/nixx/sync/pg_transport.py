@@ -137,14 +137,15 @@ class PgTransport(Transport):
         after = int(cursor.removesuffix(_SELF)) if cursor else 0
         with self.conn.transaction(), self.conn.cursor() as cur:
             rows = cur.execute(
-                "SELECT seq, CASE WHEN pusher = %s AND NOT %s THEN NULL ELSE op END"
+                "SELECT seq, CASE WHEN pusher = %s AND NOT %s THEN NULL ELSE op END, pusher"
                 " FROM nxs_sync_ops WHERE stream = %s AND seq > %s ORDER BY seq LIMIT %s",
                 (self.replica, read_self, self.stream, after, limit)).fetchall()
         if not rows:
             return Pulled([], str(after), False)
         ops: list[Op] = []
+        pushers: list[str] = []
         rejected = 0
-        for _seq, body in rows:
+        for _seq, body, pusher in rows:
             if body is None:
                 continue
             op = decode_op(body, verify=False)
@@ -152,6 +153,7 @@ class PgTransport(Transport):
                 rejected += 1
             else:
                 ops.append(op)
+                pushers.append(str(pusher))
         more = len(rows) == limit
         suffix = _SELF if read_self and more else ""
-        return Pulled(ops, f"{rows[-1][0]}{suffix}", more, rejected)
+        return Pulled(ops, f"{rows[-1][0]}{suffix}", more, rejected, pushers=pushers)

@@ -3,7 +3,8 @@
     sync_state(key, value)     stream, transport, remote, derived_from, bound_at,
                                pushed_seq (local seq: every syncable op at or below it that
                                did not arrive from the stream is on the remote),
-                               pulled_cursor (the transport's opaque cursor), last_pass
+                               pulled_cursor (the transport's opaque cursor), last_pass,
+                               refused (ops refused on arrival: a count and the latest)
     sync_pulled(lo, hi)        ranges of local seqs inserted by pulls: they came from the
                                stream, so pushing them back is skipped
 
@@ -19,6 +20,7 @@ the remote deduplicates by op id).
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -179,6 +181,39 @@ def unpushed_count(store: LogStore) -> int:
         return int(_scalar(store.conn, "SELECT count(*) FROM ops WHERE seq > ? AND local = 0",
                            (after,)))
     return int(_scalar(store.conn, f"SELECT count(*) FROM ops o WHERE {_PUSHABLE}", (after,)))
+
+
+#: how many refused ops `nxs sync status` keeps the details of (the count is whole)
+REFUSED_KEPT = 100
+
+
+def record_refused(txn: Txn, items: Sequence[dict[str, Any]]) -> None:
+    """Add ops refused on arrival (`nixx.sync.engine._admit`) to the record: a count and
+    the latest `REFUSED_KEPT` of them, each once (by op id)."""
+    if not items:
+        return
+    ensure_schema(txn)
+    current = _refused(txn)
+    seen = {item["op"] for item in current["items"]}
+    fresh = [item for item in items if item["op"] not in seen]
+    if not fresh:
+        return
+    current["count"] += len(fresh)
+    current["items"] = (current["items"] + fresh)[-REFUSED_KEPT:]
+    _set(txn, "refused", json.dumps(current, sort_keys=True))
+
+
+def _refused(store_or_txn: LogStore | Txn) -> dict[str, Any]:
+    value = _get(store_or_txn, "refused")
+    out: dict[str, Any] = json.loads(value) if value else {"count": 0, "items": []}
+    return out
+
+
+def refused(store: LogStore) -> dict[str, Any]:
+    """``{"count": n, "items": [the latest refused ops]}`` (empty when nothing was)."""
+    if not _has_tables(store):
+        return {"count": 0, "items": []}
+    return _refused(store)
 
 
 def set_last_pass(txn: Txn, summary: dict[str, Any]) -> None:

@@ -7,6 +7,7 @@ calls, each safe to repeat after a crash:
   operation that is already there is harmless (readers deduplicate by op id; a transport
   may skip it).
 - `pull(cursor, limit)`: operations past `cursor` (an opaque string the transport made;
+  each with the replica that pushed it, `Pulled.pushers`;
   None = from the start), about `limit` of them (a transport may round to whole
   segments), with the cursor that follows them and whether more remain. Operations this
   replica pushed itself may be left out, except in the first catch-up from a None cursor
@@ -45,6 +46,10 @@ class Pulled:
     more: bool
     rejected: int = 0  # entries that were not valid operations (bad JSON, id ≠ content)
     notes: list[str] = field(default_factory=list)
+    #: the replica that pushed each op (aligned with `ops`): the origin of the git ref it
+    #: was read from, the `pusher` column of PostgreSQL. The engine refuses an op whose
+    #: own `origin` is another replica (docs/sync.md, "Trust")
+    pushers: list[str] = field(default_factory=list)
 
 
 class Transport:

@@ -11,6 +11,20 @@ on the exact prompt nixx built. It is the only stand-in in nixx's tests: the LLM
 
 Replies come from the queue first, then from `responder(body)`, then the default,
 which echoes the last user message as ``echo: <text>``.
+
+It can be told to behave as a local server does (llama.cpp, llama-cpp-python):
+
+- ``FakeLLM(slots=1)`` serves one chat request at a time (the others wait for the slot);
+  ``interrupt=True`` as well ends a running stream early when another request waits, the
+  way llama-cpp-python does by default (``interrupt_requests``): after its current chunk,
+  ``[DONE]`` with no finish reason. `peak_in_flight` is the most chat requests it ever
+  held at once (arrived, not yet answered), waiting ones included.
+- ``Reply(done_after=n)`` ends that one stream after `n` content chunks with ``[DONE]``
+  and no finish reason.
+- ``props`` (llama.cpp's ``GET /props``), ``show`` (Ollama's ``POST /api/show``) and
+  ``model_fields`` (extra fields of each ``/v1/models`` entry, e.g. vLLM's
+  ``max_model_len``) answer what those backends tell about the model; unset, those routes
+  answer 404 as an OpenAI server's do.
 """
 
 from __future__ import annotations
@@ -56,6 +70,9 @@ class Reply:
     # tests), then finish as usual
     raw_chunks: list[str] | None = None
     usage: bool = True  # False: report no token counts (as some backends and gateways do)
+    # SSE: after this many content chunks send `[DONE]` with no finish reason (a local
+    # server that gave the slot to another request)
+    done_after: int | None = None
 
 
 @dataclass
@@ -88,8 +105,28 @@ class _QuietServer(ThreadingHTTPServer):
 class FakeLLM:
     """Scripted OpenAI-compatible server on 127.0.0.1 (a free port unless given)."""
 
-    def __init__(self, *, embed_dim: int = 384, port: int = 0, model: str = "fake-model") -> None:
+    def __init__(
+        self,
+        *,
+        embed_dim: int = 384,
+        port: int = 0,
+        model: str = "fake-model",
+        slots: int | None = None,
+        interrupt: bool = False,
+    ) -> None:
         self.embed_dim = embed_dim
+        # llama.cpp's `GET /props`, Ollama's `POST /api/show`, extra `/v1/models` fields
+        self.props: dict[str, Any] | None = None
+        self.show: dict[str, Any] | None = None
+        self.model_fields: dict[str, Any] = {}
+        self.slots = slots
+        self.interrupt = interrupt
+        self._slot = threading.BoundedSemaphore(slots) if slots else None
+        self._in_flight = 0
+        self.peak_in_flight = 0
+        self._serving = 0
+        self.peak_serving = 0  # the most chat requests it ever answered at once
+        self.interrupted = 0  # streams ended early because another request waited
         self.models: list[str] = [model]
         self.responder: Callable[[dict[str, Any]], Reply] | None = None
         self.requests: list[Recorded] = []
@@ -132,6 +169,34 @@ class FakeLLM:
     @property
     def embed_requests(self) -> list[dict[str, Any]]:
         return [r.body for r in list(self.requests) if r.path.endswith("/embeddings")]
+
+    @property
+    def in_flight(self) -> int:
+        """Chat requests arrived and not yet answered (waiting ones included)."""
+        with self._lock:
+            return self._in_flight
+
+    def _enter(self) -> None:
+        with self._lock:
+            self._in_flight += 1
+            self.peak_in_flight = max(self.peak_in_flight, self._in_flight)
+        if self._slot is not None:
+            self._slot.acquire()
+        with self._lock:
+            self._serving += 1
+            self.peak_serving = max(self.peak_serving, self._serving)
+
+    def _leave(self) -> None:
+        with self._lock:
+            self._serving -= 1
+        if self._slot is not None:
+            self._slot.release()
+        with self._lock:
+            self._in_flight -= 1
+
+    def _others_wait(self) -> bool:
+        with self._lock:
+            return self.interrupt and self.slots is not None and self._in_flight > self.slots
 
     def close(self) -> None:
         self._server.shutdown()
@@ -210,17 +275,26 @@ class FakeLLM:
                 self._record()
                 if self.path.rstrip("/").endswith("/models"):
                     data = [
-                        {"id": m, "object": "model", "created": 0, "owned_by": "fake"}
+                        {"id": m, "object": "model", "created": 0, "owned_by": "fake",
+                         **fake.model_fields}
                         for m in fake.models
                     ]
                     self._json(200, {"object": "list", "data": data})
+                elif self.path.rstrip("/") == "/props" and fake.props is not None:
+                    self._json(200, fake.props)
                 else:
                     self._error(404, f"no route {self.path}")
 
             def do_POST(self) -> None:
                 body = self._record()
                 if self.path.endswith("/chat/completions"):
-                    self._chat(body if isinstance(body, dict) else {})
+                    fake._enter()
+                    try:
+                        self._chat(body if isinstance(body, dict) else {})
+                    finally:
+                        fake._leave()
+                elif self.path.rstrip("/") == "/api/show" and fake.show is not None:
+                    self._json(200, fake.show)
                 elif self.path.endswith("/embeddings"):
                     self._embeddings(body if isinstance(body, dict) else {})
                 else:
@@ -344,11 +418,25 @@ class FakeLLM:
 
                 send(chunk({"role": "assistant", "content": ""}))
                 pieces = re.findall(r"\S+\s*|\s+", reply.content or "")
+
+                def done_unfinished() -> None:
+                    send("[DONE]")
+                    self.wfile.write(b"0\r\n\r\n")
+                    self.wfile.flush()
+
                 for n, piece in enumerate(pieces):
                     if reply.cut_after is not None and n >= reply.cut_after:
                         self.close_connection = True
                         self.wfile.flush()
                         self.connection.shutdown(2)
+                        return
+                    if reply.done_after is not None and n >= reply.done_after:
+                        done_unfinished()
+                        return
+                    if fake._others_wait():
+                        with fake._lock:
+                            fake.interrupted += 1
+                        done_unfinished()
                         return
                     if reply.delay:
                         time.sleep(reply.delay)

@@ -16,10 +16,12 @@ whose name merely starts with the workspace's name (`/ws-secret` next to `/ws`),
 folder flipped to a symlink mid-call are all refused with `WorkspaceError`.
 
 `write_file` and `delete_file` also refuse *protected* paths (`nixx.paths.DEFAULT_PROTECTED`,
-the setting `NIXX_TOOLS_PROTECTED`): `.git/` (hooks run code), `.nxs*` (personas name
-commands), `.venv/`, and secrets such as `.env`. A pattern without `/` matches any one
-component of the path (``.git`` protects ``sub/.git/config`` too); a pattern with `/`
-matches the path from the workspace root (or a leading part of it).
+the setting `NIXX_TOOLS_PROTECTED`): code that runs later (`.git/`, `.nxs*`, `.venv/`,
+agent and editor configuration such as `.claude/`, `.mcp.json`, `.vscode/`, CI workflows,
+hooks, `sitecustomize.py`) and secrets such as `.env`. A pattern without `/` matches any
+one component of the path (``.git`` protects ``sub/.git/config`` too); a pattern with `/`
+matches the path from the workspace root (or a leading part of it). Case is ignored
+(``.GIT/hooks`` is refused too).
 
 Every function raises `WorkspaceError` (or `NoWorkspace`) for anything the caller can get
 wrong; the registry turns those into text the model can read.
@@ -29,7 +31,6 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import fnmatch
 import os
 import secrets
 import stat
@@ -40,7 +41,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any, TypeVar
 
 from nixx.errors import NoWorkspace, WorkspaceError
-from nixx.paths import DEFAULT_PROTECTED
+from nixx.paths import DEFAULT_PROTECTED, matches
 from nixx.tools.schema import function_spec, object_schema
 
 READ_MAX_BYTES = 256 * 1024
@@ -268,18 +269,9 @@ def _missing(path: str, names: list[str], comp: str, todo: deque[str]) -> _Targe
 
 
 def is_protected(parts: Sequence[str], patterns: Sequence[str]) -> str | None:
-    """The first pattern that protects the workspace-relative path `parts`, or None."""
-    for pattern in patterns:
-        pattern = pattern.strip().strip("/")
-        if not pattern:
-            continue
-        if "/" in pattern:
-            for i in range(1, len(parts) + 1):
-                if fnmatch.fnmatchcase("/".join(parts[:i]), pattern):
-                    return pattern
-        elif any(fnmatch.fnmatchcase(part, pattern) for part in parts):
-            return pattern
-    return None
+    """The first pattern that protects the workspace-relative path `parts`, or None
+    (`nixx.paths.matches`: case is ignored)."""
+    return matches(parts, patterns)
 
 
 def _refuse_protected(path: str, parts: Sequence[str], patterns: Sequence[str]) -> None:

@@ -39,6 +39,7 @@ from nixx.tui.widgets import (
     TagsScreen,
     ToolLine,
     UserMessage,
+    failing_text,
 )
 
 CSS = """
@@ -206,6 +207,7 @@ class NixxApp(App[None]):
             context_length=_int(status.get("context_length")) or self.status.info.context_length,
             intent=intent.text if intent else None,
             intent_source=intent.source if intent else None,
+            failing=failing_text(status),
         )
 
     @work(group="status")

@@ -247,6 +247,10 @@ def context_view(body: dict[str, Any]) -> RenderableType:
     prompt = body.get("system_prompt")
     if isinstance(prompt, str):
         parts += [Text("system prompt:", style="bold"), Text(prompt)]
+    memory = body.get("memory_block")
+    if isinstance(memory, str) and memory:
+        # the `cache` prompt layout: this follows the text of your latest message
+        parts += [Text("added to your latest message:", style="bold"), Text(memory)]
     return Group(*parts)
 
 

@@ -133,6 +133,20 @@ class StatusInfo:
     prompt_tokens: int | None = None
     context_length: int | None = None
     busy: str = ""
+    failing: str = ""  # background work that keeps failing, with its reason
+
+
+def failing_text(status: dict[str, object]) -> str:
+    """What of the background work keeps failing, with why (the server's status:
+    ``summary_error``, ``intent_error``), for the status line; "" when nothing does."""
+    parts = []
+    for kind in ("summary", "intent"):
+        error = status.get(f"{kind}_error")
+        if isinstance(error, str) and error:
+            count = status.get(f"{kind}_failures")
+            times = f" ({count}x)" if isinstance(count, int) and count > 1 else ""
+            parts.append(f"{kind} failing{times}: {error}")
+    return "; ".join(parts)
 
 
 class StatusBar(Static):
@@ -167,6 +181,8 @@ def render_status(info: StatusInfo) -> Text:
         text.append(f"  ctx {info.prompt_tokens}{ctx}t")
     if info.busy:
         text.append(f"  {info.busy}…", style="italic")
+    if info.failing:
+        text.append(f"  ⚠ {info.failing}", style="bold red")
     text.append(
         "  intent"
         + (f" ({info.intent_source})" if info.intent and info.intent_source else "")

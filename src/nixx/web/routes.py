@@ -88,6 +88,8 @@ def render(request: Request, name: str, code: int = 200, **context: Any) -> HTML
     context["csrf"] = _guard(request).token(session) if session is not None else ""
     context["signed_in"] = bool(session)
     context["path"] = request.url.path
+    service = getattr(request.app.state, "service", None)
+    context["failing"] = service.failing() if service is not None else {}
     response: HTMLResponse = _templates(request).TemplateResponse(
         request, name, context, status_code=code
     )

@@ -55,7 +55,7 @@ if cfg.get("bind_as"):  # no init line: the runtime maps its own id with `nxc se
 else:
     emit({"type": "system", "subtype": "init", "session_id": "rt-" + session, "model": "script"})
 resumed = prompt.startswith("New messages for you")
-m = re.search(r"Thread (t-[0-9a-z]+) awaits", prompt)
+m = re.search(r"Thread (t-[0-9a-z-]+) awaits", prompt)
 thread = m.group(1) if m else None
 if cfg.get("log"):
     with open(cfg["log"], "a") as fh:

@@ -11,7 +11,7 @@ from nixx.testing.fake_llm import FakeLLM, Reply, ToolCall
 
 from .harness import all_idle, make_workspace, poll
 
-_THREAD = re.compile(r"Thread (t-[0-9a-z]+) awaits")
+_THREAD = re.compile(r"Thread (t-[0-9a-z-]+) awaits")
 
 
 def _text(messages, role):

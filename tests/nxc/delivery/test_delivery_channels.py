@@ -269,3 +269,28 @@ def test_summarize_round_asks_the_backend_with_the_summary_prompt(tmp_path):
         assert request["messages"][0] == {"role": "system",
                                           "content": "Summarise the votes in one line."}
         assert '<message from="ab12/north">' in request["messages"][1]["content"]
+        assert request["max_tokens"] == 400  # nixx's own call: bounded
+
+
+def test_sequential_round_waits_for_a_member_without_a_runtime(tmp_path):
+    """docs/sync.md: a member without a runtime (a person, or an agent in another clone)
+    answers in its slot; a sequential round waits for that answer before the next member
+    starts, and the hand-back holds it (it used to move on at once: the next member ran,
+    the round settled without the person's answer)."""
+    ws = make_workspace(tmp_path)
+    ws.persona("person")  # no runtime: a mailbox
+    second = ws.scripted("reviewer", reply="review: agreed")
+    ws.channel(name="pair", members=["person", "reviewer"], flow="sequential")
+    receipt = ws.nxc_json("send", "--to", "pair", "pick a database")
+    root = receipt["thread_id"]
+    assert receipt["sessions"] == []  # nobody started: the round waits for the person
+    assert runs(second) == []
+    slot = slots(ws, root)["ab12/person"]["thread_id"]
+    ws.nxc_json("reply", "--thread", slot, "person: use SQLite",
+                env={**ws.env, "NXC_ACTOR": "ab12/person"})
+    waited = ws.nxc("wait", "--thread", root, "--timeout", "120", check=False)
+    assert waited.returncode == 0, waited.stdout + waited.stderr
+    (r_run,) = runs(second)
+    assert '<message from="ab12/person">\nperson: use SQLite\n</message>' in r_run["prompt"]
+    post = _supervisor_post(ws, root, "pair")
+    assert "person: use SQLite" in post["body"] and "review: agreed" in post["body"]

@@ -62,7 +62,7 @@ def test_the_builtin_runtime_answers_a_follow_up_with_its_history(tmp_path):
             if last["role"] == "tool":
                 return Reply(content="done")
             text = str(last.get("content"))
-            tid = re.search(r"Thread (t-[0-9a-z]+) awaits", text).group(1)
+            tid = re.search(r"Thread (t-[0-9a-z-]+) awaits", text).group(1)
             answer = "sync looks racy" if "sync layer" in text else "storage looks fine"
             return Reply(tool_calls=[ToolCall("nxc_reply", {"thread": tid, "body": answer},
                                               id=f"c{len(msgs)}")])

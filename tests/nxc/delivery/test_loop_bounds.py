@@ -30,8 +30,8 @@ m = re.search(r"forward to (\w+)", prompt)
 if m and not prompt.startswith("New messages"):
     nxc("send", "--to", m.group(1), "ping")
 else:
-    found = re.findall(r"in thread (t-[0-9a-z]+):", prompt) or re.findall(
-        r"Thread (t-[0-9a-z]+) awaits", prompt)
+    found = re.findall(r"in thread (t-[0-9a-z-]+):", prompt) or re.findall(
+        r"Thread (t-[0-9a-z-]+) awaits", prompt)
     nxc("reply", "--thread", found[-1], "pong from " + os.environ["NXC_ACTOR"])
 '''
 

@@ -26,8 +26,8 @@ def fail(msg):
     print(msg, file=sys.stderr)
     sys.exit(2)
 def thread_of(prompt):
-    m = re.search(r"Thread (t-[0-9a-z]+) awaits", prompt) or re.search(
-        r"in thread (t-[0-9a-z]+):", prompt)
+    m = re.search(r"Thread (t-[0-9a-z-]+) awaits", prompt) or re.search(
+        r"in thread (t-[0-9a-z-]+):", prompt)
     return m.group(1) if m else fail("no thread in the prompt")
 def reply(thread, body):
     r = subprocess.run([sys.executable, "-m", "nixx.cli.nxc", "reply", "--thread", thread,

@@ -160,7 +160,7 @@ class LiveDelivery(Delivery):
 
         outs = outcomes.for_threads(engine.store.conn, [summary["thread_id"]])
         summary["failures"] = outcomes.failures(outs.get(summary["thread_id"], []),
-                                                summary["outstanding"])
+                                                summary["outstanding"], engine.store.replica)
         return summary
 
     def annotate_status(self, engine: Engine, out: dict[str, Any]) -> dict[str, Any]:
@@ -182,8 +182,10 @@ class LiveDelivery(Delivery):
             op["refusals"] = [o for t in op["threads"] for o in found.get(t["thread_id"], [])
                               if o["outcome"] in ("refused", "failed")]
             for t in op["threads"]:
-                t["deliveries"] = found.get(t["thread_id"], [])
-                t["failures"] = outcomes.failures(t["deliveries"], t["outstanding"])
+                t["deliveries"] = outcomes.mark_remote(found.get(t["thread_id"], []),
+                                                       engine.store.replica)
+                t["failures"] = outcomes.failures(t["deliveries"], t["outstanding"],
+                                                  engine.store.replica)
                 row = latest.get(t["thread_id"])
                 if row is not None:
                     t["session"] = row["session"]

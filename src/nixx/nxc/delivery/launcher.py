@@ -132,6 +132,7 @@ class Deliverer:
             # the built-in agent's backend file: the keys are written for it in clear
             base = {"base_url": s.chat_base_url, "api_key": reveal(s.chat_api_key),
                     "model": s.chat_model, "timeout": s.chat_timeout,
+                    "background_timeout": s.background_timeout,
                     "max_rounds": s.tool_max_rounds, "tools_write": s.tools_write,
                     "tools_delete": s.tools_delete,
                     "config_file": str(config),

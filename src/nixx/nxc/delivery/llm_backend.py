@@ -82,8 +82,18 @@ def resolve_model(backend: dict[str, Any], client: SyncChatClient | None = None)
     return names[0]
 
 
+#: a channel round's summary: a few paragraphs at most
+ROUND_SUMMARY_MAX_TOKENS = 400
+
+
 def complete_once(backend: dict[str, Any], messages: list[dict[str, Any]]) -> str:
-    """One plain completion (a channel round's summary)."""
-    with open_client(backend) as client:
-        out = client.create({"model": resolve_model(backend, client), "messages": messages})
+    """One plain completion (a channel round's summary): nixx's own call, so bounded —
+    `ROUND_SUMMARY_MAX_TOKENS` and the time budget (``NIXX_BACKGROUND_TIMEOUT``)."""
+    from nixx.llm import SyncChatClient
+
+    budget = float(backend.get("background_timeout") or backend.get("timeout") or 120)
+    with SyncChatClient(backend["base_url"], api_key=backend.get("api_key"), timeout=budget,
+                        env_var=env_hint(backend, "NIXX_CHAT_BASE_URL", "chat_base_url")) as client:
+        out = client.create({"model": resolve_model(backend, client), "messages": messages,
+                             "max_tokens": ROUND_SUMMARY_MAX_TOKENS})
     return out["choices"][0]["message"].get("content") or ""

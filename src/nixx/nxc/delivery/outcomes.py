@@ -20,6 +20,12 @@ order folds to the same rows.
 `refused` with reason ``addressable`` is written when a send is refused before any
 thread exists: its target is the sender's current thread (inside a session) or the
 persona's handle.
+
+**Trust across clones.** An outcome is about a session of the clone that wrote it
+(delivery is device-local). Each carries its `origin` (the replica prefix); one from
+another clone is shown as coming from there (``origin``, ``remote: true``) but never
+settles anything here: `failures` counts only this replica's own outcomes, so a
+`failed` written elsewhere (or forged) cannot make `nxc wait` exit 5 (docs/sync.md).
 """
 
 from __future__ import annotations
@@ -45,7 +51,7 @@ KINDS = ("spawned", "queued", "exited", "failed", "refused", "round")
 _CREATE = (
     "CREATE TABLE nxd_outcomes(op_id TEXT PRIMARY KEY, kind TEXT NOT NULL, target TEXT NOT NULL,"
     " thread_id TEXT, session_id TEXT, persona TEXT, actor TEXT NOT NULL, payload TEXT NOT NULL,"
-    " pos TEXT NOT NULL, created INTEGER NOT NULL) WITHOUT ROWID",
+    " pos TEXT NOT NULL, created INTEGER NOT NULL, origin TEXT NOT NULL) WITHOUT ROWID",
     "CREATE INDEX nxd_outcomes_thread ON nxd_outcomes(thread_id, pos)",
     "CREATE INDEX nxd_outcomes_target ON nxd_outcomes(target, pos)",
 )
@@ -53,7 +59,7 @@ _CREATE = (
 
 class DeliveryReducer(Reducer):
     domain = DOMAIN
-    version = 1
+    version = 2  # 2: the origin of each outcome
 
     def create_views(self, conn: Connection) -> None:
         for statement in _CREATE:
@@ -71,9 +77,9 @@ class DeliveryReducer(Reducer):
             if value is not None and not isinstance(value, str):
                 return False
         conn.execute(
-            "INSERT OR IGNORE INTO nxd_outcomes VALUES (?,?,?,?,?,?,?,?,?,?)",
+            "INSERT OR IGNORE INTO nxd_outcomes VALUES (?,?,?,?,?,?,?,?,?,?,?)",
             (op.id, op.kind, op.target, thread, session, persona, op.actor,
-             json.dumps(p, sort_keys=True), op.pos, op.created),
+             json.dumps(p, sort_keys=True), op.pos, op.created, op.origin),
         )
         return True
 
@@ -83,11 +89,12 @@ def record(store: LogStore, kind: str, target: str, actor: str, payload: dict[st
 
 
 def _out(row: tuple[Any, ...]) -> dict[str, Any]:
-    kind, target, actor, payload, created = row
+    kind, target, actor, payload, created, origin = row
     from nixx.nxc.durations import iso
 
-    return {"outcome": kind, "target": target, "actor": actor, "at": iso(created),
-            **json.loads(payload)}
+    # the recorded fields first: a payload cannot overwrite what the log says of the op
+    return {**json.loads(payload), "outcome": kind, "target": target, "actor": actor,
+            "at": iso(created), "origin": origin}
 
 
 def for_threads(conn: Connection, thread_ids: list[str]) -> dict[str, list[dict[str, Any]]]:
@@ -97,7 +104,7 @@ def for_threads(conn: Connection, thread_ids: list[str]) -> dict[str, list[dict[
         return out
     try:
         rows: list[Any] = conn.execute(
-            "SELECT coalesce(thread_id, target), kind, target, actor, payload, created"
+            "SELECT coalesce(thread_id, target), kind, target, actor, payload, created, origin"
             " FROM nxd_outcomes WHERE thread_id IN (SELECT value FROM json_each(?))"
             " OR target IN (SELECT value FROM json_each(?)) ORDER BY pos",
             (json.dumps(thread_ids), json.dumps(thread_ids)),
@@ -114,7 +121,8 @@ def for_threads(conn: Connection, thread_ids: list[str]) -> dict[str, list[dict[
 
 def all_outcomes(conn: Connection, *, limit: int = 200) -> list[dict[str, Any]]:
     rows = conn.execute(
-        "SELECT kind, target, actor, payload, created FROM nxd_outcomes ORDER BY pos DESC LIMIT ?",
+        "SELECT kind, target, actor, payload, created, origin FROM nxd_outcomes"
+        " ORDER BY pos DESC LIMIT ?",
         (limit,),
     ).fetchall()
     return [_out(r) for r in rows]
@@ -123,14 +131,25 @@ def all_outcomes(conn: Connection, *, limit: int = 200) -> list[dict[str, Any]]:
 _SETTLING = ("spawned", "failed", "refused", "exited")
 
 
-def failures(outs: list[dict[str, Any]], outstanding: list[str]) -> list[dict[str, Any]]:
+def mark_remote(outs: list[dict[str, Any]], replica: str) -> list[dict[str, Any]]:
+    """Flag each outcome another clone wrote (``remote: true``); returns `outs`."""
+    for o in outs:
+        o["remote"] = o.get("origin") != replica
+    return outs
+
+
+def failures(outs: list[dict[str, Any]], outstanding: list[str],
+             replica: str | None = None) -> list[dict[str, Any]]:
     """Of a thread's outcomes (`for_threads`, in log order), the personas still owed a
     reply whose last delivery attempt failed or was refused: nobody is working on their
-    answer. A later `spawned` (a resume, a retry) clears it."""
+    answer. A later `spawned` (a resume, a retry) clears it. With `replica`, only that
+    replica's own outcomes count (outcomes are about local sessions: module docstring)."""
     last: dict[str, dict[str, Any]] = {}
     for o in outs:
         persona = o.get("persona")
         if not persona or o["outcome"] not in _SETTLING:
+            continue
+        if replica is not None and o.get("origin") != replica:
             continue
         if o["outcome"] == "exited" and persona in last and last[persona]["outcome"] == "failed":
             continue  # `failed` after `exited` of the same run: keep the diagnosis

@@ -197,14 +197,14 @@ def _open_slot(d: Deliverer, r: dict[str, Any], member: str) -> str:
     copy of the task (it is the round thread's first message, which every member reads;
     a sequential member's earlier answers are in its prompt and in the earlier slots), so
     nobody gets the task twice as unread. → the slot's thread id."""
-    from nixx.log.ids import new_ulid
+    from nixx.log.ids import new_thing_id
 
     now = _now_ms()
     deadline = r["config"].get("timeout_at_ms")
     if deadline is None and r["timeout_ms"]:
         deadline = now + r["timeout_ms"]
     channel_id = thread_channel(d.store.conn, r["thread_id"]) or "decl:" + r["channel"]
-    slot = "t-" + new_ulid(now)
+    slot = new_thing_id("t", d.store.replica, now)
     d.store.append(DOMAIN, "thread_open", slot, _supervisor(r), {
         "channel": channel_id, "parent": r["thread_id"], "expects": [member],
         "deadline": deadline})
@@ -234,8 +234,12 @@ def _start_next(d: Deliverer, thread_id: str, expected_index: int | None = None)
                          timeout_ms=r["timeout_ms"], kill_at_ms=cfg.get("timeout_at_ms"),
                          round_thread=thread_id, round_opener=r["opener_session"])
     result["sessions"] = [result["session"]] if result.get("spawned") else []
-    # nobody runs for this member: in a sequential round the next one goes now
-    if r["flow"] == "sequential" and not result.get("spawned"):
+    # a member with a runtime whose start failed or was refused: in a sequential round
+    # the next one goes now. A member without one (a person, or an agent in another
+    # clone) is a mailbox: the round waits for its answer in the slot, which arrives by
+    # hand or by sync (`catch_up`), or for the slot's deadline (docs/channels.md)
+    mailbox = persona is None or persona.runtime is None
+    if r["flow"] == "sequential" and not result.get("spawned") and not mailbox:
         more = _start_next(d, thread_id, index + 1)
         if more is not None:
             result["warnings"] = result.get("warnings", []) + more.get("warnings", [])
@@ -364,9 +368,9 @@ def settle(d: Deliverer, thread_id: str, *, warnings: list[str]) -> dict[str, An
     if silent:
         body += "\n\nNo answer from: " + ", ".join(silent)
     actor = _supervisor(r)
-    from nixx.log.ids import new_ulid
+    from nixx.log.ids import new_thing_id
 
-    message_id = "m-" + new_ulid()
+    message_id = new_thing_id("m", d.store.replica)
     summary_channel = thread_channel(d.store.conn, thread_id) or "decl:" + r["channel"]
     with d.store.transaction() as txn:
         txn.append(DOMAIN, "post", message_id, actor, {

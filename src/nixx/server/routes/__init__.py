@@ -13,6 +13,8 @@ _ROUTERS = (
     "health",
     "models",
     "chat",
+    "responses",
+    "messages",
     "embeddings",
     "buffer",
     "episodic",

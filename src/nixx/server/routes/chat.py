@@ -33,6 +33,7 @@ from nixx.memory.turn import (
 )
 from nixx.server.deps import AgentDep, OriginDep, ServiceDep
 from nixx.server.errors import nixx_error_body
+from nixx.server.shapes import turn_memory
 
 router = APIRouter(tags=["chat"])
 
@@ -110,18 +111,6 @@ def _client_calls(calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [{"index": i, **call} for i, call in enumerate(calls)]
 
 
-def _memory_info(done: Finished) -> dict[str, Any]:
-    return {
-        **done.recall_info,
-        "user_row_id": done.user_row_id,
-        "assistant_row_id": done.assistant_row_id,
-        "trimmed_messages": done.trimmed,
-        "tool_runs": [
-            {"id": r.id, "name": r.name, "arguments": r.arguments} for r in done.tool_runs
-        ],
-    }
-
-
 async def _stream(
     events: AsyncIterator[Any],
     first: Any,
@@ -144,7 +133,7 @@ async def _stream(
             elif isinstance(event, Finished):
                 model = event.model or model
                 chunk = _chunk(cid, created, model, {}, event.finish_reason)
-                chunk["nixx"] = _memory_info(event)
+                chunk["nixx"] = turn_memory(event)
                 yield _sse(chunk)
                 usage = _usage(event.usage)
                 if include_usage and usage is not None:
@@ -222,7 +211,7 @@ async def chat_completions(
     usage = _usage(done.usage)
     if usage is not None:  # omitted, not 0/0/0, when the backend reported none
         reply["usage"] = usage
-    reply["nixx"] = _memory_info(done)
+    reply["nixx"] = turn_memory(done)
     return reply
 
 

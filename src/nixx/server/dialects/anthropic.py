@@ -1,0 +1,338 @@
+"""Anthropic's Messages API (`POST /v1/messages`) translated onto the chat turn.
+
+Request → chat request:
+
+- ``system`` (a string or text blocks) is the leading system message.
+- ``<system-reminder>…</system-reminder>`` spans (the harness text Claude Code puts in the
+  user's message: environment, file lists, reminders) go to the backend but are not
+  stored in the user's buffer row nor recalled against (`remembered`); a message that is
+  only reminders is stored whole.
+- ``messages``: content a string or blocks. ``text`` blocks are text; ``image`` blocks
+  (``base64`` or ``url`` sources) become ``image_url`` parts; an assistant's ``tool_use``
+  blocks are its ``tool_calls`` (``input`` as JSON arguments); a user's ``tool_result``
+  blocks become tool messages, placed before the rest of that user message (a turn that
+  only returns tool results adds no user row). ``thinking``/``redacted_thinking`` and
+  other blocks are dropped (nothing nixx's backend could read).
+- ``tools``: client tools (``name``, ``description``, ``input_schema``) become function
+  tools; Anthropic's server tools (a versioned ``type`` such as ``web_search_20250305``
+  or ``bash_20250124``) are dropped — nothing would run them. ``tool_choice`` ``auto``/
+  ``any``/``tool``/``none`` → ``auto``/``required``/the function/``none``
+  (``disable_parallel_tool_use`` → ``parallel_tool_calls: false``); ``max_tokens``,
+  ``stop_sequences`` (→ ``stop``), ``temperature``, ``top_p`` pass; ``top_k``,
+  ``metadata``, ``thinking``, ``service_tier`` are accepted and not sent on.
+
+Turn events → the ``message`` object, or with ``stream`` Anthropic's events
+(``message_start``, ``ping``, ``content_block_start``/``_delta``/``_stop`` — text
+deltas, and a ``tool_use`` block's input as one ``input_json_delta`` — ``message_delta``
+with the stop reason and usage, ``message_stop``; a turn failing after the stream began
+ends with an ``error`` event in Anthropic's error shape). ``stop_reason``: ``tool_use``
+when the client's tools were called, ``max_tokens`` at the token limit, else
+``end_turn``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import secrets
+from collections.abc import AsyncIterator
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from nixx.errors import NixxError, ValidationError
+from nixx.memory.history import estimate_tokens
+from nixx.memory.turn import ClientToolCalls, Delta, Finished
+from nixx.server.errors import anthropic_envelope
+
+STOP_REASONS = {"tool_calls": "tool_use", "length": "max_tokens"}
+_REMINDER = re.compile(r"<system-reminder>.*?</system-reminder>\s*", re.S)
+
+
+def remembered(text: str) -> str:
+    """The user's text without the client's ``<system-reminder>`` spans."""
+    return _REMINDER.sub("", text).strip()
+
+
+class AnthropicMessage(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    role: Literal["user", "assistant"]
+    content: str | list[dict[str, Any]]
+
+
+class CountTokensRequest(BaseModel):
+    """The body of `POST /v1/messages/count_tokens` (the Messages request without
+    ``max_tokens``). Fields not listed are accepted and not sent on."""
+
+    model_config = ConfigDict(extra="allow")
+    model: str | None = None
+    messages: list[AnthropicMessage] = Field(min_length=1)
+    system: str | list[dict[str, Any]] | None = None
+    tools: list[dict[str, Any]] | None = None
+    tool_choice: dict[str, Any] | None = None
+
+
+class MessagesRequest(CountTokensRequest):
+    """Anthropic's Messages request body."""
+
+    max_tokens: int = Field(ge=1)
+    stop_sequences: list[str] | None = None
+    stream: bool = False
+    temperature: float | None = Field(default=None, ge=0, le=1)
+    top_p: float | None = Field(default=None, ge=0, le=1)
+
+
+def new_id() -> str:
+    return f"msg_{secrets.token_hex(12)}"
+
+
+# ---- request ------------------------------------------------------------------------
+
+
+def _text(value: Any, where: str) -> str:
+    if not isinstance(value, str):
+        raise ValidationError(f"{where} must be a string", param=where)
+    return value
+
+
+def _image(block: dict[str, Any], where: str) -> dict[str, Any]:
+    source = block.get("source")
+    if isinstance(source, dict) and source.get("type") == "base64":
+        media = _text(source.get("media_type"), f"{where}.source.media_type")
+        data = _text(source.get("data"), f"{where}.source.data")
+        return {"type": "image_url", "image_url": {"url": f"data:{media};base64,{data}"}}
+    if isinstance(source, dict) and source.get("type") == "url":
+        return {"type": "image_url", "image_url": {"url": _text(source.get("url"),
+                                                                f"{where}.source.url")}}
+    raise ValidationError(f"{where}.source must be a base64 or url image source",
+                          param=f"{where}.source")
+
+
+def _parts(blocks: list[dict[str, Any]], where: str) -> list[dict[str, Any]]:
+    parts = []
+    for i, block in enumerate(blocks):
+        kind = block.get("type")
+        if kind == "text":
+            parts.append({"type": "text", "text": _text(block.get("text"), f"{where}.{i}.text")})
+        elif kind == "image":
+            parts.append(_image(block, f"{where}.{i}"))
+    return parts
+
+
+def _content(parts: list[dict[str, Any]]) -> Any:
+    if all(p["type"] == "text" for p in parts):
+        return "\n".join(p["text"] for p in parts)
+    return parts
+
+
+def _tool_result(block: dict[str, Any], where: str) -> dict[str, Any]:
+    content = block.get("content")
+    if content is None:
+        text = ""
+    elif isinstance(content, str):
+        text = content
+    elif isinstance(content, list):
+        text = "\n".join(p["text"] for p in _parts(content, f"{where}.content")
+                         if p["type"] == "text")
+    else:
+        raise ValidationError(f"{where}.content must be a string or blocks",
+                              param=f"{where}.content")
+    if block.get("is_error"):
+        text = "error: " + text
+    return {"role": "tool", "tool_call_id": _text(block.get("tool_use_id"),
+                                                  f"{where}.tool_use_id"), "content": text}
+
+
+def to_messages(messages: list[AnthropicMessage]) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for i, message in enumerate(messages):
+        where = f"messages.{i}.content"
+        if isinstance(message.content, str):
+            out.append({"role": message.role, "content": message.content})
+            continue
+        blocks = message.content
+        if message.role == "user":
+            out.extend(_tool_result(b, f"{where}.{j}") for j, b in enumerate(blocks)
+                       if b.get("type") == "tool_result")
+            parts = _parts(blocks, where)
+            if parts or not any(b.get("type") == "tool_result" for b in blocks):
+                out.append({"role": "user", "content": _content(parts)})
+            continue
+        calls = []
+        for j, block in enumerate(blocks):
+            if block.get("type") == "tool_use":
+                arguments = block.get("input", {})
+                calls.append({
+                    "id": _text(block.get("id"), f"{where}.{j}.id"),
+                    "type": "function",
+                    "function": {"name": _text(block.get("name"), f"{where}.{j}.name"),
+                                 "arguments": json.dumps(arguments, ensure_ascii=False)},
+                })
+        answer: dict[str, Any] = {"role": "assistant",
+                                  "content": _content(_parts(blocks, where)) or None}
+        if calls:
+            answer["tool_calls"] = calls
+        out.append(answer)
+    return out
+
+
+def _system(system: str | list[dict[str, Any]] | None) -> str:
+    if system is None or isinstance(system, str):
+        return system or ""
+    return "\n".join(p["text"] for p in _parts(system, "system") if p["type"] == "text")
+
+
+def _tools(tools: list[dict[str, Any]] | None) -> list[dict[str, Any]]:
+    out = []
+    for i, tool in enumerate(tools or []):
+        if tool.get("type") not in (None, "custom"):
+            continue  # a server tool (web_search_..., bash_...): nothing here runs it
+        fn: dict[str, Any] = {"name": _text(tool.get("name"), f"tools.{i}.name")}
+        if tool.get("description") is not None:
+            fn["description"] = tool["description"]
+        schema = tool.get("input_schema")
+        fn["parameters"] = schema if isinstance(schema, dict) else {"type": "object"}
+        out.append({"type": "function", "function": fn})
+    return out
+
+
+def _tool_choice(choice: dict[str, Any] | None, chat: dict[str, Any]) -> None:
+    if not choice:
+        return
+    if choice.get("disable_parallel_tool_use"):
+        chat["parallel_tool_calls"] = False
+    kind = choice.get("type")
+    if kind == "tool":
+        chat["tool_choice"] = {"type": "function",
+                               "function": {"name": _text(choice.get("name"),
+                                                          "tool_choice.name")}}
+    elif kind in ("auto", "any", "none"):
+        chat["tool_choice"] = {"auto": "auto", "any": "required", "none": "none"}[kind]
+    else:
+        raise ValidationError("tool_choice.type must be auto, any, tool or none",
+                              param="tool_choice.type")
+    if "tools" not in chat:
+        chat.pop("tool_choice", None)
+        chat.pop("parallel_tool_calls", None)
+
+
+def chat_request(body: MessagesRequest) -> dict[str, Any]:
+    messages = to_messages(body.messages)
+    system = _system(body.system)
+    if system:
+        messages.insert(0, {"role": "system", "content": system})
+    chat: dict[str, Any] = {"messages": messages, "max_tokens": body.max_tokens}
+    if body.model:
+        chat["model"] = body.model
+    tools = _tools(body.tools)
+    if tools:
+        chat["tools"] = tools
+    _tool_choice(body.tool_choice, chat)
+    if body.stop_sequences:
+        chat["stop"] = body.stop_sequences
+    for key in ("temperature", "top_p"):
+        if getattr(body, key) is not None:
+            chat[key] = getattr(body, key)
+    return chat
+
+
+def count_tokens(body: CountTokensRequest) -> int:
+    """nixx's estimate of the request's input tokens (the same estimate its context
+    budget uses: characters / 4 and a few per message), not the backend's tokenizer."""
+    messages = to_messages(body.messages)
+    total = sum(estimate_tokens(m) for m in messages)
+    system = _system(body.system)
+    if system:
+        total += estimate_tokens({"content": system})
+    if body.tools:
+        total += len(json.dumps(_tools(body.tools))) // 4
+    return total
+
+
+# ---- answer -------------------------------------------------------------------------
+
+
+def _tool_use(call: dict[str, Any]) -> dict[str, Any]:
+    fn = call["function"]
+    try:
+        parsed = json.loads(fn["arguments"] or "{}")
+    except ValueError:
+        parsed = None
+    given = parsed if isinstance(parsed, dict) else {"arguments": fn["arguments"]}
+    return {"type": "tool_use", "id": call.get("id"), "name": fn["name"], "input": given}
+
+
+def _usage(done: Finished | None) -> dict[str, int]:
+    counted = done.usage if done is not None else {}
+    return {"input_tokens": counted.get("prompt_tokens", 0),
+            "output_tokens": counted.get("completion_tokens", 0)}
+
+
+def message(done: Finished, model: str) -> dict[str, Any]:
+    content: list[dict[str, Any]] = []
+    if done.content:
+        content.append({"type": "text", "text": done.content})
+    content.extend(_tool_use(c) for c in done.client_tool_calls)
+    return {
+        "id": new_id(), "type": "message", "role": "assistant",
+        "model": done.model or model, "content": content,
+        "stop_reason": STOP_REASONS.get(done.finish_reason, "end_turn"),
+        "stop_sequence": None, "usage": _usage(done),
+    }
+
+
+def _event(kind: str, **data: Any) -> bytes:
+    payload = json.dumps({"type": kind, **data}, ensure_ascii=False)
+    return f"event: {kind}\ndata: {payload}\n\n".encode()
+
+
+async def stream(
+    events: AsyncIterator[Any], first: Any, model: str, memory: Any
+) -> AsyncIterator[bytes]:
+    """Anthropic's event stream of the turn; `memory(done)` is the ``nixx`` key added to
+    ``message_delta`` (the memory details)."""
+    index = -1
+    text_open = False
+    try:
+        start: dict[str, Any] = {"id": new_id(), "type": "message", "role": "assistant", "model": model,
+                 "content": [], "stop_reason": None, "stop_sequence": None,
+                 "usage": {"input_tokens": 0, "output_tokens": 0}}
+        yield _event("message_start", message=start)
+        yield _event("ping")
+        event: Any = first
+        while True:
+            if isinstance(event, Delta):
+                if not text_open:
+                    index += 1
+                    text_open = True
+                    yield _event("content_block_start", index=index,
+                                 content_block={"type": "text", "text": ""})
+                yield _event("content_block_delta", index=index,
+                             delta={"type": "text_delta", "text": event.text})
+            elif isinstance(event, (ClientToolCalls, Finished)):
+                if text_open:
+                    yield _event("content_block_stop", index=index)
+                    text_open = False
+                if isinstance(event, ClientToolCalls):
+                    for call in event.calls:
+                        index += 1
+                        block = _tool_use(call)
+                        yield _event("content_block_start", index=index,
+                                     content_block={**block, "input": {}})
+                        yield _event("content_block_delta", index=index, delta={
+                            "type": "input_json_delta", "partial_json": json.dumps(block["input"])})
+                        yield _event("content_block_stop", index=index)
+                else:
+                    reason = STOP_REASONS.get(event.finish_reason, "end_turn")
+                    yield _event("message_delta",
+                                 delta={"stop_reason": reason, "stop_sequence": None},
+                                 usage=_usage(event), nixx=memory(event))
+                    yield _event("message_stop")
+            try:
+                event = await events.__anext__()
+            except StopAsyncIteration:
+                break
+    except NixxError as exc:
+        yield _event("error", error=anthropic_envelope(exc.message, exc.http_status)["error"])
+    finally:
+        await events.aclose()  # type: ignore[attr-defined]

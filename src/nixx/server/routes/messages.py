@@ -1,0 +1,71 @@
+"""`POST /v1/messages` (and `/v1/messages/count_tokens`): Anthropic's Messages API with
+memory, JSON or Anthropic's event stream.
+
+The translation is `nixx.server.dialects.anthropic`; the turn is the chat route's
+(`NixxService.turn`): the same recall, buffer rows (origin ``anthropic`` unless
+``X-Nixx-Origin`` says otherwise), summaries and intent. Errors on these paths are in
+Anthropic's shape (`nixx.server.errors.envelope_for`); the API key may come as
+``x-api-key`` (`nixx.server.auth`).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter
+from fastapi.responses import StreamingResponse
+
+from nixx.memory.turn import Finished
+from nixx.server.deps import AgentDep, ServiceDep, origin_or
+from nixx.server.dialects import anthropic
+from nixx.server.shapes import turn_memory
+
+router = APIRouter(tags=["messages"])
+ORIGIN = "anthropic"
+
+
+@router.post(
+    "/v1/messages",
+    responses={
+        200: {
+            "description": "A `message` object, or with `stream: true` a `text/event-stream` "
+            "of Anthropic's events ending with `message_stop`.",
+            "content": {"text/event-stream": {}},
+        }
+    },
+)
+async def create_message(
+    body: anthropic.MessagesRequest,
+    service: ServiceDep,
+    origin: Annotated[str, origin_or(ORIGIN)],
+    agent: AgentDep,
+) -> Any:
+    """One turn with memory, in Anthropic's Messages shapes."""
+    chat = anthropic.chat_request(body)
+    info: dict[str, Any] = {}
+    events = service.turn(chat, origin, info, agent=agent, remembered=anthropic.remembered)
+    if body.stream:
+        try:
+            first = await events.__anext__()
+        except BaseException:
+            await events.aclose()  # type: ignore[attr-defined]
+            raise
+        model = str(info.get("model") or body.model or "")
+        return StreamingResponse(
+            anthropic.stream(events, first, model, turn_memory),
+            media_type="text/event-stream",
+            headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+        )
+    done: Finished | None = None
+    async for event in events:
+        if isinstance(event, Finished):
+            done = event
+    assert done is not None
+    return {**anthropic.message(done, body.model or ""), "nixx": turn_memory(done)}
+
+
+@router.post("/v1/messages/count_tokens")
+async def count_tokens(body: anthropic.CountTokensRequest) -> dict[str, int]:
+    """nixx's estimate of the request's input tokens (characters / 4, as its own context
+    budget counts), without calling the backend. Recall's system prompt is not counted."""
+    return {"input_tokens": anthropic.count_tokens(body)}

@@ -1,0 +1,80 @@
+"""`POST /v1/responses`: OpenAI's Responses API with memory, JSON or the event stream.
+
+The translation is `nixx.server.dialects.responses`; the turn is the chat route's
+(`NixxService.turn`): the same recall, buffer rows (origin ``responses`` unless
+``X-Nixx-Origin`` says otherwise), summaries and intent. With ``store`` (the default)
+the answer's row keeps the request's new messages (``meta.response``) and the response
+id points at it, so ``previous_response_id`` continues it; an id nixx does not hold is a
+404 in OpenAI's error envelope (the Responses API's own).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter
+from fastapi.responses import StreamingResponse
+
+from nixx.memory.turn import Finished
+from nixx.server.deps import AgentDep, ServiceDep, origin_or
+from nixx.server.dialects.responses import Response, ResponsesRequest, chat_request, input_messages
+from nixx.server.shapes import turn_memory
+
+router = APIRouter(tags=["responses"])
+ORIGIN = "responses"
+
+
+@router.post(
+    "/v1/responses",
+    responses={
+        200: {
+            "description": "A `response` object, or with `stream: true` a "
+            "`text/event-stream` of Responses events ending with `response.completed`.",
+            "content": {"text/event-stream": {}},
+        }
+    },
+)
+async def create_response(
+    body: ResponsesRequest,
+    service: ServiceDep,
+    origin: Annotated[str, origin_or(ORIGIN)],
+    agent: AgentDep,
+) -> Any:
+    """One turn with memory, in the Responses API's shapes."""
+    history: list[dict[str, Any]] = []
+    if body.previous_response_id:
+        history = await service.response_history(body.previous_response_id)
+    added = input_messages(body.input)
+    chat = chat_request(body, history, added)
+    response = Response(body, body.model or "")
+    answer_meta = None
+    if body.store:
+        record = {"id": response.id, "previous": body.previous_response_id, "input": added}
+        answer_meta = {"response": record}
+    info: dict[str, Any] = {}
+    events = service.turn(chat, origin, info, agent=agent, answer_meta=answer_meta)
+
+    async def on_done(done: Finished) -> dict[str, Any]:
+        if body.store and done.assistant_row_id is not None:
+            await service.save_response(response.id, done.assistant_row_id)
+        return {"nixx": turn_memory(done)}
+
+    if body.stream:
+        # as on the chat route: a backend that fails before answering is a plain HTTP error
+        try:
+            first = await events.__anext__()
+        except BaseException:
+            await events.aclose()  # type: ignore[attr-defined]
+            raise
+        response.model = str(info.get("model") or response.model)
+        return StreamingResponse(
+            response.stream(events, first, on_done),
+            media_type="text/event-stream",
+            headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+        )
+    done: Finished | None = None
+    async for event in events:
+        if isinstance(event, Finished):
+            done = event
+    assert done is not None
+    return {**response.finish(done), **(await on_done(done))}

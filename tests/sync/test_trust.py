@@ -1,0 +1,236 @@
+"""What one clone may claim in the ops it pushes (docs/sync.md, "Trust"), over real
+remotes (a bare git repository; the embedded PostgreSQL) and the real `nxc` / `nxs`
+commands: a message or thread is written once, clocks from outside are bounded, ops
+arrive only under the replica that pushed them, another clone's answers and delivery
+outcomes are shown as coming from there and never settle a local `nxc wait`."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from nixx.log import clock as hlc
+from nixx.log.op import Op
+from nixx.nxc.reducer import snapshot
+
+from .conftest import open_store, run, sync
+from .test_cli import _clones, as_, ok_json
+
+
+def _forge(ws, *, kind: str, target: str, origin: str, clock: str, actor: str,
+           payload: dict, domain: str = "message") -> Op:
+    """What a hostile clone does: write any op it likes into its own log, so that its
+    next pass pushes it (an op that did not arrive from the stream is pushable)."""
+    op = Op.make(domain=domain, kind=kind, target=target, origin=origin, clock=clock,
+                 actor=actor, payload=payload, created=0)
+    with open_store(ws) as store:
+        store.conn.execute(
+            "INSERT INTO ops(id, domain, kind, target, origin, clock, actor, payload, created,"
+            " local) VALUES (?,?,?,?,?,?,?,?,?,0)",
+            (op.id, op.domain, op.kind, op.target, op.origin, op.clock, op.actor,
+             op.payload_json(), op.created))
+    return op
+
+
+@pytest.fixture
+def team(tmp_path):
+    """Two clones A (aaaa) and B (bbbb) of one repository declaring the origin `team`
+    and a channel of alice and bob, bound to the repository's stream."""
+    _, a, b = _clones(tmp_path, {
+        "workspace.yaml": "origin: team\n",
+        "channels.yaml": "- name: pair\n  members: [team/alice, team/bob]\n",
+        "reviewer.yaml": "handle: reviewer\nsystem_prompt: You review.\n",
+    })
+    for folder in (a, b):
+        ok_json("nxs", "sync", "bind", "--no-daemon", cwd=folder)
+    return a, b
+
+
+def _ws(folder):
+    from nixx.log.workspace import find_workspace
+
+    return find_workspace(str(folder))
+
+
+def test_a_clone_cannot_rewrite_a_message_or_take_over_a_thread(team, tmp_path):
+    a, b = team
+    sent = ok_json("nxc", "send", "--to", "reviewer", "the original text", cwd=a,
+                   env=as_("alice"))
+    thread, message = sent["thread_id"], sent["message_id"]
+    ok_json("nxs", "sync", "run", cwd=a)
+    ok_json("nxs", "sync", "run", cwd=b)
+    shown = ok_json("nxc", "threads", "show", thread, cwd=b, env=as_("alice"))
+    first = shown["messages"][0]
+    # B reuses both ids with an earlier clock, as alice and as mallory
+    early = hlc.encode(1, 0)
+    forged_post = _forge(_ws(b), kind="post", target=message, origin="bbbb", clock=early,
+                         actor="team/alice", payload={
+                             "thread": thread, "channel": first["channel_id"],
+                             "body": "FORGED", "kind": "task"})
+    forged_root = _forge(_ws(b), kind="thread_open", target=thread, origin="bbbb",
+                         clock=early, actor="team/mallory", payload={
+                             "channel": first["channel_id"], "parent": None,
+                             "expects": ["team/mallory"], "deadline": None})
+    ok_json("nxs", "sync", "run", cwd=b)
+    ok_json("nxs", "sync", "run", cwd=a)
+
+    for folder in (a, b):  # the view is the same on the writer's clone and the forger's
+        seen = ok_json("nxc", "threads", "show", thread, cwd=folder, env=as_("alice"))
+        assert seen["opener"] == "team/alice"
+        assert [m["body"] for m in seen["messages"]] == ["the original text"]
+    # alice still owns her thread
+    ok_json("nxc", "expect", "--thread", thread, "reviewer", cwd=a, env=as_("alice"))
+    status = ok_json("nxs", "sync", "status", cwd=a)
+    found = {item["op"]: item for item in status["conflicts"]["items"]}
+    assert status["conflicts"]["count"] == 2 and set(found) == {forged_post.id, forged_root.id}
+    assert found[forged_post.id]["origin"] == "bbbb" and "minted by aaaa" in \
+        found[forged_post.id]["reason"]
+    human = run("nxs", "sync", "status", cwd=a)
+    assert "conflicts  2 claims" in human.stdout and forged_post.id in human.stdout
+
+
+def test_disputed_legacy_ids_converge_whatever_the_delivery_order(remote):
+    """Ids that name no minter (made before the rule): the claim with the least
+    (clock, origin, op id) is shown on every clone, whatever order the claims arrive in,
+    and each clone reports the others."""
+    a, b, c = (remote.workspace(n, r) for n, r in (("a", "aaaa"), ("b", "bbbb"), ("c", "cccc")))
+    with open_store(a) as sa:
+        sa.append("message", "thread_open", "t-old", "aaaa/ann",
+                  {"channel": "decl:x", "parent": None, "expects": [], "deadline": None})
+        sa.append("message", "post", "m-old", "aaaa/ann",
+                  {"thread": "t-old", "channel": "decl:x", "body": "ann's", "kind": "info"})
+    with open_store(b) as sb:
+        sb.append("message", "post", "m-old", "bbbb/bob",
+                  {"thread": "t-old", "channel": "decl:x", "body": "bob's", "kind": "info"})
+    sync(b)  # c gets bob's claim first, then ann's
+    sync(c)
+    sync(a)
+    for ws in (c, b, a, b, c):
+        sync(ws)
+    snaps = []
+    for ws in (a, b, c):
+        with open_store(ws) as store:
+            snaps.append(snapshot(store.conn))
+            from nixx.nxc.reducer import conflicts
+
+            clash = conflicts(store.conn)
+            assert clash["count"] == 1 and clash["items"][0]["id"] == "m-old"
+            body = store.conn.execute(
+                "SELECT body FROM nxc_messages WHERE message_id = 'm-old'").fetchone()[0]
+            assert body == "ann's"  # the least pos: ann's clock is earlier
+    assert snaps[0] == snaps[1] == snaps[2]
+
+
+def test_a_far_future_clock_is_refused_and_local_writes_go_on(team):
+    a, b = team
+    poison = _forge(_ws(b), kind="read_cursor", target="decl:pair", origin="bbbb",
+                    clock="ffffffffffffffff", actor="team/bob", payload={"pos": "z"})
+    ok_json("nxs", "sync", "run", cwd=b)
+    got = ok_json("nxs", "sync", "run", cwd=a)
+    assert got["refused"] == 1 and got["stored"] == 0
+    status = ok_json("nxs", "sync", "status", cwd=a)
+    assert status["refused"]["count"] == 1
+    (item,) = status["refused"]["items"]
+    assert item["op"] == poison.id and "ahead" in item["reason"]
+    # B itself (which holds the op) still writes, with 16-digit clocks
+    sent = ok_json("nxc", "send", "--to", "pair", "still writing", cwd=b, env=as_("bob"))
+    with open_store(_ws(b)) as store:
+        clocks = [op.clock for op in store.ops() if op.target == sent["message_id"]]
+        assert clocks and all(hlc.is_clock(c) and c < "ffffffffffffffff" for c in clocks)
+    # and what B writes now still reaches A
+    ok_json("nxs", "sync", "run", cwd=b)
+    ok_json("nxs", "sync", "run", cwd=a)
+    shown = ok_json("nxc", "threads", "show", sent["thread_id"], cwd=a, env=as_("alice"))
+    assert [m["body"] for m in shown["messages"]] == ["still writing"]
+
+
+def test_refold_recovers_a_log_poisoned_before_clocks_were_bounded(team):
+    """A log that stored (and folded) a far-future op under an older nixx: `nxs refold`
+    leaves it unfolded, and writes go on with sane clocks."""
+    a, _ = team
+    ws = _ws(a)
+    _forge(ws, kind="channel", target="decl:pair", origin="zzzz", clock="ffffffffffffffff",
+           actor="zzzz/x", payload={"fields": {"description": "POISON"}})
+    with open_store(ws) as store:  # the fold an older nixx ran on insert
+        store.conn.execute(
+            "INSERT INTO nxc_channel_fields VALUES ('decl:pair', 'description', '\"POISON\"',"
+            " 'ffffffffffffffff.zzzz.o0')")
+    folded = ok_json("nxs", "refold", cwd=a)
+    assert folded["folded"]["message"] >= 0
+    with open_store(ws) as store:
+        assert store.conn.execute(
+            "SELECT count(*) FROM nxc_channel_fields WHERE value = '\"POISON\"'").fetchone()[0] == 0
+    sent = ok_json("nxc", "send", "--to", "pair", "after the refold", cwd=a, env=as_("alice"))
+    with open_store(ws) as store:
+        mine = [op for op in store.ops() if op.target == sent["message_id"]]
+        assert mine and all(hlc.is_clock(op.clock) and op.clock < hlc.ceiling() for op in mine)
+
+
+def test_ops_arrive_only_under_the_replica_that_pushed_them(remote):
+    a, b = remote.workspace("a", "aaaa"), remote.workspace("b", "bbbb")
+    with open_store(a) as sa:
+        sa.append("message", "post", "m-a", "aaaa/ann",
+                  {"thread": "t-a", "channel": "decl:x", "body": "real", "kind": "info"})
+    # B pushes an op that claims to come from cccc (a third clone)
+    impostor = _forge(b, kind="post", target="m-c", origin="cccc", clock=hlc.tick(None),
+                      actor="cccc/cy", payload={"thread": "t-a", "channel": "decl:x",
+                                                "body": "said by cy?", "kind": "info"})
+    sync(a)
+    sync(b)
+    got = sync(a)
+    assert got.refused == 1
+    with open_store(a) as sa:
+        assert sa.get_op(impostor.id) is None
+        from nixx.sync import state
+
+        (item,) = state.refused(sa)["items"]
+        assert item["pusher"] == "bbbb" and item["origin"] == "cccc"
+
+
+def test_another_clones_answer_and_failed_outcome_are_shown_as_from_there(team):
+    """An answer written in B is marked as coming from B in A; a `failed` delivery
+    outcome B writes about A's thread is shown but does not make A's `nxc wait` exit 5
+    (outcomes are about the sessions of the clone that writes them)."""
+    a, b = team
+    sent = ok_json("nxc", "send", "--to", "pair", "--expect", "team/bob", "please look",
+                   cwd=a, env=as_("alice"))
+    thread = sent["thread_id"]
+    ok_json("nxs", "sync", "run", cwd=a)
+    ok_json("nxs", "sync", "run", cwd=b)
+    supervisor = ok_json("nxc", "threads", "show", thread, cwd=b, env=as_("bob"))["expects"][0]
+    _forge(_ws(b), kind="failed", target=thread, origin="bbbb", clock=hlc.tick(None),
+           actor="team/bob", domain="delivery",
+           payload={"thread": thread, "persona": supervisor, "session": "s-x",
+                    "reason": "INVENTED CAUSE"})
+    ok_json("nxs", "sync", "run", cwd=b)
+    ok_json("nxs", "sync", "run", cwd=a)
+    waited = run("nxc", "wait", "--thread", thread, "--timeout", "1", "--json", cwd=a,
+                 env=as_("alice"))
+    assert waited.returncode == 4, waited.stdout + waited.stderr  # timeout, not failed (5)
+    status = ok_json("nxc", "status", "--all", cwd=a, env=as_("alice"))
+    (op,) = [o for o in status["operations"] if o["root"] == thread]
+    remote_outcomes = [d for t in op["threads"] for d in t["deliveries"]
+                       if d["outcome"] == "failed"]
+    assert remote_outcomes and all(d["remote"] and d["origin"] == "bbbb"
+                                   for d in remote_outcomes)
+    # bob answers in his slot in B: A shows it as coming from clone bbbb
+    answered = ok_json("nxc", "reply", "looked", cwd=b, env=as_("bob"))
+    ok_json("nxs", "sync", "run", cwd=b)
+    ok_json("nxs", "sync", "run", cwd=a)
+    slot = ok_json("nxc", "threads", "show", answered["thread_id"], cwd=a, env=as_("alice"))
+    reply = slot["messages"][-1]
+    assert reply["body"] == "looked" and reply["origin"] == "bbbb" and reply["remote"] is True
+    human = run("nxc", "threads", "show", answered["thread_id"], cwd=a, env=as_("alice"))
+    assert "from clone bbbb" in human.stdout
+
+
+def test_expect_refuses_undeclared_and_reserved_handles(team):
+    a, _ = team
+    sent = ok_json("nxc", "send", "--to", "reviewer", "look", cwd=a, env=as_("alice"))
+    thread = sent["thread_id"]
+    for bad in ("team/nobody", "team/__channel-pair"):
+        proc = run("nxc", "expect", "--thread", thread, bad, "--json", cwd=a, env=as_("alice"))
+        assert proc.returncode == 1, proc.stdout
+        assert json.loads(proc.stdout)["error"]["kind"] == "validation"
+    ok_json("nxc", "expect", "--thread", thread, "reviewer", cwd=a, env=as_("alice"))
