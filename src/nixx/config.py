@@ -48,6 +48,13 @@ class Settings(BaseSettings):
         default="127.0.0.1",
         description="Address `nixx serve` binds. Anything but loopback requires `NIXX_API_KEY`.",
     )
+    allowed_hosts: Annotated[list[str], NoDecode] = Field(
+        default_factory=list,
+        description="Extra names the server answers to in the `Host` header, comma-separated "
+        "(`nixx.lan,my-box`). Loopback names, IP addresses and `NIXX_HOST` are always "
+        "accepted; any other name is refused with 421 (a page whose name was rebound to this "
+        "machine's address).",
+    )
     port: int = Field(default=8420, ge=0, le=65535, description="Port `nixx serve` listens on.")
     api_key: SecretStr | None = Field(
         default=None,
@@ -59,6 +66,21 @@ class Settings(BaseSettings):
         gt=0,
         description="Largest request body `nixx serve` accepts, in bytes; a larger one is "
         "refused with 413 while it is being read.",
+    )
+    max_inflight_bytes: int = Field(
+        default=64 * 1024 * 1024,
+        gt=0,
+        description="Sum of the request bodies `nixx serve` serves at once, in bytes; a "
+        "request that would pass it is answered 503 with `Retry-After` (one request alone is "
+        "always served). Bounds the memory concurrent large requests take.",
+    )
+    request_timeout: float = Field(
+        default=60.0,
+        gt=0,
+        description="Seconds a client has to send a request: its headers (from the moment it "
+        "connected, or got its previous answer), then again its whole body. Slower (a "
+        "slow-loris client trickling bytes): the connection is closed, after a 408 when the "
+        "headers had arrived.",
     )
     chat_base_url: str = Field(
         default="http://127.0.0.1:8080/v1",
@@ -217,7 +239,7 @@ class Settings(BaseSettings):
         default="info", description="Server log level."
     )
 
-    @field_validator("tools_protected", mode="before")
+    @field_validator("tools_protected", "allowed_hosts", mode="before")
     @classmethod
     def _split_patterns(cls, value: Any) -> Any:
         if isinstance(value, str):

@@ -8,6 +8,7 @@ shows a notice.
     NixxError                      kind            http
     ├── ConfigError                config          500
     ├── ValidationError            validation      400
+    │   └── ContextLengthExceeded  context_length_exceeded 400
     ├── NotFound                   not_found       404
     ├── Forbidden                  forbidden       403
     ├── Unauthorized               unauthorized    401
@@ -59,6 +60,14 @@ class ConfigError(NixxError):
 class ValidationError(NixxError):
     kind = "validation"
     http_status = 400
+
+
+class ContextLengthExceeded(ValidationError):
+    """One message larger than the backend's whole context window (`NIXX_CHAT_CONTEXT_LENGTH`):
+    no trimming can make it fit, so the turn is refused before anything is stored (OpenAI
+    answers the same code)."""
+
+    kind = "context_length_exceeded"
 
 
 class NotFound(NixxError):

@@ -13,13 +13,14 @@ from fastapi.testclient import TestClient
 from nixx.ingest.summary import DOCUMENT_SUMMARY_PROMPT
 from nixx.server.app import create_app
 from nixx.testing.fake_llm import FakeLLM, Reply
+from nixx.testing.live_server import LOCAL
 
 from .conftest import Page, Web
 
 
 @pytest.fixture
 def client(settings) -> Iterator[TestClient]:
-    with TestClient(create_app(settings)) as c:
+    with TestClient(base_url=LOCAL, app=create_app(settings)) as c:
         yield c
 
 
@@ -145,12 +146,12 @@ def test_url_ingest_loopback_refused_by_default_allowed_when_set(
         b"degrees until the glaze melts into glass.</p></article></body></html>"
     )
     url = web.base_url + "/p"
-    with TestClient(create_app(make_settings())) as c:
+    with TestClient(base_url=LOCAL, app=create_app(make_settings())) as c:
         r = c.post("/v1/ingest", json={"url": url})
         assert r.status_code == 403
         assert "NIXX_INGEST_ALLOW_PRIVATE_URLS" in r.json()["error"]["message"]
     assert web.hits == []
-    with TestClient(create_app(make_settings(ingest_allow_private_urls=True))) as c:
+    with TestClient(base_url=LOCAL, app=create_app(make_settings(ingest_allow_private_urls=True))) as c:
         r = c.post("/v1/ingest", json={"url": url, "tags": "pottery, craft"})
         assert r.status_code == 200, r.text
         source = r.json()["sources"][0]

@@ -14,7 +14,7 @@ from fastapi.testclient import TestClient
 from nixx.config import Settings, load_settings
 from nixx.server.app import create_app
 from nixx.testing.fake_llm import FakeLLM
-from nixx.testing.live_server import LiveServer
+from nixx.testing.live_server import LOCAL, LiveServer
 from nixx.testing.pg_fixtures import pg_server, pg_url  # noqa: F401 - used by server_db_url
 
 SettingsFactory = Callable[..., Settings]
@@ -104,7 +104,7 @@ class Nixx:
 
 @pytest.fixture
 def nixx(settings: Settings) -> Iterator[Nixx]:
-    with TestClient(create_app(settings)) as client:
+    with TestClient(base_url=LOCAL, app=create_app(settings)) as client:
         yield Nixx(client)
 
 

@@ -14,6 +14,7 @@ from fastapi.testclient import TestClient
 from nixx.memory.prompts import INTENT_FRAMING, INTENT_PROMPT, SUMMARY_PROMPT
 from nixx.server.app import create_app
 from nixx.testing.fake_llm import FakeLLM, Reply
+from nixx.testing.live_server import LOCAL
 from nixx.testing.pg_fixtures import *  # noqa: F403 - pg_server / pg_url fixtures
 
 from .conftest import Nixx, sent_prompt
@@ -46,7 +47,7 @@ def db_url(request: pytest.FixtureRequest, tmp_path: Any) -> Iterator[str]:
 
 def scenario(settings: Any, llm: FakeLLM, query: str) -> None:
     llm.responder = respond
-    with TestClient(create_app(settings)) as client:
+    with TestClient(base_url=LOCAL, app=create_app(settings)) as client:
         nixx = Nixx(client)
         client.post("/v1/episodic/config", json={"interval": 30})
         history: list[dict[str, Any]] = []
@@ -72,7 +73,7 @@ def scenario(settings: Any, llm: FakeLLM, query: str) -> None:
         client.post("/v1/buffer/clear")
 
     # restart: everything is still there, and the new session recalls the summary
-    with TestClient(create_app(settings)) as client:
+    with TestClient(base_url=LOCAL, app=create_app(settings)) as client:
         nixx = Nixx(client)
         assert client.get("/v1/intent").json()["intent"] == "Choosing a vector database."
         assert client.get("/v1/episodic/status").json()["interval"] == 30

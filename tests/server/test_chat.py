@@ -10,6 +10,7 @@ import numpy as np
 
 from nixx.memory.prompts import INTENT_FRAMING, MEMORY_NOTE, RECALL_FRAMING, SYSTEM_PROMPT
 from nixx.testing.fake_llm import FakeLLM, Reply, ToolCall
+from nixx.testing.live_server import LOCAL
 
 from .conftest import Nixx, sent_prompt
 
@@ -179,7 +180,7 @@ def test_threshold_is_respected(make_settings: Any, llm: FakeLLM, tmp_path: Any)
     assert 0.2 < cosine < 0.9
     for n, (threshold, recalled) in enumerate(((cosine - 0.01, True), (cosine + 0.01, False))):
         settings = make_settings(recall_threshold=threshold, db_url=f"sqlite:///{tmp_path}/{n}.db")
-        with TestClient(create_app(settings)) as client:
+        with TestClient(base_url=LOCAL, app=create_app(settings)) as client:
             nixx = Nixx(client)
             nixx.service.store.append_buffer("user", "old message")
             client.post("/v1/buffer/clear")
@@ -291,7 +292,7 @@ def test_history_is_trimmed_newest_first_keeping_system(make_settings: Any, llm:
 
     from nixx.server.app import create_app
 
-    with TestClient(create_app(make_settings(chat_context_length=1200))) as client:
+    with TestClient(base_url=LOCAL, app=create_app(make_settings(chat_context_length=1200))) as client:
         nixx = Nixx(client)
         history = []
         for i in range(20):
@@ -315,7 +316,7 @@ def test_older_summary_recalled_past_many_summaries_of_the_history(
 
     from nixx.server.app import create_app
 
-    with TestClient(create_app(make_settings(recall_limit=1))) as client:
+    with TestClient(base_url=LOCAL, app=create_app(make_settings(recall_limit=1))) as client:
         nixx = Nixx(client)
         store = nixx.service.store
         store.append_buffer("user", "old talk")  # row 1: an older session

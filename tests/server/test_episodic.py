@@ -12,6 +12,7 @@ from fastapi.testclient import TestClient
 from nixx.memory.prompts import SUMMARY_PROMPT, SUMMARY_RETRY
 from nixx.server.app import create_app
 from nixx.testing.fake_llm import FakeLLM, Reply
+from nixx.testing.live_server import LOCAL
 
 from .conftest import Nixx
 
@@ -162,10 +163,10 @@ def test_manual_summary_backend_failure_stores_nothing(nixx: Nixx, llm: FakeLLM)
 
 
 def test_config_persists_across_restart(settings: Any, llm: FakeLLM) -> None:
-    with TestClient(create_app(settings)) as client:
+    with TestClient(base_url=LOCAL, app=create_app(settings)) as client:
         r = client.post("/v1/episodic/config", json={"interval": 321, "recall": False})
         assert (r.json()["interval"], r.json()["recall"]) == (321, False)
-    with TestClient(create_app(settings)) as client:
+    with TestClient(base_url=LOCAL, app=create_app(settings)) as client:
         status = client.get("/v1/episodic/status").json()
         assert (status["interval"], status["recall"]) == (321, False)
         r = client.post("/v1/episodic/config", json={"recall": True})
@@ -251,5 +252,5 @@ def test_status_reports_the_context_length_the_tui_gauges_against(make_settings)
 
     from nixx.server.app import create_app
 
-    with TestClient(create_app(make_settings(chat_context_length=4096))) as client:
+    with TestClient(base_url=LOCAL, app=create_app(make_settings(chat_context_length=4096))) as client:
         assert client.get("/v1/episodic/status").json()["context_length"] == 4096

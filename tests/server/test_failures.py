@@ -10,6 +10,7 @@ from fastapi.testclient import TestClient
 
 from nixx.server.app import create_app
 from nixx.testing.fake_llm import FakeLLM, Reply
+from nixx.testing.live_server import LOCAL
 
 from .conftest import Nixx
 from .test_chat import sse_chunks
@@ -35,7 +36,7 @@ def test_backend_down_is_503_naming_url_and_variable_and_message_is_kept(
     make_settings: Any,
 ) -> None:
     url = f"http://127.0.0.1:{free_port()}/v1"
-    with TestClient(create_app(make_settings(chat_base_url=url))) as client:
+    with TestClient(base_url=LOCAL, app=create_app(make_settings(chat_base_url=url))) as client:
         for stream in (False, True):
             r = client.post(
                 "/v1/chat/completions",
@@ -184,7 +185,7 @@ def test_unknown_route_and_method_use_the_envelope(nixx: Nixx) -> None:
 
 
 def test_api_key_required_when_set(make_settings: Any) -> None:
-    with TestClient(create_app(make_settings(api_key="s3cret"))) as client:
+    with TestClient(base_url=LOCAL, app=create_app(make_settings(api_key="s3cret"))) as client:
         assert client.get("/health").status_code == 200
         for headers in ({}, {"Authorization": "Bearer wrong"}, {"Authorization": "s3cret"}):
             r = client.get("/v1/intent", headers=headers)
@@ -211,7 +212,7 @@ def test_non_loopback_bind_without_key_is_refused(make_settings: Any) -> None:
 
     with pytest.raises(ConfigError, match="NIXX_API_KEY"):
         check_bind(make_settings(host="0.0.0.0"))
-    check_bind(make_settings(host="0.0.0.0", api_key="k"))
+    check_bind(make_settings(host="0.0.0.0", api_key="k" * 16))
     check_bind(make_settings(host="127.0.0.1"))
 
 
@@ -233,7 +234,7 @@ def test_store_of_another_embedder_degrades_recall_and_says_reindex(
         end_buffer_id=row.id,
     )
     store.close()
-    with TestClient(create_app(settings)) as client:
+    with TestClient(base_url=LOCAL, app=create_app(settings)) as client:
         llm.queue(Reply(content="still answering"))
         r = client.post(
             "/v1/chat/completions",

@@ -11,6 +11,7 @@ from typing import Any
 
 from nixx.memory.prompts import INTENT_PROMPT, SOURCE_SUMMARY_PROMPT, SUMMARY_PROMPT
 from nixx.testing.fake_llm import FakeLLM, Reply
+from nixx.testing.live_server import LOCAL
 
 from .conftest import Nixx
 
@@ -193,7 +194,7 @@ def test_derived_intent_from_a_deleted_row_is_derived_again(
 
     from nixx.server.app import create_app
 
-    with TestClient(create_app(make_settings(intent_interval=2))) as client:
+    with TestClient(base_url=LOCAL, app=create_app(make_settings(intent_interval=2))) as client:
         nixx = Nixx(client)
         rows = setup_talk(nixx, llm, f"I am hiding {SECRET}")
         intent = client.get("/v1/intent").json()
@@ -308,7 +309,7 @@ def test_forgotten_secret_is_gone_from_the_sqlite_file_and_wal(
     settings = make_settings(intent_interval=2)
     if not settings.database_url.startswith("sqlite"):
         return  # the PostgreSQL run of the suite: docs/storage.md says what VACUUM does
-    with TestClient(create_app(settings)) as client:
+    with TestClient(base_url=LOCAL, app=create_app(settings)) as client:
         nixx = Nixx(client)
         setup_talk(nixx, llm, "the weather is fine", f"remember {SECRET} for me", "thanks")
         assert client.post("/v1/episodic/summary", json={}).status_code == 200

@@ -11,6 +11,7 @@ from fastapi.testclient import TestClient
 from nixx.memory.prompts import INTENT_FRAMING, INTENT_PROMPT
 from nixx.server.app import create_app
 from nixx.testing.fake_llm import FakeLLM, Reply
+from nixx.testing.live_server import LOCAL
 
 from .conftest import Nixx, sent_prompt
 
@@ -51,7 +52,7 @@ def test_set_get_clear(nixx: Nixx, llm: FakeLLM) -> None:
 def test_derive_now_uses_last_rows_of_session_cut_to_500_chars(
     make_settings: Any, llm: FakeLLM
 ) -> None:
-    with TestClient(create_app(make_settings(intent_lookback=3, intent_interval=100))) as client:
+    with TestClient(base_url=LOCAL, app=create_app(make_settings(intent_lookback=3, intent_interval=100))) as client:
         nixx = Nixx(client)
         r = client.post("/v1/intent/derive")
         assert r.status_code == 400  # no messages yet
@@ -81,7 +82,7 @@ def test_derive_now_uses_last_rows_of_session_cut_to_500_chars(
 def test_derived_on_schedule_and_after_restart(make_settings: Any, llm: FakeLLM) -> None:
     settings = make_settings(intent_interval=4, intent_lookback=4)
     llm.responder = responder("Planning a trip to Norway.")
-    with TestClient(create_app(settings)) as client:
+    with TestClient(base_url=LOCAL, app=create_app(settings)) as client:
         nixx = Nixx(client)
         nixx.chat("first")  # 2 rows
         nixx.idle()
@@ -94,7 +95,7 @@ def test_derived_on_schedule_and_after_restart(make_settings: Any, llm: FakeLLM)
         nixx.idle()
         assert len([b for b in llm.chat_requests if is_intent_request(b)]) == 1
     llm.responder = responder("Booking ferries in Norway.")
-    with TestClient(create_app(settings)) as client:
+    with TestClient(base_url=LOCAL, app=create_app(settings)) as client:
         nixx = Nixx(client)
         # the intent survived the restart and is in the prompt
         assert client.get("/v1/intent").json()["intent"] == "Planning a trip to Norway."
@@ -118,7 +119,7 @@ def test_intent_derivation_does_not_hold_the_turn(make_settings: Any, llm: FakeL
         return Reply(content="answer")
 
     llm.responder = respond
-    with TestClient(create_app(make_settings(intent_interval=2))) as client:
+    with TestClient(base_url=LOCAL, app=create_app(make_settings(intent_interval=2))) as client:
         nixx = Nixx(client)
         r = nixx.chat("go", stream=True)
         assert r.status_code == 200 and "[DONE]" in r.text

@@ -12,6 +12,7 @@ from fastapi.testclient import TestClient
 from nixx.memory.prompts import INTENT_PROMPT
 from nixx.server.app import create_app
 from nixx.testing.fake_llm import FakeLLM, Reply
+from nixx.testing.live_server import LOCAL
 
 from .conftest import Nixx, SettingsFactory
 
@@ -24,7 +25,7 @@ def every_turn(make_settings: SettingsFactory, llm: FakeLLM) -> Iterator[Nixx]:
         return Reply(content="ok")
 
     llm.responder = respond
-    with TestClient(create_app(make_settings(intent_interval=2))) as client:
+    with TestClient(base_url=LOCAL, app=create_app(make_settings(intent_interval=2))) as client:
         yield Nixx(client)
 
 

@@ -21,7 +21,9 @@ LIMIT = 64 * 1024
 
 @pytest.fixture
 def small(make_settings: Any) -> Iterator[LiveServer]:
-    with LiveServer(create_app(make_settings(max_request_bytes=LIMIT))) as server:
+    # a context window the bodies fit: this is about bytes, not tokens
+    settings = make_settings(max_request_bytes=LIMIT, chat_context_length=100_000)
+    with LiveServer(create_app(settings)) as server:
         yield server
 
 
@@ -47,7 +49,7 @@ def test_a_declared_length_over_the_limit_is_refused_before_the_body_is_sent(
 ) -> None:
     with socket.create_connection(("127.0.0.1", small.port)) as sock:
         sock.sendall(
-            b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n"
+            b"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\n"
             b"Content-Type: application/json\r\n"
             + f"Content-Length: {96 * 1024 * 1024}\r\n\r\n".encode()
         )
@@ -71,7 +73,8 @@ def test_a_chunked_body_is_refused_once_it_passes_the_limit(small: LiveServer) -
 
     with httpx.Client(base_url=small.base_url, timeout=30) as client:
         try:
-            r = client.post("/v1/chat/completions", content=body())
+            r = client.post("/v1/chat/completions", content=body(),
+                            headers={"Content-Type": "application/json"})
             status, payload = r.status_code, r.json()
         except httpx.HTTPError:  # the server closed while we were still sending
             status, payload = 413, None
@@ -101,7 +104,7 @@ def test_bodies_under_the_limit_work_and_health_answers_during_an_upload(
         ).encode()
         with socket.create_connection(("127.0.0.1", small.port)) as sock:
             sock.sendall(
-                b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n"
+                b"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\n"
                 b"Content-Type: application/json\r\n"
                 + f"Content-Length: {len(payload)}\r\n\r\n".encode()
                 + payload[:10]
@@ -114,3 +117,103 @@ def test_bodies_under_the_limit_work_and_health_answers_during_an_upload(
 
 def test_the_default_limit_is_16_mib(settings: Any) -> None:
     assert settings.max_request_bytes == 16 * 1024 * 1024
+
+
+def test_a_body_sent_too_slowly_is_refused_and_its_connection_closed(make_settings: Any) -> None:
+    """Slow loris: connections that trickle a body are answered 408 and closed once
+    NIXX_REQUEST_TIMEOUT has passed, instead of staying open for ever; a client
+    that sends its body at once is unaffected."""
+    settings = make_settings(request_timeout=1.0)
+    assert settings.request_timeout == 1.0
+    with LiveServer(create_app(settings)) as live:
+        socks = []
+        for _ in range(5):
+            sock = socket.create_connection(("127.0.0.1", live.port))
+            sock.settimeout(30)  # far longer than the limit: the server must act first
+            sock.sendall(
+                b"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                b"Content-Type: application/json\r\nContent-Length: 1000\r\n\r\n{"
+            )
+            socks.append(sock)
+        for sock in socks:
+            with sock:
+                status, headers, body = _read_response(sock)
+                assert status == 408, body
+                err = json.loads(body)["error"]
+                assert err["code"] == "request_timeout"
+                assert "NIXX_REQUEST_TIMEOUT" in err["message"]
+                assert headers.get("connection") == "close"
+                assert sock.recv(100) == b""  # closed by the server
+        r = httpx.post(live.base_url + "/v1/chat/completions", timeout=30, json={
+            "model": "m", "messages": [{"role": "user", "content": "at once"}]})
+        assert r.status_code == 200, r.text
+
+
+def test_bodies_past_the_inflight_budget_are_told_to_retry(make_settings: Any) -> None:
+    """Concurrent large requests: while one body of 40 KB is being received, a second
+    that would take the sum past NIXX_MAX_INFLIGHT_BYTES is answered 503 with
+    Retry-After at once; small requests still pass, and once the first is done the
+    second is served."""
+    settings = make_settings(max_request_bytes=LIMIT, max_inflight_bytes=60_000,
+                             chat_context_length=100_000)
+    assert settings.max_inflight_bytes == 60_000
+    body = json.dumps({"model": "m", "messages": [
+        {"role": "user", "content": "z" * 40_000}]}).encode()
+    with LiveServer(create_app(settings)) as live, socket.create_connection(
+        ("127.0.0.1", live.port)
+    ) as first:
+        first.settimeout(30)
+        first.sendall(
+            b"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+            b"Content-Type: application/json\r\n"
+            + f"Content-Length: {len(body)}\r\n\r\n".encode() + body[:100]
+        )
+        with httpx.Client(base_url=live.base_url, timeout=30) as client:
+            assert client.get("/health").status_code == 200
+            # the first request is in flight once the server reads its body: wait for that
+            busy = None
+            for _ in range(100):
+                busy = client.post("/v1/chat/completions", content=body,
+                                   headers={"Content-Type": "application/json"})
+                if busy.status_code == 503:
+                    break
+            assert busy is not None and busy.status_code == 503, busy.text
+            err = busy.json()["error"]
+            assert err["code"] == "server_busy" and "NIXX_MAX_INFLIGHT_BYTES" in err["message"]
+            assert busy.headers["retry-after"] == "1"
+            small = client.post("/v1/chat/completions", json={
+                "model": "m", "messages": [{"role": "user", "content": "small"}]})
+            assert small.status_code == 200, small.text
+            first.sendall(body[100:])
+            status, _, _ = _read_response(first)
+            assert status == 200
+            again = client.post("/v1/chat/completions", content=body,
+                                headers={"Content-Type": "application/json"})
+            assert again.status_code == 200, again.text
+
+
+def test_a_message_larger_than_the_context_window_is_refused_before_anything(
+    make_settings: Any, llm: Any
+) -> None:
+    """A 10 MiB message went to an 8,192-token backend whole (trimming keeps the last
+    message always) after being stored, indexed and embedded. Now it is a 400
+    context_length_exceeded, streamed or not: nothing stored, nothing sent."""
+    with LiveServer(create_app(make_settings(chat_context_length=8192))) as live:
+        big = "word " * (200 * 1024)  # ~1 MB: ~256k tokens by nixx's estimate
+        for stream in (False, True):
+            r = httpx.post(live.base_url + "/v1/chat/completions", timeout=60, json={
+                "model": "m", "stream": stream, "messages": [
+                    {"role": "user", "content": "earlier"}, {"role": "assistant", "content": "ok"},
+                    {"role": "user", "content": big}]})
+            assert r.status_code == 400, r.text
+            err = r.json()["error"]
+            assert err["code"] == "context_length_exceeded"
+            assert err["param"] == "messages.2.content"
+            assert "8192" in err["message"] and "NIXX_CHAT_CONTEXT_LENGTH" in err["message"]
+        rows = httpx.get(live.base_url + "/v1/episodic/transcript", params={"start": 1}).json()
+        assert rows["rows"] == []
+        assert llm.chat_requests == [] and llm.embed_requests == []
+        # a message that fits is a turn as before
+        ok = httpx.post(live.base_url + "/v1/chat/completions", timeout=60, json={
+            "model": "m", "messages": [{"role": "user", "content": "word " * 4000}]})
+        assert ok.status_code == 200, ok.text

@@ -3,6 +3,7 @@ derived on schedule, and a restart (SIGTERM, start again) keeps memory and inten
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
@@ -14,6 +15,7 @@ from typing import Any
 
 import httpx
 import openai
+import pytest
 
 from nixx.memory.prompts import INTENT_FRAMING, INTENT_PROMPT
 from nixx.testing.fake_llm import FakeLLM, Reply
@@ -124,3 +126,94 @@ def test_serve_refuses_public_bind_without_key(tmp_path: Path) -> None:
     )
     assert out.returncode == 1
     assert "NIXX_API_KEY" in out.stderr
+
+
+def _mib(pid: int, field: str) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1]) / 1024
+    raise AssertionError(f"no {field} in /proc/{pid}/status")
+
+
+@pytest.mark.slow
+def test_concurrent_large_turns_keep_the_server_under_its_ceiling(
+    llm: FakeLLM, tmp_path: Path, nixx_home: Path
+) -> None:
+    """Two batches of eight concurrent 15 MiB turns (once: 1.7 GB at peak, 1.3 GB kept,
+    a second batch 3.2 GB) keep `nixx serve` within the ceiling docs/limits-and-safety.md
+    states (idle + 4 x NIXX_MAX_INFLIGHT_BYTES at most; measured ~idle + 95 MiB) and leave
+    it near its idle size: a message larger than the context window is refused before it
+    is stored, and bodies past the in-flight budget are told to retry."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("NIXX_")}
+    env.update(NIXX_HOME=str(nixx_home), NIXX_CHAT_BASE_URL=llm.base_url,
+               NIXX_EMBED_PROVIDER="openai", NIXX_EMBED_BASE_URL=llm.base_url,
+               NIXX_EMBED_MODEL="fake-embed", NIXX_WORKSPACE=str(tmp_path))
+    base = f"http://127.0.0.1:{port}"
+    proc = start(env, port)
+    try:
+        httpx.post(base + "/v1/chat/completions", timeout=60,
+                   json={"messages": [{"role": "user", "content": "warm up"}]})
+        idle = _mib(proc.pid, "VmRSS")
+        big = "word " * (3 * 1024 * 1024)  # 15 MiB
+
+        def one(i: int) -> int:
+            body = json.dumps({"messages": [{"role": "user", "content": f"{i} {big}"}]})
+            return httpx.post(base + "/v1/chat/completions", content=body, timeout=300,
+                              headers={"Content-Type": "application/json"}).status_code
+
+        for batch in range(2):
+            with ThreadPoolExecutor(8) as pool:
+                codes = list(pool.map(one, range(8 * batch, 8 * batch + 8)))
+            assert set(codes) <= {400, 503} and 400 in codes, codes
+        peak = _mib(proc.pid, "VmHWM")
+        after = _mib(proc.pid, "VmRSS")
+        ceiling = idle + 4 * 64
+        assert peak < ceiling, (idle, peak)
+        assert after < idle + 40, (idle, after)
+        rows = httpx.get(base + "/v1/episodic/transcript", params={"start": 1}).json()["rows"]
+        assert [r["role"] for r in rows] == ["user", "assistant"]  # the warm-up turn only
+    finally:
+        stop(proc)
+
+
+def test_slow_loris_connections_are_closed_by_the_served_server(
+    llm: FakeLLM, tmp_path: Path, nixx_home: Path
+) -> None:
+    """A real `nixx serve` with NIXX_REQUEST_TIMEOUT=1: connections that send nothing, a
+    header line at a time or a trickle of body are closed (the last after a 408) instead
+    of staying open for ever (20 were still open after 60 s); a genuine request on a
+    fresh connection is served throughout."""
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("NIXX_")}
+    env.update(NIXX_HOME=str(nixx_home), NIXX_CHAT_BASE_URL=llm.base_url,
+               NIXX_EMBED_PROVIDER="openai", NIXX_EMBED_BASE_URL=llm.base_url,
+               NIXX_EMBED_MODEL="fake-embed", NIXX_WORKSPACE=str(tmp_path),
+               NIXX_REQUEST_TIMEOUT="1")
+    proc = start(env, port)
+    try:
+        sends = [b"", b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n", b"GET /hea",
+                 b"POST /v1/intent HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json"
+                 b"\r\nContent-Length: 50\r\n\r\n{"]
+        socks = []
+        for data in sends * 5:
+            sock = socket.create_connection(("127.0.0.1", port))
+            sock.settimeout(30)  # far past the limit: the server must act first
+            if data:
+                sock.sendall(data)
+            socks.append((data, sock))
+        assert httpx.get(f"http://127.0.0.1:{port}/health").status_code == 200
+        for data, sock in socks:
+            with sock:
+                got = b""
+                while piece := sock.recv(65536):
+                    got += piece
+                if data.startswith(b"POST"):
+                    assert got.startswith(b"HTTP/1.1 408"), got
+                else:
+                    assert got == b"", got  # closed without an answer
+        assert httpx.get(f"http://127.0.0.1:{port}/health").status_code == 200
+    finally:
+        stop(proc)

@@ -14,6 +14,7 @@ from fastapi.testclient import TestClient
 from nixx.memory.prompts import RECALL_FRAMING, RECALL_HEADING, SYSTEM_PROMPT
 from nixx.server.app import create_app
 from nixx.testing.fake_llm import FakeLLM, Reply
+from nixx.testing.live_server import LOCAL
 from nixx.testing.pg_fixtures import *  # noqa: F403 - pg_server / pg_url fixtures
 
 from .conftest import Nixx, sent_prompt
@@ -88,7 +89,7 @@ def test_the_history_sent_and_the_query_row_are_not_recalled(nixx: Nixx, llm: Fa
 
 def test_budget_and_best_first(make_settings: Any, llm: FakeLLM) -> None:
     facts = [f"the garden shed code number {i} is {1000 + i} for the shed door" for i in range(12)]
-    with TestClient(create_app(make_settings(recall_tokens=60))) as client:
+    with TestClient(base_url=LOCAL, app=create_app(make_settings(recall_tokens=60))) as client:
         nixx = Nixx(client)
         for fact in facts:
             nixx.service.store.append_buffer("user", fact)
@@ -106,7 +107,7 @@ def test_budget_and_best_first(make_settings: Any, llm: FakeLLM) -> None:
         assert scores == sorted(scores, reverse=True)
         ctx = client.get("/v1/debug/context", params={"query": "garden shed code"}).json()
         assert ctx["budget_tokens"] == 60
-    with TestClient(create_app(make_settings(recall_tokens=0))) as client:
+    with TestClient(base_url=LOCAL, app=create_app(make_settings(recall_tokens=0))) as client:
         nixx = Nixx(client)
         say(nixx, llm, "what is the garden shed code for the shed door", "ok")
         assert RECALL_HEADING not in system_of(llm)
@@ -134,7 +135,7 @@ def local(make_settings: Any) -> Iterator[Nixx]:
     settings = make_settings(
         embed_provider="local", embed_model="all-MiniLM-L6-v2", recall_threshold=None
     )
-    with TestClient(create_app(settings)) as client:
+    with TestClient(base_url=LOCAL, app=create_app(settings)) as client:
         yield Nixx(client)
 
 
@@ -166,7 +167,7 @@ def both(request: pytest.FixtureRequest, make_settings: Any, tmp_path: Any) -> I
         url = f"sqlite:///{tmp_path}/fused.db"
     else:
         url = request.getfixturevalue("pg_url")
-    with TestClient(create_app(make_settings(db_url=url))) as client:
+    with TestClient(base_url=LOCAL, app=create_app(make_settings(db_url=url))) as client:
         yield Nixx(client)
 
 
@@ -268,7 +269,7 @@ def test_source_search_finds_the_read_cursor_passage(
     for name in ("nxc.md", "oplog.md", "sync.md", "channels.md"):
         shutil.copy(docs / name, workspace / "docs" / name)
     settings = make_settings(embed_provider="local", embed_model="all-MiniLM-L6-v2")
-    with TestClient(create_app(settings)) as client:
+    with TestClient(base_url=LOCAL, app=create_app(settings)) as client:
         llm.responder = lambda body: Reply(content="A summary.")
         assert client.post("/v1/ingest", json={"path": "docs"}).status_code == 200
         query = "how do replicas agree on the read cursor?"

@@ -19,6 +19,7 @@ from nixx.store import open_store
 from nixx.store.export_file import read_export, write_export
 from nixx.store.maintenance import reindex_store
 from nixx.testing.fake_llm import FakeLLM
+from nixx.testing.live_server import LOCAL
 from nixx.testing.pg_fixtures import *  # noqa: F403 - pg_server / pg_url fixtures
 
 from .conftest import Nixx
@@ -93,7 +94,7 @@ def test_turns_rows_get_vectors_in_the_background(
     make_settings: Any, llm: FakeLLM, db_url: str
 ) -> None:
     settings = make_settings(db_url=db_url)
-    with TestClient(create_app(settings)) as client:
+    with TestClient(base_url=LOCAL, app=create_app(settings)) as client:
         nixx = Nixx(client)
         talk(nixx, TEXTS)
         status = flush(nixx)
@@ -117,18 +118,18 @@ def test_backfill_after_a_restart_with_the_embedder_down_then_up(
 ) -> None:
     settings = make_settings(db_url=db_url)
     llm.fail_embeddings = True
-    with TestClient(create_app(settings)) as client:
+    with TestClient(base_url=LOCAL, app=create_app(settings)) as client:
         nixx = Nixx(client)
         talk(nixx, TEXTS[:2])  # turns work without the embedder
         status = flush(nixx)
         assert status["embedded"] == 0 and status["pending"] == 4
         assert "embeddings failing" in status["error"]
-    with TestClient(create_app(settings)) as client:  # restarted, embedder still down
+    with TestClient(base_url=LOCAL, app=create_app(settings)) as client:  # restarted, embedder still down
         nixx = Nixx(client)
         assert flush(nixx)["pending"] == 4
         assert vector_status(nixx)["error"] is not None
     llm.fail_embeddings = False
-    with TestClient(create_app(settings)) as client:  # restarted, embedder up: backfill
+    with TestClient(base_url=LOCAL, app=create_app(settings)) as client:  # restarted, embedder up: backfill
         nixx = Nixx(client)
         deadline = time.monotonic() + 60
         while (status := vector_status(nixx))["pending"] and time.monotonic() < deadline:
@@ -142,7 +143,7 @@ def test_the_queue_retries_after_a_failure_without_a_new_turn(
     make_settings: Any, llm: FakeLLM, db_url: str
 ) -> None:
     settings = make_settings(db_url=db_url)
-    with TestClient(create_app(settings)) as client:
+    with TestClient(base_url=LOCAL, app=create_app(settings)) as client:
         nixx = Nixx(client)
         queue = nixx.service.row_vectors
         queue.retry_min = 0.01  # back-off from 10 ms
@@ -160,7 +161,7 @@ def test_the_queue_waits_for_a_quiet_moment_and_not_forever(
     """While a request is busy (a search, a turn's recall) the queue does not embed;
     once it ends, the queue goes on; and a foreground that is never quiet delays a
     batch by `max_wait` at most."""
-    with TestClient(create_app(make_settings())) as client:
+    with TestClient(base_url=LOCAL, app=create_app(make_settings())) as client:
         nixx = Nixx(client)
         queue = nixx.service.row_vectors
         assert queue.foreground is nixx.service.foreground
@@ -188,7 +189,7 @@ def test_the_queue_waits_for_a_quiet_moment_and_not_forever(
 
 def test_reindex_re_embeds_buffer_rows(make_settings: Any, llm: FakeLLM, db_url: str) -> None:
     settings = make_settings(db_url=db_url)
-    with TestClient(create_app(settings)) as client:
+    with TestClient(base_url=LOCAL, app=create_app(settings)) as client:
         nixx = Nixx(client)
         talk(nixx, TEXTS)
         assert flush(nixx)["embedded"] == 6
@@ -217,7 +218,7 @@ def test_export_import_carries_row_vectors(
     make_settings: Any, llm: FakeLLM, db_url: str, tmp_path: Any
 ) -> None:
     settings = make_settings(db_url=db_url)
-    with TestClient(create_app(settings)) as client:
+    with TestClient(base_url=LOCAL, app=create_app(settings)) as client:
         nixx = Nixx(client)
         talk(nixx, TEXTS)
         assert flush(nixx)["embedded"] == 6
@@ -238,7 +239,7 @@ def test_export_import_carries_row_vectors(
         target.close()
     # a server on the imported store has nothing to embed
     before = len(llm.embed_requests)
-    with TestClient(create_app(make_settings(db_url=target_url))) as client:
+    with TestClient(base_url=LOCAL, app=create_app(make_settings(db_url=target_url))) as client:
         nixx = Nixx(client)
         assert flush(nixx)["pending"] == 0
     assert len(llm.embed_requests) == before

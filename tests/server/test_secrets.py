@@ -19,6 +19,7 @@ from nixx.config import Settings, load_settings
 from nixx.secret import reveal
 from nixx.server.app import create_app
 from nixx.testing.fake_llm import FakeLLM
+from nixx.testing.live_server import LOCAL
 
 from .conftest import Nixx
 
@@ -63,7 +64,7 @@ def test_the_keys_reach_the_backends_and_the_server_check(
     settings = make_settings(api_key=KEYS["NIXX_API_KEY"], chat_api_key=KEYS["NIXX_CHAT_API_KEY"],
                              embed_api_key=KEYS["NIXX_EMBED_API_KEY"])
     good = {"Authorization": f"Bearer {KEYS['NIXX_API_KEY']}"}
-    with TestClient(create_app(settings)) as client:
+    with TestClient(base_url=LOCAL, app=create_app(settings)) as client:
         r = client.post("/v1/chat/completions", headers=good, json={
             "model": "fake-model", "messages": [{"role": "user", "content": "hello there"}]})
         assert r.status_code == 200, r.text

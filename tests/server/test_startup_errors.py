@@ -262,3 +262,11 @@ def test_the_started_server_freezes_what_lives_as_long_as_it() -> None:
         assert asyncio.run(start_and_stop()) > 10_000
     finally:
         gc.unfreeze()
+
+
+def test_a_short_api_key_stops_serve_at_start_up(tmp_path: Path) -> None:
+    """A key a browser could guess (300 tries in 6 s once worked) is refused before the
+    server starts, saying how long it must be and how to make one; the key is not shown."""
+    out = nixx(tmp_path, "serve", "--port", str(_free_port()), NIXX_API_KEY="abc12345")
+    line = one_line_error(out, "NIXX_API_KEY", "at least 16", "secrets.token_urlsafe")
+    assert "abc12345" not in out.stderr and "abc12345" not in line

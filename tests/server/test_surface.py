@@ -9,6 +9,7 @@ from typing import Any
 from nixx import __version__
 from nixx.memory.prompts import INTENT_FRAMING, SYSTEM_PROMPT
 from nixx.testing.fake_llm import FakeLLM, Reply
+from nixx.testing.live_server import LOCAL
 
 from .conftest import Nixx, sent_memory
 from .test_chat import add_summary
@@ -82,7 +83,7 @@ def test_configured_model_wins(make_settings: Any, llm: FakeLLM) -> None:
 
     from nixx.server.app import create_app
 
-    with TestClient(create_app(make_settings(chat_model="pinned"))) as client:
+    with TestClient(base_url=LOCAL, app=create_app(make_settings(chat_model="pinned"))) as client:
         Nixx(client).chat("hi")
         assert llm.chat_requests[-1]["model"] == "pinned"
 

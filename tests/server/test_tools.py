@@ -14,6 +14,7 @@ from fastapi.testclient import TestClient
 
 from nixx.server.app import create_app
 from nixx.testing.fake_llm import FakeLLM, Reply, ToolCall
+from nixx.testing.live_server import LOCAL
 
 from .conftest import Nixx
 
@@ -142,7 +143,7 @@ def test_tool_loop_is_bounded(make_settings: Any, llm: FakeLLM) -> None:
         return Reply(content="giving up on tools")
 
     llm.responder = always_calls
-    with TestClient(create_app(make_settings(tool_max_rounds=3))) as client:
+    with TestClient(base_url=LOCAL, app=create_app(make_settings(tool_max_rounds=3))) as client:
         nixx = Nixx(client)
         r = nixx.chat("loop forever")
         assert r.status_code == 200
@@ -153,7 +154,7 @@ def test_tool_loop_is_bounded(make_settings: Any, llm: FakeLLM) -> None:
 
 
 def test_disabled_tools_are_not_offered(make_settings: Any, llm: FakeLLM) -> None:
-    with TestClient(create_app(make_settings(tools_write=False, tools_delete=False))) as client:
+    with TestClient(base_url=LOCAL, app=create_app(make_settings(tools_write=False, tools_delete=False))) as client:
         Nixx(client).chat("hi")
         names = {t["function"]["name"] for t in llm.chat_requests[-1]["tools"]}
         assert "write_file" not in names and "delete_file" not in names and "read_file" in names
@@ -201,7 +202,7 @@ def test_tool_choice_none_never_runs_a_tool_the_model_calls_anyway(
 def test_a_disabled_tool_called_anyway_does_not_run(
     make_settings: Any, llm: FakeLLM, workspace: Path
 ) -> None:
-    with TestClient(create_app(make_settings(tools_write=False))) as client:
+    with TestClient(base_url=LOCAL, app=create_app(make_settings(tools_write=False))) as client:
         llm.queue(
             Reply(tool_calls=[ToolCall("write_file", {"path": "w.txt", "content": "x"})]),
             Reply(content="ok"),
@@ -226,7 +227,7 @@ def test_write_file_cannot_plant_code_that_runs_later(
 def test_protected_paths_follow_the_setting(
     make_settings: Any, llm: FakeLLM, workspace: Path
 ) -> None:
-    with TestClient(create_app(make_settings(tools_protected="drafts/*"))) as client:
+    with TestClient(base_url=LOCAL, app=create_app(make_settings(tools_protected="drafts/*"))) as client:
         nixx = Nixx(client)
         assert "protected" in run_tool(
             nixx, llm, "write_file", {"path": "drafts/a", "content": "x"}

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from nixx.server.app import create_app
 from nixx.testing.fake_llm import FakeLLM, Reply
-from nixx.testing.live_server import LiveServer
+from nixx.testing.live_server import LOCAL, LiveServer
 
 from .conftest import Nixx, standalone_settings
 from .test_failures import assert_envelope
@@ -160,7 +160,7 @@ def shared_nixx(tmp_path_factory: pytest.TempPathFactory) -> Any:
     base = tmp_path_factory.mktemp("values")
     with FakeLLM() as llm:
         s = standalone_settings(base, llm)
-        with TestClient(create_app(s)) as client:
+        with TestClient(base_url=LOCAL, app=create_app(s)) as client:
             yield Nixx(client)
 
 
@@ -187,7 +187,10 @@ def test_errors_never_reset_the_keep_alive_connection(settings: Any, llm: FakeLL
             for _ in range(2):
                 assert client.get(f"/v1/sources/{BIG}").status_code == 400
                 assert client.get("/v1/nothing").status_code == 404
-                assert client.post("/v1/chat/completions", content=b"{bad").status_code == 400
+                assert client.post("/v1/chat/completions", content=b"{bad",
+                                   headers={"Content-Type": "application/json"}).status_code == 400
+                # a body that does not say it is JSON: 415, and the connection still stands
+                assert client.post("/v1/chat/completions", content=b"{bad").status_code == 415
                 r = client.post(
                     "/v1/chat/completions",
                     content=b'{"model":"m","messages":[{"role":"user","content":"x"}],"top_p":NaN}',

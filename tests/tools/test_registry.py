@@ -109,6 +109,19 @@ def test_values_no_store_can_take_are_refused_not_failed(make_registry, name, ar
     assert "failed unexpectedly" not in out
 
 
+@pytest.mark.parametrize("arguments", [
+    '{"start": 9223372036854775807}',
+    '{"start": 9223372036854775800}',
+    '{"start": 9223372036854775800, "end": 9223372036854775807}',
+])
+def test_a_start_near_the_largest_id_is_an_answer_not_an_overflow(make_registry, store, arguments):
+    """In range, but start + 49 rows was not: "failed unexpectedly (OverflowError)"."""
+    store.append_buffer("user", "one row")
+    out = make_registry().execute("view_transcript", arguments)
+    assert out.startswith("no transcript rows from id 92233720368547758"), out
+    assert "(the newest row is 1)" in out
+
+
 def test_the_built_in_agent_offers_the_servers_file_tools(make_registry):
     # one definition of each file tool: what nixx serve offers is what an nxc agent gets
     from nixx.nxc.delivery.builtin_runtime import FILE_TOOLS, file_tool_spec

@@ -178,13 +178,13 @@ def test_a_cross_site_form_post_is_refused(
 def test_the_key_is_required_when_the_server_has_one(
     llm: FakeLLM, workspace: Path, page: Any
 ) -> None:
-    with make_server(llm, workspace, api_key="sekrit-key-123") as server:
+    with make_server(llm, workspace, api_key="sekrit-key-123456") as server:
         page.goto(server.base_url + "/ui/settings")
         assert page.url.endswith("/ui/login")
         page.fill("input[name=key]", "wrong")
         page.click("main form button")
         assert "wrong key" in page.locator("p.error").inner_text()
-        page.fill("input[name=key]", "sekrit-key-123")
+        page.fill("input[name=key]", "sekrit-key-123456")
         page.click("main form button")
         assert page.url.endswith("/ui")
         cookies = page.context.cookies()

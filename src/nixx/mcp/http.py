@@ -4,8 +4,10 @@ Memory tools call the app's own routes in process (an ASGI transport, no socket)
 run the same service methods and return the same shapes as over HTTP and stdio. Agent-chat
 tools are there when the server's workspace (`NIXX_WORKSPACE`) has a `.nxs/db.sqlite`;
 they act as the server process's handle (`NXC_ACTOR`, else `$USER`). `/mcp` sits behind
-the API key like every other route (`nixx.server.auth`); on loopback the SDK also checks
-the `Host` and `Origin` headers (DNS-rebinding protection).
+the API key and the Host/Origin/JSON check like every other route (`nixx.server.auth`,
+`nixx.server.guard`: the SDK's own DNS-rebinding check is off, since it covered only some
+bound addresses). It runs stateless: every request stands alone, so there is no table of
+sessions for clients to fill (the SDK's 10,000-session cap once locked every client out).
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from typing import Any
 from nixx.config import Settings
 
 PATH = "/mcp"
-INTERNAL_URL = "http://nixx.internal"
+INTERNAL_URL = "http://127.0.0.1"  # in process (an ASGI transport): a loopback Host
 
 
 class MCPEndpoint:
@@ -79,7 +81,12 @@ class _LazyMCP:
         db = workspace_log(settings)
         chat = ChatTools(db=db, cwd=str(settings.workspace)) if db else None
         server = build_server(memory=self.memory, chat=chat)
-        server.streamable_http_app(streamable_http_path=PATH, host=settings.host)
+        from mcp.server.transport_security import TransportSecuritySettings
+
+        server.streamable_http_app(
+            streamable_http_path=PATH, stateless_http=True,
+            transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
+        )
         manager = server.session_manager
         try:
             async with manager.run():

@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, Any
 
 from anyio import to_thread
 
-from nixx.errors import BackendError, NixxError
+from nixx.errors import BackendError, ContextLengthExceeded, NixxError
 from nixx.llm.facts import context_from_error, is_overflow
 from nixx.llm.stream import StreamAccumulator
 from nixx.memory.history import (
@@ -157,6 +157,24 @@ def _reserve(body: dict[str, Any], context_length: int) -> int:
     return min(1024, context_length // 4)
 
 
+def _check_fits(messages: list[dict[str, Any]], body: dict[str, Any], context_length: int) -> None:
+    """Refuse, before anything is stored or sent, a last message that alone is larger
+    than the context window less the answer's reserve: trimming keeps the last message
+    always, so it would go to the backend whole (a 10 MiB message did, to an 8,192-token
+    model), and be stored, indexed, embedded and summarised on the way."""
+    if not messages:
+        return
+    room = context_length - _reserve(body, context_length)
+    cost = estimate_tokens(messages[-1])
+    if cost > room:
+        raise ContextLengthExceeded(
+            f"the last message is about {cost} tokens; the backend's context window is "
+            f"{context_length} (NIXX_CHAT_CONTEXT_LENGTH), {room} of them for the messages "
+            "once the answer's share is kept: send less",
+            param=f"messages.{len(messages) - 1}.content",
+        )
+
+
 async def run_turn(
     parts: TurnParts,
     body: dict[str, Any],
@@ -187,6 +205,7 @@ async def run_turn(
         query = _kept(query, remembered)
     leading, history = split_leading_system(messages)
     history_count = sum(1 for m in history if m.get("role") in ("user", "assistant"))
+    _check_fits(messages, body, settings.chat_context_length)
 
     # 1-2. two worker threads side by side: (a) write the user's message (fsync'd
     #    before the LLM is called) and read the intent; (b) the rankers of recall (full

@@ -73,7 +73,9 @@ def create_app(settings: Settings) -> FastAPI:
     install_error_handlers(app)
     install_openapi(app)
     include_routes(app)
-    app.add_middleware(RequestSizeLimit, max_bytes=settings.max_request_bytes)
+    app.add_middleware(RequestSizeLimit, max_bytes=settings.max_request_bytes,
+                       body_timeout=settings.request_timeout,
+                       max_inflight=settings.max_inflight_bytes)
     from nixx.mcp.http import PATH, MCPEndpoint
 
     # an ASGI app, not a request handler: Starlette runs a non-function endpoint as one
@@ -81,11 +83,19 @@ def create_app(settings: Settings) -> FastAPI:
     from nixx.web.routes import router as web_router
 
     app.include_router(web_router)
+    from nixx.web.security import Sessions, SignInThrottle
+
+    app.state.web_sessions = Sessions()  # the page's signed-in browsers (with a key)
+    app.state.web_throttle = SignInThrottle()
     if settings.api_key:
         from nixx.server.auth import APIKeyMiddleware
 
-        app.add_middleware(APIKeyMiddleware, api_key=settings.api_key)
+        app.add_middleware(APIKeyMiddleware, api_key=settings.api_key,
+                           sessions=app.state.web_sessions)
     from nixx.server.errors import ErrorBarrier
+    from nixx.server.guard import RequestGuard
 
+    # Host, Origin and body type, before the key: one check for every route
+    app.add_middleware(RequestGuard, bound=settings.host, allowed_hosts=settings.allowed_hosts)
     app.add_middleware(ErrorBarrier)  # added last: the outermost
     return app

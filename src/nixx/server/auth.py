@@ -2,8 +2,8 @@
 ``Authorization: Bearer <key>`` or ``x-api-key: <key>`` (Anthropic's header, which its
 SDK and Claude Code send); others get 401 with the error envelope of the path
 (`nixx.server.errors.envelope_for`).
-The web page (``/`` and ``/ui/...``) also accepts the sign-in cookie of
-`nixx.web.security`, and sends a browser without one to the sign-in form instead.
+The web page (``/`` and ``/ui/...``) also accepts a signed-in browser's session cookie
+(`nixx.web.security.Sessions`), and sends a browser without one to the sign-in form.
 A plain ASGI middleware (it does not buffer responses, so streaming is untouched)."""
 
 from __future__ import annotations
@@ -17,12 +17,16 @@ from nixx.server.errors import send_error, send_response
 if TYPE_CHECKING:
     from pydantic import SecretStr
 
+    from nixx.web.security import Sessions
+
 OPEN_PATHS = frozenset({"/health"})
+MIN_KEY_LENGTH = 16  # characters; a shorter NIXX_API_KEY stops `nixx serve` at start-up
 
 
 class APIKeyMiddleware:
-    def __init__(self, app: Any, api_key: SecretStr | str) -> None:
+    def __init__(self, app: Any, api_key: SecretStr | str, sessions: Sessions) -> None:
         self.app = app
+        self.sessions = sessions
         self._api_key = api_key  # revealed only to compare (hmac.compare_digest)
         self._key = (reveal(api_key) or "").encode()
 
@@ -62,9 +66,9 @@ class APIKeyMiddleware:
 
     async def _page(self, scope: dict[str, Any], receive: Any, send: Any, path: str,
                     cookie: bytes) -> None:
-        from nixx.web.security import LOGIN_PATH, OPEN_UI_PATHS, has_session
+        from nixx.web.security import LOGIN_PATH, OPEN_UI_PATHS
 
-        if path in OPEN_UI_PATHS or has_session(cookie.decode("latin-1"), self._api_key):
+        if path in OPEN_UI_PATHS or self.sessions.from_cookies(cookie.decode("latin-1")):
             await self.app(scope, receive, send)
             return
         await send_response(send, 303, b"", [(b"location", LOGIN_PATH.encode())])

@@ -21,11 +21,23 @@ SHUTDOWN_WRITES_TIMEOUT = 10.0  # seconds a forced shutdown waits for turns to s
 
 
 def check_bind(settings: Settings) -> None:
+    """The start-up checks of what `nixx serve` is asked to expose: a non-loopback address
+    needs a key, and a key must be long enough not to be guessed."""
     if not settings.is_loopback and not settings.api_key:
         raise ConfigError(
             f"refusing to bind {settings.host}: a non-loopback address needs NIXX_API_KEY "
             "(set it, or bind 127.0.0.1)"
         )
+    if settings.api_key:
+        from nixx.secret import reveal
+        from nixx.server.auth import MIN_KEY_LENGTH
+
+        length = len(reveal(settings.api_key) or "")
+        if length < MIN_KEY_LENGTH:
+            raise ConfigError(
+                f"NIXX_API_KEY is {length} characters; it must be at least {MIN_KEY_LENGTH} "
+                "(make one with: python3 -c 'import secrets; print(secrets.token_urlsafe(32))')"
+            )
 
 
 #: BLAS thread pools limited to one thread for the server process (an explicit value in
@@ -186,6 +198,56 @@ def _server_class():  # type: ignore[no-untyped-def]
     return Server
 
 
+def _protocol_class(header_timeout: float):  # type: ignore[no-untyped-def]
+    from uvicorn.protocols.http.h11_impl import H11Protocol
+
+    class Protocol(H11Protocol):  # type: ignore[misc]
+        """uvicorn's HTTP/1.1, with a time limit on a request's headers: from the moment a
+        connection is made, and again after each answer, the next request's headers must
+        arrive within `header_timeout` seconds, else the connection is closed. uvicorn
+        has none: a client trickling a header line, or sending nothing, held its
+        connection for ever (slow loris). The body has its own limit
+        (`nixx.server.limits`)."""
+
+        _header_timer: Any = None
+
+        def connection_made(self, transport: Any) -> None:
+            super().connection_made(transport)
+            self._arm()
+
+        def data_received(self, data: bytes) -> None:
+            super().data_received(data)
+            if self._in_request():
+                self._disarm()
+
+        def on_response_complete(self) -> None:
+            super().on_response_complete()
+            self._arm()
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            self._disarm()
+            super().connection_lost(exc)
+
+        def _in_request(self) -> bool:
+            return self.cycle is not None and not self.cycle.response_complete
+
+        def _arm(self) -> None:
+            self._disarm()
+            self._header_timer = self.loop.call_later(header_timeout, self._too_slow)
+
+        def _disarm(self) -> None:
+            if self._header_timer is not None:
+                self._header_timer.cancel()
+                self._header_timer = None
+
+        def _too_slow(self) -> None:
+            self._header_timer = None
+            if not self._in_request() and not self.transport.is_closing():
+                self.transport.close()
+
+    return Protocol
+
+
 def serve(settings: Settings) -> None:
     limit_blas_threads()
     import uvicorn
@@ -198,6 +260,7 @@ def serve(settings: Settings) -> None:
     with server_lock(settings):
         app = create_app(settings)
         config = uvicorn.Config(
-            app, host=settings.host, port=settings.port, log_level=settings.log_level
+            app, host=settings.host, port=settings.port, log_level=settings.log_level,
+            http=_protocol_class(settings.request_timeout),
         )
         _server_class()(config).run()

@@ -17,6 +17,11 @@ from typing import Any, TypeVar
 
 T = TypeVar("T")
 
+#: The base URL for a client of the app in process (Starlette's `TestClient`): a loopback
+#: ``Host``, which the server's Host check accepts (TestClient's default ``testserver`` is
+#: no name this server answers to).
+LOCAL = "http://127.0.0.1"
+
 
 class LiveServer:
     def __init__(self, app: Any, *, startup_timeout: float = 30.0) -> None:

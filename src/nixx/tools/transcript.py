@@ -10,6 +10,7 @@ from __future__ import annotations
 from nixx.errors import ValidationError
 from nixx.store.base import MemoryStore
 from nixx.store.records import BufferRow
+from nixx.values import MAX_ID
 
 SEARCH_MAX_LIMIT = 50
 SNIPPET_CHARS = 500
@@ -49,7 +50,7 @@ def view_transcript(store: MemoryStore, start: int, end: int | None = None) -> s
         raise ValidationError("start must be a buffer id of 1 or more")
     if end is not None and end < start:
         raise ValidationError(f"end ({end}) is before start ({start})")
-    capped_end = start + VIEW_MAX_ROWS - 1
+    capped_end = min(start + VIEW_MAX_ROWS - 1, MAX_ID)  # ids end at 2^63-1: so does the range
     want_end = capped_end if end is None else min(end, capped_end)
     rows = store.get_buffer(start, want_end)
     if not rows:

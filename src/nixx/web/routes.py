@@ -15,7 +15,7 @@ import os
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs, quote
+from urllib.parse import parse_qs
 
 from fastapi import APIRouter, Request
 from fastapi.responses import FileResponse, HTMLResponse, RedirectResponse, Response
@@ -23,7 +23,14 @@ from fastapi.responses import FileResponse, HTMLResponse, RedirectResponse, Resp
 from nixx.errors import NixxError, NotFound, ValidationError
 from nixx.secret import reveal
 from nixx.server import shapes
-from nixx.web.security import LOGIN_PATH, SESSION_COOKIE, CsrfGuard, session_value
+from nixx.web.security import (
+    LOGIN_PATH,
+    NOTICES,
+    SESSION_COOKIE,
+    CsrfGuard,
+    cookie_value,
+    notice_text,
+)
 
 HERE = Path(__file__).parent
 PAGE_ROWS = 50
@@ -65,11 +72,21 @@ def _service(request: Request) -> Any:
     return request.app.state.service
 
 
+def _session(request: Request) -> str | None:
+    """The browser's session token: "" when the page is open (no API key), None when a key
+    is set and the browser is not signed in, else its valid token."""
+    if not request.app.state.settings.api_key:
+        return ""
+    return request.app.state.web_sessions.from_cookies(request.headers.get("cookie", ""))  # type: ignore[no-any-return]
+
+
 def render(request: Request, name: str, code: int = 200, **context: Any) -> HTMLResponse:
-    context.setdefault("notice", request.query_params.get("notice"))
+    query = request.query_params
+    context.setdefault("notice", notice_text(query.get("notice"), query.get("n")))
     context.setdefault("error", None)
-    context["csrf"] = _guard(request).token()
-    context["signed_in"] = bool(request.app.state.settings.api_key) and request.url.path != LOGIN_PATH
+    session = _session(request)
+    context["csrf"] = _guard(request).token(session) if session is not None else ""
+    context["signed_in"] = bool(session)
     context["path"] = request.url.path
     service = getattr(request.app.state, "service", None)
     context["failing"] = service.failing() if service is not None else {}
@@ -85,26 +102,30 @@ def render(request: Request, name: str, code: int = 200, **context: Any) -> HTML
     return response
 
 
-def back(url: str, notice: str | None = None) -> RedirectResponse:
+def back(url: str, notice: str | None = None, n: int | None = None) -> RedirectResponse:
+    """The redirect after a change; `notice` is a code of `NOTICES` (the page shows its
+    text: an address never puts words of its own on a page)."""
     if notice:
-        url += ("&" if "?" in url else "?") + "notice=" + quote(notice)
+        assert notice in NOTICES, notice
+        url += ("&" if "?" in url else "?") + "notice=" + notice
+        if n is not None:
+            url += f"&n={n}"
     return RedirectResponse(url, status_code=303)
 
 
-async def form(request: Request) -> dict[str, str]:
-    """The posted form (urlencoded), after the cross-site check; raises `_Refused`."""
+async def form(request: Request, *, token: bool = True) -> dict[str, str]:
+    """The posted form (urlencoded), after the form-token check (`token`; where it came
+    from was checked by `nixx.server.guard`); raises `_Refused`."""
     body = await request.body()
     if len(body) > FORM_MAX_BYTES:
         raise ValidationError("the form is too large")
     fields = {k: v[-1] for k, v in parse_qs(body.decode("utf-8", "replace")).items()}
-    why = _guard(request).check(
-        fields.get("csrf"),
-        host=request.headers.get("host", ""),
-        origin=request.headers.get("origin"),
-        fetch_site=request.headers.get("sec-fetch-site"),
-    )
-    if why is not None:
-        raise _Refused(why)
+    if token:
+        session = _session(request)
+        why = (_guard(request).check(fields.get("csrf"), session) if session is not None
+               else "sign in first")
+        if why is not None:
+            raise _Refused(why)
     return fields
 
 
@@ -113,12 +134,12 @@ class _Refused(Exception):
 
 
 async def submit(
-    request: Request, act: Callable[[dict[str, str]], Awaitable[Response]]
+    request: Request, act: Callable[[dict[str, str]], Awaitable[Response]], *, token: bool = True
 ) -> Response:
-    """Every POST of the pages: the form (after the cross-site check), then `act(fields)`;
+    """Every POST of the pages: the form (after the token check), then `act(fields)`;
     a refused form or a `NixxError` from either renders the error page (`_failure`)."""
     try:
-        return await act(await form(request))
+        return await act(await form(request, token=token))
     except (_Refused, NixxError) as exc:
         return _failure(request, exc)
 
@@ -162,27 +183,42 @@ async def login_page(request: Request) -> HTMLResponse:
 
 @router.post(LOGIN_PATH)
 async def login(request: Request) -> Response:
+    """Sign in: no form token (a signed-out visitor is shown none; where the post came from
+    is checked by the guard), wrong keys throttled per address, a new session each time."""
     import hmac
 
     async def act(fields: dict[str, str]) -> Response:
-        key = request.app.state.settings.api_key
+        state = request.app.state
+        key = state.settings.api_key
         if not key:
             return back("/ui")
+        address = request.client.host if request.client else "?"
+        wait = state.web_throttle.wait(address)
+        if wait > 0:
+            response = render(request, "login.html", code=429, title="Sign in",
+                              error=f"too many wrong keys from {address}: try again in "
+                              f"{int(wait) + 1} s")
+            response.headers["Retry-After"] = str(int(wait) + 1)
+            return response
         if not hmac.compare_digest(fields.get("key", "").encode(), (reveal(key) or "").encode()):
+            state.web_throttle.failed(address)
             return render(request, "login.html", code=401, title="Sign in",
                           error="wrong key: give the server's NIXX_API_KEY")
-        response = back("/ui")
-        response.set_cookie(SESSION_COOKIE, session_value(key), httponly=True,
-                            samesite="strict", path="/", secure=request.url.scheme == "https")
-        return response
+        sessions = state.web_sessions
+        sessions.end(cookie_value(request.headers.get("cookie", "")))  # rotated: never reused
+        signed_in = back("/ui")
+        signed_in.set_cookie(SESSION_COOKIE, sessions.start(), httponly=True,
+                             samesite="strict", path="/", secure=request.url.scheme == "https")
+        return signed_in
 
-    return await submit(request, act)
+    return await submit(request, act, token=False)
 
 
 @router.post("/ui/logout")
 async def logout(request: Request) -> Response:
     async def act(fields: dict[str, str]) -> Response:
-        response = back(LOGIN_PATH)
+        request.app.state.web_sessions.end(cookie_value(request.headers.get("cookie", "")))
+        response = back(LOGIN_PATH, "signed-out")
         response.delete_cookie(SESSION_COOKIE, path="/")
         return response
 
@@ -276,7 +312,7 @@ async def edit_summary(request: Request, summary_id: str) -> Response:
         entities = _entities(fields.get("entities", ""))
         await _service(request).update_summary(sid, content=fields.get("content"), tags=tags,
                                                entities=entities)
-        return back(f"/ui/summaries/{sid}", "summary saved and re-embedded")
+        return back(f"/ui/summaries/{sid}", "summary-saved")
 
     return await submit(request, act)
 
@@ -302,7 +338,7 @@ async def delete_summary(request: Request, summary_id: str) -> Response:
     async def act(fields: dict[str, str]) -> Response:
         sid = _int(summary_id, "summary_id")
         await _service(request).forget_summary(sid)
-        return back("/ui/summaries", f"summary {sid} deleted")
+        return back("/ui/summaries", "summary-deleted", sid)
 
     return await submit(request, act)
 
@@ -334,7 +370,7 @@ async def delete_source(request: Request, source_id: str) -> Response:
     async def act(fields: dict[str, str]) -> Response:
         sid = _int(source_id, "source_id")
         await _service(request).forget_source(sid)
-        return back("/ui/sources", f"source {sid} deleted with its memories")
+        return back("/ui/sources", "source-deleted", sid)
 
     return await submit(request, act)
 
@@ -402,15 +438,15 @@ async def set_intent(request: Request) -> Response:
         action = fields.get("action", "set")
         if action == "clear":
             await service.clear_intent()
-            return back("/ui/settings", "intent cleared")
+            return back("/ui/settings", "intent-cleared")
         if action == "derive":
             await service.derive_intent()
-            return back("/ui/settings", "intent derived from the current session")
+            return back("/ui/settings", "intent-derived")
         text = fields.get("intent", "").strip()
         if not text:
             raise ValidationError("write the intent, or clear it", param="intent")
         await service.set_intent(text)
-        return back("/ui/settings", "intent set")
+        return back("/ui/settings", "intent-set")
 
     return await submit(request, act)
 
@@ -421,7 +457,7 @@ async def save_settings(request: Request) -> Response:
         interval = _int(fields.get("interval"), "interval")
         recall = fields.get("recall") == "on"
         await _service(request).configure(interval=interval, recall=recall)
-        return back("/ui/settings", "settings saved")
+        return back("/ui/settings", "settings-saved")
 
     return await submit(request, act)
 

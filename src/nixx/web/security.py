@@ -2,14 +2,21 @@
 
 - **Access.** With no API key (the loopback default) the page is open, like the API.
   With ``NIXX_API_KEY`` set, a browser signs in once on ``/ui/login`` with the key; the
-  answer sets a cookie holding an HMAC of the key (never the key itself), ``HttpOnly``
-  (no script reads it) and ``SameSite=Strict`` (no other site's page sends it). The API
-  key middleware (`nixx.server.auth`) accepts that cookie for ``/ui`` paths only: the
-  JSON API still needs the bearer header.
+  answer sets a cookie holding a new random session token (`Sessions`: made at each
+  sign-in, forgotten at sign-out, after `SESSION_LIFETIME` and when the server stops),
+  ``HttpOnly`` (no script reads it) and ``SameSite=Strict`` (no other site's page sends
+  it). The API key middleware (`nixx.server.auth`) accepts that cookie for ``/ui`` paths
+  only: the JSON API still needs the bearer header.
+- **Guessing.** Wrong keys are counted per client address (`SignInThrottle`): after
+  `MAX_FAILURES` within `FAILURE_WINDOW` seconds, every sign-in from there — the right key
+  too — is refused with 429 until the oldest failure is that old.
 - **Cross-site posts.** Every form that changes something carries a token, an HMAC of a
-  secret made when the server starts; another site's page cannot read it, so its
-  forged post is refused with 403. A post whose ``Origin`` (or ``Sec-Fetch-Site``) says
-  it came from elsewhere is refused too, token or not.
+  secret made when the server starts and of the browser's session (of nothing when the
+  page is open); a signed-out visitor is shown none. Another site's page cannot read it,
+  so its forged post is refused with 403. Where a post comes from (``Origin``,
+  ``Sec-Fetch-Site``) is checked before, for every route, by `nixx.server.guard`.
+- **Notices.** A page shows a notice from a fixed list (`NOTICES`), named by its code in
+  ``?notice=``; anything else in the address shows nothing.
 """
 
 from __future__ import annotations
@@ -17,54 +24,134 @@ from __future__ import annotations
 import hashlib
 import hmac
 import secrets
-from urllib.parse import urlsplit
-
-from nixx.secret import reveal
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from pydantic import SecretStr
+import time
+from collections import OrderedDict, deque
+from collections.abc import Callable
 
 SESSION_COOKIE = "nixx_ui"
 UI_PREFIX = "/ui"
 LOGIN_PATH = "/ui/login"
 OPEN_UI_PATHS = frozenset({LOGIN_PATH, "/ui/static/style.css"})
+SESSION_LIFETIME = 7 * 24 * 3600.0  # seconds a sign-in lasts
+MAX_SESSIONS = 100  # signed-in browsers kept; the oldest is signed out past it
+MAX_FAILURES = 5  # wrong keys from one address ...
+FAILURE_WINDOW = 60.0  # ... within this many seconds, then sign-in waits
+MAX_TRACKED_ADDRESSES = 1024
+
+#: ``?notice=<code>`` → the text shown; ``{n}`` is the page's ``?n=`` number.
+NOTICES = {
+    "intent-set": "intent set",
+    "intent-cleared": "intent cleared",
+    "intent-derived": "intent derived from the current session",
+    "settings-saved": "settings saved",
+    "summary-saved": "summary saved and re-embedded",
+    "summary-deleted": "summary {n} deleted",
+    "source-deleted": "source {n} deleted with its memories",
+    "signed-out": "signed out",
+}
 
 
-def session_value(api_key: SecretStr | str) -> str:
-    """The cookie value that proves the browser was given the key."""
-    key = (reveal(api_key) or "").encode()
-    return hmac.new(key, b"nixx-ui-session-v1", hashlib.sha256).hexdigest()
+def notice_text(code: str | None, number: str | None) -> str | None:
+    """The notice a page shows for ``?notice=code&n=number``: None unless `code` is known;
+    ``{n}`` is filled only with a whole number."""
+    text = NOTICES.get(code or "")
+    if text is None:
+        return None
+    if "{n}" in text:
+        if not (number or "").isdigit() or len(number or "") > 19:
+            return text.replace(" {n}", "")
+        return text.replace("{n}", str(int(number or "0")))
+    return text
 
 
-def has_session(cookie_header: str, api_key: SecretStr | str) -> bool:
-    want = session_value(api_key)
+def cookie_value(cookie_header: str) -> str | None:
     for part in cookie_header.split(";"):
         name, _, value = part.strip().partition("=")
-        if name == SESSION_COOKIE and hmac.compare_digest(value.strip(), want):
-            return True
-    return False
+        if name == SESSION_COOKIE:
+            return value.strip()
+    return None
+
+
+class Sessions:
+    """The signed-in browsers of one server process: random tokens (their SHA-256 kept,
+    never the token), each valid until sign-out or `SESSION_LIFETIME`."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self._clock = clock
+        self._until: OrderedDict[str, float] = OrderedDict()
+
+    @staticmethod
+    def _digest(token: str) -> str:
+        return hashlib.sha256(token.encode()).hexdigest()
+
+    def start(self) -> str:
+        token = secrets.token_urlsafe(32)
+        self._until[self._digest(token)] = self._clock() + SESSION_LIFETIME
+        while len(self._until) > MAX_SESSIONS:
+            self._until.popitem(last=False)
+        return token
+
+    def valid(self, token: str | None) -> bool:
+        if not token:
+            return False
+        digest = self._digest(token)
+        until = self._until.get(digest)
+        if until is None:
+            return False
+        if until <= self._clock():
+            del self._until[digest]
+            return False
+        return True
+
+    def from_cookies(self, cookie_header: str) -> str | None:
+        """The session token of a ``Cookie`` header when it is a valid one, else None."""
+        token = cookie_value(cookie_header)
+        return token if self.valid(token) else None
+
+    def end(self, token: str | None) -> None:
+        if token:
+            self._until.pop(self._digest(token), None)
+
+
+class SignInThrottle:
+    """Wrong keys per client address: `MAX_FAILURES` within `FAILURE_WINDOW`, then wait."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self._clock = clock
+        self._failures: OrderedDict[str, deque[float]] = OrderedDict()
+
+    def wait(self, address: str) -> float:
+        """Seconds before `address` may try again (0: now)."""
+        failures = self._failures.get(address)
+        if not failures:
+            return 0.0
+        now = self._clock()
+        while failures and failures[0] <= now - FAILURE_WINDOW:
+            failures.popleft()
+        if len(failures) < MAX_FAILURES:
+            return 0.0
+        return max(failures[0] + FAILURE_WINDOW - now, 0.001)
+
+    def failed(self, address: str) -> None:
+        failures = self._failures.setdefault(address, deque(maxlen=MAX_FAILURES))
+        self._failures.move_to_end(address)
+        failures.append(self._clock())
+        while len(self._failures) > MAX_TRACKED_ADDRESSES:
+            self._failures.popitem(last=False)
 
 
 class CsrfGuard:
-    """Tokens for the forms of one server process."""
+    """Tokens for the forms of one server process, bound to the browser's session."""
 
     def __init__(self, secret: bytes | None = None) -> None:
         self._secret = secret or secrets.token_bytes(32)
 
-    def token(self) -> str:
-        return hmac.new(self._secret, b"nixx-ui-form-v1", hashlib.sha256).hexdigest()
+    def token(self, session: str = "") -> str:
+        return hmac.new(self._secret, b"nixx-ui-form-v2:" + session.encode(),
+                        hashlib.sha256).hexdigest()
 
-    def check(self, token: str | None, *, host: str, origin: str | None, fetch_site: str | None
-              ) -> str | None:
-        """None when the post is genuine, else why it is refused."""
-        if fetch_site and fetch_site not in ("same-origin", "none"):
-            return f"a form posted from another site ({fetch_site}) was refused"
-        if origin and origin != "null":
-            if urlsplit(origin).netloc.lower() != host.lower():
-                return f"a form posted from {origin} was refused: only this page may post"
-        elif origin == "null":
-            return "a form posted from an opaque origin was refused"
-        if not token or not hmac.compare_digest(token, self.token()):
+    def check(self, token: str | None, session: str = "") -> str | None:
+        """None when the form's token is the one of this session, else why it is refused."""
+        if not token or not hmac.compare_digest(token, self.token(session)):
             return "the form's token is missing or stale: reload the page and try again"
         return None
