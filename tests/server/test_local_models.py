@@ -15,6 +15,7 @@ import pytest
 from nixx.memory.history import estimate_tokens, text_of
 from nixx.memory.prompts import INTENT_FRAMING, INTENT_PROMPT, SUMMARY_PROMPT
 from nixx.testing.fake_llm import FakeLLM, Reply
+from nixx.testing.live_server import LOCAL
 
 from .conftest import Nixx, sent_prompt
 from .test_chat import sse_chunks
@@ -142,7 +143,7 @@ def _conversation(make_settings: Any, llm: FakeLLM, layout: str, tmp: Any) -> li
         summary_interval=400,
         db_url=f"sqlite:///{tmp}/{layout}.db",
     )
-    with TestClient(create_app(settings)) as client:
+    with TestClient(create_app(settings), base_url=LOCAL) as client:
         nixx = Nixx(client)
         # an earlier session about the same topics: what recall finds
         for n, topic in enumerate(TOPICS * 2):
@@ -192,7 +193,7 @@ def test_the_seed_layout_stays_available(make_settings: Any, llm: FakeLLM) -> No
 
     from nixx.server.app import create_app
 
-    with TestClient(create_app(make_settings(prompt_layout="system"))) as client:
+    with TestClient(create_app(make_settings(prompt_layout="system")), base_url=LOCAL) as client:
         client.post("/v1/intent", json={"intent": "Ship the release."})
         Nixx(client).chat("hello")
         sent = llm.chat_requests[-1]["messages"]
@@ -383,7 +384,7 @@ def test_the_context_length_is_learned_from_the_backend(
     for n in range(40):
         history += [{"role": "user", "content": f"question {n} " + "words " * 60},
                     {"role": "assistant", "content": f"answer {n} " + "words " * 60}]
-    with TestClient(create_app(make_settings())) as client:
+    with TestClient(create_app(make_settings()), base_url=LOCAL) as client:
         r = Nixx(client).chat("the newest question", history=history)
         assert r.status_code == 200, r.text
         sent = llm.chat_requests[-1]["messages"]
@@ -489,7 +490,7 @@ def test_no_backend_names_the_config_file_read(
     for written in (False, True):
         if written:
             config.write_text("summary_interval = 500\n")
-        with TestClient(create_app(make_settings(chat_base_url=url))) as client:
+        with TestClient(create_app(make_settings(chat_base_url=url)), base_url=LOCAL) as client:
             r = Nixx(client).chat("hello")
             message = assert_envelope(r.json(), "backend_unavailable")["message"]
             assert str(config) in message

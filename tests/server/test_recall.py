@@ -5,6 +5,7 @@ and unrelated-question cases need meaning, so they run the real local embedder."
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from typing import Any
 
@@ -249,8 +250,10 @@ def test_recall_follows_search_and_says_why(both: Nixx, llm: FakeLLM) -> None:
     assert [x["id"] for x in ctx["recalled"]] == [i for i in above if i in recalled]
     assert above[0] == biscuit.id
     # and the turn itself recalls it
-    say(both, llm, question, "A garden hose.")
-    assert "Biscuit chewed through the garden hose" in system_of(llm)
+    r = say(both, llm, question, "A garden hose.")
+    assert biscuit.id in [x["id"] for x in r.json()["nixx"]["recalled"]]
+    turn = next(b for b in reversed(llm.chat_requests) if question in json.dumps(b))
+    assert "Biscuit chewed through the garden hose" in json.dumps(turn)
 
 
 # ---- source search: vectors re-ranked by words ------------------------------------------
