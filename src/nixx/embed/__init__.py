@@ -44,7 +44,7 @@ def default_recall_threshold(model: str) -> float:
     return FALLBACK_RECALL_THRESHOLD
 
 
-# Cosine at or above which a buffer row (its vector covers the row and the one before it,
+# Cosine at or above which a buffer row (its vector is made from the row alone,
 # nixx.memory.row_text) is recalled into a turn: measured on bench/bench_recall.py --floor
 # (related vs unrelated questions; docs/performance.md). Models without a calibration use
 # their summary threshold.

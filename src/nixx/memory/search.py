@@ -3,8 +3,8 @@
 Three rankers answer a question:
 
 - full text over the buffer (`store.search_buffer`: content words OR-ed, BM25),
-- vectors over the buffer rows (`store.search_buffer_vectors`; a row's vector covers the
-  row and the one before it, `nixx.memory.row_text`),
+- vectors over the buffer rows (`store.search_buffer_vectors`; a row's vector is made
+  from the row alone, `nixx.memory.row_text`),
 - vectors over the summaries (`store.search_summaries`).
 
 `fuse` combines them by the strength of their evidence, not by their ranks: a row's
@@ -194,6 +194,94 @@ def same_text(content: str) -> str:
 _PUNCT = ".,;:!?\"'()[]{}<>*_`~-"
 
 
+@dataclass
+class _Candidates:
+    """The rows a question's rankers found (and their neighbours), with their evidence."""
+
+    params: FusionParams
+    rows: dict[int, BufferRow] = field(default_factory=dict)
+    ranks: dict[int, dict[str, int]] = field(default_factory=dict)
+    cosine: dict[int, float] = field(default_factory=dict)
+    bm25: dict[int, float] = field(default_factory=dict)
+    why: dict[int, dict[str, float]] = field(default_factory=dict)
+    base: dict[int, float] = field(default_factory=dict)  # own evidence, before lending
+
+    def gather(self, name: str, hits: Sequence[BufferHit]) -> None:
+        """A ranker's first `depth` hits: "fts" scores are BM25 shares, "vec" cosines."""
+        scores = self.cosine if name == "vec" else self.bm25
+        for rank, hit in enumerate(hits[: self.params.depth], 1):
+            self.rows.setdefault(hit.row.id, hit.row)
+            self.ranks.setdefault(hit.row.id, {}).setdefault(name, rank)
+            scores.setdefault(hit.row.id, hit.score)
+
+    def weigh(self) -> None:
+        """Each row's own evidence: its words and its vector, on one 0..1 scale each."""
+        p = self.params
+        for rid in self.rows:
+            parts = self.why[rid] = {}
+            if rid in self.bm25:
+                parts["words"] = p.w_words * min(1.0, self.bm25[rid])
+            if rid in self.cosine:
+                parts["vector"] = p.w_vec * p.vector_evidence(self.cosine[rid])
+            self.base[rid] = sum(parts.values())
+
+    def add_neighbours(self, rows_near: Callable[[list[int]], Sequence[BufferRow]]) -> None:
+        """The rows next to the best ones become candidates (with no evidence of their own)."""
+        best = sorted(self.base, key=lambda rid: (-self.base[rid], -rid))
+        wanted = {n for rid in best[: self.params.neighbours_of] for n in (rid - 1, rid + 1)}
+        missing = sorted(n for n in wanted - self.rows.keys() if n > 0)
+        for row in rows_near(missing) if missing else ():
+            if row.role != "marker":
+                self.rows[row.id], self.ranks[row.id], self.why[row.id] = row, {}, {}
+                self.base[row.id] = 0.0
+
+    def scores(self, periods: Sequence[Period]) -> dict[int, float]:
+        """Own evidence, plus a share of the better neighbour's, times the period boost."""
+        p, score = self.params, dict(self.base)
+        for rid in self.rows if p.neighbour else ():
+            # a marker ends a session and is never a candidate: nothing is lent across it
+            near = max((self.base.get(n, 0.0) for n in (rid - 1, rid + 1)), default=0.0)
+            if near:
+                self.why[rid]["neighbour"] = p.neighbour * near
+                score[rid] += p.neighbour * near
+        for rid, row in self.rows.items() if periods and p.period_boost else ():
+            if any(period.contains(row.created_at) for period in periods):
+                self.why[rid]["period"] = score[rid] * p.period_boost
+                score[rid] *= 1.0 + p.period_boost
+        return score
+
+    def result(self, rid: int, score: float) -> Result:
+        row = self.rows[rid]
+        return Result(
+            kind="buffer",
+            score=score,
+            created_at=row.created_at,
+            row=row,
+            cosine=self.cosine.get(rid),
+            bm25=self.bm25.get(rid),
+            ranks=self.ranks[rid],
+            why=self.why[rid],
+        )
+
+    def too_far(self, rid: int, min_cosine: float | None) -> bool:
+        """A row sharing no word, lent nothing and nearer than `min_cosine` is not shown."""
+        if min_cosine is None or rid in self.bm25 or "neighbour" in self.why[rid]:
+            return False
+        return self.cosine.get(rid, 0.0) < min_cosine
+
+
+def _summary_result(hit: SummaryHit, rank: int, score: float) -> Result:
+    return Result(
+        kind="summary",
+        score=score,
+        created_at=hit.summary.created_at,
+        summary=hit.summary,
+        cosine=hit.score,
+        ranks={"summary": rank},
+        why={"vector": score},
+    )
+
+
 def fuse(
     fts: Sequence[BufferHit],
     vec: Sequence[BufferHit],
@@ -210,112 +298,36 @@ def fuse(
     and a summary, must have at least that cosine. `rows_near` reads buffer rows by id:
     with it, the rows next to the best ones are candidates too (an answer after the
     question that shares the words)."""
-    rows: dict[int, BufferRow] = {}
-    ranks: dict[int, dict[str, int]] = {}
-    cosine: dict[int, float] = {}
-    bm25: dict[int, float] = {}
-    for name, hits in (("fts", fts[: params.depth]), ("vec", vec[: params.depth])):
-        for rank, hit in enumerate(hits, 1):
-            rows.setdefault(hit.row.id, hit.row)
-            ranks.setdefault(hit.row.id, {}).setdefault(name, rank)
-            if name == "vec":
-                cosine.setdefault(hit.row.id, hit.score)
-            else:
-                bm25.setdefault(hit.row.id, hit.score)
-    why: dict[int, dict[str, float]] = {}
-    for rid in rows:
-        parts = why[rid] = {}
-        if rid in bm25:
-            parts["words"] = params.w_words * min(1.0, bm25[rid])
-        if rid in cosine:
-            parts["vector"] = params.w_vec * params.vector_evidence(cosine[rid])
-    base = {rid: sum(parts.values()) for rid, parts in why.items()}
+    pool = _Candidates(params)
+    pool.gather("fts", fts)
+    pool.gather("vec", vec)
+    pool.weigh()
     if rows_near is not None and params.neighbour and params.neighbours_of:
-        best = sorted(base, key=lambda rid: (-base[rid], -rid))[: params.neighbours_of]
-        missing = sorted({n for rid in best for n in (rid - 1, rid + 1)} - rows.keys())
-        for row in rows_near([n for n in missing if n > 0]) if missing else ():
-            if row.role != "marker":
-                rows[row.id] = row
-                ranks[row.id] = {}
-                why[row.id] = {}
-                base[row.id] = 0.0
-    score = dict(base)
-    if params.neighbour:
-        for rid in rows:
-            # a marker ends a session: no evidence is borrowed across it
-            near = max(
-                (base.get(n, 0.0) for n in (rid - 1, rid + 1) if n in rows),
-                default=0.0,
-            )
-            if near:
-                lent = params.neighbour * near
-                why[rid]["neighbour"] = lent
-                score[rid] += lent
-    if periods and params.period_boost:
-        for rid, row in rows.items():
-            if any(p.contains(row.created_at) for p in periods):
-                why[rid]["period"] = score[rid] * params.period_boost
-                score[rid] *= 1.0 + params.period_boost
+        pool.add_neighbours(rows_near)
     # ordered on (score, kind, id) first; a Result is made for what is kept only
-    order: list[tuple[float, str, int, int]] = [
-        (-sc, "buffer", -rid, 0) for rid, sc in score.items()
-    ]
+    order = [(-sc, "buffer", -rid, 0) for rid, sc in pool.scores(periods).items()]
     picked = summaries[: params.depth]
+    summary_weight = params.w_summary * params.w_vec
     order += [
-        (
-            -params.w_summary * params.w_vec * params.vector_evidence(h.score),
-            "summary",
-            -h.summary.id,
-            rank,
-        )
+        (-summary_weight * params.vector_evidence(h.score), "summary", -h.summary.id, rank)
         for rank, h in enumerate(picked, 1)
     ]
     order.sort()
     results: list[Result] = []
-    seen: dict[str, Result] = {}
+    seen: dict[str, Result] = {}  # what a row says -> the result that says it first
     for neg_score, kind, neg_id, rank in order:
         if limit is not None and len(results) >= limit:
             break
         if kind == "summary":
-            s_hit = picked[rank - 1]
-            if min_cosine is not None and s_hit.score < min_cosine:
-                continue
-            results.append(
-                Result(
-                    kind="summary",
-                    score=-neg_score,
-                    created_at=s_hit.summary.created_at,
-                    summary=s_hit.summary,
-                    cosine=s_hit.score,
-                    ranks={"summary": rank},
-                    why={"vector": -neg_score},
-                )
-            )
-            continue
-        rid = -neg_id
-        if (
-            min_cosine is not None
-            and rid not in bm25
-            and "neighbour" not in why[rid]
-            and cosine.get(rid, 0.0) < min_cosine
-        ):
-            continue
-        key = same_text(rows[rid].content)
-        if key in seen:
-            seen[key].repeats.append(rid)
-            continue
-        result = Result(
-            kind="buffer",
-            score=-neg_score,
-            created_at=rows[rid].created_at,
-            row=rows[rid],
-            cosine=cosine.get(rid),
-            bm25=bm25.get(rid),
-            ranks=ranks[rid],
-            why=why[rid],
-        )
-        seen[key] = result
-        results.append(result)
+            if min_cosine is None or picked[rank - 1].score >= min_cosine:
+                results.append(_summary_result(picked[rank - 1], rank, -neg_score))
+        elif not pool.too_far(-neg_id, min_cosine):
+            key = same_text(pool.rows[-neg_id].content)
+            if key in seen:
+                seen[key].repeats.append(-neg_id)
+            else:
+                seen[key] = pool.result(-neg_id, -neg_score)
+                results.append(seen[key])
     return results
 
 
