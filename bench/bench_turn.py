@@ -248,6 +248,14 @@ def main() -> int:
         "store matches them), or bench_search.fts_corpus's typical questions (with --db "
         "a store seeded by bench_http_search.py)",
     )
+    ap.add_argument(
+        "--setting",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a server setting for an A/B (NAME as in Settings, e.g. prompt_layout=system; "
+        "repeatable)",
+    )
     args = ap.parse_args()
 
     tmp = Path(tempfile.mkdtemp(prefix="nixx-bench-"))
@@ -275,12 +283,16 @@ def main() -> int:
         model=model,
         engine=args.engine,
         blas_threads=None if args.blas_threads is None else str(args.blas_threads),
-        recall_threshold="0.2",
-        intent_interval="1000000",
+        **{
+            "recall_threshold": "0.2",
+            "intent_interval": "1000000",
+            **dict(item.split("=", 1) for item in args.setting),
+        },
     )
     try:
         client = httpx.Client(timeout=60)
         wait_healthy(client, base, server)
+        print(f"server pid {server.pid}", flush=True)
 
         rng = random.Random(11)
         fts_questions: list[str] = []
