@@ -150,3 +150,23 @@ def test_a_source_whose_display_summary_and_meta_hold_the_secret_leaves_no_copy(
     assert SECRET not in _everywhere(nixx)
     assert SECRET not in json.dumps(list(store.export_records()), default=str)
     assert not any(SECRET.encode() in d for d in _disk(store.path).values())
+
+
+def test_a_forgotten_intent_is_not_carried_into_later_requests(nixx: Nixx, llm: FakeLLM) -> None:
+    """The `cache` prompt layout carries the memory each earlier user message was sent with
+    (`memory.layout.MemoryTrail`, kept in the server's memory) into the conversation's
+    later requests; a forget empties it, so the next request of the same conversation
+    does not send the forgotten text to the backend again."""
+    assert nixx.client.post("/v1/intent", json={"intent": f"rotate {SECRET} today"}
+                            ).status_code == 200
+    first = {"role": "user", "content": "what am I doing?"}
+    assert nixx.chat(first["content"]).status_code == 200
+    assert SECRET in json.dumps(llm.chat_requests[-1])  # the intent went with it
+    answer = {"role": "assistant", "content": "ok"}
+    nixx.idle()
+    _forget(nixx, SECRET)
+    before = len(llm.chat_requests)
+    assert nixx.chat("and now?", history=[first, answer]).status_code == 200
+    later = llm.chat_requests[before:]
+    assert later and all(SECRET not in json.dumps(request) for request in later), [
+        m for r in later for m in r["messages"] if SECRET in json.dumps(m)]
