@@ -1025,8 +1025,10 @@ class NixxService:
         self, row_id: int, *, before: int = 10, after: int = 10
     ) -> list[BufferRow]:
         """The rows around `row_id` (markers included), for a transcript view of a hit."""
-        start = max(1, row_id - before)
-        return await self.run(self.store.get_buffer, start, row_id + after)
+        from nixx.values import MAX_ID
+
+        start = max(1, row_id - before)  # the largest id has no rows after it to show
+        return await self.run(self.store.get_buffer, start, min(row_id + after, MAX_ID))
 
 
 @dataclass(frozen=True)
