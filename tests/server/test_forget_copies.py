@@ -121,3 +121,52 @@ def test_the_graph_saved_at_close_holds_no_forgotten_vector(tmp_path: Path) -> N
         assert hits and all(h.memory.id not in ids[:1000] for h in hits)
     finally:
         reopened.close()
+
+
+def test_a_source_whose_display_summary_and_meta_hold_the_secret_leaves_no_copy(
+        nixx: Nixx, llm: FakeLLM, workspace: Path) -> None:
+    """The issue's case: the secret is in a file's text, so its display summary (what the
+    backend wrote) and its meta (the file's name) carry it too; forgetting the chunks left
+    the source with 0 chunks and its name, meta and summary. Checked in the database file,
+    the API and pages, and what `nixx export` writes (`export_records`)."""
+    from nixx.ingest.summary import DOCUMENT_SUMMARY_PROMPT
+    from nixx.memory.prompts import SOURCE_SUMMARY_PROMPT
+
+    def respond(body: dict[str, Any]) -> Reply:
+        if body["messages"][0]["content"] in (SOURCE_SUMMARY_PROMPT, DOCUMENT_SUMMARY_PROMPT):
+            return Reply(content="About: " + body["messages"][1]["content"][:300])
+        return Reply(content="noted")
+
+    llm.responder = respond
+    (workspace / f"vault-{SECRET}.txt").write_text(f"the door code is {SECRET}\n")
+    r = nixx.client.post("/v1/ingest", json={"path": f"vault-{SECRET}.txt"})
+    assert r.status_code == 200, r.text
+    nixx.idle()
+    store = nixx.service.store
+    (source,) = store.list_sources()
+    assert SECRET in (source.summary or "") and SECRET in json.dumps(source.meta) + source.name
+    found = _forget(nixx, SECRET)
+    assert f"source:{source.id}" in found["dry"]["ids"]
+    assert SECRET not in _everywhere(nixx)
+    assert SECRET not in json.dumps(list(store.export_records()), default=str)
+    assert not any(SECRET.encode() in d for d in _disk(store.path).values())
+
+
+def test_a_forgotten_intent_is_not_carried_into_later_requests(nixx: Nixx, llm: FakeLLM) -> None:
+    """The `cache` prompt layout carries the memory each earlier user message was sent with
+    (`memory.layout.MemoryTrail`, kept in the server's memory) into the conversation's
+    later requests; a forget empties it, so the next request of the same conversation
+    does not send the forgotten text to the backend again."""
+    assert nixx.client.post("/v1/intent", json={"intent": f"rotate {SECRET} today"}
+                            ).status_code == 200
+    first = {"role": "user", "content": "what am I doing?"}
+    assert nixx.chat(first["content"]).status_code == 200
+    assert SECRET in json.dumps(llm.chat_requests[-1])  # the intent went with it
+    answer = {"role": "assistant", "content": "ok"}
+    nixx.idle()
+    _forget(nixx, SECRET)
+    before = len(llm.chat_requests)
+    assert nixx.chat("and now?", history=[first, answer]).status_code == 200
+    later = llm.chat_requests[before:]
+    assert later and all(SECRET not in json.dumps(request) for request in later), [
+        m for r in later for m in r["messages"] if SECRET in json.dumps(m)]

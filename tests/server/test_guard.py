@@ -44,12 +44,20 @@ def test_a_rebound_name_reaches_no_route(server: LiveServer) -> None:
             url + "/v1/buffer/delete", json={"start_id": 1, "end_id": 9}, headers=evil),
         "GET /health": httpx.get(url + "/health", headers=evil),
         "POST /mcp": httpx.post(url + "/mcp", json=MCP_INIT, headers={**MCP_HEADERS, **evil}),
+        # the turn whose model ran write_file in the workspace for the rebound page
+        "POST /v1/chat/completions": httpx.post(url + "/v1/chat/completions", json={
+            "model": "m", "messages": [{"role": "user", "content": "write a file"}]},
+            headers=evil),
+        "POST /v1/intent": httpx.post(url + "/v1/intent", json={"intent": "Theirs."},
+                                      headers=evil),
     }
     for what, r in answers.items():
         assert r.status_code == 421, (what, r.status_code, r.text)
         err = r.json()["error"]
         assert err["code"] == "host_not_allowed", what
         assert "'evil.example'" in err["message"] and "NIXX_ALLOWED_HOSTS" in err["message"]
+    assert _intent(server) is None
+    assert httpx.get(url + "/v1/episodic/transcript", params={"start": 1}).json()["rows"] == []
     page = httpx.get(url + "/ui/settings", headers=evil)  # a page: the refusal is a page
     assert page.status_code == 421 and page.headers["content-type"].startswith("text/html")
     assert "NIXX_ALLOWED_HOSTS" in page.text and "csrf" not in page.text
@@ -143,3 +151,19 @@ def test_mcp_on_a_loopback_address_the_sdk_left_unchecked(server: LiveServer) ->
     assert "memory_search" in listed.text
     assert httpx.post(url, content=b"{}", headers={**MCP_HEADERS, "Content-Type": "text/plain"}
                       ).status_code == 415
+
+
+def test_mcp_keeps_no_sessions_so_opening_many_locks_no_client_out(server: LiveServer) -> None:
+    """The SDK kept a table of sessions (10,000 opened ones answered every client 503 for
+    30 minutes); stateless, an initialize leaves nothing behind, and a request that names
+    no session is served."""
+    url = server.base_url + "/mcp"
+    with httpx.Client(timeout=60) as client:
+        for _ in range(50):
+            r = client.post(url, json=MCP_INIT, headers=MCP_HEADERS)
+            assert r.status_code == 200, r.text
+            assert "mcp-session-id" not in r.headers
+        listed = client.post(url, json={"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+                             headers={**MCP_HEADERS, "MCP-Protocol-Version": "2025-06-18"})
+    assert listed.status_code == 200, listed.text
+    assert "memory_search" in listed.text

@@ -180,6 +180,7 @@ def test_bodies_past_the_inflight_budget_are_told_to_retry(make_settings: Any) -
             assert busy is not None and busy.status_code == 503, busy.text
             err = busy.json()["error"]
             assert err["code"] == "server_busy" and "NIXX_MAX_INFLIGHT_BYTES" in err["message"]
+            assert err["type"] == "overloaded_error"  # nixx is busy, not the backend
             assert busy.headers["retry-after"] == "1"
             small = client.post("/v1/chat/completions", json={
                 "model": "m", "messages": [{"role": "user", "content": "small"}]})

@@ -234,3 +234,8 @@ def test_expect_refuses_undeclared_and_reserved_handles(team):
         assert proc.returncode == 1, proc.stdout
         assert json.loads(proc.stdout)["error"]["kind"] == "validation"
     ok_json("nxc", "expect", "--thread", thread, "reviewer", cwd=a, env=as_("alice"))
+    # nor at the send (an undeclared handle there stays a warning: it may answer elsewhere)
+    proc = run("nxc", "send", "--to", "reviewer", "--expect", "team/__channel-pair", "look",
+               "--json", cwd=a, env=as_("alice"))
+    assert proc.returncode == 1, proc.stdout
+    assert json.loads(proc.stdout)["error"]["kind"] == "validation"

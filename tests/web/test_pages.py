@@ -283,6 +283,11 @@ def test_a_bad_id_is_a_400_page_not_a_500(server: LiveServer) -> None:
     assert r.status_code == 400 and "whole number" in r.text
     r = httpx.get(server.base_url + f"/ui/conversations?around={2**63}")
     assert r.status_code == 400
+    for largest in (f"around={2**63 - 1}", f"around={2**63 - 5}", f"before={2**63 - 1}"):
+        r = httpx.get(server.base_url + f"/ui/conversations?{largest}")  # in range: no overflow
+        assert r.status_code == 200, (largest, r.text)
+    r = httpx.get(server.base_url + f"/ui/context?answer={2**63 - 1}")
+    assert r.status_code < 500, r.text
 
 
 def test_context_page_lists_a_recalled_excerpt(server: LiveServer, llm: FakeLLM, page: Any) -> None:

@@ -138,6 +138,29 @@ def test_the_throttle_forgets_failures_older_than_its_window() -> None:
     assert throttle.wait("10.0.0.1") == 0
 
 
+def test_a_guesser_with_many_addresses_is_held_to_the_rate_of_all() -> None:
+    """One wrong key from each of many addresses (an IPv6 prefix; more addresses than the
+    per-address table keeps) passes no per-address limit; the limit over all of them
+    stops every sign-in until the oldest of those failures is a window old."""
+    from nixx.web.security import (
+        FAILURE_WINDOW,
+        MAX_FAILURES_ALL,
+        MAX_TRACKED_ADDRESSES,
+        SignInThrottle,
+    )
+
+    now = [1000.0]
+    throttle = SignInThrottle(clock=lambda: now[0])
+    tried = 0
+    while throttle.wait(f"2001:db8::{tried:x}") == 0 and tried <= MAX_TRACKED_ADDRESSES + 10:
+        throttle.failed(f"2001:db8::{tried:x}")
+        tried += 1
+    assert tried == MAX_FAILURES_ALL
+    assert throttle.wait("127.0.0.1") == pytest.approx(FAILURE_WINDOW)  # everyone waits
+    now[0] += FAILURE_WINDOW
+    assert throttle.wait("127.0.0.1") == 0
+
+
 def test_each_sign_in_is_a_new_session_and_sign_out_ends_it(keyed: LiveServer, page: Any
                                                              ) -> None:
     page.goto(keyed.base_url + "/ui/settings")

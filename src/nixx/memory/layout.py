@@ -107,6 +107,12 @@ class MemoryTrail:
                     carried.append(memory)
         return out, carried
 
+    def forget(self) -> None:
+        """Drop every memory kept (a forget or a summary edit: what was carried may say
+        what is gone; the conversations' next requests are sent without it)."""
+        with self._lock:
+            self._placed.clear()
+
     def remember(self, key: bytes, memory: str) -> None:
         if not memory:
             return

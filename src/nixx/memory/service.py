@@ -748,6 +748,7 @@ class NixxService:
                 self._forget_epoch += 1
                 await self.run(intent_state.clear, self.store)
                 scrub = await self.run(self.store.scrub)
+                self._forget_carried()
             empty: dict[str, Any] = {"log_id": None, "kind": "query", "at": None, "buffer_ids": [],
                      "summary_ids": [], "source_ids": [], "memory_ids": [],
                      "memories_removed": 0, "resummarise": [], "rebuild_source_ids": []}
@@ -783,6 +784,7 @@ class NixxService:
                 )
             )
             await self.run(self.store.scrub)
+            self._forget_carried()
         return summary
 
     async def _forget(self, kind: str, clear_intent: bool = False, /,
@@ -803,6 +805,7 @@ class NixxService:
 
             result, intent_cleared, scrub = await self.run(work)
             self.episodic.forget_cache()
+            self._forget_carried()
         if result.resummarise:
             self.jobs.schedule(SUMMARY_JOB, self._auto_summary_now)
         if result.rebuild_source_ids:
@@ -811,6 +814,12 @@ class NixxService:
             self.jobs.schedule(INTENT_JOB, self._rederive_intent)
         return {"forgotten": result.to_dict(), "intent_cleared": intent_cleared or clear_intent,
                 "disk": scrub}
+
+    def _forget_carried(self) -> None:
+        """The memory the `cache` layout carries into a conversation's later requests is
+        held in this process (`MemoryTrail`): after a forget it may hold what is gone."""
+        if self._turn_parts.trail is not None:
+            self._turn_parts.trail.forget()
 
     async def resume_repairs(self) -> None:
         """Schedule the repairs a forget left queued (say `nixx forget` while the LLM
@@ -1016,8 +1025,10 @@ class NixxService:
         self, row_id: int, *, before: int = 10, after: int = 10
     ) -> list[BufferRow]:
         """The rows around `row_id` (markers included), for a transcript view of a hit."""
-        start = max(1, row_id - before)
-        return await self.run(self.store.get_buffer, start, row_id + after)
+        from nixx.values import MAX_ID
+
+        start = max(1, row_id - before)  # the largest id has no rows after it to show
+        return await self.run(self.store.get_buffer, start, min(row_id + after, MAX_ID))
 
 
 @dataclass(frozen=True)

@@ -279,6 +279,11 @@ class Engine:
             ]
             channel_members = set(fields["members"])
             for handle in expects:
+                if handle.partition("/")[2].startswith("__"):
+                    raise ValidationError(
+                        f"{handle} is a reserved handle (names starting with '__' are nxc's "
+                        "own, such as a channel's supervisor): it cannot be expected",
+                        param="expect")
                 if handle not in channel_members and handle not in self.declarations.personas:
                     warnings.append(
                         f"{handle} is neither a member of {channel_id} nor a declared persona"

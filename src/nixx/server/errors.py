@@ -39,16 +39,22 @@ _TYPES = {
     502: "backend_error",
     503: "backend_unavailable",
 }
+# codes whose status is shared with another cause: the type says which one it is (a 503
+# `server_busy` is nixx itself at its in-flight budget, not the backend being unreachable)
+_CODE_TYPES = {"server_busy": "overloaded_error"}
 
 
-def error_type(status: int) -> str:
+def error_type(status: int, code: str | None = None) -> str:
+    if code in _CODE_TYPES:
+        return _CODE_TYPES[code]
     return _TYPES.get(status, "server_error" if status >= 500 else "invalid_request_error")
 
 
 def envelope(
     message: str, status: int, *, param: str | None = None, code: str | None = None
 ) -> dict[str, Any]:
-    return {"error": {"message": message, "type": error_type(status), "param": param, "code": code}}
+    return {"error": {"message": message, "type": error_type(status, code), "param": param,
+                      "code": code}}
 
 
 ANTHROPIC_PATH = "/v1/messages"

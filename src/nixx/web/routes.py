@@ -196,8 +196,8 @@ async def login(request: Request) -> Response:
         wait = state.web_throttle.wait(address)
         if wait > 0:
             response = render(request, "login.html", code=429, title="Sign in",
-                              error=f"too many wrong keys from {address}: try again in "
-                              f"{int(wait) + 1} s")
+                              error=f"too many wrong keys (from {address}, or from all "
+                              f"addresses together): try again in {int(wait) + 1} s")
             response.headers["Retry-After"] = str(int(wait) + 1)
             return response
         if not hmac.compare_digest(fields.get("key", "").encode(), (reveal(key) or "").encode()):

@@ -9,7 +9,8 @@
   only: the JSON API still needs the bearer header.
 - **Guessing.** Wrong keys are counted per client address (`SignInThrottle`): after
   `MAX_FAILURES` within `FAILURE_WINDOW` seconds, every sign-in from there — the right key
-  too — is refused with 429 until the oldest failure is that old.
+  too — is refused with 429 until the oldest failure is that old; past `MAX_FAILURES_ALL`
+  from all addresses together, every sign-in waits the same way.
 - **Cross-site posts.** Every form that changes something carries a token, an HMAC of a
   secret made when the server starts and of the browser's session (of nothing when the
   page is open); a signed-out visitor is shown none. Another site's page cannot read it,
@@ -37,6 +38,7 @@ MAX_SESSIONS = 100  # signed-in browsers kept; the oldest is signed out past it
 MAX_FAILURES = 5  # wrong keys from one address ...
 FAILURE_WINDOW = 60.0  # ... within this many seconds, then sign-in waits
 MAX_TRACKED_ADDRESSES = 1024
+MAX_FAILURES_ALL = 50  # wrong keys from all addresses within the window, then all wait
 
 #: ``?notice=<code>`` → the text shown; ``{n}`` is the page's ``?n=`` number.
 NOTICES = {
@@ -114,28 +116,36 @@ class Sessions:
 
 
 class SignInThrottle:
-    """Wrong keys per client address: `MAX_FAILURES` within `FAILURE_WINDOW`, then wait."""
+    """Wrong keys per client address: `MAX_FAILURES` within `FAILURE_WINDOW`, then wait;
+    and from all addresses together: `MAX_FAILURES_ALL` within the window, then every
+    address waits (a guesser with many addresses — an IPv6 prefix, or more than
+    `MAX_TRACKED_ADDRESSES` of them, which pushes its oldest out of the per-address
+    table — is held to that rate too). Kept in memory: a restart forgets the counts."""
 
     def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
         self._clock = clock
         self._failures: OrderedDict[str, deque[float]] = OrderedDict()
+        self._all: deque[float] = deque(maxlen=MAX_FAILURES_ALL)
+
+    def _waiting(self, failures: deque[float] | None, limit: int, now: float) -> float:
+        while failures and failures[0] <= now - FAILURE_WINDOW:
+            failures.popleft()
+        if not failures or len(failures) < limit:
+            return 0.0
+        return max(failures[0] + FAILURE_WINDOW - now, 0.001)
 
     def wait(self, address: str) -> float:
         """Seconds before `address` may try again (0: now)."""
-        failures = self._failures.get(address)
-        if not failures:
-            return 0.0
         now = self._clock()
-        while failures and failures[0] <= now - FAILURE_WINDOW:
-            failures.popleft()
-        if len(failures) < MAX_FAILURES:
-            return 0.0
-        return max(failures[0] + FAILURE_WINDOW - now, 0.001)
+        return max(self._waiting(self._failures.get(address), MAX_FAILURES, now),
+                   self._waiting(self._all, MAX_FAILURES_ALL, now))
 
     def failed(self, address: str) -> None:
         failures = self._failures.setdefault(address, deque(maxlen=MAX_FAILURES))
         self._failures.move_to_end(address)
-        failures.append(self._clock())
+        now = self._clock()
+        failures.append(now)
+        self._all.append(now)
         while len(self._failures) > MAX_TRACKED_ADDRESSES:
             self._failures.popitem(last=False)
 
