@@ -21,8 +21,9 @@ def default_home() -> Path:
     return Path(value).expanduser() if value else xdg_data_home() / "nixx"
 
 
-#: Secrets: never read by ingest (a folder walk skips them, a file named is refused) and
-#: never written or deleted by the file tools. `.nxs*` holds nixx's own state (a
+#: Secrets: never read by ingest (a folder walk skips them, a file named is refused),
+#: never read by the file tools (what they read goes to the LLM backend) and, unless
+#: NIXX_TOOLS_PROTECTED says otherwise, never written or deleted by them. `.nxs*` holds nixx's own state (a
 #: session's `backend.json` with the backend's key, the workspace log).
 SECRET_PATHS: tuple[str, ...] = (
     ".env",

@@ -14,6 +14,7 @@ import httpx
 import pytest
 
 from nixx.mcp.tools import CHAT_TOOLS, MEMORY_TOOLS
+from nixx.memory.intent import MAX_CHARS as INTENT_MAX_CHARS
 from nixx.server.autostart import server_answers
 from nixx.testing.fake_llm import FakeLLM
 from nixx.testing.live_server import LiveServer
@@ -48,6 +49,9 @@ def test_stdio_lists_tools_with_schemas_and_runs_every_memory_tool(
             assert by_name["memory_search"].description.startswith("Search past conversations")
             assert by_name["memory_search"].annotations.read_only_hint is True
             assert by_name["memory_remember"].annotations.read_only_hint is False
+            # the schema says what the server takes: a longer intent is refused there
+            intent_schema = by_name["intent_set"].input_schema["properties"]["intent"]
+            assert intent_schema["maxLength"] == INTENT_MAX_CHARS
 
             found = await call(client, "memory_search", {"query": "what is the staging database"})
             assert found["query"] == "what is the staging database"

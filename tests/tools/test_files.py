@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from nixx.errors import NoWorkspace, WorkspaceError
+from nixx.paths import is_secret
 from nixx.tools import files
 from nixx.tools.files import confine
 
@@ -302,7 +303,26 @@ def test_write_and_delete_refuse_protected_paths_by_default(layout, path):
     with pytest.raises(WorkspaceError, match="protected"):
         files.delete_file(ws, path)
     assert (ws / path).read_text() == "original"
-    assert files.read_file(ws, path) == "original"  # reading is not refused
+    if is_secret(path.split("/")):
+        with pytest.raises(WorkspaceError, match="is a secret"):
+            files.read_file(ws, path)  # what a tool reads goes to the backend
+    else:
+        assert files.read_file(ws, path) == "original"  # code can be read
+
+
+def test_read_file_refuses_secrets_by_name_and_through_a_link(layout):
+    """A model's read_file of `.env` or a session's backend.json would send the key to
+    the LLM backend: refused, also through a symlink, also in another case."""
+    ws = layout["ws"]
+    (ws / ".env").write_text("OPENAI_API_KEY=sk-live-123\n")
+    (ws / ".nxs" / "sessions" / "s1").mkdir(parents=True)
+    (ws / ".nxs" / "sessions" / "s1" / "backend.json").write_text('{"api_key": "k"}')
+    (ws / "config.txt").symlink_to(ws / ".env")
+    for path in (".env", ".ENV", "config.txt", ".nxs/sessions/s1/backend.json"):
+        with pytest.raises(WorkspaceError, match="is a secret") as err:
+            files.read_file(ws, path)
+        assert "sk-live" not in str(err.value)
+    assert files.read_file(ws, "notes.txt") == "hello notes\n"
 
 
 def test_a_symlink_into_a_protected_folder_does_not_open_it(layout):

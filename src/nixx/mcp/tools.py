@@ -164,10 +164,11 @@ def _memory_tools(server: MCPServer, api: MemoryAPI, path_base: str | None) -> N
         return await api.request("GET", "/v1/intent")
 
     async def intent_set(
-        intent: Annotated[str, Field(min_length=1, max_length=2000,
+        # 1000: what the server takes (nixx.memory.intent.MAX_CHARS), said in the schema
+        intent: Annotated[str, Field(min_length=1, max_length=1000,
                                      description="One or two sentences on what the user is working on.")],
     ) -> Json:
-        """Set the current intent; nixx adds it to the system prompt of every chat turn."""
+        """Set the current intent; nixx adds it, framed as data, to every chat turn."""
         return await api.request("POST", "/v1/intent", json={"intent": intent})
 
     async def transcript_view(

@@ -21,7 +21,9 @@ agent and editor configuration such as `.claude/`, `.mcp.json`, `.vscode/`, CI w
 hooks, `sitecustomize.py`) and secrets such as `.env`. A pattern without `/` matches any
 one component of the path (``.git`` protects ``sub/.git/config`` too); a pattern with `/`
 matches the path from the workspace root (or a leading part of it). Case is ignored
-(``.GIT/hooks`` is refused too).
+(``.GIT/hooks`` is refused too). `read_file` refuses secrets (`nixx.paths.SECRET_PATHS`:
+`.env`, `.nxs*`, key files) whatever the setting: what a tool reads is sent to the LLM
+backend, and a key must not travel there. Code paths can be read.
 
 Every function raises `WorkspaceError` (or `NoWorkspace`) for anything the caller can get
 wrong; the registry turns those into text the model can read.
@@ -41,7 +43,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any, TypeVar
 
 from nixx.errors import NoWorkspace, WorkspaceError
-from nixx.paths import DEFAULT_PROTECTED, matches
+from nixx.paths import DEFAULT_PROTECTED, is_secret, matches
 from nixx.tools.schema import function_spec, object_schema
 
 READ_MAX_BYTES = 256 * 1024
@@ -325,9 +327,18 @@ def _retrying(root: Path, path: str, attempt: Callable[[_Target], T], **walk_kw:
 
 
 def read_file(root: Path, path: str, *, max_bytes: int = READ_MAX_BYTES) -> str:
-    """The file's text, cut at `max_bytes` with a note saying so."""
+    """The file's text, cut at `max_bytes` with a note saying so. A secret
+    (`nixx.paths.SECRET_PATHS`: `.env`, `.nxs*`, key files), reached by its name or
+    through a link, is refused."""
 
     def attempt(target: _Target) -> tuple[int, bytes]:
+        secret = is_secret(target.parts)
+        if secret is not None:
+            # what a tool reads goes to the LLM backend: a key must never travel there
+            raise WorkspaceError(
+                f"{'/'.join(target.parts)} is a secret (pattern {secret!r}): the file tools "
+                "never read secrets (nixx.paths.SECRET_PATHS; docs/tools.md)"
+            )
         if target.dir_fd is None:
             raise WorkspaceError(f"no such file: {path}")
         try:
