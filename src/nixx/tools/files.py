@@ -42,7 +42,7 @@ from typing import Any, TypeVar
 
 from nixx.errors import NoWorkspace, WorkspaceError
 from nixx.paths import DEFAULT_PROTECTED, matches
-from nixx.tools.schema import function_spec, object_schema
+from nixx.tools.schema import ToolSpec, function_spec, object_schema
 
 READ_MAX_BYTES = 256 * 1024
 WRITE_MAX_BYTES = 4 * 1024 * 1024
@@ -558,6 +558,6 @@ TOOL_SCHEMAS: dict[str, tuple[str, dict[str, Any]]] = {
 }
 
 
-def tool_spec(name: str) -> dict[str, Any]:
+def tool_spec(name: str) -> ToolSpec:
     """The OpenAI `tools` entry of file tool `name`."""
     return function_spec(name, *TOOL_SCHEMAS[name])

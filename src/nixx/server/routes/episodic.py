@@ -122,7 +122,7 @@ async def summaries(
 @router.delete("/v1/episodic/summaries/{summary_id}")
 async def delete_summary(service: ServiceDep, summary_id: int = Path(ge=1, le=MAX_ID)) -> dict[str, Any]:
     """Forget one summary (its buffer rows stay)."""
-    return await service.forget_summary(summary_id)
+    return dict(await service.forget_summary(summary_id))
 
 
 @router.patch("/v1/episodic/summaries/{summary_id}")
