@@ -13,8 +13,8 @@ from pathlib import Path
 import httpx
 import pytest
 
+from nixx.local_server import server_answers
 from nixx.mcp.tools import CHAT_TOOLS, MEMORY_TOOLS
-from nixx.server.autostart import server_answers
 from nixx.testing.fake_llm import FakeLLM
 from nixx.testing.live_server import LiveServer
 

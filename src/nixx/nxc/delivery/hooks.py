@@ -5,9 +5,11 @@ finds the thread and the message in the log:
 
 - `parent_thread(engine)`: where the sending session stands (its current thread), so a
   send from inside a session becomes a child thread; None at the top.
-- `on_send(ctx)`: a message was posted by `send`; return what goes into the receipt:
-  ``{"session": id | None, "spawned": bool, "warnings": [...]}``.
-- `on_reply(ctx)`: a reply was posted; return ``{"resumed": id | None, "warnings": [...]}``.
+- `on_send(ctx)`: a message was posted by `send`; return what goes into the receipt
+  (`nixx.nxc.shapes.Delivered`: ``session``, ``spawned``, ``warnings``, and for a round
+  ``sessions``).
+- `on_reply(ctx)`: a reply was posted; return `nixx.nxc.shapes.Resumed` (``resumed``,
+  ``warnings``).
 
 The other hooks are no-ops in the base, which every delivery inherits; `Engine` calls
 each directly: `reducers()` — extra reducers to register with the store (delivery
@@ -33,6 +35,7 @@ if TYPE_CHECKING:
     from nixx.log.reducer import Reducer
     from nixx.nxc.declarations import ChannelDecl, Persona
     from nixx.nxc.engine import Engine
+    from nixx.nxc.shapes import Delivered, Resumed
 
 
 class SendContext:
@@ -89,10 +92,10 @@ class Delivery:
     def parent_thread(self, engine: Engine) -> str | None:
         return None
 
-    def on_send(self, ctx: SendContext) -> dict[str, Any]:
+    def on_send(self, ctx: SendContext) -> Delivered:
         return {"session": None, "spawned": False, "warnings": []}
 
-    def on_reply(self, ctx: ReplyContext) -> dict[str, Any]:
+    def on_reply(self, ctx: ReplyContext) -> Resumed:
         return {"resumed": None, "warnings": []}
 
     def on_refused(self, engine: Engine, *, to: str, persona: Persona, reason: str,
