@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import contextlib
 import functools
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from anyio import to_thread
 
 from nixx.errors import ValidationError
 from nixx.memory import intent as intent_state
 from nixx.memory.fence import ForgetFence, Stale
+from nixx.memory.intent import IntentValue
 from nixx.store.records import BufferRow
 
 if TYPE_CHECKING:
@@ -68,7 +69,7 @@ class IntentJob:
         if due:
             await self.derive()
 
-    async def derive(self) -> dict[str, Any]:
+    async def derive(self) -> IntentValue:
         """Derive the intent from the current session's last rows now; the new value."""
         for _ in range(10):
             epoch = self.fence.epoch
@@ -93,7 +94,7 @@ class IntentJob:
             answer = (data["choices"][0].get("message") or {}).get("content") or ""
             text = intent_state.clean_answer(answer)
 
-            def save(rows: list[BufferRow] = rows, text: str = text) -> dict[str, Any]:
+            def save(rows: list[BufferRow] = rows, text: str = text) -> IntentValue:
                 value = intent_state.set_intent(
                     self.store, text, source="derived", rows=(rows[0].id, rows[-1].id)
                 )

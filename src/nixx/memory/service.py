@@ -43,18 +43,19 @@ from nixx.memory import intent as intent_state
 from nixx.memory import search as fused
 from nixx.memory import summaries as summary_job
 from nixx.memory.background import BackgroundJobs
-from nixx.memory.episodic import Episodic
+from nixx.memory.episodic import Episodic, EpisodicStatus
 from nixx.memory.fence import ForgetFence
 from nixx.memory.forget import ForgetAnswer, Forgetting, Repairs
+from nixx.memory.intent import IntentValue
 from nixx.memory.intent_job import JOB as INTENT_JOB
 from nixx.memory.intent_job import IntentJob
 from nixx.memory.layout import MemoryTrail
 from nixx.memory.own_calls import OwnCalls
 from nixx.memory.recall import Recall, RecallContext
-from nixx.memory.row_vectors import RowVectors
+from nixx.memory.row_vectors import RowVectors, VectorStatus
 from nixx.memory.sources import Sources
 from nixx.memory.summaries import Summaries
-from nixx.memory.turn import TurnInfo, TurnParts, run_turn
+from nixx.memory.turn import TurnEvent, TurnInfo, TurnParts, run_turn
 from nixx.priority import Foreground
 from nixx.store.base import MemoryStore
 from nixx.store.forgetting import ForgetLogEntry
@@ -295,7 +296,7 @@ class NixxService:
         agent: str | None = None,
         answer_meta: dict[str, Any] | None = None,
         remembered: Callable[[str], str] | None = None,
-    ) -> AsyncIterator[Any]:
+    ) -> AsyncIterator[TurnEvent]:
         """Run one chat turn; yields `nixx.memory.turn` events (see there). `agent`: the nxc
         persona the turn runs for (recorded on its buffer rows; no nixx tools offered).
         `answer_meta`: more keys for the answer's row (`save_response` reads ``response``);
@@ -379,13 +380,13 @@ class NixxService:
         """Summarise the unsummarised window now (`Summaries.now`)."""
         return await self.summaries.now(tags)
 
-    async def derive_intent(self) -> dict[str, Any]:
+    async def derive_intent(self) -> IntentValue:
         return await self.intent.derive()
 
-    async def get_intent(self) -> dict[str, Any] | None:
+    async def get_intent(self) -> IntentValue | None:
         return await self.run(intent_state.get, self.store)
 
-    async def set_intent(self, text: str) -> dict[str, Any]:
+    async def set_intent(self, text: str) -> IntentValue:
         return await self.run(lambda: intent_state.set_intent(self.store, text))
 
     async def clear_intent(self) -> None:
@@ -400,25 +401,26 @@ class NixxService:
         }
 
     # ---- episodic search and status ----------------------------------------------------
-    async def status(self) -> dict[str, Any]:
-        data = await self.run(self.episodic.status)
-        data["threshold"] = self.recall.threshold
-        data["recall_limit"] = self.settings.recall_limit
+    async def status(self) -> MemoryStatus:
+        episodic = await self.run(self.episodic.status)
         # what is known already: a status is never the one to ask the backend
         model = self.settings.chat_model or self._last_model
-        known = self.llm.known_context(model)
-        length, source = self.context_length_of(known)
-        data["context_length"] = length
-        data["context_length_source"] = source
-        data["backend_slots"] = self.llm.gate.slots
-        data["summary_running"] = self.jobs.running(SUMMARY_JOB)
-        data["summary_error"] = self.jobs.last_error.get(SUMMARY_JOB)
-        data["intent_error"] = self.jobs.last_error.get(INTENT_JOB)
-        data["summary_failures"] = self.jobs.failures.get(SUMMARY_JOB, 0)
-        data["intent_failures"] = self.jobs.failures.get(INTENT_JOB, 0)
-        data["recall_error"] = self.recall.error
-        data["buffer_vectors"] = await self.run(self.row_vectors.status)
-        return data
+        length, source = self.context_length_of(self.llm.known_context(model))
+        return {
+            **episodic,
+            "threshold": self.recall.threshold,
+            "recall_limit": self.settings.recall_limit,
+            "context_length": length,
+            "context_length_source": source,
+            "backend_slots": self.llm.gate.slots,
+            "summary_running": self.jobs.running(SUMMARY_JOB),
+            "summary_error": self.jobs.last_error.get(SUMMARY_JOB),
+            "intent_error": self.jobs.last_error.get(INTENT_JOB),
+            "summary_failures": self.jobs.failures.get(SUMMARY_JOB, 0),
+            "intent_failures": self.jobs.failures.get(INTENT_JOB, 0),
+            "recall_error": self.recall.error,
+            "buffer_vectors": await self.run(self.row_vectors.status),
+        }
 
     async def search(self, query: str, limit: int) -> SearchAnswer:
         """The fused search (`nixx.memory.search`), plus the two lists the seed's API had:
@@ -594,7 +596,7 @@ class NixxService:
 
     async def configure(
         self, *, interval: int | None = None, recall: bool | None = None
-    ) -> dict[str, Any]:
+    ) -> MemoryStatus:
         """Change the summary interval and/or recall (kept across restarts); the status after."""
         await self.run(lambda: self.episodic.configure(interval=interval, recall=recall))
         if interval is not None:
@@ -625,6 +627,24 @@ class NixxService:
         """The rows around `row_id` (markers included), for a transcript view of a hit."""
         start = max(1, row_id - before)
         return await self.run(self.store.get_buffer, start, row_id + after)
+
+
+class MemoryStatus(EpisodicStatus):
+    """`NixxService.status` (``GET /v1/episodic/status``): the buffer, recall's settings,
+    the backend as known, the background jobs and the buffer rows' vectors."""
+
+    threshold: float
+    recall_limit: int
+    context_length: int
+    context_length_source: str
+    backend_slots: int | None
+    summary_running: bool
+    summary_error: str | None
+    intent_error: str | None
+    summary_failures: int
+    intent_failures: int
+    recall_error: str | None
+    buffer_vectors: VectorStatus
 
 
 @dataclass(frozen=True)

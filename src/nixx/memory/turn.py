@@ -113,6 +113,9 @@ class Finished:
     trimmed: int = 0
 
 
+TurnEvent = Delta | ToolRun | ClientToolCalls | Finished
+
+
 @dataclass(frozen=True)
 class TurnParts:
     """What a turn works with; `NixxService` builds it once."""
@@ -261,7 +264,7 @@ async def run_turn(
     agent: str | None = None,
     answer_meta: dict[str, Any] | None = None,
     remembered: Callable[[str], str] | None = None,
-) -> AsyncIterator[Delta | ToolRun | ClientToolCalls | Finished]:
+) -> AsyncIterator[TurnEvent]:
     """Run the turn; `info` (when given) receives ``model`` and ``user_row_id`` as soon
     as they are known. `agent`: the nxc persona the turn runs for — both buffer rows carry
     it (``meta.agent``) and nixx's own tools are not offered (the persona's are the
