@@ -50,7 +50,7 @@ if TYPE_CHECKING:
     from apsw import Connection
 
     from nixx.nxc.delivery.hooks import Delivery
-    from nixx.nxc.shapes import ReplyReceipt, SendReceipt
+    from nixx.nxc.shapes import ReplyReceipt, SendReceipt, ThreadSummary
 
 
 def _now_ms() -> int:
@@ -459,7 +459,7 @@ class Engine:
 
     def expect(
         self, thread: str, handles: builtins.list[str] | str, *, deadline: str | int | None = None
-    ) -> dict[str, Any]:
+    ) -> ThreadSummary:
         """Re-declare who must reply (opener only); starts a new turn for everyone named."""
         from nixx.nxc import threads
 
@@ -484,7 +484,7 @@ class Engine:
                 txn.append(DOMAIN, "thread_deadline", thread, me, {"deadline": deadline_ms})
         return self.thread(thread, with_messages=False)
 
-    def _check_expectable(self, thread: str, summary: dict[str, Any],
+    def _check_expectable(self, thread: str, summary: ThreadSummary,
                           expects: builtins.list[str]) -> None:
         """`expect` names only who may answer: a declared persona, a member of the
         thread's channel, or a handle the thread already expects. A reserved handle
@@ -529,7 +529,7 @@ class Engine:
 
     # -- reading ------------------------------------------------------------------------
 
-    def thread(self, thread_id: str, *, with_messages: bool = True) -> dict[str, Any]:
+    def thread(self, thread_id: str, *, with_messages: bool = True) -> ThreadSummary:
         from nixx.nxc import access, threads
 
         me = self.handle
@@ -546,7 +546,7 @@ class Engine:
 
     def threads(
         self, *, channel: str | None = None, open_only: bool = False, limit: int | None = 50
-    ) -> builtins.list[dict[str, Any]]:
+    ) -> builtins.list[ThreadSummary]:
         from nixx.nxc import threads
 
         found = threads.list_threads(self.conn, self.handle, self.now_ms(), channel=channel,
@@ -587,7 +587,7 @@ class Engine:
 
         return search(self.conn, self.handle, query, limit=limit)
 
-    def wait(self, thread: str, *, timeout: float | None = None) -> tuple[str, dict[str, Any]]:
+    def wait(self, thread: str, *, timeout: float | None = None) -> tuple[str, ThreadSummary]:
         """Block until the thread's quorum is complete or stale, every persona still owed
         a reply failed (its runtime failed or its spawn was refused: nobody will answer,
         `failures` says why), or `timeout` seconds pass.

@@ -10,7 +10,30 @@ run time these are plain dicts.
 
 from __future__ import annotations
 
-from typing import NotRequired, TypedDict
+from typing import Any, NotRequired, TypedDict
+
+
+class ThreadSummary(TypedDict):
+    """A thread and its derived quorum (`nixx.nxc.threads`): what `threads show`,
+    `threads list`, `wait` and a reply's delivery read."""
+
+    thread_id: str
+    channel_id: str
+    opener: str
+    parent: str | None
+    origin: str
+    created: str | None
+    expects: list[str]
+    replied: list[str]
+    outstanding: list[str]
+    complete: bool
+    stale: bool
+    deadline: str | None
+    escalated: bool
+    message_count: int
+    state: str  # "open" | "answered" | "stale"
+    messages: NotRequired[list[dict[str, Any]]]  # `Engine.thread(with_messages=True)`
+    failures: NotRequired[list[dict[str, Any]]]  # `Delivery.annotate_thread`
 
 
 class Delivered(TypedDict):

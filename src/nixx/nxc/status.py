@@ -23,6 +23,8 @@ from nixx.nxc.threads import list_threads
 if TYPE_CHECKING:
     from apsw import Connection
 
+    from nixx.nxc.shapes import ThreadSummary
+
 
 def operations(
     conn: Connection,
@@ -111,7 +113,7 @@ def operations(
     return out
 
 
-def _tree(root: str, threads: dict[str, dict[str, Any]], children: dict[str, list[str]],
+def _tree(root: str, threads: dict[str, ThreadSummary], children: dict[str, list[str]],
           order: dict[str, str], readable: set[str]) -> list[dict[str, Any]]:
     """The threads of the operation under `root`, depth first, states only."""
     tree: list[dict[str, Any]] = []

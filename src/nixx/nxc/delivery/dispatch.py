@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from nixx.nxc.delivery.hooks import ReplyContext, SendContext
     from nixx.nxc.delivery.launcher import Deliverer
     from nixx.nxc.engine import Engine
-    from nixx.nxc.shapes import Delivered, Resumed
+    from nixx.nxc.shapes import Delivered, Resumed, ThreadSummary
 
 
 class LiveDelivery(Delivery):
@@ -154,7 +154,7 @@ class LiveDelivery(Delivery):
             "thread": thread, "persona": persona.handle, "reason": reason, "msg": msg,
             "to": to})
 
-    def annotate_thread(self, engine: Engine, summary: dict[str, Any]) -> dict[str, Any]:
+    def annotate_thread(self, engine: Engine, summary: ThreadSummary) -> ThreadSummary:
         """Add `failures`: the personas still owed a reply whose last delivery failed or was
         refused, with the cause (`reason`, `msg`)."""
         from nixx.nxc.delivery import outcomes

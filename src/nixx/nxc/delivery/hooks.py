@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from nixx.log.reducer import Reducer
     from nixx.nxc.declarations import ChannelDecl, Persona
     from nixx.nxc.engine import Engine
-    from nixx.nxc.shapes import Delivered, Resumed
+    from nixx.nxc.shapes import Delivered, Resumed, ThreadSummary
 
 
 class SendContext:
@@ -69,7 +69,7 @@ class ReplyContext:
 
     def __init__(
         self, *, engine: Engine, sender: str, thread_id: str, message_id: str, channel_id: str,
-        body: str, escalate: bool, thread: dict[str, Any],
+        body: str, escalate: bool, thread: ThreadSummary,
     ) -> None:
         self.engine = engine
         self.sender = sender
@@ -102,7 +102,7 @@ class Delivery:
                    msg: str) -> None:
         """A send to `persona` was refused (`reason`), before the error is raised."""
 
-    def annotate_thread(self, engine: Engine, summary: dict[str, Any]) -> dict[str, Any]:
+    def annotate_thread(self, engine: Engine, summary: ThreadSummary) -> ThreadSummary:
         """A thread summary (`threads show`, `wait`), with what delivery knows of it."""
         return summary
 

@@ -52,7 +52,7 @@ if TYPE_CHECKING:
     from nixx.log.workspace import Workspace
     from nixx.nxc.declarations import ChannelDecl, Persona
     from nixx.nxc.delivery.launcher import Deliverer
-    from nixx.nxc.shapes import Delivered, Resumed
+    from nixx.nxc.shapes import Delivered, Resumed, ThreadSummary
 
 __all__ = ["catch_up", "is_round", "member_sessions", "on_member_exit", "on_slot_reply",
            "open_round", "round_of_slot", "settle", "slot_of_member", "slots",
@@ -133,7 +133,7 @@ def _supervisor(r: dict[str, Any]) -> str:
     return supervisor_handle(r["config"]["origin"], r["channel"])
 
 
-def round_of_slot(d: Deliverer, thread: dict[str, Any]) -> str | None:
+def round_of_slot(d: Deliverer, thread: ThreadSummary) -> str | None:
     """The round's thread when `thread` (a summary) is one of its slots on this machine."""
     parent: str | None = thread.get("parent")
     if not parent:
@@ -266,14 +266,14 @@ def _all_answered(d: Deliverer, r: dict[str, Any]) -> bool:
     return True
 
 
-def on_slot_reply(d: Deliverer, *, round_thread: str, slot: dict[str, Any],
+def on_slot_reply(d: Deliverer, *, round_thread: str, slot: ThreadSummary,
                   sender: str) -> Resumed:
     """A message was posted in a slot of a round (`slot`: its summary after the post)."""
     r = _round(d, round_thread)
     if r is None or r["settled"]:
         return {"resumed": None, "warnings": []}
     warnings: list[str] = []
-    member = (slot["expects"] or [None])[0]
+    member = slot["expects"][0] if slot["expects"] else None
     if r["flow"] == "sequential" and sender == member and slot["complete"]:
         current = r["next_index"] - 1
         if 0 <= current < len(r["members"]) and r["members"][current] == member:
