@@ -13,9 +13,9 @@ from pathlib import Path
 import httpx
 import pytest
 
+from nixx.local_server import server_answers
 from nixx.mcp.tools import CHAT_TOOLS, MEMORY_TOOLS
 from nixx.memory.intent import MAX_CHARS as INTENT_MAX_CHARS
-from nixx.server.autostart import server_answers
 from nixx.testing.fake_llm import FakeLLM
 from nixx.testing.live_server import LiveServer
 

@@ -8,7 +8,7 @@ import pytest
 
 from nixx.config import load_settings
 from nixx.errors import BackendUnavailable
-from nixx.server.autostart import ensure_server, server_answers, start_server
+from nixx.local_server import ensure_server, server_answers, start_server
 from nixx.store import open_store
 from nixx.testing.fake_llm import Reply
 from nixx.tui.launch import run_chat

@@ -1,7 +1,7 @@
 """`MemoryAPI`: the memory tools' one way to the store — the nixx server's HTTP API.
 
 `nixx mcp` (stdio) talks to the configured server URL; when none answers on first use
-it starts one the way `nixx chat` does (`nixx.server.autostart`) and stops it on exit,
+it starts one the way `nixx chat` does (`nixx.local_server`) and stops it on exit,
 so the store keeps one writer. Inside `nixx serve` (`/mcp`) the same requests go to the
 app's own routes in process (an ASGI transport, no socket), so both shells return the
 same shapes from the same service methods.

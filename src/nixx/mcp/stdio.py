@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 def configure(url: str | None) -> tuple[str, SecretStr | None, Callable[[], Any]]:
     """(server URL, API key, how to start a server): read on the first memory call."""
     from nixx.config import load_settings
-    from nixx.server.autostart import default_url, ensure_server
+    from nixx.local_server import default_url, ensure_server
 
     settings = load_settings()
     base = (url or default_url(settings)).rstrip("/")

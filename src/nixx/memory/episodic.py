@@ -7,7 +7,7 @@ Runtime switches live in the store's state so they survive a restart:
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypedDict
 
 from nixx.config import Settings
 from nixx.errors import ValidationError
@@ -28,6 +28,21 @@ def check_origin(origin: str | None) -> str:
         )
     return origin
 
+
+
+class EpisodicStatus(TypedDict):
+    """The buffer and its summaries at a glance (`Episodic.status`)."""
+
+    interval: int  # words of unsummarised buffer that make a summary due
+    unsummarised_words: int
+    unsummarised_rows: int
+    last_summarised_id: int
+    buffer_rows: int
+    max_buffer_id: int
+    session_start_id: int
+    summaries: int
+    memories: int
+    recall: bool
 
 class Episodic:
     def __init__(self, settings: Settings, store: MemoryStore) -> None:
@@ -125,7 +140,7 @@ class Episodic:
         """Count the unsummarised words afresh next time (rows were deleted)."""
         self._due_cache = None
 
-    def status(self) -> dict[str, Any]:
+    def status(self) -> EpisodicStatus:
         rows = self.store.unsummarised()
         stats = self.store.buffer_stats()
         return {

@@ -1,6 +1,8 @@
-"""Forgetting, the service side (synchronous helpers; `NixxService` runs them in a
-worker thread): item references such as ``buffer:12``, what a forget query matches,
-and the intent that came from a deleted row.
+"""Forgetting, the service side: `Forgetting`, the collaborator `NixxService` hands
+every deletion and hand correction to (the store's transaction, then the intent, then
+the files on disk, inside the forget fence; the repairs scheduled after), and its
+synchronous helpers: item references such as ``buffer:12``, what a forget query
+matches, and the intent that came from a deleted row.
 
 A reference names one stored item: ``buffer:ID``, ``summary:ID``, ``source:ID`` or
 ``memory:ID``, or ``intent:1`` (the current intent). A query matches every non-marker
@@ -14,20 +16,171 @@ the references it is given, each of which must still match the query.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
-from typing import Any
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TypedDict
 
-from nixx.errors import ValidationError
+from anyio import to_thread
+
+from nixx.errors import NotFound, ValidationError
 from nixx.memory import intent as intent_state
+from nixx.memory.fence import ForgetFence
 from nixx.store.base import MemoryStore
-from nixx.store.forgetting import query_terms, snippet
+from nixx.store.forgetting import (
+    REBUILD_KEY,
+    RESUMMARISE_KEY,
+    ForgetResult,
+    query_terms,
+    snippet,
+)
+from nixx.store.records import Summary
 from nixx.values import MAX_ID
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from nixx.memory.episodic import Episodic
 
 REF_KINDS = {"buffer": "buffer_ids", "summary": "summary_ids", "source": "source_ids",
              "memory": "memory_ids"}  # fmt: skip
 _PLURAL = {"summaries": "summary", "sources": "source", "memories": "memory"}
 INTENT_REF = "intent:1"  # the current intent (there is one)
 MATCH_LIMIT = 200  # per kind, in one dry run
+
+
+class ForgetAnswer(TypedDict):
+    """What a forget did: `ForgetResult.to_dict()` (the log entry: ids by kind, the
+    windows to summarise again, the sources to rebuild), whether the intent went too,
+    and what was scrubbed from the files on disk (`MemoryStore.scrub`)."""
+
+    forgotten: dict[str, Any]
+    intent_cleared: bool
+    disk: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Repairs:
+    """The background repairs a forget may leave: each schedules its job."""
+
+    resummarise: Callable[[], None]
+    rebuild_sources: Callable[[], None]
+    rederive_intent: Callable[[], None]
+
+
+class Forgetting:
+    def __init__(
+        self,
+        store: MemoryStore,
+        episodic: Episodic,
+        fence: ForgetFence,
+        embed: Callable[[Sequence[str]], Awaitable[np.ndarray]],
+        repairs: Repairs,
+        forget_carried: Callable[[], None] = lambda: None,
+    ) -> None:
+        self.store = store
+        self.episodic = episodic
+        self.fence = fence
+        self.embed = embed
+        self.repairs = repairs
+        # the memory the `cache` layout carries into a conversation's later requests is
+        # held in this process (`MemoryTrail`): after a forget it may hold what is gone
+        self.forget_carried = forget_carried
+
+    async def forget(self, kind: str, clear_intent: bool = False, /,
+                     **ids: Sequence[int]) -> ForgetAnswer:
+        """One deletion: the store's transaction, then the intent, then the files on
+        disk; the repairs (re-summaries, source chunks, intent) run in the background.
+        `clear_intent`: the intent matched the forget query and goes too (no
+        re-derivation: the rows it came from may still say what was forgotten)."""
+        async with self.fence.forgetting():
+
+            def work() -> tuple[ForgetResult, bool, dict[str, Any]]:
+                result = self.store.forget(kind, **ids)
+                cleared = intent_from_deleted(self.store, result.buffer_ids)
+                if clear_intent:
+                    intent_state.clear(self.store)
+                return result, cleared, self.store.scrub()
+
+            result, intent_cleared, scrub = await to_thread.run_sync(work)
+            self.episodic.forget_cache()
+            self.forget_carried()
+        if result.resummarise:
+            self.repairs.resummarise()
+        if result.rebuild_source_ids:
+            self.repairs.rebuild_sources()
+        if intent_cleared:
+            self.repairs.rederive_intent()
+        return {"forgotten": result.to_dict(), "intent_cleared": intent_cleared or clear_intent,
+                "disk": scrub}
+
+    async def buffer_range(self, start_id: int, end_id: int) -> ForgetAnswer:
+        """Every row with start_id <= id <= end_id (markers included)."""
+        if end_id < start_id:
+            raise ValidationError(
+                f"end_id ({end_id}) must be >= start_id ({start_id})", param="end_id"
+            )
+        rows = await to_thread.run_sync(self.store.get_buffer, start_id, end_id)
+        if not rows:
+            raise NotFound(f"the buffer has no rows between ids {start_id} and {end_id}")
+        return await self.forget("buffer", buffer_ids=[r.id for r in rows])
+
+    async def refs(self, refs: Sequence[str]) -> ForgetAnswer:
+        """Delete the items named by references (all or nothing)."""
+        if not refs:
+            raise ValidationError("name at least one item (buffer:ID, summary:ID, ...)")
+        grouped = group_refs(refs)
+        kinds = [k for k, arg in REF_KINDS.items() if grouped[arg]]
+        return await self.forget(kinds[0] if len(kinds) == 1 else "query", **grouped)
+
+    async def query(self, query: str, ids: Sequence[str]) -> ForgetAnswer:
+        """Delete exactly `ids`, each of which `query` must still match (``intent:1``:
+        clear the intent, set by hand or derived, whose text matched)."""
+        grouped = await to_thread.run_sync(confirmed_refs, self.store, query, list(ids))
+        _, with_intent = split_intent(ids)
+        if any(grouped.values()):
+            return await self.forget("query", with_intent, **grouped)
+        async with self.fence.forgetting():  # the intent alone
+            await to_thread.run_sync(intent_state.clear, self.store)
+            scrub = await to_thread.run_sync(self.store.scrub)
+            self.forget_carried()
+        empty: dict[str, Any] = {"log_id": None, "kind": "query", "at": None, "buffer_ids": [],
+                                 "summary_ids": [], "source_ids": [], "memory_ids": [],
+                                 "memories_removed": 0, "resummarise": [],
+                                 "rebuild_source_ids": []}
+        return {"forgotten": empty, "intent_cleared": True, "disk": scrub}
+
+    async def update_summary(
+        self,
+        summary_id: int,
+        *,
+        content: str | None = None,
+        tags: Sequence[str] | None = None,
+        entities: dict[str, list[str]] | None = None,
+    ) -> Summary:
+        """Correct a summary; new content is embedded again (recall finds the new text)."""
+        if content is None and tags is None and entities is None:
+            raise ValidationError("give at least one of content, tags, entities")
+        if content is not None and not content.strip():
+            raise ValidationError("content must be non-empty text", param="content")
+        await to_thread.run_sync(self.store.get_summary, summary_id)  # 404 before embedding
+        vector = None if content is None else (await self.embed([content]))[0]
+        async with self.fence.forgetting():  # a re-summary in flight must not undo the edit
+            summary = await to_thread.run_sync(
+                lambda: self.store.update_summary(
+                    summary_id, content=content, embedding=vector, tags=tags, entities=entities
+                )
+            )
+            await to_thread.run_sync(self.store.scrub)
+            self.forget_carried()
+        return summary
+
+    async def resume_repairs(self) -> None:
+        """Schedule the repairs a forget left queued (say `nixx forget` while the LLM
+        backend was down): the server calls this when it starts."""
+        if await to_thread.run_sync(self.store.get_state, RESUMMARISE_KEY):
+            self.repairs.resummarise()
+        if await to_thread.run_sync(self.store.get_state, REBUILD_KEY):
+            self.repairs.rebuild_sources()
 
 
 def parse_ref(ref: str) -> tuple[str, int]:

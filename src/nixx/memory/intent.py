@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from datetime import UTC, datetime
-from typing import Any
+from typing import NotRequired, TypedDict, cast
 
 from nixx.errors import BackendError, ValidationError
 from nixx.memory.prompts import INTENT_PROMPT
@@ -34,9 +34,18 @@ MAX_CHARS = 1000
 TEMPERATURE = 0.2
 
 
-def get(store: MemoryStore) -> dict[str, Any] | None:
+class IntentValue(TypedDict):
+    """The current intent as the store's state keeps it (key ``intent``)."""
+
+    text: str
+    source: str  # "manual" | "derived"
+    updated_at: str  # ISO 8601, seconds
+    rows: NotRequired[list[int]]  # a derived one: the (first, last) buffer ids it saw
+
+
+def get(store: MemoryStore) -> IntentValue | None:
     value = store.get_state(KEY)
-    return value if isinstance(value, dict) and value.get("text") else None
+    return cast(IntentValue, value) if isinstance(value, dict) and value.get("text") else None
 
 
 def text(store: MemoryStore) -> str | None:
@@ -50,7 +59,7 @@ def set_intent(
     *,
     source: str = "manual",
     rows: tuple[int, int] | None = None,
-) -> dict[str, Any]:
+) -> IntentValue:
     """Store the intent; a derived one keeps the (first, last) buffer ids it was derived
     from, so forgetting one of those rows clears it (`nixx.memory.forget`).
 
@@ -75,7 +84,7 @@ def set_intent(
         raise ValidationError(
             f"intent is {len(intent)} characters; keep it under {MAX_CHARS}", param="intent"
         )
-    value: dict[str, Any] = {
+    value: IntentValue = {
         "text": intent,
         "source": source,
         "updated_at": datetime.now(UTC).isoformat(timespec="seconds"),

@@ -520,38 +520,31 @@ def select(
         used += cost
         picked.append((result, rows))
         order.append(("buffer", len(picked) - 1))
+    return _as_recalled(order, summaries, picked)
+
+
+def _as_recalled(
+    order: list[tuple[str, int]],
+    summaries: list[Result],
+    picked: list[tuple[Result, list[BufferRow]]],
+) -> list[Recalled]:
+    """`select`'s picks as `Recalled` items, in pick order."""
     out: list[Recalled] = []
     for kind, index in order:
         if kind == "summary":
             r = summaries[index]
             assert r.summary is not None
-            out.append(
-                Recalled(
-                    "summary",
-                    r.summary.id,
-                    r.score,
-                    r.cosine,
-                    r.created_at,
-                    format_summary(r),
-                    [r.summary.start_buffer_id, r.summary.end_buffer_id],
-                    dict(r.why),
-                )
-            )
+            out.append(Recalled(
+                "summary", r.summary.id, r.score, r.cosine, r.created_at, format_summary(r),
+                [r.summary.start_buffer_id, r.summary.end_buffer_id], dict(r.why),
+            ))
         else:
             first, rows = picked[index]
             assert first.row is not None
-            out.append(
-                Recalled(
-                    "buffer",
-                    first.row.id,
-                    first.score,
-                    first.cosine,
-                    first.created_at,
-                    format_excerpt(rows),
-                    [r.id for r in rows],
-                    dict(first.why),
-                )
-            )
+            out.append(Recalled(
+                "buffer", first.row.id, first.score, first.cosine, first.created_at,
+                format_excerpt(rows), [r.id for r in rows], dict(first.why),
+            ))
     return out
 
 

@@ -33,7 +33,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TypedDict
 
 import numpy as np
 
@@ -95,6 +95,15 @@ def texts_for(store: MemoryStore, rows: Sequence[BufferRow]) -> list[str]:
     return out
 
 
+
+class VectorStatus(TypedDict):
+    embedded: int  # non-marker rows with a vector
+    pending: int  # and without
+    running: bool
+    error: str | None
+    rows_per_second: float | None
+    index_warming: bool
+
 class RowVectors:
     """Embeds buffer rows in a thread of its own (see the module docstring)."""
 
@@ -151,9 +160,8 @@ class RowVectors:
             self._thread.join(timeout)
 
     # ---- status -------------------------------------------------------------------------
-    def status(self) -> dict[str, Any]:
-        """``{"embedded", "pending", "running", "error", "rows_per_second",
-        "index_warming"}`` (blocking: it counts in the store)."""
+    def status(self) -> VectorStatus:
+        """What the buffer rows' vectors are doing (blocking: it counts in the store)."""
         stats = self.store.buffer_vector_stats()
         rate = self.embedded_total / self.embed_seconds if self.embed_seconds > 0 else None
         return {
@@ -166,7 +174,7 @@ class RowVectors:
         }
 
     # ---- work ---------------------------------------------------------------------------
-    async def flush(self) -> dict[str, Any]:
+    async def flush(self) -> VectorStatus:
         """Embed every row pending now (from the first row: `nixx reindex` may have
         dropped vectors), in a worker thread; returns `status()`. With the embedder
         failing it returns at once with the error set (the rows stay pending)."""
@@ -174,7 +182,7 @@ class RowVectors:
         await asyncio.to_thread(self.drain)
         return await asyncio.to_thread(self._settled_status)
 
-    def _settled_status(self) -> dict[str, Any]:
+    def _settled_status(self) -> VectorStatus:
         # read while no drain runs: a turn's notify may have started the background
         # thread's drain (of nothing left) just after ours ended
         with self._drain_lock:

@@ -11,8 +11,12 @@ event loop never waits on them.
 
     async with open_service(settings) as service: ...   # opens and closes all of it
 
-It builds its collaborators once — the `Episodic` buffer, the per-turn `Recall`
-(`nixx.memory.recall`) and the `TurnParts` each turn is handed (`nixx.memory.turn`) — and
+It builds its collaborators once and hands each sub-domain to one: the `Episodic`
+buffer, the per-turn `Recall` (`nixx.memory.recall`) and the `TurnParts` each turn is
+handed (`nixx.memory.turn`); the summaries (`nixx.memory.summaries`), the intent's
+derivation (`nixx.memory.intent_job`), the sources (`nixx.memory.sources`) and
+forgetting (`nixx.memory.forget.Forgetting`), the last four sharing the forget fence
+(`nixx.memory.fence`) and what nixx's own LLM calls need (`nixx.memory.own_calls`). It
 is the one door of every shell: a shell calls a method named for its use case, never
 what the service holds (`tests/test_architecture.py`).
 """
@@ -22,49 +26,52 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
-import logging
 from collections.abc import AsyncIterator, Callable, Coroutine, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 from anyio import to_thread
 
 from nixx.config import Settings, config_file_note
 from nixx.embed.base import Embedder
-from nixx.errors import BackendError, NotFound, ValidationError
+from nixx.errors import BackendError, NotFound
 from nixx.llm.client import ChatClient
 from nixx.memory import forget as forgetting
 from nixx.memory import intent as intent_state
 from nixx.memory import search as fused
-from nixx.memory import semantic
+from nixx.memory import summaries as summary_job
 from nixx.memory.background import BackgroundJobs
-from nixx.memory.episodic import Episodic
+from nixx.memory.episodic import Episodic, EpisodicStatus
+from nixx.memory.fence import ForgetFence
+from nixx.memory.forget import ForgetAnswer, Forgetting, Repairs
+from nixx.memory.intent import IntentValue
+from nixx.memory.intent_job import JOB as INTENT_JOB
+from nixx.memory.intent_job import IntentJob
 from nixx.memory.layout import MemoryTrail
-from nixx.memory.prompts import SOURCE_SUMMARY_PROMPT
+from nixx.memory.own_calls import OwnCalls
 from nixx.memory.recall import Recall, RecallContext
-from nixx.memory.row_vectors import RowVectors
-from nixx.memory.summarize import MAX_TOKENS as SUMMARY_MAX_TOKENS
-from nixx.memory.summarize import PROMPT_TOKENS as SUMMARY_PROMPT_TOKENS
-from nixx.memory.summarize import merge_tags, select_window, summarise
-from nixx.memory.turn import TurnParts, run_turn
+from nixx.memory.row_vectors import RowVectors, VectorStatus
+from nixx.memory.sources import Sources
+from nixx.memory.summaries import Summaries
+from nixx.memory.turn import TurnEvent, TurnInfo, TurnParts, run_turn
 from nixx.priority import Foreground
 from nixx.store.base import MemoryStore
-from nixx.store.forgetting import REBUILD_KEY, RESUMMARISE_KEY, ForgetLogEntry, ForgetResult
+from nixx.store.forgetting import ForgetLogEntry
 from nixx.store.records import BufferHit, BufferRow, MemoryHit, Source, Summary, SummaryHit
 
-log = logging.getLogger(__name__)
+if TYPE_CHECKING:
+    from nixx.ingest.pipeline import IngestResult
+    from nixx.tools.registry import ToolRegistry
+
 T = TypeVar("T")
 
-SUMMARY_JOB = "summary"
+SUMMARY_JOB = summary_job.JOB
 # A search result that shares no word with the query needs this share of the recall row
 # floor as cosine (0.16 with MiniLM: bench/bench_recall.py loses no evidence row at 0.15,
 # 0.011 of R@10 at 0.2; docs/performance.md)
 SEARCH_FLOOR_SHARE = 0.4
-INTENT_JOB = "intent"
-SOURCE_SUMMARY_MAX_TOKENS = 300  # a buffer source's display summary: 2-4 sentences
-SOURCES_JOB = "sources"
 RESPONSE_KEY = "response:"  # state key prefix: a stored response id -> its answer row id
 MAX_RESPONSE_CHAIN = 10_000  # previous_response_id links walked at most
 
@@ -108,10 +115,6 @@ async def open_service(settings: Settings, *, tools: bool = False) -> AsyncItera
         await to_thread.run_sync(store.close)
 
 
-class _Stale(Exception):
-    """A forget ran while a background job read the rows it was about to store."""
-
-
 class NixxService:
     def __init__(
         self,
@@ -119,7 +122,7 @@ class NixxService:
         store: MemoryStore,
         embedder: Embedder,
         llm: ChatClient,
-        tools: Any | None = None,
+        tools: ToolRegistry | None = None,
     ) -> None:
         self.settings = settings
         self.store = store
@@ -149,17 +152,24 @@ class NixxService:
         self.jobs = BackgroundJobs()
         # every buffer row's vector, made in a thread of its own (started by the server)
         self.row_vectors = RowVectors(store, self._embed_sync, foreground=self.foreground)
+        # forgetting vs. background writes: a job that read rows before a forget drops
+        # its result instead of storing text from a deleted row
+        fence = ForgetFence()
+        calls = OwnCalls(llm, self.resolve_model, self.context_length,
+                         settings.background_timeout)
+        self.summaries = Summaries(store, self.episodic, calls, self.embed, fence, self.jobs)
+        self.intent = IntentJob(settings, store, self.episodic, calls, fence, self.jobs)
+        self.sources = Sources(settings, store, embedder, self._embed_sync,
+                               self._embed_queries_sync, calls, fence, self.jobs)
+        self.forgetting = Forgetting(store, self.episodic, fence, self.embed, Repairs(
+            resummarise=self.summaries.schedule_now,
+            rebuild_sources=self.sources.schedule_rebuild,
+            rederive_intent=self.intent.schedule_repair,
+        ), forget_carried=self._forget_carried)
         self._bound = False
         self._models: list[str] | None = None
         self._last_model = ""  # the model of the newest turn or own call (for the status)
         self._writes: set[asyncio.Task[Any]] = set()
-        self._summary_failures = 0
-        self._summary_skip = 0
-        # Forgetting vs. background writes: a forget bumps the epoch under the lock; a job
-        # that read rows under an older epoch drops its result instead of storing text
-        # from a deleted row (`_store_if_current`).
-        self._forget_lock = asyncio.Lock()
-        self._forget_epoch = 0
         self._ranker_pool: ThreadPoolExecutor | None = None
 
     @property
@@ -176,7 +186,7 @@ class NixxService:
         without a vector (backfill), the repairs a forget left queued, and the vector
         indexes warmed (not in the first search after a restart)."""
         self.row_vectors.start()
-        await self.resume_repairs()
+        await self.forgetting.resume_repairs()
         self.store.warm_vector_indexes()
 
     async def close(self) -> None:
@@ -281,12 +291,12 @@ class NixxService:
         self,
         body: dict[str, Any],
         origin: str = "api",
-        info: dict[str, Any] | None = None,
+        info: TurnInfo | None = None,
         *,
         agent: str | None = None,
         answer_meta: dict[str, Any] | None = None,
         remembered: Callable[[str], str] | None = None,
-    ) -> AsyncIterator[Any]:
+    ) -> AsyncIterator[TurnEvent]:
         """Run one chat turn; yields `nixx.memory.turn` events (see there). `agent`: the nxc
         persona the turn runs for (recorded on its buffer rows; no nixx tools offered).
         `answer_meta`: more keys for the answer's row (`save_response` reads ``response``);
@@ -343,8 +353,8 @@ class NixxService:
 
     def _after_turn(self) -> None:
         """Schedule the background work a new buffer row may make due."""
-        self.jobs.schedule(SUMMARY_JOB, self._auto_summary)
-        self.jobs.schedule(INTENT_JOB, self._auto_intent)
+        self.summaries.schedule()
+        self.intent.schedule()
         self.row_vectors.notify()
 
     async def context_length(self, model: str) -> tuple[int, str]:
@@ -365,214 +375,18 @@ class NixxService:
             return length, source
         return setting, "chat_context_length" if explicit else "chat_context_length (default)"
 
-    # ---- summaries --------------------------------------------------------------------
-    async def _max_transcript_chars(self, model: str | None = None) -> int:
-        """The input one of nixx's own calls may send: the context less the answer's
-        bound and the prompt, at a cautious 3 characters a token (small models' tokenisers
-        give fewer than English's 4)."""
-        model = model or await self.resolve_model(None)
-        length, _ = await self.context_length(model)
-        room = length - SUMMARY_MAX_TOKENS - SUMMARY_PROMPT_TOKENS
-        return max(1000, room * 3)
-
-    async def _summarise_window(
-        self,
-        rows: Any,
-        tags: Sequence[str],
-        epoch: int,
-        then: Callable[[], Any] | None = None,
-    ) -> Summary:
-        model = await self.resolve_model(None)
-        draft, rows = await summarise(
-            self.llm,
-            model,
-            rows,
-            max_chars=await self._max_transcript_chars(model),
-            budget=self.settings.background_timeout,
-        )
-        vector = (await self.embed([draft.summary]))[0]
-
-        def store() -> Summary:
-            summary = self.store.add_summary(
-                draft.summary,
-                vector,
-                tags=merge_tags(tags, draft.tags),
-                entities=draft.entities,
-                start_buffer_id=rows[0].id,
-                end_buffer_id=rows[-1].id,
-            )
-            if then is not None:
-                then()
-            return summary
-
-        return await self._store_if_current(epoch, store)
-
-    async def _store_if_current(self, epoch: int, fn: Callable[[], T]) -> T:
-        """Run the write `fn` unless a forget ran since `epoch` (then `_Stale`)."""
-        async with self._forget_lock:
-            if epoch != self._forget_epoch:
-                raise _Stale
-            return await self.run(fn)
-
-    async def _auto_summary(self) -> None:
-        """Summarise every due window, oldest first; stop at the first failure (the window
-        stays unsummarised and is retried after a later turn). After consecutive failures
-        the automatic attempts back off: 1, 3, 7 … (at most 63) turns are skipped, so a
-        broken backend is not asked three times per turn; a manual summary always tries."""
-        if self._summary_skip > 0:
-            self._summary_skip -= 1
-            return
-        try:
-            await self._summarise_due()
-        except Exception:
-            self._summary_failures += 1
-            self._summary_skip = min(2 ** (self._summary_failures - 1) - 1, 63)
-            raise
-        self._summary_failures = 0
-
-    async def _summarise_due(self) -> None:
-        await self._resummarise_pending()
-        for _ in range(100):  # bounded: each pass consumes at least one row
-            epoch = self._forget_epoch
-            due, rows = await self.run(self.episodic.summary_due)
-            if not due:
-                return
-            interval = await self.run(self.episodic.interval)
-            window = select_window(
-                rows, min_words=interval, max_chars=await self._max_transcript_chars()
-            )
-            try:
-                summary = await self._summarise_window(window, [], epoch)
-            except _Stale:
-                continue
-            log.info(
-                "summary %s covers buffer %s..%s",
-                summary.id,
-                summary.start_buffer_id,
-                summary.end_buffer_id,
-            )
-
+    # ---- summaries and intent ----------------------------------------------------------
     async def summarise_now(self, tags: Sequence[str] = ()) -> Summary:
-        """Summarise the unsummarised window now (waits for a running background summary
-        first, so two never overlap)."""
-        await self._wait_for(SUMMARY_JOB)
-        await self._resummarise_pending()
-        for _ in range(10):
-            epoch = self._forget_epoch
-            rows = await self.run(self.store.unsummarised)
-            if not rows:
-                raise ValidationError(
-                    "nothing to summarise: every buffer message is already in a summary"
-                )
-            window = select_window(
-                rows, min_words=None, max_chars=await self._max_transcript_chars()
-            )
-            try:
-                return await self._summarise_window(window, list(tags), epoch)
-            except _Stale:
-                continue
-        raise ValidationError("messages kept being forgotten while summarising; try again")
+        """Summarise the unsummarised window now (`Summaries.now`)."""
+        return await self.summaries.now(tags)
 
-    async def _resummarise_pending(self) -> None:
-        """Summarise again, oldest first, each window whose summary was removed because
-        it covered a forgotten row, from the rows that remain (state ``forget.resummarise``,
-        so the work survives a restart). A window with no row left is dropped."""
-        for _ in range(1000):
-            epoch = self._forget_epoch
-            queue = await self.run(self.store.get_state, RESUMMARISE_KEY)
-            if not queue:
-                return
-            start, end = int(queue[0][0]), int(queue[0][1])
+    async def derive_intent(self) -> IntentValue:
+        return await self.intent.derive()
 
-            def done(window: tuple[int, int] = (start, end)) -> None:
-                self.store.update_state(
-                    RESUMMARISE_KEY,
-                    lambda cur: [w for w in (cur or []) if tuple(w) != window] or None,
-                )
-
-            rows = [
-                r for r in await self.run(self.store.get_buffer, start, end) if r.role != "marker"
-            ]
-            try:
-                if not rows:
-                    await self._store_if_current(epoch, done)
-                    continue
-                summary = await self._summarise_window(rows, [], epoch, then=done)
-            except _Stale:
-                continue
-            log.info(
-                "summary %s re-covers buffer %s..%s after a forget",
-                summary.id,
-                summary.start_buffer_id,
-                summary.end_buffer_id,
-            )
-
-    async def _wait_for(self, kind: str) -> None:
-        while self.jobs.running(kind):
-            await asyncio.sleep(0.02)
-
-    # ---- intent -----------------------------------------------------------------------
-    async def _auto_intent(self) -> None:
-        current = await self.run(intent_state.get, self.store)
-        if current and current.get("source") == "manual":
-            return  # a manual intent stays until it is cleared or re-derived on request
-        start = await self.run(self.episodic.session_start)
-        due = await self.run(
-            lambda: intent_state.due(
-                self.store, session_start=start, interval=self.settings.intent_interval
-            )
-        )
-        if due:
-            await self.derive_intent()
-
-    async def derive_intent(self) -> dict[str, Any]:
-        for _ in range(10):
-            epoch = self._forget_epoch
-            start = await self.run(self.episodic.session_start)
-            rows = await self.run(
-                functools.partial(
-                    self.store.last_buffer_rows, self.settings.intent_lookback, after_id=start - 1
-                )
-            )
-            if not rows:
-                raise ValidationError("no messages in the current session to derive an intent from")
-            model = await self.resolve_model(None)
-            data = await self.llm.background(
-                {
-                    "model": model,
-                    "messages": intent_state.intent_messages(rows),
-                    "temperature": intent_state.TEMPERATURE,
-                    "max_tokens": intent_state.MAX_TOKENS,
-                },
-                budget=self.settings.background_timeout,
-                what="the intent",
-            )
-            answer = (data["choices"][0].get("message") or {}).get("content") or ""
-            text = intent_state.clean_answer(answer)
-
-            def save(rows: list[BufferRow] = rows, text: str = text) -> dict[str, Any]:
-                value = intent_state.set_intent(
-                    self.store, text, source="derived", rows=(rows[0].id, rows[-1].id)
-                )
-                intent_state.mark_derived(self.store, rows[-1].id)
-                return value
-
-            try:
-                return await self._store_if_current(epoch, save)
-            except _Stale:
-                continue
-        raise ValidationError("messages kept being forgotten while deriving the intent; try again")
-
-    async def _rederive_intent(self) -> None:
-        """After a forget cleared the intent: derive it from what remains (or leave it
-        cleared when the session has no message left)."""
-        with contextlib.suppress(ValidationError):
-            await self.derive_intent()
-
-    async def get_intent(self) -> dict[str, Any] | None:
+    async def get_intent(self) -> IntentValue | None:
         return await self.run(intent_state.get, self.store)
 
-    async def set_intent(self, text: str) -> dict[str, Any]:
+    async def set_intent(self, text: str) -> IntentValue:
         return await self.run(lambda: intent_state.set_intent(self.store, text))
 
     async def clear_intent(self) -> None:
@@ -587,25 +401,26 @@ class NixxService:
         }
 
     # ---- episodic search and status ----------------------------------------------------
-    async def status(self) -> dict[str, Any]:
-        data = await self.run(self.episodic.status)
-        data["threshold"] = self.recall.threshold
-        data["recall_limit"] = self.settings.recall_limit
+    async def status(self) -> MemoryStatus:
+        episodic = await self.run(self.episodic.status)
         # what is known already: a status is never the one to ask the backend
         model = self.settings.chat_model or self._last_model
-        known = self.llm.known_context(model)
-        length, source = self.context_length_of(known)
-        data["context_length"] = length
-        data["context_length_source"] = source
-        data["backend_slots"] = self.llm.gate.slots
-        data["summary_running"] = self.jobs.running(SUMMARY_JOB)
-        data["summary_error"] = self.jobs.last_error.get(SUMMARY_JOB)
-        data["intent_error"] = self.jobs.last_error.get(INTENT_JOB)
-        data["summary_failures"] = self.jobs.failures.get(SUMMARY_JOB, 0)
-        data["intent_failures"] = self.jobs.failures.get(INTENT_JOB, 0)
-        data["recall_error"] = self.recall.error
-        data["buffer_vectors"] = await self.run(self.row_vectors.status)
-        return data
+        length, source = self.context_length_of(self.llm.known_context(model))
+        return {
+            **episodic,
+            "threshold": self.recall.threshold,
+            "recall_limit": self.settings.recall_limit,
+            "context_length": length,
+            "context_length_source": source,
+            "backend_slots": self.llm.gate.slots,
+            "summary_running": self.jobs.running(SUMMARY_JOB),
+            "summary_error": self.jobs.last_error.get(SUMMARY_JOB),
+            "intent_error": self.jobs.last_error.get(INTENT_JOB),
+            "summary_failures": self.jobs.failures.get(SUMMARY_JOB, 0),
+            "intent_failures": self.jobs.failures.get(INTENT_JOB, 0),
+            "recall_error": self.recall.error,
+            "buffer_vectors": await self.run(self.row_vectors.status),
+        }
 
     async def search(self, query: str, limit: int) -> SearchAnswer:
         """The fused search (`nixx.memory.search`), plus the two lists the seed's API had:
@@ -645,115 +460,45 @@ class NixxService:
         self, name: str, start_id: int | None, end_id: int | None
     ) -> tuple[Source, str | None]:
         """Store a buffer range as a named source; returns (source, summary problem)."""
-        plan = await self.run(semantic.plan_source, self.store, name, start_id, end_id)
-        chunks = await self.run(lambda: semantic.embed_chunks(_BoundEmbedder(self), plan))
-        summary, problem = await self._source_summary(plan.text)
-        source = await self.run(
-            lambda: self.store.add_source(
-                plan.name,
-                "buffer",
-                chunks,
-                summary=summary,
-                start_id=plan.start_id,
-                end_id=plan.end_id,
-            )
-        )
-        return source, problem
-
-    async def _source_summary(self, text: str) -> tuple[str | None, str | None]:
-        """(the LLM's display summary of a source's text, what went wrong)."""
-        try:
-            model = await self.resolve_model(None)
-            limit = await self._max_transcript_chars(model)
-            data = await self.llm.background(
-                {
-                    "model": model,
-                    "messages": [
-                        {"role": "system", "content": SOURCE_SUMMARY_PROMPT},
-                        {"role": "user", "content": text[:limit]},
-                    ],
-                    "temperature": 0.3,
-                    "max_tokens": SOURCE_SUMMARY_MAX_TOKENS,
-                },
-                budget=self.settings.background_timeout,
-                what="a source's summary",
-            )
-        except BackendError as exc:
-            return None, exc.message
-        summary = ((data["choices"][0].get("message") or {}).get("content") or "").strip()
-        return summary or None, None
+        return await self.sources.create(name, start_id, end_id)
 
     async def search_sources(self, query: str, limit: int) -> list[MemoryHit]:
         """Semantic memory: the nearest chunks by vectors, re-ranked with their words
         (`nixx.memory.search.fuse_memories`), best first."""
-        vector = (await self.run(self._embed_queries_sync, [query]))[0]
-
-        def find() -> list[MemoryHit]:
-            depth = max(limit, fused.SOURCE_CANDIDATES)
-            hits = self.store.search_memories(vector, limit=depth)
-            return fused.fuse_memories(query, hits, limit=limit)
-
-        return await self.run(find)
+        return await self.sources.search(query, limit)
 
     async def list_sources(self, name: str | None = None) -> list[Source]:
         """Every source, newest first; with `name`, those whose name contains it
         (case-insensitive)."""
-        items = await self.run(self.store.list_sources)
-        if name is not None and name.strip():
-            needle = name.strip().casefold()
-            items = [s for s in items if needle in s.name.casefold()]
-        return items
+        return await self.sources.listed(name)
 
     # ---- forgetting and correcting -------------------------------------------------------
-    async def forget_buffer_row(self, row_id: int) -> dict[str, Any]:
-        return await self._forget("buffer", buffer_ids=[row_id])
+    async def forget_buffer_row(self, row_id: int) -> ForgetAnswer:
+        return await self.forgetting.forget("buffer", buffer_ids=[row_id])
 
-    async def forget_buffer_range(self, start_id: int, end_id: int) -> dict[str, Any]:
+    async def forget_buffer_range(self, start_id: int, end_id: int) -> ForgetAnswer:
         """Every row with start_id <= id <= end_id (markers included)."""
-        if end_id < start_id:
-            raise ValidationError(
-                f"end_id ({end_id}) must be >= start_id ({start_id})", param="end_id"
-            )
-        rows = await self.run(self.store.get_buffer, start_id, end_id)
-        if not rows:
-            raise NotFound(f"the buffer has no rows between ids {start_id} and {end_id}")
-        return await self._forget("buffer", buffer_ids=[r.id for r in rows])
+        return await self.forgetting.buffer_range(start_id, end_id)
 
-    async def forget_summary(self, summary_id: int) -> dict[str, Any]:
-        return await self._forget("summary", summary_ids=[summary_id])
+    async def forget_summary(self, summary_id: int) -> ForgetAnswer:
+        return await self.forgetting.forget("summary", summary_ids=[summary_id])
 
-    async def forget_source(self, source_id: int) -> dict[str, Any]:
-        return await self._forget("source", source_ids=[source_id])
+    async def forget_source(self, source_id: int) -> ForgetAnswer:
+        return await self.forgetting.forget("source", source_ids=[source_id])
 
-    async def forget_refs(self, refs: Sequence[str]) -> dict[str, Any]:
+    async def forget_refs(self, refs: Sequence[str]) -> ForgetAnswer:
         """Delete the items named by references such as ``buffer:12``, ``summary:3``,
         ``source:2``, ``memory:40`` (all or nothing)."""
-        if not refs:
-            raise ValidationError("name at least one item (buffer:ID, summary:ID, ...)")
-        grouped = forgetting.group_refs(refs)
-        kinds = [k for k, arg in forgetting.REF_KINDS.items() if grouped[arg]]
-        return await self._forget(kinds[0] if len(kinds) == 1 else "query", **grouped)
+        return await self.forgetting.refs(refs)
 
     async def forget_matches(self, query: str) -> dict[str, Any]:
         """A dry run: what `query` matches (buffer rows, summaries, memories)."""
         return await self.run(forgetting.matches, self.store, query)
 
-    async def forget_query(self, query: str, ids: Sequence[str]) -> dict[str, Any]:
+    async def forget_query(self, query: str, ids: Sequence[str]) -> ForgetAnswer:
         """Delete exactly `ids`, each of which `query` must still match (``intent:1``:
         clear the intent, set by hand or derived, whose text matched)."""
-        grouped = await self.run(forgetting.confirmed_refs, self.store, query, list(ids))
-        _, with_intent = forgetting.split_intent(ids)
-        if not any(grouped.values()):  # the intent alone
-            async with self._forget_lock:
-                self._forget_epoch += 1
-                await self.run(intent_state.clear, self.store)
-                scrub = await self.run(self.store.scrub)
-                self._forget_carried()
-            empty: dict[str, Any] = {"log_id": None, "kind": "query", "at": None, "buffer_ids": [],
-                     "summary_ids": [], "source_ids": [], "memory_ids": [],
-                     "memories_removed": 0, "resummarise": [], "rebuild_source_ids": []}
-            return {"forgotten": empty, "intent_cleared": True, "disk": scrub}
-        return await self._forget("query", with_intent, **grouped)
+        return await self.forgetting.query(query, ids)
 
     async def forget_log(self, limit: int = 100) -> list[ForgetLogEntry]:
         return await self.run(self.store.forget_log, limit)
@@ -770,50 +515,9 @@ class NixxService:
         entities: dict[str, list[str]] | None = None,
     ) -> Summary:
         """Correct a summary; new content is embedded again (recall finds the new text)."""
-        if content is None and tags is None and entities is None:
-            raise ValidationError("give at least one of content, tags, entities")
-        if content is not None and not content.strip():
-            raise ValidationError("content must be non-empty text", param="content")
-        await self.run(self.store.get_summary, summary_id)  # 404 before embedding
-        vector = None if content is None else (await self.embed([content]))[0]
-        async with self._forget_lock:
-            self._forget_epoch += 1  # a re-summary in flight must not undo the edit
-            summary = await self.run(
-                lambda: self.store.update_summary(
-                    summary_id, content=content, embedding=vector, tags=tags, entities=entities
-                )
-            )
-            await self.run(self.store.scrub)
-            self._forget_carried()
-        return summary
-
-    async def _forget(self, kind: str, clear_intent: bool = False, /,
-                      **ids: Sequence[int]) -> dict[str, Any]:
-        """One deletion: the store's transaction, then the intent, then the files on
-        disk; the repairs (re-summaries, source chunks, intent) run in the background.
-        `clear_intent`: the intent matched the forget query and goes too (no
-        re-derivation: the rows it came from may still say what was forgotten)."""
-        async with self._forget_lock:
-            self._forget_epoch += 1
-
-            def work() -> tuple[ForgetResult, bool, dict[str, Any]]:
-                result = self.store.forget(kind, **ids)
-                cleared = forgetting.intent_from_deleted(self.store, result.buffer_ids)
-                if clear_intent:
-                    intent_state.clear(self.store)
-                return result, cleared, self.store.scrub()
-
-            result, intent_cleared, scrub = await self.run(work)
-            self.episodic.forget_cache()
-            self._forget_carried()
-        if result.resummarise:
-            self.jobs.schedule(SUMMARY_JOB, self._auto_summary_now)
-        if result.rebuild_source_ids:
-            self.jobs.schedule(SOURCES_JOB, self._rebuild_sources)
-        if intent_cleared:
-            self.jobs.schedule(INTENT_JOB, self._rederive_intent)
-        return {"forgotten": result.to_dict(), "intent_cleared": intent_cleared or clear_intent,
-                "disk": scrub}
+        return await self.forgetting.update_summary(
+            summary_id, content=content, tags=tags, entities=entities
+        )
 
     def _forget_carried(self) -> None:
         """The memory the `cache` layout carries into a conversation's later requests is
@@ -822,61 +526,8 @@ class NixxService:
             self._turn_parts.trail.forget()
 
     async def resume_repairs(self) -> None:
-        """Schedule the repairs a forget left queued (say `nixx forget` while the LLM
-        backend was down): the server calls this when it starts."""
-        if await self.run(self.store.get_state, RESUMMARISE_KEY):
-            self.jobs.schedule(SUMMARY_JOB, self._auto_summary_now)
-        if await self.run(self.store.get_state, REBUILD_KEY):
-            self.jobs.schedule(SOURCES_JOB, self._rebuild_sources)
-
-    async def _auto_summary_now(self) -> None:
-        """The summary job, without the back-off wait (a forget asked for it)."""
-        self._summary_skip = 0
-        await self._auto_summary()
-
-    async def _rebuild_sources(self) -> None:
-        """Re-chunk and re-embed each buffer source that lost rows to a forget, from the
-        rows that remain (state ``forget.rebuild_sources``); then its display summary."""
-        for _ in range(1000):
-            epoch = self._forget_epoch
-            queue = await self.run(self.store.get_state, REBUILD_KEY)
-            if not queue:
-                return
-            source_id = int(queue[0])
-
-            def done(source_id: int = source_id) -> None:
-                self.store.update_state(
-                    REBUILD_KEY, lambda cur: [i for i in (cur or []) if i != source_id] or None
-                )
-
-            try:
-                src = await self.run(self.store.get_source, source_id)
-                plan = await self.run(
-                    semantic.plan_source, self.store, src.name, src.start_id, src.end_id
-                )
-                chunks = await self.run(semantic.embed_chunks, _BoundEmbedder(self), plan)
-            except (NotFound, ValidationError):  # gone, or nothing left to chunk
-                await self._store_if_current_or_skip(epoch, done)
-                continue
-
-            def replace(source_id: int = source_id, chunks: Any = chunks) -> None:
-                self.store.replace_source(source_id, chunks)
-                done()
-
-            try:
-                await self._store_if_current(epoch, replace)
-            except _Stale:
-                continue
-            summary, _problem = await self._source_summary(plan.text)
-            if summary:
-                with contextlib.suppress(_Stale, NotFound):
-                    await self._store_if_current(
-                        epoch, functools.partial(self.store.set_source_summary, source_id, summary)
-                    )
-
-    async def _store_if_current_or_skip(self, epoch: int, fn: Callable[[], Any]) -> None:
-        with contextlib.suppress(_Stale):
-            await self._store_if_current(epoch, fn)
+        """Schedule the repairs a forget left queued (`Forgetting.resume_repairs`)."""
+        await self.forgetting.resume_repairs()
 
     # ---- one door per use case for the shells (routes, web page, CLI, MCP) -------------
     async def ingest(
@@ -890,69 +541,24 @@ class NixxService:
         progress: Callable[[Any], None] | None = None,
         confined: bool = True,
         summarise: bool = True,
-    ) -> tuple[Any, str | None]:
+    ) -> tuple[IngestResult, str | None]:
         """Ingest one of `path` (inside the workspace, unless not `confined`: the CLI
         reads any path its user names), `url` or `text` (needs `name`), then, when
         `summarise`, ask the LLM for the source's display summary (`summarise_sources`).
         Returns the `nixx.ingest.pipeline.IngestResult` and why there is no summary
         (None if fine)."""
-        from nixx.ingest.pipeline import Ingestor
+        return await self.sources.ingest(
+            path=path, url=url, text=text, name=name, tags=tags, progress=progress,
+            confined=confined, summarise=summarise,
+        )
 
-        given = [k for k, v in (("path", path), ("url", url), ("text", text)) if v is not None]
-        if len(given) != 1:
-            raise ValidationError(
-                'give exactly one of "path", "url" or "text"'
-                + (f" (got {', '.join(given)})" if given else ""),
-                param="path",
-            )
-        if text is not None and not name:
-            raise ValidationError('"text" needs a "name" for the source', param="name")
-        ingestor = Ingestor(self.store, self.embedder, self.settings, progress=progress)
-        root = self.settings.workspace if confined else None
-        if path is not None:
-            result = await self.run(
-                lambda: ingestor.ingest_path(path, name=name, tags=tags, root=root)
-            )
-        elif url is not None:
-            result = await self.run(lambda: ingestor.ingest_url(url, name=name, tags=tags))
-        else:
-            result = await self.run(
-                lambda: ingestor.ingest_text(text or "", name=name or "", tags=tags)
-            )
-        problem = await self.summarise_sources([result]) if summarise else None
-        return result, problem
-
-    async def summarise_sources(self, results: Sequence[Any]) -> str | None:
+    async def summarise_sources(self, results: Sequence[IngestResult]) -> str | None:
         """Write the display summary of each ingested source that needs one (changed,
         or unchanged but still without a summary: `IngestResult.summary_input`), asking
         the LLM (`nixx.ingest.summary`); each result's `source` is re-read after. Stops
         at the first backend failure and returns what went wrong (the sources stay
         stored and searchable without summaries; the next ingest makes them)."""
-        from nixx.ingest.summary import summarise as summarise_source
-
-        todo = [r for r in results if r.summary_input]
-        if not todo:
-            return None
-        result = todo[0]
-        try:
-            model = await self.resolve_model(None)
-            limit = await self._max_transcript_chars(model)
-            for result in todo:
-                summary = await summarise_source(
-                    self.llm,
-                    model,
-                    result.source.name,
-                    result.summary_input[:limit],
-                    budget=self.settings.background_timeout,
-                )
-                if summary:
-                    source_id = result.source.id
-                    await self.run(self.store.set_source_summary, source_id, summary)
-                    result.source = await self.run(self.store.get_source, source_id)
-        except BackendError as exc:
-            result.summary_error = exc.message  # the source being summarised
-            return exc.message
-        return None
+        return await self.sources.summarise(results)
 
     async def get_source(self, source_id: int) -> Source:
         return await self.run(self.store.get_source, source_id)
@@ -996,7 +602,7 @@ class NixxService:
 
     async def configure(
         self, *, interval: int | None = None, recall: bool | None = None
-    ) -> dict[str, Any]:
+    ) -> MemoryStatus:
         """Change the summary interval and/or recall (kept across restarts); the status after."""
         await self.run(lambda: self.episodic.configure(interval=interval, recall=recall))
         if interval is not None:
@@ -1031,26 +637,29 @@ class NixxService:
         return await self.run(self.store.get_buffer, start, min(row_id + after, MAX_ID))
 
 
+class MemoryStatus(EpisodicStatus):
+    """`NixxService.status` (``GET /v1/episodic/status``): the buffer, recall's settings,
+    the backend as known, the background jobs and the buffer rows' vectors."""
+
+    threshold: float
+    recall_limit: int
+    context_length: int
+    context_length_source: str
+    backend_slots: int | None
+    summary_running: bool
+    summary_error: str | None
+    intent_error: str | None
+    summary_failures: int
+    intent_failures: int
+    recall_error: str | None
+    buffer_vectors: VectorStatus
+
+
 @dataclass(frozen=True)
 class SearchAnswer:
     buffer: list[BufferHit]  # full text over the buffer, best first
     summaries: list[SummaryHit]  # vectors over summaries, best first
     results: list[Any]  # the fused list (`nixx.memory.search.Result`), best first
-
-
-class _BoundEmbedder(Embedder):
-    """The service's embedder, binding the store on first use (for sync helpers)."""
-
-    def __init__(self, service: NixxService) -> None:
-        self._service = service
-        self.model = service.embedder.model
-
-    @property  # type: ignore[override]
-    def dim(self) -> int:  # type: ignore[override]
-        return int(self._service.embedder.dim)
-
-    def embed(self, texts: Sequence[str]) -> np.ndarray:
-        return self._service._embed_sync(texts)
 
 
 __all__ = ["NixxService", "open_service"]

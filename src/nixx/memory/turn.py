@@ -34,10 +34,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Coroutine
 from concurrent.futures import Future, InvalidStateError
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from anyio import to_thread
 
@@ -62,12 +62,22 @@ if TYPE_CHECKING:
     from nixx.memory.episodic import Episodic
     from nixx.memory.layout import MemoryTrail
     from nixx.memory.recall import Recall, RecallContext
+    from nixx.tools.registry import ToolRegistry
+    from nixx.tools.schema import ToolSpec
 
 log = logging.getLogger(__name__)
 
 # Request keys nixx sets itself; everything else the client sent goes to the backend.
 _OWN_KEYS = {"messages", "model", "stream", "tools", "n"}
 RESULT_PREVIEW = 200
+
+
+class TurnInfo(TypedDict, total=False):
+    """What a turn tells its shell as soon as it is known, before its first event: the
+    chat route and the dialects read ``model`` for their first chunk."""
+
+    model: str
+    user_row_id: int | None
 
 
 @dataclass(frozen=True)
@@ -103,6 +113,9 @@ class Finished:
     trimmed: int = 0
 
 
+TurnEvent = Delta | ToolRun | ClientToolCalls | Finished
+
+
 @dataclass(frozen=True)
 class TurnParts:
     """What a turn works with; `NixxService` builds it once."""
@@ -111,7 +124,7 @@ class TurnParts:
     recall: Recall
     episodic: Episodic
     llm: ChatClient
-    tools: Any | None  # the `nixx.tools` registry (None: no nixx tools)
+    tools: ToolRegistry | None  # nixx's own tools (None: none offered)
     intent: Callable[[], str | None]  # the current intent's text (blocking)
     resolve_model: Callable[[str | None], Awaitable[str]]
     # run a write as its own task, kept alive when the request is cancelled
@@ -125,14 +138,81 @@ class TurnParts:
 
 @dataclass
 class _Progress:
+    """What the backend's rounds have produced so far (step 4), recorded in step 5."""
+
+    model: str
     parts: list[str] = field(default_factory=list)
     tool_runs: list[ToolRun] = field(default_factory=list)
     client_calls: list[dict[str, Any]] = field(default_factory=list)
+    refused_calls: list[str] = field(default_factory=list)
+    usage: dict[str, int] = field(default_factory=dict)
+    finish: str = "stop"
+    exhausted: bool = False  # the tool rounds ran out
+    failure: str | None = None
     assistant_row_id: int | None = None
 
     @property
     def content(self) -> str:
         return "".join(self.parts)
+
+
+@dataclass(frozen=True)
+class _Request:
+    """The client's request as the turn reads it."""
+
+    body: dict[str, Any]
+    messages: list[dict[str, Any]]
+    leading: list[dict[str, Any]]  # the system/developer messages the client put first
+    history: list[dict[str, Any]]
+    user_text: str | None  # what is written to the buffer (None: no new user message)
+    query: str | None  # what recall searches with
+    agent: str | None  # the nxc persona the turn runs for
+    tagged: dict[str, Any] | None  # ``{"agent": ...}`` on both rows, for an nxc persona
+
+    @classmethod
+    def read(
+        cls, body: dict[str, Any], agent: str | None, remembered: Callable[[str], str] | None
+    ) -> _Request:
+        messages = [normalise(m) for m in body["messages"]]
+        user_text, query = new_user_text(messages), latest_user_text(messages)
+        if remembered is not None:
+            user_text, query = _kept(user_text, remembered), _kept(query, remembered)
+        leading, history = split_leading_system(messages)
+        return cls(body, messages, leading, history, user_text, query, agent,
+                   {"agent": agent} if agent else None)
+
+
+@dataclass(frozen=True)
+class _Offer:
+    """The tools a round may offer: the client's, then nixx's own (a client tool shadows
+    a nixx tool of its name), and the request keys passed through to the backend."""
+
+    client: list[dict[str, Any]]
+    client_names: set[str]
+    nixx: list[ToolSpec]
+    passthrough: dict[str, Any]
+
+    @classmethod
+    def of(cls, parts: TurnParts, body: dict[str, Any], agent: str | None) -> _Offer:
+        client = list(body.get("tools") or [])
+        names = {_tool_name(t) for t in client if isinstance(t, dict)}
+        nixx: list[ToolSpec] = []
+        if parts.tools is not None and body.get("tool_choice") != "none" and agent is None:
+            nixx = [s for s in parts.tools.specs() if s["function"]["name"] not in names]
+        return cls(client, names, nixx, {k: v for k, v in body.items() if k not in _OWN_KEYS})
+
+
+@dataclass
+class _Context:
+    """The model's context length in tokens and where that came from (a refusal that
+    names a smaller one replaces it)."""
+
+    length: int
+    source: str
+
+
+def _tool_name(tool: Any) -> str:
+    return str((tool.get("function") or {}).get("name"))
 
 
 def _add_usage(total: dict[str, int], usage: dict[str, Any] | None) -> None:
@@ -179,12 +259,12 @@ async def run_turn(
     parts: TurnParts,
     body: dict[str, Any],
     origin: str,
-    info: dict[str, Any] | None = None,
+    info: TurnInfo | None = None,
     *,
     agent: str | None = None,
     answer_meta: dict[str, Any] | None = None,
     remembered: Callable[[str], str] | None = None,
-) -> AsyncIterator[Delta | ToolRun | ClientToolCalls | Finished]:
+) -> AsyncIterator[TurnEvent]:
     """Run the turn; `info` (when given) receives ``model`` and ``user_row_id`` as soon
     as they are known. `agent`: the nxc persona the turn runs for — both buffer rows carry
     it (``meta.agent``) and nixx's own tools are not offered (the persona's are the
@@ -192,31 +272,69 @@ async def run_turn(
     answer's row (a dialect's own record, e.g. the Responses API's ``response``).
     `remembered`: what of the user's text is written to the buffer and recalled against
     (a dialect drops its client's harness text; the backend still gets all of it; text
-    it would leave empty is kept whole)."""
-    tagged = {"agent": agent} if agent else None
+    it would leave empty is kept whole). The five steps are the module's docstring's."""
     info = info if info is not None else {}
-    settings = parts.settings
-    recall, episodic, tools = parts.recall, parts.episodic, parts.tools
-    messages = [normalise(m) for m in body["messages"]]
-    user_text = new_user_text(messages)
-    query = latest_user_text(messages)
-    if remembered is not None:
-        user_text = _kept(user_text, remembered)
-        query = _kept(query, remembered)
-    leading, history = split_leading_system(messages)
-    history_count = sum(1 for m in history if m.get("role") in ("user", "assistant"))
-    _check_fits(messages, body, settings.chat_context_length)
+    request = _Request.read(body, agent, remembered)
+    _check_fits(request.messages, body, parts.settings.chat_context_length)
+    # 1. the user's message written, beside recall's rankers
+    user_row_id, ctx = await _write_and_recall(parts, request, origin, info)
+    model = await parts.resolve_model(body.get("model"))
+    info["model"] = model
+    # 2. the prompt's memory placed (the prompt layout)
+    prompt = _Prompt.lay_out(parts, request, ctx)
+    # 3. the history trimmed to the context (again after a refusal that names a smaller one)
+    context = _Context(*await parts.context_length(model))
+    convo = prompt.fit(context.length)
+    # 4. the backend called, round after round of tools
+    progress = _Progress(model)
+    rounds = _call_backend(parts, request, prompt, convo, context, progress)
+    try:
+        async for event in rounds:
+            yield event
+    except NixxError as exc:
+        progress.failure = exc.message
+        log.warning("turn failed (%s): %s", origin, exc.message)
+        raise
+    except (asyncio.CancelledError, GeneratorExit):
+        progress.failure = "the client went away before the answer was complete"
+        raise
+    finally:
+        await rounds.aclose()
+        # 5. what was produced stored, even when the stream broke or we were cancelled:
+        #    the write runs as its own task, so a cancellation cannot interrupt it
+        meta = _answer_meta(progress, ctx, request.tagged, answer_meta)
+        write = parts.spawn(_record_answer(parts, progress, origin, meta, user_row_id))
+        await asyncio.shield(write)
+    yield Finished(
+        finish_reason=progress.finish,
+        model=progress.model,
+        content=progress.content,
+        usage=progress.usage,
+        tool_runs=progress.tool_runs,
+        client_tool_calls=progress.client_calls,
+        recall_info=ctx.answer_info(),
+        user_row_id=user_row_id,
+        assistant_row_id=progress.assistant_row_id,
+        trimmed=prompt.trimmed,
+    )
 
-    # 1-2. two worker threads side by side: (a) write the user's message (fsync'd
-    #    before the LLM is called) and read the intent; (b) the rankers of recall (full
-    #    text; the query embedded, buffer-row and summary vectors), then, once (a) has
-    #    said which rows the history holds, the fusion that leaves them out and the
-    #    prompt, in the same thread (no second hop through the event loop).
+
+async def _write_and_recall(
+    parts: TurnParts, request: _Request, origin: str, info: TurnInfo
+) -> tuple[int | None, RecallContext]:
+    """Step 1-2's threads, side by side: (a) write the user's message (fsync'd before
+    the LLM is called) and read the intent; (b) the rankers of recall (full text; the
+    query embedded, buffer-row and summary vectors), then, once (a) has said which rows
+    the history holds, the fusion that leaves them out and the prompt, in the same
+    thread (no second hop through the event loop)."""
+    episodic, recall = parts.episodic, parts.recall
+    history_count = sum(1 for m in request.history if m.get("role") in ("user", "assistant"))
     write_result: Future[tuple[int | None, int, str | None]] = Future()
 
     def write_user() -> tuple[int | None, int, str | None]:
         try:
-            row = episodic.record_user(user_text, origin, tagged) if user_text is not None else None
+            row = (episodic.record_user(request.user_text, origin, request.tagged)
+                   if request.user_text is not None else None)
             before = episodic.oldest_in_history(history_count)
             result = (row.id if row else None), before, parts.intent()
         except BaseException as exc:
@@ -228,17 +346,17 @@ async def run_turn(
         return result
 
     def recall_prompt() -> RecallContext:
-        ranked = recall.search(query)
+        ranked = recall.search(request.query)
         user_row_id, before_id, intent = write_result.result()
         exclude = [user_row_id] if user_row_id is not None else []
         return recall.finish(
-            ranked, intent=intent, before_id=before_id, exclude_ids=exclude, query=query
+            ranked, intent=intent, before_id=before_id, exclude_ids=exclude, query=request.query
         )
 
     written = asyncio.ensure_future(to_thread.run_sync(write_user))
     recalled = asyncio.ensure_future(to_thread.run_sync(recall_prompt))
     try:
-        user_row_id, before_id, intent = await written
+        user_row_id, _before, _intent = await written
     except BaseException:
         # a write cancelled before its thread started never sets the result: the recall
         # thread must not wait for it forever
@@ -247,99 +365,109 @@ async def run_turn(
         recalled.cancel()
         raise
     info["user_row_id"] = user_row_id
-    ctx = await recalled
-    model = await parts.resolve_model(body.get("model"))
-    info["model"] = model
-    system = ctx.system_prompt
-    extra = [text_of(m.get("content")) for m in leading if text_of(m.get("content")).strip()]
-    if extra:
-        system = system + "\n\n" + "\n\n".join(extra)
+    return user_row_id, await recalled
 
-    # 3. the prompt layout (`nixx.memory.layout`), then the history trimmed to the budget
-    #    (the memory counts against it): the model's context as the backend says, else
-    #    the setting
-    context_length, context_source = await parts.context_length(model)
-    keys: list[bytes] = []
-    carried: list[str] = []
-    if ctx.layout == "cache" and parts.trail is not None:
-        keys = parts.trail.keys(leading, history)
-        history, carried = parts.trail.carry(history, keys)
 
-    def build(length: int) -> tuple[list[dict[str, Any]], int, str]:
-        system_message = {"role": "system", "content": system}
+class _Prompt:
+    """Steps 2 and 3: the system message (recall's prompt, then what the client put
+    first), the memory where the prompt layout puts it (`nixx.memory.layout`), and the
+    history trimmed newest-first to the context budget (the memory counts against it)."""
+
+    def __init__(self, parts: TurnParts, request: _Request, ctx: RecallContext,
+                 system: str) -> None:
+        self.trail = parts.trail
+        self.body = request.body
+        self.ctx = ctx
+        self.system = system
+        self.leading = request.leading
+        self.history = request.history
+        self.keys: list[bytes] = []
+        self.carried: list[str] = []
+        self.trimmed = 0
+
+    @classmethod
+    def lay_out(cls, parts: TurnParts, request: _Request, ctx: RecallContext) -> _Prompt:
+        system = ctx.system_prompt
+        extra = [text_of(m.get("content")) for m in request.leading
+                 if text_of(m.get("content")).strip()]
+        if extra:
+            system = system + "\n\n" + "\n\n".join(extra)
+        prompt = cls(parts, request, ctx, system)
+        if ctx.layout == "cache" and prompt.trail is not None:
+            prompt.keys = prompt.trail.keys(request.leading, request.history)
+            prompt.history, prompt.carried = prompt.trail.carry(request.history, prompt.keys)
+        return prompt
+
+    def fit(self, length: int) -> list[dict[str, Any]]:
+        """The messages sent for a context of `length` tokens (`trimmed`: how many of
+        the history's were left out); the memory given is remembered for the next turns."""
+        ctx = self.ctx
+        system_message = {"role": "system", "content": self.system}
         budget = (
             length
-            - _reserve(body, length)
+            - _reserve(self.body, length)
             - estimate_tokens(system_message)
             - estimate_tokens({"content": memory_text(ctx.memory_block)})
         )
-        kept, trimmed = trim_history(history, max(budget, 0))
+        kept, self.trimmed = trim_history(self.history, max(budget, 0))
         memory = ""
         if ctx.memory_block:
             kept_text = "\n".join(text_of(m.get("content")) for m in kept)
-            still = [c for c in carried if c in kept_text]
+            still = [c for c in self.carried if c in kept_text]
             intent_now, items = dedupe(ctx.intent, ctx.recalled, still)
             memory = memory_text(build_memory_block(intent_now, items))
         if memory and not any(m.get("role") == "user" for m in kept):
             # no user message to carry it: the system message does, as in `system`
-            system_message["content"] = f"{system}\n\n{ctx.memory_block}"
+            system_message["content"] = f"{self.system}\n\n{ctx.memory_block}"
             memory = ""
-        return [system_message, *place_memory(kept, memory)], trimmed, memory
+        if memory and self.keys and self.trail is not None:
+            last_user = max(i for i, m in enumerate(self.history) if m.get("role") == "user")
+            self.trail.remember(self.keys[last_user], memory)
+        return [system_message, *place_memory(kept, memory)]
 
-    def remember(memory: str) -> None:
-        """The memory this request gave its latest user message, for the next requests."""
-        if memory and keys:
-            last_user = max(i for i, m in enumerate(history) if m.get("role") == "user")
-            parts.trail.remember(keys[last_user], memory)  # type: ignore[union-attr]
 
-    convo, trimmed, memory = build(context_length)
-    remember(memory)
+def _round_request(
+    request: _Request, offer: _Offer, model: str, convo: list[dict[str, Any]],
+    offered: list[Any], round_no: int,
+) -> dict[str, Any]:
+    """What one round sends the backend."""
+    out = {**offer.passthrough, "model": model, "messages": convo}
+    # usage arrives in streams only when asked for (OpenAI; llama.cpp, Ollama and vLLM
+    # accept the option too); clients' gauges and `usage` need it
+    out["stream_options"] = {**(request.body.get("stream_options") or {}), "include_usage": True}
+    if offered:
+        out["tools"] = offered
+        if round_no > 0 and out.get("tool_choice") not in (None, "auto", "none"):
+            # a forced call ("required" or one named function) was made in round 0;
+            # forcing it again would loop until the round limit
+            out["tool_choice"] = "auto"
+    elif "tool_choice" in out:
+        del out["tool_choice"]
+    return out
 
-    # 4. tools: the client's, then nixx's own (a client tool shadows a nixx tool)
-    client_tools = list(body.get("tools") or [])
-    client_names = {
-        str((t.get("function") or {}).get("name")) for t in client_tools if isinstance(t, dict)
-    }
-    nixx_specs: list[dict[str, Any]] = []
-    if tools is not None and body.get("tool_choice") != "none" and agent is None:
-        nixx_specs = [s for s in tools.specs() if s["function"]["name"] not in client_names]
-    passthrough = {k: v for k, v in body.items() if k not in _OWN_KEYS}
 
-    progress = _Progress()
-    gate = contextlib.AsyncExitStack()
-    usage: dict[str, int] = {}
-    finish = "stop"
-    model_out = model
-    failure: str | None = None
-    exhausted = False
-    refused_calls: list[str] = []
-    try:
-        # the user comes first: nixx's own calls wait, or are stopped (`nixx.llm.gate`)
-        await gate.enter_async_context(parts.llm.gate.user_turn())
-        round_no = 0
-        retried = False
-        while round_no <= settings.tool_max_rounds:
-            last_round = round_no == settings.tool_max_rounds
-            offered = client_tools + ([] if last_round else nixx_specs)
-            request = {**passthrough, "model": model, "messages": convo}
-            # usage arrives in streams only when asked for (OpenAI; llama.cpp, Ollama and
-            # vLLM accept the option too); clients' gauges and `usage` need it
-            request["stream_options"] = {
-                **(body.get("stream_options") or {}),
-                "include_usage": True,
-            }
-            if offered:
-                request["tools"] = offered
-                if round_no > 0 and request.get("tool_choice") not in (None, "auto", "none"):
-                    # a forced call ("required" or one named function) was made in round 0;
-                    # forcing it again would loop until the round limit
-                    request["tool_choice"] = "auto"
-            elif "tool_choice" in request:
-                del request["tool_choice"]
+async def _call_backend(
+    parts: TurnParts, request: _Request, prompt: _Prompt, convo: list[dict[str, Any]],
+    context: _Context, progress: _Progress,
+) -> AsyncGenerator[Delta | ToolRun | ClientToolCalls, None]:
+    """Step 4: the backend called, always streamed (a cut keeps what was produced), the
+    user's turn first (nixx's own calls wait, or are stopped: `nixx.llm.gate`). Calls to
+    nixx's own tools run here and are fed back, at most `tool_max_rounds` rounds; a call
+    to a tool the client sent ends the turn (``finish_reason="tool_calls"``)."""
+    offer = _Offer.of(parts, request.body, request.agent)
+    model = progress.model
+    max_rounds = parts.settings.tool_max_rounds
+    round_no, retried = 0, False
+    async with parts.llm.gate.user_turn():
+        while round_no <= max_rounds:
+            last_round = round_no == max_rounds
+            offered = offer.client + ([] if last_round else list(offer.nixx))
             acc = StreamAccumulator()
             separate = bool(progress.parts)
             try:
-                async for chunk in parts.llm.stream(request):
+                async for chunk in parts.llm.stream(
+                    _round_request(request, offer, model, convo, offered, round_no)
+                ):
                     text = acc.add(chunk)
                     if text:
                         if separate:
@@ -351,110 +479,95 @@ async def run_turn(
             except BackendError as exc:
                 if round_no > 0 or progress.parts or acc.parts:
                     raise
-                named = _context_refused(exc, context_length)
-                if named is not None and not retried:
-                    # the backend named its context: trimmed to it, the turn is sent again
-                    parts.llm.learn_context(model, named, "the backend's refusal")
-                    retried = True
-                    context_length, context_source = named, "the backend's refusal"
-                    convo, trimmed, memory = build(context_length)
-                    remember(memory)
-                    continue
-                raise _explained(exc, convo, context_length, context_source) from None
+                named = _context_refused(exc, context.length)
+                if named is None or retried:
+                    raise _explained(exc, convo, context.length, context.source) from None
+                # the backend named its context: trimmed to it, the turn is sent again
+                parts.llm.learn_context(model, named, "the backend's refusal")
+                retried = True
+                context.length, context.source = named, "the backend's refusal"
+                convo = prompt.fit(context.length)
+                continue
             round_no += 1
-            model_out = acc.model or model_out
-            _add_usage(usage, acc.usage)
+            progress.model = acc.model or progress.model
+            _add_usage(progress.usage, acc.usage)
             calls = acc.tool_calls()
             if not calls:
-                finish = acc.finish_reason or "stop"
+                progress.finish = acc.finish_reason or "stop"
                 break
-            # only tools offered in this round run: a call to anything else (tool_choice
-            # "none", a disabled tool, an injected name) is answered with an error, never run
-            offered_names = {
-                str((t.get("function") or {}).get("name")) for t in offered if isinstance(t, dict)
-            }
-            ours = [c for c in calls if c["function"]["name"] not in client_names]
-            theirs = [c for c in calls if c["function"]["name"] in client_names]
+            theirs = [c for c in calls if c["function"]["name"] in offer.client_names]
             if theirs:
                 progress.client_calls = theirs
                 yield ClientToolCalls(theirs)
-                finish = "tool_calls"
+                progress.finish = "tool_calls"
                 break
-            if last_round or tools is None:
-                exhausted = True
-                finish = "stop"
+            if last_round or parts.tools is None:
+                progress.exhausted, progress.finish = True, "stop"
                 break
-            convo.append({"role": "assistant", "content": acc.content or None, "tool_calls": ours})
-            for call in ours:
-                name, arguments = call["function"]["name"], call["function"]["arguments"]
-                if name in offered_names or name not in tools.names():
-                    # (the registry refuses unknown and disabled names itself)
-                    result = await to_thread.run_sync(tools.execute, name, arguments)
-                else:
-                    refused_calls.append(name)
-                    result = (
-                        f"error: the tool {name} was not offered in this request and did not "
-                        "run; answer without it"
-                    )
-                run = ToolRun(call["id"], name, arguments, result)
-                progress.tool_runs.append(run)
+            convo.append({"role": "assistant", "content": acc.content or None, "tool_calls": calls})
+            offered_names = {_tool_name(t) for t in offered if isinstance(t, dict)}
+            for call in calls:
+                run = await _run_tool(parts.tools, call, offered_names, progress)
                 yield run
-                convo.append({"role": "tool", "tool_call_id": call["id"], "content": result})
-        if not progress.content.strip() and not progress.client_calls and not exhausted:
-            # an answer with nothing in it is no answer: never reported as a success
-            raise BackendError(
-                f"the LLM backend answered an empty message (finish_reason {finish!r}); "
-                "nothing was stored as the answer — send the message again",
-                code="empty_answer",
-            )
-    except NixxError as exc:
-        failure = exc.message
-        log.warning("turn failed (%s): %s", origin, exc.message)
-        raise
-    except (asyncio.CancelledError, GeneratorExit):
-        failure = "the client went away before the answer was complete"
-        raise
-    finally:
-        await gate.aclose()
-        # Store what was produced even when the stream broke or we were cancelled: the
-        # write runs as its own task, so a cancellation cannot interrupt it.
-        meta: dict[str, Any] = {}
-        if failure is not None:
-            meta = {"incomplete": True, "error": failure}
-        if progress.tool_runs:
-            meta["tools"] = [{"name": r.name, "arguments": r.arguments} for r in progress.tool_runs]
-        if progress.client_calls:
-            meta["tool_calls"] = [
-                {"id": c.get("id"), "name": c["function"]["name"],
-                 "arguments": c["function"]["arguments"]}
-                for c in progress.client_calls
-            ]
-        if exhausted:
-            meta["tool_rounds_exhausted"] = True
-        if ctx.recalled:
-            # what this answer was given from memory (the web page shows it for a past answer)
-            meta["recalled"] = ctx.row_meta()
-        if refused_calls:
-            meta["refused_tool_calls"] = refused_calls
-        if tagged:
-            meta.update(tagged)
-        if answer_meta:
-            meta.update(answer_meta)
-        write = parts.spawn(_record_answer(parts, progress, origin, meta, user_row_id))
-        await asyncio.shield(write)
+                convo.append({"role": "tool", "tool_call_id": run.id, "content": run.result})
+    if not progress.content.strip() and not progress.client_calls and not progress.exhausted:
+        # an answer with nothing in it is no answer: never reported as a success
+        raise BackendError(
+            f"the LLM backend answered an empty message (finish_reason {progress.finish!r}); "
+            "nothing was stored as the answer — send the message again",
+            code="empty_answer",
+        )
 
-    yield Finished(
-        finish_reason=finish,
-        model=model_out,
-        content=progress.content,
-        usage=usage,
-        tool_runs=progress.tool_runs,
-        client_tool_calls=progress.client_calls,
-        recall_info=ctx.answer_info(),
-        user_row_id=user_row_id,
-        assistant_row_id=progress.assistant_row_id,
-        trimmed=trimmed,
-    )
+
+async def _run_tool(
+    tools: ToolRegistry, call: dict[str, Any], offered_names: set[str], progress: _Progress
+) -> ToolRun:
+    """Run one of nixx's own tool calls. Only tools offered in this round run: a call to
+    anything else (tool_choice "none", a disabled tool, an injected name) is answered
+    with an error, never run."""
+    name, arguments = call["function"]["name"], call["function"]["arguments"]
+    if name in offered_names or name not in tools.names():
+        # (the registry refuses unknown and disabled names itself)
+        result = await to_thread.run_sync(tools.execute, name, arguments)
+    else:
+        progress.refused_calls.append(name)
+        result = (
+            f"error: the tool {name} was not offered in this request and did not "
+            "run; answer without it"
+        )
+    run = ToolRun(call["id"], name, arguments, result)
+    progress.tool_runs.append(run)
+    return run
+
+
+def _answer_meta(
+    progress: _Progress, ctx: RecallContext, tagged: dict[str, Any] | None,
+    answer_meta: dict[str, Any] | None,
+) -> dict[str, Any]:
+    """Step 5: the answer row's `meta` — how it ended, the tools it ran or asked for,
+    what it was given from memory (the web page shows it for a past answer)."""
+    meta: dict[str, Any] = {}
+    if progress.failure is not None:
+        meta = {"incomplete": True, "error": progress.failure}
+    if progress.tool_runs:
+        meta["tools"] = [{"name": r.name, "arguments": r.arguments} for r in progress.tool_runs]
+    if progress.client_calls:
+        meta["tool_calls"] = [
+            {"id": c.get("id"), "name": c["function"]["name"],
+             "arguments": c["function"]["arguments"]}
+            for c in progress.client_calls
+        ]
+    if progress.exhausted:
+        meta["tool_rounds_exhausted"] = True
+    if ctx.recalled:
+        meta["recalled"] = ctx.row_meta()
+    if progress.refused_calls:
+        meta["refused_tool_calls"] = progress.refused_calls
+    if tagged:
+        meta.update(tagged)
+    if answer_meta:
+        meta.update(answer_meta)
+    return meta
 
 
 def _context_refused(exc: BackendError, length: int) -> int | None:

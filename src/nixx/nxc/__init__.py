@@ -10,6 +10,7 @@
     status.py        operations (thread trees) and their states
     search.py        full-text search
     engine.py        the library facade every shell calls
+    shapes.py        the named shapes of its seams: hook results, receipts (annotations only)
     prime.py         the prime block (`nxc prime`, `nxs prime`)
     delivery/        the delivery wing: starting, running and waking agent sessions
                      (`Engine` knows only its seam, `delivery/hooks.py`)

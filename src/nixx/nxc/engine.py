@@ -50,6 +50,7 @@ if TYPE_CHECKING:
     from apsw import Connection
 
     from nixx.nxc.delivery.hooks import Delivery
+    from nixx.nxc.shapes import ReplyReceipt, SendReceipt, ThreadSummary
 
 
 def _now_ms() -> int:
@@ -265,42 +266,15 @@ class Engine:
         priority: str = "normal",
         parent: str | None = None,
         refs: dict[str, Any] | None = None,
-    ) -> dict[str, Any]:
+    ) -> SendReceipt:
         """Open a thread to a persona or a declared channel with a first message."""
         _check_body(body)
         _check_choice(kind, MESSAGE_KINDS, "kind")
         _check_choice(priority, PRIORITIES, "priority")
         me = self.handle
         target, decl, channel_id, fields = self._resolve_target(to, me)
-        warnings: list[str] = []
-        if expect is not None:
-            expects = parse_handle_list(expect, self.origin) if isinstance(expect, str) else [
-                h for h in parse_handle_list(",".join(expect), self.origin)
-            ]
-            channel_members = set(fields["members"])
-            for handle in expects:
-                if handle.partition("/")[2].startswith("__"):
-                    raise ValidationError(
-                        f"{handle} is a reserved handle (names starting with '__' are nxc's "
-                        "own, such as a channel's supervisor): it cannot be expected",
-                        param="expect")
-                if handle not in channel_members and handle not in self.declarations.personas:
-                    warnings.append(
-                        f"{handle} is neither a member of {channel_id} nor a declared persona"
-                    )
-        elif target == "persona":
-            expects = [decl.handle]
-        else:
-            expects = [h for h in decl.expects if h != me]
-        # a channel send runs a round: the thread between the sender and the channel's
-        # supervisor expects the supervisor (its hand-back), and each member answers in
-        # a slot thread of its own under it (docs/channels.md)
-        members: builtins.list[str] = []
-        if target == "channel":
-            from nixx.nxc.channels import supervisor_handle
-
-            members = expects
-            expects = [supervisor_handle(self.origin, decl.name)] if members else []
+        expects, members, warnings = self._send_expects(expect, target, decl, channel_id,
+                                                        fields)
         now = self.now_ms()
         deadline_ms = self._deadline(deadline, now, decl if target == "channel" else None,
                                      members or expects)
@@ -339,7 +313,7 @@ class Engine:
         )
         delivered = self.delivery.on_send(ctx)
         agent_caller = bool(self.env.get("NXC_SESSION"))
-        return {
+        receipt: SendReceipt = {
             "thread_id": thread_id,
             "message_id": message_id,
             "to": decl.handle if target == "persona" else decl.name,
@@ -347,9 +321,7 @@ class Engine:
             "channel": channel_id,
             "parent": parent,
             "session": delivered.get("session"),
-            **({"sessions": delivered["sessions"]} if "sessions" in delivered else {}),
             "expects": expects,
-            **({"members": members} if target == "channel" else {}),
             "deadline": iso(deadline_ms),
             "spawned": bool(delivered.get("spawned")),
             "warnings": warnings + list(delivered.get("warnings", [])),
@@ -358,6 +330,48 @@ class Engine:
                 "until": "complete or stale",
             },
         }
+        if "sessions" in delivered:
+            receipt["sessions"] = delivered["sessions"]
+        if target == "channel":
+            receipt["members"] = members
+        return receipt
+
+    def _send_expects(
+        self, expect: builtins.list[str] | str | None, target: str, decl: Any, channel_id: str,
+        fields: dict[str, Any],
+    ) -> tuple[builtins.list[str], builtins.list[str], builtins.list[str]]:
+        """(who the new thread expects, a channel round's members, warnings)."""
+        me = self.handle
+        warnings: builtins.list[str] = []
+        if expect is not None:
+            expects = parse_handle_list(expect, self.origin) if isinstance(expect, str) else [
+                h for h in parse_handle_list(",".join(expect), self.origin)
+            ]
+            channel_members = set(fields["members"])
+            for handle in expects:
+                if handle.partition("/")[2].startswith("__"):
+                    raise ValidationError(
+                        f"{handle} is a reserved handle (names starting with '__' are nxc's "
+                        "own, such as a channel's supervisor): it cannot be expected",
+                        param="expect")
+                if handle not in channel_members and handle not in self.declarations.personas:
+                    warnings.append(
+                        f"{handle} is neither a member of {channel_id} nor a declared persona"
+                    )
+        elif target == "persona":
+            expects = [decl.handle]
+        else:
+            expects = [h for h in decl.expects if h != me]
+        # a channel send runs a round: the thread between the sender and the channel's
+        # supervisor expects the supervisor (its hand-back), and each member answers in
+        # a slot thread of its own under it (docs/channels.md)
+        members: builtins.list[str] = []
+        if target == "channel":
+            from nixx.nxc.channels import supervisor_handle
+
+            members = expects
+            expects = [supervisor_handle(self.origin, decl.name)] if members else []
+        return expects, members, warnings
 
     def _deadline(
         self, deadline: str | int | None, now: int, channel: ChannelDecl | None, expects: builtins.list[str]
@@ -384,7 +398,7 @@ class Engine:
         priority: str = "normal",
         escalate: bool = False,
         refs: dict[str, Any] | None = None,
-    ) -> dict[str, Any]:
+    ) -> ReplyReceipt:
         """Post into an existing thread (the only way to). Without `thread`: the caller's
         one open conversation (a thread where it still owes a reply). The opener's reply to
         a persona conversation (`dm:`) whose expectation was met is a follow-up: it
@@ -450,7 +464,7 @@ class Engine:
 
     def expect(
         self, thread: str, handles: builtins.list[str] | str, *, deadline: str | int | None = None
-    ) -> dict[str, Any]:
+    ) -> ThreadSummary:
         """Re-declare who must reply (opener only); starts a new turn for everyone named."""
         from nixx.nxc import threads
 
@@ -475,7 +489,7 @@ class Engine:
                 txn.append(DOMAIN, "thread_deadline", thread, me, {"deadline": deadline_ms})
         return self.thread(thread, with_messages=False)
 
-    def _check_expectable(self, thread: str, summary: dict[str, Any],
+    def _check_expectable(self, thread: str, summary: ThreadSummary,
                           expects: builtins.list[str]) -> None:
         """`expect` names only who may answer: a declared persona, a member of the
         thread's channel, or a handle the thread already expects. A reserved handle
@@ -520,7 +534,7 @@ class Engine:
 
     # -- reading ------------------------------------------------------------------------
 
-    def thread(self, thread_id: str, *, with_messages: bool = True) -> dict[str, Any]:
+    def thread(self, thread_id: str, *, with_messages: bool = True) -> ThreadSummary:
         from nixx.nxc import access, threads
 
         me = self.handle
@@ -537,7 +551,7 @@ class Engine:
 
     def threads(
         self, *, channel: str | None = None, open_only: bool = False, limit: int | None = 50
-    ) -> builtins.list[dict[str, Any]]:
+    ) -> builtins.list[ThreadSummary]:
         from nixx.nxc import threads
 
         found = threads.list_threads(self.conn, self.handle, self.now_ms(), channel=channel,
@@ -578,7 +592,7 @@ class Engine:
 
         return search(self.conn, self.handle, query, limit=limit)
 
-    def wait(self, thread: str, *, timeout: float | None = None) -> tuple[str, dict[str, Any]]:
+    def wait(self, thread: str, *, timeout: float | None = None) -> tuple[str, ThreadSummary]:
         """Block until the thread's quorum is complete or stale, every persona still owed
         a reply failed (its runtime failed or its spawn was refused: nobody will answer,
         `failures` says why), or `timeout` seconds pass.

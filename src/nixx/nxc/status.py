@@ -23,6 +23,8 @@ from nixx.nxc.threads import list_threads
 if TYPE_CHECKING:
     from apsw import Connection
 
+    from nixx.nxc.shapes import ThreadSummary
+
 
 def operations(
     conn: Connection,
@@ -87,33 +89,7 @@ def operations(
             children.setdefault(parent, []).append(tid)
     out = []
     for root in sorted(wanted, key=lambda r: threads[r]["created"] or "", reverse=True):
-        tree: list[dict[str, Any]] = []
-        stack = [(root, 0)]
-        seen: set[str] = set()
-        while stack:
-            tid, depth = stack.pop()
-            if tid in seen:
-                continue
-            seen.add(tid)
-            t = threads[tid]
-            tree.append({
-                "thread_id": tid,
-                "channel_id": t["channel_id"],
-                "parent": t["parent"],
-                "depth": depth,
-                "state": t["state"],
-                "awaiting_human": False,
-                "escalated": t["escalated"] and t["state"] != "answered",
-                "opener": t["opener"],
-                "expects": t["expects"],
-                "outstanding": t["outstanding"],
-                "stale": t["stale"],
-                "deadline": t["deadline"],
-                "readable": tid in readable,
-            })
-            # children in log order (a round's slots: member order), depth first
-            for child in sorted(children.get(tid, []), key=lambda c: order[c], reverse=True):
-                stack.append((child, depth + 1))
+        tree = _tree(root, threads, children, order, readable)
         open_count = sum(1 for t in tree if t["state"] == "open")
         finished = open_count == 0
         root_t = threads[root]
@@ -135,3 +111,36 @@ def operations(
             continue
         out.append(op)
     return out
+
+
+def _tree(root: str, threads: dict[str, ThreadSummary], children: dict[str, list[str]],
+          order: dict[str, str], readable: set[str]) -> list[dict[str, Any]]:
+    """The threads of the operation under `root`, depth first, states only."""
+    tree: list[dict[str, Any]] = []
+    stack = [(root, 0)]
+    seen: set[str] = set()
+    while stack:
+        tid, depth = stack.pop()
+        if tid in seen:
+            continue
+        seen.add(tid)
+        t = threads[tid]
+        tree.append({
+            "thread_id": tid,
+            "channel_id": t["channel_id"],
+            "parent": t["parent"],
+            "depth": depth,
+            "state": t["state"],
+            "awaiting_human": False,
+            "escalated": t["escalated"] and t["state"] != "answered",
+            "opener": t["opener"],
+            "expects": t["expects"],
+            "outstanding": t["outstanding"],
+            "stale": t["stale"],
+            "deadline": t["deadline"],
+            "readable": tid in readable,
+        })
+        # children in log order (a round's slots: member order), depth first
+        for child in sorted(children.get(tid, []), key=lambda c: order[c], reverse=True):
+            stack.append((child, depth + 1))
+    return tree

@@ -21,13 +21,15 @@ if TYPE_CHECKING:
 
     from apsw import Connection
 
+    from nixx.nxc.shapes import ThreadSummary
+
 _THREAD_COLS = (
     "t.thread_id, t.channel_id, t.opener, t.parent, t.origin, t.created, t.pos,"
     " coalesce(s.expects, '[]'), coalesce(s.expects_pos, ''), s.deadline"
 )
 
 
-def state_of(q: dict[str, Any]) -> str:
+def state_of(q: ThreadSummary | dict[str, Any]) -> str:
     """`stale` | `answered` | `open` for a thread summary (no expectation: answered)."""
     if q["stale"]:
         return "stale"
@@ -36,7 +38,7 @@ def state_of(q: dict[str, Any]) -> str:
     return "open"
 
 
-def _summaries(conn: Connection, rows: list[tuple[Any, ...]], now_ms: int) -> list[dict[str, Any]]:
+def _summaries(conn: Connection, rows: list[tuple[Any, ...]], now_ms: int) -> list[ThreadSummary]:
     """Thread summaries for thread rows (`_THREAD_COLS`), with one more query for all of
     them: who posted in each thread after its expectation was declared (answers and
     escalations apart) and how many messages it holds — never a query per thread."""
@@ -60,14 +62,14 @@ def _summaries(conn: Connection, rows: list[tuple[Any, ...]], now_ms: int) -> li
     return [_summary(row, per.get(row[0]), now_ms) for row in rows]
 
 
-def _summary(row: tuple[Any, ...], agg: dict[str, Any] | None, now_ms: int) -> dict[str, Any]:
+def _summary(row: tuple[Any, ...], agg: dict[str, Any] | None, now_ms: int) -> ThreadSummary:
     tid, channel, opener, parent, origin, created, pos, expects_json, w_pos, deadline = row
     expects = json.loads(expects_json)
     replied = agg["answered"].intersection(expects) if agg else set()
     outstanding = [h for h in expects if h not in replied]
     complete = bool(expects) and not outstanding
     stale = deadline is not None and now_ms > deadline and bool(outstanding)
-    out = {
+    out: ThreadSummary = {
         "thread_id": tid,
         "channel_id": channel,
         "opener": opener,
@@ -82,12 +84,13 @@ def _summary(row: tuple[Any, ...], agg: dict[str, Any] | None, now_ms: int) -> d
         "deadline": iso(deadline),
         "escalated": bool(agg and agg["escalated"]),
         "message_count": agg["count"] if agg else 0,
+        "state": "",
     }
     out["state"] = state_of(out)
     return out
 
 
-def get_thread(conn: Connection, thread_id: str, now_ms: int) -> dict[str, Any] | None:
+def get_thread(conn: Connection, thread_id: str, now_ms: int) -> ThreadSummary | None:
     row = conn.execute(
         f"SELECT {_THREAD_COLS} FROM nxc_threads t LEFT JOIN nxc_thread_state s USING (thread_id)"
         " WHERE t.thread_id = ?",
@@ -119,7 +122,7 @@ def messages(conn: Connection, thread_id: str, me: str | None = None) -> list[di
 def list_threads(
     conn: Connection, me: str | None, now_ms: int, *, channel: str | None = None,
     limit: int | None = 50, where: str = "", params: dict[str, Any] | None = None,
-) -> list[dict[str, Any]]:
+) -> list[ThreadSummary]:
     """Threads `me` may read (every thread when `me` is None), newest first."""
     sql = (
         f"SELECT {_THREAD_COLS} FROM nxc_threads t LEFT JOIN nxc_thread_state s USING (thread_id)"
@@ -138,7 +141,7 @@ def list_threads(
     return _summaries(conn, conn.execute(sql, args).fetchall(), now_ms)
 
 
-def open_for(conn: Connection, me: str, now_ms: int) -> list[dict[str, Any]]:
+def open_for(conn: Connection, me: str, now_ms: int) -> list[ThreadSummary]:
     """Threads where `me` still owes a reply (and that are not stale)."""
     rows = conn.execute(
         f"SELECT {_THREAD_COLS} FROM nxc_expected x JOIN nxc_threads t USING (thread_id)"

@@ -97,7 +97,7 @@ class LiveServer:
 def wait_until_serving(url: str, proc: Any, *, timeout: float = 60.0) -> None:
     """Wait until the server process `proc` (a `subprocess.Popen`) answers `url`/health;
     raise with its output when it exits first or `timeout` passes."""
-    from nixx.server.autostart import server_answers
+    from nixx.local_server import server_answers
 
     deadline = time.monotonic() + timeout
     while not server_answers(url, timeout=1.0):

@@ -44,7 +44,7 @@ from typing import Any, TypeVar
 
 from nixx.errors import NoWorkspace, WorkspaceError
 from nixx.paths import DEFAULT_PROTECTED, is_secret, matches
-from nixx.tools.schema import function_spec, object_schema
+from nixx.tools.schema import ToolSpec, function_spec, object_schema
 
 READ_MAX_BYTES = 256 * 1024
 WRITE_MAX_BYTES = 4 * 1024 * 1024
@@ -227,15 +227,7 @@ def _resolve(
                 if retries > _RETRIES:
                     raise WorkspaceError(f"{path} keeps changing; try again") from None
                 continue
-            rest = list(todo)
-            if os.path.isabs(target):
-                parts = _link_parts(real_root, root, target, path)
-                while len(stack) > 1:
-                    os.close(stack.pop())
-                names.clear()
-                todo = deque([*(parts or []), *rest])
-            else:
-                todo = deque([*PurePosixPath(target).parts, *rest])
+            todo = _through_link(real_root, root, path, target, todo, stack, names)
             continue
         if last:
             return _Target(cur, comp, (*names, comp))
@@ -255,6 +247,21 @@ def _resolve(
         stack.append(fd)
         names.append(comp)
     return _Target(stack[-1], None, tuple(names))
+
+
+def _through_link(real_root: Path, root: Path, path: str, target: str, todo: deque[str],
+                  stack: list[int], names: list[str]) -> deque[str]:
+    """What is left to walk after a symlink to `target`: an absolute target inside the
+    workspace restarts the walk at its root (the folders held so far are closed), a
+    relative one continues from the link's folder."""
+    rest = list(todo)
+    if os.path.isabs(target):
+        parts = _link_parts(real_root, root, target, path)
+        while len(stack) > 1:
+            os.close(stack.pop())
+        names.clear()
+        return deque([*(parts or []), *rest])
+    return deque([*PurePosixPath(target).parts, *rest])
 
 
 def _missing(path: str, names: list[str], comp: str, todo: deque[str]) -> _Target:
@@ -569,6 +576,6 @@ TOOL_SCHEMAS: dict[str, tuple[str, dict[str, Any]]] = {
 }
 
 
-def tool_spec(name: str) -> dict[str, Any]:
+def tool_spec(name: str) -> ToolSpec:
     """The OpenAI `tools` entry of file tool `name`."""
     return function_spec(name, *TOOL_SCHEMAS[name])

@@ -19,7 +19,7 @@ from nixx.config import Settings
 from nixx.errors import NixxError
 from nixx.store.base import MemoryStore
 from nixx.tools import files, transcript
-from nixx.tools.schema import function_spec, object_schema
+from nixx.tools.schema import ToolSpec, function_spec, object_schema
 from nixx.values import MAX_ID, bad_json_value
 
 log = logging.getLogger(__name__)
@@ -44,7 +44,7 @@ class Tool:
     parameters: dict[str, Any]
     run: Callable[..., str]
 
-    def spec(self) -> dict[str, Any]:
+    def spec(self) -> ToolSpec:
         return function_spec(self.name, self.description, self.parameters)
 
     def bind(self, args: dict[str, Any]) -> dict[str, Any]:
@@ -144,7 +144,7 @@ class ToolRegistry:
         self._tools = {t.name: t for t in all_tools if not disabled.get(t.name)}
         self._disabled = {name for name, off in disabled.items() if off}
 
-    def specs(self) -> list[dict[str, Any]]:
+    def specs(self) -> list[ToolSpec]:
         """The OpenAI `tools` array for the enabled tools."""
         return [tool.spec() for tool in self._tools.values()]
 

@@ -4,7 +4,20 @@ built-in nxc agent's (`nixx.nxc.delivery.builtin_runtime`)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal, TypedDict
+
+
+class FunctionDecl(TypedDict):
+    name: str
+    description: str
+    parameters: dict[str, Any]  # a JSON schema (`object_schema`)
+
+
+class ToolSpec(TypedDict):
+    """One entry of an OpenAI `tools` array, as nixx offers it."""
+
+    type: Literal["function"]
+    function: FunctionDecl
 
 
 def object_schema(
@@ -17,7 +30,7 @@ def object_schema(
     return schema
 
 
-def function_spec(name: str, description: str, parameters: dict[str, Any]) -> dict[str, Any]:
+def function_spec(name: str, description: str, parameters: dict[str, Any]) -> ToolSpec:
     """The OpenAI `tools` entry of a function."""
     return {
         "type": "function",

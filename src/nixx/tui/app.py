@@ -23,7 +23,7 @@ from textual.widgets import Footer
 
 from nixx.config import Settings
 from nixx.errors import NixxError
-from nixx.server.autostart import default_url
+from nixx.local_server import default_url
 from nixx.tui import render
 from nixx.tui.client import NixxClient
 from nixx.tui.commands import Command, CommandError, parse, unescape_message

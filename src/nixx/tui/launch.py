@@ -24,7 +24,7 @@ def run_chat(
     """
     import sys
 
-    from nixx.server.autostart import default_url, ensure_server
+    from nixx.local_server import default_url, ensure_server
     from nixx.tui.app import make_app
 
     base = (url or default_url(settings)).rstrip("/")

@@ -13,12 +13,17 @@ session is started or woken), then `supervisor.py` (the process that watches a r
                         with answers, record each outcome
     rounds.py           channel rounds: one send to a channel runs its members as a tree
     sessions.py         the session state machine and the wake queue (device-local)
-    spawn.py            the cleared environment, the hop guard, the detached launch
+    chain.py            the policy: may a session start here (hop guard, resume bounds)
+    spawn.py            the mechanism: the cleared environment, the chain read from the
+                        process tree, private files, the detached launch
+    shapes.py           the named shapes of a launch: `Backend`, `RunSpec`, `Launched`
+                        (annotations only)
     supervisor.py       `python -m nixx.nxc.delivery.supervisor RUNFILE`: one session's runs
     runtimes.py         the argv a persona's runtime is started / resumed with
     presets.py          argv presets for agent CLIs (claude-code, codex, gemini)
     builtin_runtime.py  `python -m nixx.nxc.delivery.builtin_runtime`: the runtime `nixx`
     llm_backend.py      the LLM backend of the built-in runtime and of round summaries
+                        (`from_settings`: the backend file's settings and keys)
     session_prompt.py   the prompt a session is started or resumed with
     stream_parser.py    the contract of a transcript format's line parser
     stream_claude.py    Claude Code's stream-json → transcript entries

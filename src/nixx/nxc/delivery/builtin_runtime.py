@@ -42,7 +42,7 @@ from typing import Any
 from nixx.nxc.delivery.llm_backend import open_client as _client
 from nixx.nxc.delivery.llm_backend import open_server_client as _server_client
 from nixx.nxc.delivery.llm_backend import resolve_model, server_answers
-from nixx.tools.schema import function_spec, object_schema
+from nixx.tools.schema import ToolSpec, function_spec, object_schema
 
 DEFAULT_TOOLS = ("read_file", "list_dir")
 FILE_TOOLS = ("read_file", "list_dir", "write_file", "delete_file")
@@ -54,7 +54,7 @@ def emit(kind: str, data: dict[str, Any], **extra: Any) -> None:
     sys.stdout.flush()
 
 
-NXC_TOOLS = [
+NXC_TOOLS: list[ToolSpec] = [
     function_spec(
         "nxc_reply",
         "Answer in an nxc thread (the only way to post into one).",
@@ -94,7 +94,7 @@ NXC_TOOLS = [
 ]
 
 
-def file_tool_spec(name: str) -> dict[str, Any]:
+def file_tool_spec(name: str) -> ToolSpec:
     """A file tool as offered to the model: the server's own definition (`nixx.tools.files`)."""
     from nixx.tools.files import tool_spec
 
@@ -121,7 +121,7 @@ class Agent:
         self.unknown_tools = [n for n in names if n not in FILE_TOOLS]
         self.via_server = server_answers(backend)
 
-    def tools(self) -> list[dict[str, Any]]:
+    def tools(self) -> list[ToolSpec]:
         return [file_tool_spec(n) for n in self.file_tools] + NXC_TOOLS
 
     def call(self, name: str, raw: str) -> tuple[str, bool]:
@@ -140,9 +140,9 @@ class Agent:
                 self.replied = True
                 return json.dumps(out), False
             if name == "nxc_send":
-                out = self.engine.send(str(args.get("to", "")), str(args.get("body", "")))
+                sent = self.engine.send(str(args.get("to", "")), str(args.get("body", "")))
                 self.sent = True
-                return json.dumps(out), False
+                return json.dumps(sent), False
             if name == "nxc_thread":
                 return json.dumps(self.engine.thread(str(args.get("thread", "")))), False
             if name in self.file_tools:

@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from nixx.nxc.delivery.hooks import ReplyContext, SendContext
     from nixx.nxc.delivery.launcher import Deliverer
     from nixx.nxc.engine import Engine
+    from nixx.nxc.shapes import Delivered, Resumed, ThreadSummary
 
 
 class LiveDelivery(Delivery):
@@ -61,7 +62,7 @@ class LiveDelivery(Delivery):
         current = d.current_session()
         return current["thread_id"] if current else None
 
-    def on_send(self, ctx: SendContext) -> dict[str, Any]:
+    def on_send(self, ctx: SendContext) -> Delivered:
         d = self.deliverer(ctx.engine)
         current = d.current_session()
         if current is not None:
@@ -82,7 +83,7 @@ class LiveDelivery(Delivery):
                                  members=members, body=ctx.body, sender=ctx.sender,
                                  opener_session=current["session"] if current else None)
 
-    def on_reply(self, ctx: ReplyContext) -> dict[str, Any]:
+    def on_reply(self, ctx: ReplyContext) -> Resumed:
         from nixx.nxc.delivery import rounds, sessions
         from nixx.nxc.delivery.localstore import local_db_path
 
@@ -101,7 +102,7 @@ class LiveDelivery(Delivery):
                         woke = d.wake(sid, thread_id=ctx.thread_id, message_id=ctx.message_id,
                                       sender=ctx.sender, body=ctx.body)
                         out = {**out, "resumed": out.get("resumed") or woke.get("resumed"),
-                               "warnings": out.get("warnings", []) + woke.get("warnings", [])}
+                               "warnings": out["warnings"] + woke["warnings"]}
             return out
         is_round = rounds.is_round(d, ctx.thread_id)
         if is_round and ctx.sender != thread["opener"]:
@@ -153,7 +154,7 @@ class LiveDelivery(Delivery):
             "thread": thread, "persona": persona.handle, "reason": reason, "msg": msg,
             "to": to})
 
-    def annotate_thread(self, engine: Engine, summary: dict[str, Any]) -> dict[str, Any]:
+    def annotate_thread(self, engine: Engine, summary: ThreadSummary) -> ThreadSummary:
         """Add `failures`: the personas still owed a reply whose last delivery failed or was
         refused, with the cause (`reason`, `msg`)."""
         from nixx.nxc.delivery import outcomes

@@ -5,9 +5,11 @@ finds the thread and the message in the log:
 
 - `parent_thread(engine)`: where the sending session stands (its current thread), so a
   send from inside a session becomes a child thread; None at the top.
-- `on_send(ctx)`: a message was posted by `send`; return what goes into the receipt:
-  ``{"session": id | None, "spawned": bool, "warnings": [...]}``.
-- `on_reply(ctx)`: a reply was posted; return ``{"resumed": id | None, "warnings": [...]}``.
+- `on_send(ctx)`: a message was posted by `send`; return what goes into the receipt
+  (`nixx.nxc.shapes.Delivered`: ``session``, ``spawned``, ``warnings``, and for a round
+  ``sessions``).
+- `on_reply(ctx)`: a reply was posted; return `nixx.nxc.shapes.Resumed` (``resumed``,
+  ``warnings``).
 
 The other hooks are no-ops in the base, which every delivery inherits; `Engine` calls
 each directly: `reducers()` — extra reducers to register with the store (delivery
@@ -33,6 +35,7 @@ if TYPE_CHECKING:
     from nixx.log.reducer import Reducer
     from nixx.nxc.declarations import ChannelDecl, Persona
     from nixx.nxc.engine import Engine
+    from nixx.nxc.shapes import Delivered, Resumed, ThreadSummary
 
 
 class SendContext:
@@ -66,7 +69,7 @@ class ReplyContext:
 
     def __init__(
         self, *, engine: Engine, sender: str, thread_id: str, message_id: str, channel_id: str,
-        body: str, escalate: bool, thread: dict[str, Any],
+        body: str, escalate: bool, thread: ThreadSummary,
     ) -> None:
         self.engine = engine
         self.sender = sender
@@ -89,17 +92,17 @@ class Delivery:
     def parent_thread(self, engine: Engine) -> str | None:
         return None
 
-    def on_send(self, ctx: SendContext) -> dict[str, Any]:
+    def on_send(self, ctx: SendContext) -> Delivered:
         return {"session": None, "spawned": False, "warnings": []}
 
-    def on_reply(self, ctx: ReplyContext) -> dict[str, Any]:
+    def on_reply(self, ctx: ReplyContext) -> Resumed:
         return {"resumed": None, "warnings": []}
 
     def on_refused(self, engine: Engine, *, to: str, persona: Persona, reason: str,
                    msg: str) -> None:
         """A send to `persona` was refused (`reason`), before the error is raised."""
 
-    def annotate_thread(self, engine: Engine, summary: dict[str, Any]) -> dict[str, Any]:
+    def annotate_thread(self, engine: Engine, summary: ThreadSummary) -> ThreadSummary:
         """A thread summary (`threads show`, `wait`), with what delivery knows of it."""
         return summary
 

@@ -11,13 +11,12 @@ import os
 from collections.abc import Mapping
 
 from nixx.nxc.delivery import outcomes, sessions
+from nixx.nxc.delivery.chain import chain_bounds, hop_limit
 from nixx.nxc.delivery.localstore import LocalStore
 from nixx.nxc.delivery.spawn import (
-    chain_bounds,
     child_env,
     enclosing_sessions,
     find_executable,
-    hop_limit,
     launch_supervisor,
     session_dir,
     write_private,
@@ -31,6 +30,8 @@ if TYPE_CHECKING:
     from nixx.log.workspace import Workspace
     from nixx.nxc.declarations import Declarations, Persona
     from nixx.nxc.delivery.session_prompt import SessionPrompt
+    from nixx.nxc.delivery.shapes import Backend, Launched, RunSpec
+    from nixx.nxc.shapes import Delivered, Resumed
 
 BACKEND_FILE = "backend.json"
 
@@ -101,7 +102,7 @@ class Deliverer:
 
     # -- backend for the built-in runtime -------------------------------------------------
 
-    def backend(self, persona: Persona | None, *, round_thread: str | None = None) -> dict[str, Any]:
+    def backend(self, persona: Persona | None, *, round_thread: str | None = None) -> Backend:
         """The built-in runtime's backend: inherited down the chain (a child's env holds no
         NIXX_* settings), else the round's, else this process's nixx settings."""
         import json
@@ -114,7 +115,7 @@ class Deliverer:
         if round_thread is not None:
             candidates.append(os.path.join(self.workspace.state_dir, "rounds",
                                            f"{round_thread}.{BACKEND_FILE}"))
-        base = None
+        base: Backend | None = None
         for path in candidates:
             try:
                 with open(path, encoding="utf-8") as fh:
@@ -123,24 +124,10 @@ class Deliverer:
             except (OSError, ValueError):
                 continue
         if base is None:
-            from nixx.config import config_file_path, load_settings
+            from nixx.nxc.delivery.llm_backend import from_settings
 
-            s = load_settings()
-            config = config_file_path()
-            from nixx.secret import reveal
-
-            # the built-in agent's backend file: the keys are written for it in clear
-            base = {"base_url": s.chat_base_url, "api_key": reveal(s.chat_api_key),
-                    "model": s.chat_model, "timeout": s.chat_timeout,
-                    "background_timeout": s.background_timeout,
-                    "max_rounds": s.tool_max_rounds, "tools_write": s.tools_write,
-                    "tools_delete": s.tools_delete,
-                    "config_file": str(config),
-                    # `nixx serve` as these settings place it: persona turns go through it
-                    # when it answers (shared recall, intent and buffer)
-                    "server_url": server_url(s.host, s.port),
-                    "server_api_key": reveal(s.api_key)}
-        out = dict(base)
+            base = from_settings()
+        out = base.copy()
         if persona is not None:
             out["persona"] = persona.handle
             out["shared_memory"] = persona.shared_memory
@@ -156,7 +143,7 @@ class Deliverer:
         earlier: list[dict[str, Any]] | None = None, timeout_ms: int | None = None,
         round_thread: str | None = None, round_opener: str | None = None,
         kill_at_ms: int | None = None,
-    ) -> dict[str, Any]:
+    ) -> Delivered:
         """Start a fresh session of `persona` answering `thread_id`; its run is killed
         `timeout_ms` after it starts, or at the instant `kill_at_ms` (epoch ms). A round's
         member names the round's thread (`round_thread`) and the session that opened the
@@ -202,8 +189,11 @@ class Deliverer:
         spec = self._run_spec(sid, persona.handle, thread_id, runtime, hop, mode="start",
                               prompt=prompt, backend_file=backend_file, timeout_ms=timeout_ms,
                               round_thread=round_thread, kill_at_ms=kill_at_ms)
-        result = self._launch(spec, actor=actor)
-        result["session"] = sid
+        launched = self._launch(spec, actor=actor)
+        result: Delivered = {"session": sid, "spawned": launched["spawned"],
+                             "warnings": launched["warnings"]}
+        if "failed" in launched:
+            result["failed"] = launched["failed"]
         return result
 
     def _values(self, sid: str, persona: str, thread_id: str | None, prompt_text: str,
@@ -216,7 +206,7 @@ class Deliverer:
                   hop: int, *, mode: str, prompt: str | SessionPrompt, backend_file: str | None,
                   timeout_ms: int | None, round_thread: str | None,
                   runtime_session: str | None = None,
-                  kill_at_ms: int | None = None) -> dict[str, Any]:
+                  kill_at_ms: int | None = None) -> RunSpec:
         from nixx.nxc.delivery.runtimes import build_argv
 
         folder = session_dir(self.workspace.state_dir, sid)
@@ -241,8 +231,9 @@ class Deliverer:
                 "backend_file": backend_file,
                 "keep_days": self.env.get("NXC_TRANSCRIPT_KEEP_DAYS")}
 
-    def _launch(self, spec: dict[str, Any], *, actor: str) -> dict[str, Any]:
-        sid, thread_id, persona = spec["session"], spec["thread"], spec["persona"]
+    def _launch(self, spec: RunSpec, *, actor: str) -> Launched:
+        sid, persona = spec["session"], spec["persona"]
+        thread_id = spec["thread"] or sid  # a session without a thread: its outcomes by id
         path = spec["env"].get("PATH")
         if find_executable(spec["argv"][0], path, spec["cwd"]) is None:
             reason = (f"runtime executable {spec['argv'][0]!r} not found"
@@ -272,7 +263,7 @@ class Deliverer:
     # -- waking --------------------------------------------------------------------------
 
     def wake(self, sid: str, *, thread_id: str, message_id: str | None, sender: str,
-             body: str, messages: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+             body: str, messages: list[dict[str, Any]] | None = None) -> Resumed:
         """Deliver answers to a session: resume it now, or queue them while it runs.
 
         `messages` ({thread_id, message_id, sender, body}, default: just the one given)
@@ -316,7 +307,7 @@ class Deliverer:
                 for mid, sender, body in turn_messages(self.store.conn, thread_id, opener)]
 
     def resume(self, row: dict[str, Any], wakes: list[dict[str, Any]], *,
-               actor: str) -> dict[str, Any]:
+               actor: str) -> Resumed:
         """Start a resume run for a session already claimed (state running)."""
         from nixx.nxc.delivery.session_prompt import resume_prompt
 
@@ -344,15 +335,6 @@ class Deliverer:
         if summary and row["persona"] in summary["outstanding"] and not summary["stale"]:
             return tid
         return None
-
-
-def server_url(host: str, port: int) -> str:
-    """Where a client on this machine reaches `nixx serve` bound to `host`:`port`."""
-    if host in ("0.0.0.0", "", "::", "[::]"):
-        host = "127.0.0.1"
-    elif ":" in host and not host.startswith("["):
-        host = f"[{host}]"
-    return f"http://{host}:{port}"
 
 
 def _now_ms() -> int:

@@ -1,8 +1,9 @@
 """The LLM backend of nxc's built-in runtime and of channel summaries.
 
-The backend is the dict `Deliverer.backend` builds (nixx's `Settings` as the process
-that started the chain resolved them, plus the persona's `model` and `tools`) and the
-spawner hands over in a 0600 file. Here: where each of its settings is set (for error
+The backend (`nixx.nxc.delivery.shapes.Backend`) is what `Deliverer.backend` builds
+(nixx's `Settings` as the process that started the chain resolved them, `from_settings`,
+plus the persona's `model` and `tools`) and the spawner hands over in a 0600 file. Here:
+where each of its settings is set (for error
 messages), a blocking client of it (`nixx.llm.SyncChatClient`, so failures are nixx
 errors), whether `nixx serve` answers and a client of it (the route a persona's turns
 take when its memory is shared), the model a turn uses, and one plain completion. Both
@@ -17,6 +18,28 @@ if TYPE_CHECKING:
     from typing import Any
 
     from nixx.llm import SyncChatClient
+    from nixx.nxc.delivery.shapes import Backend
+
+
+def from_settings() -> Backend:
+    """The backend as this process's nixx settings make it (the start of a chain: a
+    child's environment holds no ``NIXX_*`` settings, so it inherits the file). The keys
+    are written for the built-in agent in clear (a 0600 file)."""
+    from nixx.config import config_file_path, load_settings
+    from nixx.local_server import server_url
+    from nixx.secret import reveal
+
+    s = load_settings()
+    return {"base_url": s.chat_base_url, "api_key": reveal(s.chat_api_key),
+            "model": s.chat_model, "timeout": s.chat_timeout,
+            "background_timeout": s.background_timeout,
+            "max_rounds": s.tool_max_rounds, "tools_write": s.tools_write,
+            "tools_delete": s.tools_delete,
+            "config_file": str(config_file_path()),
+            # `nixx serve` as these settings place it: persona turns go through it when
+            # it answers (shared recall, intent and buffer)
+            "server_url": server_url(s.host, s.port),
+            "server_api_key": reveal(s.api_key)}
 
 
 def env_hint(backend: dict[str, Any], variable: str, key: str) -> str:
@@ -40,7 +63,7 @@ def server_answers(backend: dict[str, Any]) -> bool:
     url = backend.get("server_url")
     if not url or not backend.get("shared_memory", True):
         return False
-    from nixx.server.autostart import server_answers as answers
+    from nixx.local_server import server_answers as answers
 
     return answers(url)
 

@@ -52,6 +52,7 @@ if TYPE_CHECKING:
     from nixx.log.workspace import Workspace
     from nixx.nxc.declarations import ChannelDecl, Persona
     from nixx.nxc.delivery.launcher import Deliverer
+    from nixx.nxc.shapes import Delivered, Resumed, ThreadSummary
 
 __all__ = ["catch_up", "is_round", "member_sessions", "on_member_exit", "on_slot_reply",
            "open_round", "round_of_slot", "settle", "slot_of_member", "slots",
@@ -63,7 +64,7 @@ def _now_ms() -> int:
 
 
 def open_round(d: Deliverer, *, channel: ChannelDecl, thread_id: str, members: list[str], body: str, sender: str,
-               opener_session: str | None) -> dict[str, Any]:
+               opener_session: str | None) -> Delivered:
     """Record the round and start its first member(s). → receipt fields."""
     config = {"on_complete": channel.on_complete, "summary_prompt": channel.summary_prompt,
               "body": body, "sender": sender, "origin": d.origin,
@@ -132,7 +133,7 @@ def _supervisor(r: dict[str, Any]) -> str:
     return supervisor_handle(r["config"]["origin"], r["channel"])
 
 
-def round_of_slot(d: Deliverer, thread: dict[str, Any]) -> str | None:
+def round_of_slot(d: Deliverer, thread: ThreadSummary) -> str | None:
     """The round's thread when `thread` (a summary) is one of its slots on this machine."""
     parent: str | None = thread.get("parent")
     if not parent:
@@ -211,7 +212,7 @@ def _open_slot(d: Deliverer, r: dict[str, Any], member: str) -> str:
     return slot
 
 
-def _start_next(d: Deliverer, thread_id: str, expected_index: int | None = None) -> dict[str, Any] | None:
+def _start_next(d: Deliverer, thread_id: str, expected_index: int | None = None) -> Delivered | None:
     taken = _take_turn(d, thread_id, expected_index)
     if taken is None:
         return None
@@ -220,7 +221,7 @@ def _start_next(d: Deliverer, thread_id: str, expected_index: int | None = None)
     earlier = _answers(d, r, r["members"][:index]) if r["flow"] == "sequential" else None
     slot = _open_slot(d, r, handle)
     persona = _persona(d, handle)
-    result: dict[str, Any]
+    result: Delivered
     if persona is None:
         result = {"session": None, "spawned": False, "warnings": [
             f"{handle} is a member of {r['channel']} but no persona declares it: not "
@@ -233,7 +234,8 @@ def _start_next(d: Deliverer, thread_id: str, expected_index: int | None = None)
                          channel=r["channel"], earlier=earlier or None,
                          timeout_ms=r["timeout_ms"], kill_at_ms=cfg.get("timeout_at_ms"),
                          round_thread=thread_id, round_opener=r["opener_session"])
-    result["sessions"] = [result["session"]] if result.get("spawned") else []
+    started = result["session"] if result.get("spawned") else None
+    result["sessions"] = [started] if started is not None else []
     # a member with a runtime whose start failed or was refused: in a sequential round
     # the next one goes now. A member without one (a person, or an agent in another
     # clone) is a mailbox: the round waits for its answer in the slot, which arrives by
@@ -264,14 +266,14 @@ def _all_answered(d: Deliverer, r: dict[str, Any]) -> bool:
     return True
 
 
-def on_slot_reply(d: Deliverer, *, round_thread: str, slot: dict[str, Any],
-                  sender: str) -> dict[str, Any]:
+def on_slot_reply(d: Deliverer, *, round_thread: str, slot: ThreadSummary,
+                  sender: str) -> Resumed:
     """A message was posted in a slot of a round (`slot`: its summary after the post)."""
     r = _round(d, round_thread)
     if r is None or r["settled"]:
         return {"resumed": None, "warnings": []}
     warnings: list[str] = []
-    member = (slot["expects"] or [None])[0]
+    member = slot["expects"][0] if slot["expects"] else None
     if r["flow"] == "sequential" and sender == member and slot["complete"]:
         current = r["next_index"] - 1
         if 0 <= current < len(r["members"]) and r["members"][current] == member:
@@ -284,7 +286,7 @@ def on_slot_reply(d: Deliverer, *, round_thread: str, slot: dict[str, Any],
     return {"resumed": None, "warnings": warnings}
 
 
-def on_member_exit(d: Deliverer, thread_id: str, member: str) -> dict[str, Any] | None:
+def on_member_exit(d: Deliverer, thread_id: str, member: str) -> Resumed | None:
     """A member's run ended (answered or not): in a sequential round whose turn it was,
     the next member goes; a round where everybody had their turn and nobody runs
     any more settles."""
@@ -351,7 +353,7 @@ def member_sessions(d: Deliverer, round_thread: str) -> list[str]:
             for sid in sessions.sessions_of_thread(d.local, by_member[m], "member")]
 
 
-def settle(d: Deliverer, thread_id: str, *, warnings: list[str]) -> dict[str, Any]:
+def settle(d: Deliverer, thread_id: str, *, warnings: list[str]) -> Resumed:
     """Post the supervisor's reply once, and wake the opener's session with it."""
     with d.local.transaction() as conn:
         conn.execute("UPDATE rounds SET settled = 1 WHERE thread_id = ? AND settled = 0",

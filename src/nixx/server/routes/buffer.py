@@ -38,10 +38,10 @@ async def clear(service: ServiceDep, origin: OriginDep) -> dict[str, Any]:
 async def delete_row(service: ServiceDep, row_id: int = Path(ge=1, le=MAX_ID)) -> dict[str, Any]:
     """Forget one buffer row with its full-text entry; summaries that covered it are
     removed and summarised again from the rows that remain (docs/memory.md)."""
-    return await service.forget_buffer_row(row_id)
+    return dict(await service.forget_buffer_row(row_id))
 
 
 @router.post("/v1/buffer/delete")
 async def delete_range(body: DeleteRange, service: ServiceDep) -> dict[str, Any]:
     """Forget every buffer row with start_id <= id <= end_id (markers included)."""
-    return await service.forget_buffer_range(body.start_id, body.end_id)
+    return dict(await service.forget_buffer_range(body.start_id, body.end_id))

@@ -30,6 +30,7 @@ from nixx.memory.turn import (
     Delta,
     Finished,
     ToolRun,
+    TurnInfo,
 )
 from nixx.server.deps import AgentDep, OriginDep, ServiceDep
 from nixx.server.errors import nixx_error_body
@@ -172,7 +173,7 @@ async def chat_completions(
     _check_tools(body.tools)
     data = body.model_dump(exclude_unset=True)
     data["messages"] = [m.model_dump(exclude_unset=True) for m in body.messages]
-    info: dict[str, Any] = {}
+    info: TurnInfo = {}
     events = service.turn(data, origin, info, agent=agent)
     if body.stream:
         # The first event is awaited here, so a backend that fails before answering

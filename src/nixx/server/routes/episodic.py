@@ -50,14 +50,14 @@ class SearchRequest(BaseModel):
 @router.get("/v1/episodic/status")
 async def status(service: ServiceDep) -> dict[str, Any]:
     """Interval, unsummarised words, counts, recall on/off, background-job state."""
-    return await service.status()
+    return dict(await service.status())
 
 
 @router.post("/v1/episodic/config")
 async def config(body: EpisodicConfig, service: ServiceDep) -> dict[str, Any]:
     """Change the summary interval and/or recall at run time (kept across restarts).
     Returns the status after the change."""
-    return await service.configure(interval=body.interval, recall=body.recall)
+    return dict(await service.configure(interval=body.interval, recall=body.recall))
 
 
 @router.post("/v1/episodic/summary")
@@ -122,7 +122,7 @@ async def summaries(
 @router.delete("/v1/episodic/summaries/{summary_id}")
 async def delete_summary(service: ServiceDep, summary_id: int = Path(ge=1, le=MAX_ID)) -> dict[str, Any]:
     """Forget one summary (its buffer rows stay)."""
-    return await service.forget_summary(summary_id)
+    return dict(await service.forget_summary(summary_id))
 
 
 @router.patch("/v1/episodic/summaries/{summary_id}")

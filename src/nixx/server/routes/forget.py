@@ -43,7 +43,7 @@ async def forget(body: ForgetRequest, service: ServiceDep) -> dict[str, Any]:
 @router.post("/v1/forget/ids")
 async def forget_ids(body: ForgetIds, service: ServiceDep) -> dict[str, Any]:
     """Delete the items named by reference (buffer:12, summary:3, source:2, memory:40)."""
-    return await service.forget_refs(body.ids)
+    return dict(await service.forget_refs(body.ids))
 
 
 @router.get("/v1/forget/log")

@@ -7,6 +7,7 @@ from typing import Any
 from fastapi import APIRouter
 from pydantic import BaseModel, ConfigDict, Field
 
+from nixx.memory.intent import IntentValue
 from nixx.server.deps import ServiceDep
 
 router = APIRouter(tags=["intent"])
@@ -17,7 +18,7 @@ class IntentBody(BaseModel):
     intent: str = Field(description="One or two sentences on what the user is working on.")
 
 
-def _shape(value: dict[str, Any] | None) -> dict[str, Any]:
+def _shape(value: IntentValue | None) -> dict[str, Any]:
     if not value:
         return {"intent": None, "source": None, "updated_at": None}
     return {

@@ -15,7 +15,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter
 from fastapi.responses import StreamingResponse
 
-from nixx.memory.turn import Finished
+from nixx.memory.turn import Finished, TurnInfo
 from nixx.server.deps import AgentDep, ServiceDep, origin_or
 from nixx.server.dialects import anthropic
 from nixx.server.shapes import turn_memory
@@ -42,7 +42,7 @@ async def create_message(
 ) -> Any:
     """One turn with memory, in Anthropic's Messages shapes."""
     chat = anthropic.chat_request(body)
-    info: dict[str, Any] = {}
+    info: TurnInfo = {}
     events = service.turn(chat, origin, info, agent=agent, remembered=anthropic.remembered)
     if body.stream:
         try:

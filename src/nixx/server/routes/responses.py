@@ -15,7 +15,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter
 from fastapi.responses import StreamingResponse
 
-from nixx.memory.turn import Finished
+from nixx.memory.turn import Finished, TurnInfo
 from nixx.server.deps import AgentDep, ServiceDep, origin_or
 from nixx.server.dialects.responses import Response, ResponsesRequest, chat_request, input_messages
 from nixx.server.shapes import turn_memory
@@ -51,7 +51,7 @@ async def create_response(
     if body.store:
         record = {"id": response.id, "previous": body.previous_response_id, "input": added}
         answer_meta = {"response": record}
-    info: dict[str, Any] = {}
+    info: TurnInfo = {}
     events = service.turn(chat, origin, info, agent=agent, answer_meta=answer_meta)
 
     async def on_done(done: Finished) -> dict[str, Any]:

@@ -54,7 +54,7 @@ async def list_sources(
 @router.delete("/v1/sources/{source_id}")
 async def delete_source(service: ServiceDep, source_id: int = Path(ge=1, le=MAX_ID)) -> dict[str, Any]:
     """Forget a source with all its memories."""
-    return await service.forget_source(source_id)
+    return dict(await service.forget_source(source_id))
 
 
 @router.get("/v1/sources/{source_id}")

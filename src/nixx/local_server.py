@@ -1,5 +1,12 @@
-"""Start a nixx server for a client (`nixx chat`, `nixx mcp`) when none answers, and stop
-it afterwards.
+"""The `nixx serve` a client on this machine reaches: where it is, whether it answers, and
+starting one for a client (`nixx chat`, `nixx mcp`) when none answers, stopped afterwards.
+
+`server_url(host, port)` is the one answer to "where does a client reach nixx serve bound
+to host:port" (a wildcard bind — ``0.0.0.0``, ``::``, ``[::]``, empty — is reached on
+``127.0.0.1``; an IPv6 address is bracketed): `default_url(settings)` for the clients, the
+built-in agent's backend file (`nixx.nxc.delivery.llm_backend`). `server_answers(url)` is
+the one probe. The users are clients of the server, not the server — `tui`, `mcp`,
+`testing`, `nxc.delivery` — so it is filed beside them, not under `nixx.server`.
 
 `ensure_server(url, settings, client=...)` probes ``URL/health``. When a server answers it
 returns None (nothing to stop). When none does and the URL is on this machine, it starts
@@ -8,8 +15,7 @@ current environment (so the same `NIXX_*` settings: embedded SQLite store and lo
 embedder by default), its output going to ``$NIXX_HOME/logs/<client>-server.log``
 (``chat-server.log``, ``mcp-server.log``), waits for ``/health`` and returns a
 `ServerProcess` whose `stop()` ends it. On Linux the kernel also ends it when the
-client dies any other way (its terminal closed or killed). `default_url(settings)` is the URL clients use
-when none is given.
+client dies any other way (its terminal closed or killed).
 """
 
 from __future__ import annotations
@@ -24,28 +30,37 @@ from collections.abc import Callable
 from pathlib import Path
 from urllib.parse import urlsplit
 
-import httpx
-
 from nixx.config import Settings, is_loopback_host
 from nixx.errors import BackendUnavailable, ConfigError
 
 START_TIMEOUT = 60.0
 
 
-def default_url(settings: Settings) -> str:
-    """The URL of the server `nixx serve` would start with these settings."""
-    host = settings.host
-    if host in ("0.0.0.0", "::", ""):
+WILDCARD_HOSTS = ("0.0.0.0", "::", "[::]", "")
+
+
+def server_url(host: str, port: int) -> str:
+    """Where a client on this machine reaches `nixx serve` bound to `host`:`port`."""
+    host = host.strip()
+    if host in WILDCARD_HOSTS:
         host = "127.0.0.1"
-    if ":" in host and not host.startswith("["):
+    elif ":" in host and not host.startswith("["):
         host = f"[{host}]"
-    return f"http://{host}:{settings.port}"
+    return f"http://{host}:{port}"
+
+
+def default_url(settings: Settings) -> str:
+    """The URL of the server `nixx serve` would start with these settings (the clients'
+    default when no ``--url`` is given)."""
+    return server_url(settings.host, settings.port)
 
 
 def server_answers(url: str, *, timeout: float = 2.0) -> bool:
     """Whether a nixx server answers at `url` now: ``/health`` says 200 with its
     ``{"status": "ok", "version"}`` (another program on the port does not count). The
     one probe of a running server (clients, `nixx mcp`, the nxc agents)."""
+    import httpx  # not at import: the nxc side reads `server_url` without it
+
     try:
         resp = httpx.get(url.rstrip("/") + "/health", timeout=timeout)
         data = resp.json() if resp.status_code == 200 else None

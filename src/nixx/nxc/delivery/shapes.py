@@ -1,0 +1,62 @@
+"""The named shapes of starting a session: the built-in runtime's backend file
+(`Backend`), the run file a supervisor is started with (`RunSpec`: written by
+`Deliverer._run_spec`, read back by `Deliverer._launch` and the supervisor), and what a
+launch answers (`Launched`).
+
+Annotations only: imported under ``TYPE_CHECKING`` (``typing`` costs start-up); at run
+time these are plain dicts, read from and written to JSON.
+"""
+
+from __future__ import annotations
+
+from typing import NotRequired, TypedDict
+
+
+class Backend(TypedDict, total=False):
+    """The built-in runtime's backend (`nixx.nxc.delivery.llm_backend`): nixx's settings
+    as the start of the chain resolved them (`from_settings`), then the persona's."""
+
+    base_url: str
+    api_key: str | None
+    model: str | None
+    timeout: float
+    background_timeout: float
+    max_rounds: int
+    tools_write: bool
+    tools_delete: bool
+    config_file: str
+    server_url: str  # where `nixx serve` is reached (`nixx.local_server.server_url`)
+    server_api_key: str | None
+    persona: str
+    shared_memory: bool
+    persona_model: str | None
+    tools: list[str] | None
+    workspace: str
+    resolved_model: str
+
+
+class RunSpec(TypedDict):
+    """One run of a session's runtime (``run-<n>.json``, 0600)."""
+
+    session: str
+    persona: str
+    thread: str | None
+    mode: str  # "start" | "resume"
+    argv: list[str]
+    env: dict[str, str]  # the cleared child environment (`spawn.child_env`)
+    cwd: str
+    format: str  # the runtime's transcript format (`stream_formats`)
+    db: str
+    timeout_ms: int | None
+    kill_at_ms: int | None
+    round: str | None
+    run: int
+    backend_file: str | None
+    keep_days: str | None
+    _run_file: NotRequired[str]  # a resume the supervisor runs itself: the file written
+
+
+class Launched(TypedDict):
+    spawned: bool
+    warnings: list[str]
+    failed: NotRequired[str]
