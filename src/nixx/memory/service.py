@@ -53,6 +53,7 @@ from nixx.priority import Foreground
 from nixx.store.base import MemoryStore
 from nixx.store.forgetting import REBUILD_KEY, RESUMMARISE_KEY, ForgetLogEntry, ForgetResult
 from nixx.store.records import BufferHit, BufferRow, MemoryHit, Source, Summary, SummaryHit
+from nixx.store.reports import ScrubReport
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -794,7 +795,7 @@ class NixxService:
         async with self._forget_lock:
             self._forget_epoch += 1
 
-            def work() -> tuple[ForgetResult, bool, dict[str, Any]]:
+            def work() -> tuple[ForgetResult, bool, ScrubReport]:
                 result = self.store.forget(kind, **ids)
                 cleared = forgetting.intent_from_deleted(self.store, result.buffer_ids)
                 if clear_intent:
