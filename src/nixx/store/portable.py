@@ -180,7 +180,8 @@ def as_vector(embedding: Any, dim: int | None, *, what: str = "embedding") -> np
 
 def vector_to_list(vec: np.ndarray) -> list[float]:
     """JSON floats that round-trip to the same float32 values."""
-    return np.asarray(vec, dtype=np.float32).tolist()
+    values: list[float] = np.asarray(vec, dtype=np.float32).tolist()
+    return values
 
 
 def vectors_from_records(values: Sequence[Sequence[float]]) -> np.ndarray:

@@ -358,7 +358,7 @@ class PostgresEngine(Engine):
 
         cache = self._term_cache
         top = conn.execute("SELECT coalesce(max(id), 0) FROM buffer").fetchone()
-        max_id = int(top[0]) if top else 0  # type: ignore[index]
+        max_id = int(top[0]) if top else 0
         if not cache or max_id > cache["max_id"] * (1 + REFRESH_GROWTH):
             row = conn.execute(BUFFER_TERM_TOTALS_SQL).fetchone()
             assert row is not None
