@@ -37,13 +37,13 @@ from nixx.migrations import Migration
 from nixx.store.base import MemoryStore
 from nixx.store.engine import Engine, Event
 from nixx.store.portable import as_vector
-from nixx.store.postgres_queries import BUFFER_COLS as _BUFFER_COLS
-from nixx.store.postgres_queries import MEMORY_COLS as _MEMORY_COLS
-from nixx.store.postgres_queries import SUMMARY_COLS as _SUMMARY_COLS
 from nixx.store.postgres_queries import PostgresTx, buffer_row, memory, summary
 from nixx.store.postgres_schema import MIGRATIONS, MIGRATIONS_TABLE
 from nixx.store.records import BufferHit, Memory, SummaryHit
 from nixx.store.reports import ScrubReport, VacuumReport
+from nixx.store.sql_queries import BUFFER_COLS as _BUFFER_COLS
+from nixx.store.sql_queries import MEMORY_COLS as _MEMORY_COLS
+from nixx.store.sql_queries import SUMMARY_COLS as _SUMMARY_COLS
 
 _MIGRATE_LOCK = 7_346_101  # pg_advisory_xact_lock key (arbitrary, fixed)
 

@@ -1,4 +1,6 @@
-"""The SQLite engine's queries: `nixx.store.engine.Tx` on one apsw connection.
+"""The SQLite engine's queries: `nixx.store.engine.Tx` on one apsw connection — the
+shared statements of `nixx.store.sql_queries` in SQLite's spelling, and what SQLite
+does its own way.
 
 Vectors are stored as float32 little-endian BLOBs, JSON as compact text, timestamps as
 the ISO 8601 text of `portable.utc_now`. The in-memory vector indexes
@@ -16,51 +18,94 @@ import apsw
 import numpy as np
 
 from nixx.errors import ValidationError
-from nixx.store.engine import ChunkRow, ContentTable, Section, Tx
-from nixx.store.forgetting import ForgetLogEntry
+from nixx.store.engine import ChunkRow, Section
 from nixx.store.portable import as_vector, utc_now
-from nixx.store.records import BufferRow, EmbeddingInfo, Memory, Source, Summary
-
-BUFFER_COLS = "id, role, content, origin, created_at, meta"
-# a row's columns without its vector (what a vector search's hits read), then with it
-SUMMARY_HIT_COLS = "id, content, tags, entities, start_buffer_id, end_buffer_id, created_at"
-SUMMARY_COLS = SUMMARY_HIT_COLS + ", embedding"
-SOURCE_COLS = (
-    "s.id, s.name, s.type, s.summary, s.start_id, s.end_id, s.created_at, s.meta, "
-    "(SELECT count(*) FROM memories m WHERE m.source_id = s.id)"
+from nixx.store.records import BufferRow, Memory, Source, Summary
+from nixx.store.sql_queries import (
+    BUFFER_COLS,
+    MEMORY_COLS,
+    SOURCE_COLS,
+    SUMMARY_COLS,
+    Dialect,
+    SqlTx,
 )
-MEMORY_HIT_COLS = "id, source_id, content, metadata, created_at"
-MEMORY_COLS = MEMORY_HIT_COLS + ", embedding"
-_FORGET_COLS = "id, forgotten_at, kind, ids, counts"
+
+# a row's columns without its vector (what a vector search's hits read), then with it
+SUMMARY_HIT_COLS = SUMMARY_COLS
+MEMORY_HIT_COLS = MEMORY_COLS
+SUMMARY_VEC_COLS = SUMMARY_COLS + ", embedding"
+MEMORY_VEC_COLS = MEMORY_COLS + ", embedding"
+
+DIALECT = Dialect(
+    placeholder="?",
+    in_ids="IN (SELECT value FROM json_each(?))",
+    vec="?",
+    vec_out="embedding",
+    for_update="",  # BEGIN IMMEDIATE: a writer has the whole file
+    state_touched="",
+    contains="instr(lower(content), ?) > 0",
+    contains_row="instr(lower(content || ' ' || meta), ?) > 0",
+)
+_SQL = DIALECT.statements()
 
 
-class SQLiteTx(Tx):
+class SQLiteTx(SqlTx):
     """The queries on one connection, inside the transaction its engine opened."""
+
+    sql = _SQL
+    dialect = DIALECT
 
     def __init__(self, conn: apsw.Connection) -> None:
         self.conn = conn
         self._import_dim: int | None = None
 
-    def _one(self, sql: str, params: Sequence[Any] = ()) -> tuple[Any, ...]:
-        return one(self.conn, sql, params)
+    # ---- primitives -------------------------------------------------------------------
+    def _all(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
+        return list(self.conn.execute(sql, params))
+
+    def _run(self, sql: str, params: Sequence[Any] = ()) -> int:
+        self.conn.execute(sql, params)
+        return int(self.conn.changes())
+
+    def _many(self, sql: str, rows: Iterable[Sequence[Any]]) -> None:
+        self.conn.executemany(sql, rows)
+
+    def _json(self, value: Any) -> Any:
+        return dumps(value)
+
+    def _from_json(self, value: Any) -> Any:
+        return json.loads(value)
+
+    def _vec(self, vector: np.ndarray) -> Any:
+        return blob(vector)
+
+    def _ids(self, ids: Sequence[int]) -> Any:
+        return dumps(list(ids))
+
+    def _tags(self, tags: list[str]) -> Any:
+        return dumps(tags)
+
+    def _timestamp(self, value: Any) -> str:
+        return str(value)
+
+    def _buffer_row(self, r: Sequence[Any]) -> BufferRow:
+        return buffer_row(r)
+
+    def _summary(self, r: Sequence[Any], embedding: Any = None) -> Summary:
+        return summary(r)
+
+    def _source(self, r: Sequence[Any]) -> Source:
+        return source(r)
+
+    def _memory(self, r: Sequence[Any], embedding: Any = None) -> Memory:
+        return memory(r, with_embedding=embedding is not None)
 
     # ---- embedder -------------------------------------------------------------------
-    def embedder(self) -> EmbeddingInfo | None:
-        row = self.conn.execute("SELECT model, dim FROM embedder WHERE id = 1").fetchone()
-        return EmbeddingInfo(model=row[0], dim=int(row[1])) if row else None
-
-    def has_content_vectors(self) -> bool:
-        sql = "SELECT EXISTS (SELECT 1 FROM summaries) OR EXISTS (SELECT 1 FROM memories)"
-        return bool(self._one(sql)[0])
-
     def bind(self, model: str, dim: int) -> None:
         self.conn.execute(
             "INSERT INTO embedder (id, model, dim, bound_at) VALUES (1, ?, ?, ?)",
             (model, dim, utc_now()),
         )
-
-    def name_embedder(self, model: str) -> None:
-        self.conn.execute("UPDATE embedder SET model = ? WHERE id = 1", (model,))
 
     def rebind(self, model: str, dim: int, old_dim: int) -> None:
         self.conn.execute("DELETE FROM buffer_vectors")
@@ -78,17 +123,8 @@ class SQLiteTx(Tx):
         return dim
 
     # ---- reindex ----------------------------------------------------------------------
-    def contents(self, table: ContentTable) -> dict[int, str]:
-        return dict(self.conn.execute(f"SELECT id, content FROM {table} ORDER BY id"))
-
     def start_reindex(self) -> None:
         pass  # BLOB columns take vectors of any dimension
-
-    def set_vectors(self, table: ContentTable, vectors: dict[int, np.ndarray]) -> None:
-        self.conn.executemany(
-            f"UPDATE {table} SET embedding = ? WHERE id = ?",
-            ((blob(vec), i) for i, vec in vectors.items()),
-        )
 
     def finish_reindex(self, model: str, dim: int) -> None:
         self.conn.execute(
@@ -110,71 +146,15 @@ class SQLiteTx(Tx):
         )
         return BufferRow(self.conn.last_insert_rowid(), role, content, origin, created, meta)
 
-    def session_tail(self, n: int) -> list[BufferRow]:
-        marker = self._one("SELECT coalesce(max(id), 0) FROM buffer WHERE role = 'marker'")
-        return self._rows(
-            f"SELECT {BUFFER_COLS} FROM buffer WHERE id > ? AND role != 'marker' "
-            "ORDER BY id DESC LIMIT ?",
-            (marker[0], n),
-        )
-
-    def _rows(self, sql: str, params: Sequence[Any] = ()) -> list[BufferRow]:
-        return [buffer_row(r) for r in self.conn.execute(sql, params)]
-
-    def buffer_meta(self, row_id: int) -> dict[str, Any] | None:
-        row = self.conn.execute("SELECT meta FROM buffer WHERE id = ?", (row_id,)).fetchone()
-        return None if row is None else dict(json.loads(row[0]))
-
-    def set_buffer_meta(self, row_id: int, meta: dict[str, Any]) -> None:
-        self.conn.execute("UPDATE buffer SET meta = ? WHERE id = ?", (dumps(meta), row_id))
-
-    def buffer_range(self, start_id: int, end_id: int | None) -> list[BufferRow]:
-        if end_id is None:
-            return self._rows(
-                f"SELECT {BUFFER_COLS} FROM buffer WHERE id >= ? ORDER BY id", (start_id,)
-            )
-        return self._rows(
-            f"SELECT {BUFFER_COLS} FROM buffer WHERE id BETWEEN ? AND ? ORDER BY id",
-            (start_id, end_id),
-        )
-
     def buffer_rows(self, ids: Sequence[int]) -> list[BufferRow]:
         rows: list[BufferRow] = []
         for start in range(0, len(ids), 500):
             part = list(ids[start : start + 500])
-            rows += self._rows(
-                f"SELECT {BUFFER_COLS} FROM buffer WHERE id IN ({','.join('?' * len(part))}) "
-                "ORDER BY id",
-                part,
-            )
+            sql = f"SELECT {BUFFER_COLS} FROM buffer WHERE id IN ({','.join('?' * len(part))}) "
+            rows += map(buffer_row, self.conn.execute(sql + "ORDER BY id", part))
         return rows
 
-    def last_rows(self, n: int, after_id: int) -> list[BufferRow]:
-        return self._rows(
-            f"SELECT {BUFFER_COLS} FROM buffer WHERE role != 'marker' AND id > ? "
-            "ORDER BY id DESC LIMIT ?",
-            (after_id, n),
-        )
-
-    def last_marker_id(self) -> int:
-        return int(self._one("SELECT max(id) FROM buffer WHERE role = 'marker'")[0] or 0)
-
-    def buffer_totals(self) -> tuple[int, int]:
-        rows, max_id = self._one("SELECT count(*), max(id) FROM buffer")
-        return int(rows), int(max_id or 0)
-
-    def non_marker_rows(self) -> list[BufferRow]:
-        return self._rows(f"SELECT {BUFFER_COLS} FROM buffer WHERE role != 'marker' ORDER BY id")
-
     # ---- buffer row vectors -----------------------------------------------------------
-    def rows_without_vector(self, limit: int, after_id: int) -> list[BufferRow]:
-        return self._rows(
-            f"SELECT {BUFFER_COLS} FROM buffer b WHERE id > ? AND role != 'marker' "
-            "AND NOT EXISTS (SELECT 1 FROM buffer_vectors v WHERE v.buffer_id = b.id) "
-            "ORDER BY id LIMIT ?",
-            (after_id, limit),
-        )
-
     def put_buffer_vectors(self, items: Sequence[tuple[int, np.ndarray]]) -> int:
         written = 0
         for row_id, vec in items:
@@ -188,28 +168,7 @@ class SQLiteTx(Tx):
             written += self.conn.changes()
         return written
 
-    def clear_buffer_vectors(self) -> None:
-        self.conn.execute("DELETE FROM buffer_vectors")
-
-    def has_episodic_vectors(self) -> bool:
-        sql = "SELECT EXISTS (SELECT 1 FROM buffer_vectors) OR EXISTS (SELECT 1 FROM summaries)"
-        return bool(self._one(sql)[0])
-
-    def buffer_vector_totals(self) -> tuple[int, int]:
-        embedded = int(self._one("SELECT count(*) FROM buffer_vectors")[0])
-        rows = int(self._one("SELECT count(*) FROM buffer WHERE role != 'marker'")[0])
-        return embedded, rows
-
     # ---- summaries --------------------------------------------------------------------
-    def last_summarised_id(self) -> int:
-        return int(self._one("SELECT max(end_buffer_id) FROM summaries")[0] or 0)
-
-    def unsummarised(self) -> list[BufferRow]:
-        return self._rows(
-            f"SELECT {BUFFER_COLS} FROM buffer WHERE role != 'marker' AND id > "
-            "(SELECT coalesce(max(end_buffer_id), 0) FROM summaries) ORDER BY id"
-        )
-
     def insert_summary(
         self,
         content: str,
@@ -229,37 +188,10 @@ class SQLiteTx(Tx):
         row_id = self.conn.last_insert_rowid()
         return Summary(row_id, content, tags, entities, start_buffer_id, end_buffer_id, created)
 
-    def summaries_page(self, limit: int, offset: int) -> list[Summary]:
-        cur = self.conn.execute(
-            f"SELECT {SUMMARY_HIT_COLS} FROM summaries ORDER BY id DESC LIMIT ? OFFSET ?",
-            (limit, offset),
-        )
-        return [summary(r) for r in cur]
-
-    def count(self, table: ContentTable) -> int:
-        return int(self._one(f"SELECT count(*) FROM {table}")[0])
-
-    def summary(self, summary_id: int, *, for_update: bool = False) -> Summary | None:
-        row = self.conn.execute(
-            f"SELECT {SUMMARY_HIT_COLS} FROM summaries WHERE id = ?", (summary_id,)
-        ).fetchone()
-        return None if row is None else summary(row)
-
     def set_summary_content(self, summary_id: int, content: str, vector: np.ndarray) -> None:
-        self.conn.execute(
-            "UPDATE summaries SET content = ?, embedding = ? WHERE id = ?",
-            (content, blob(vector), summary_id),
-        )
+        super().set_summary_content(summary_id, content, vector)
         # the in-memory indexes hold vectors by id: make every process reload them
         self.conn.execute("UPDATE vector_state SET epoch = abs(random()) WHERE name = 'summaries'")
-
-    def set_summary_labels(
-        self, summary_id: int, tags: list[str], entities: dict[str, list[str]]
-    ) -> None:
-        self.conn.execute(
-            "UPDATE summaries SET tags = ?, entities = ? WHERE id = ?",
-            (dumps(tags), dumps(entities), summary_id),
-        )
 
     # ---- sources and memories ---------------------------------------------------------
     def insert_source(
@@ -286,12 +218,6 @@ class SQLiteTx(Tx):
             ((source_id, text, blob(vec), dumps(meta), created) for text, vec, meta in rows),
         )
 
-    def source(self, source_id: int, *, for_update: bool = False) -> Source | None:
-        row = self.conn.execute(
-            f"SELECT {SOURCE_COLS} FROM sources s WHERE s.id = ?", (source_id,)
-        ).fetchone()
-        return None if row is None else source(row)
-
     def sources(self, meta_equals: dict[str, Any]) -> list[Source]:
         cur = self.conn.execute(f"SELECT {SOURCE_COLS} FROM sources s ORDER BY s.id DESC")
         # Sources number in the thousands at most: compare decoded JSON in Python, so
@@ -302,75 +228,11 @@ class SQLiteTx(Tx):
             if all(key in s.meta and s.meta[key] == value for key, value in meta_equals.items())
         ]
 
-    def set_source_summary(self, source_id: int, summary: str) -> bool:
-        self.conn.execute("UPDATE sources SET summary = ? WHERE id = ?", (summary, source_id))
-        return bool(self.conn.changes())
-
-    def set_source_meta(self, source_id: int, meta: dict[str, Any]) -> None:
-        self.conn.execute("UPDATE sources SET meta = ? WHERE id = ?", (dumps(meta), source_id))
-
-    def delete_chunks(self, source_id: int) -> None:
-        self.conn.execute("DELETE FROM memories WHERE source_id = ?", (source_id,))
-
-    def delete_source(self, source_id: int) -> bool:
-        self.conn.execute("DELETE FROM sources WHERE id = ?", (source_id,))
-        return bool(self.conn.changes())
-
-    def chunks(self, source_id: int) -> list[Memory]:
-        cur = self.conn.execute(
-            f"SELECT {MEMORY_COLS} FROM memories WHERE source_id = ? ORDER BY id", (source_id,)
-        )
-        return [memory(r, with_embedding=True) for r in cur]
-
-    def source_names(self, ids: Sequence[int]) -> dict[int, str]:
-        return dict(
-            self.conn.execute(
-                f"SELECT id, name FROM sources WHERE id IN ({','.join('?' * len(ids))})",
-                list(ids),
-            )
-        )
-
     # ---- forgetting -------------------------------------------------------------------
     def lock(self, section: Section) -> None:
         # BEGIN IMMEDIATE holds the one write lock already
         if section == "import":
             self.conn.execute("PRAGMA defer_foreign_keys = ON")
-
-    def existing(self, table: str, ids: Sequence[int]) -> set[int]:
-        cur = self.conn.execute(
-            f"SELECT id FROM {table} WHERE id IN (SELECT value FROM json_each(?))",
-            (dumps(list(ids)),),
-        )
-        return {int(r[0]) for r in cur}
-
-    def rows_in(self, start: int, end: int) -> list[tuple[int, str]]:
-        cur = self.conn.execute(
-            "SELECT id, role FROM buffer WHERE id BETWEEN ? AND ? ORDER BY id", (start, end)
-        )
-        return [(int(r[0]), r[1]) for r in cur]
-
-    def summary_windows(self) -> Iterable[tuple[int, int, int]]:
-        return list(self.conn.execute("SELECT id, start_buffer_id, end_buffer_id FROM summaries"))
-
-    def buffer_sources(self) -> Iterable[tuple[int, int | None, int | None]]:
-        return list(
-            self.conn.execute("SELECT id, start_id, end_id FROM sources WHERE type = 'buffer'")
-        )
-
-    def delete(self, table: str, column: str, ids: Sequence[int]) -> int:
-        if not ids:
-            return 0
-        self.conn.execute(
-            f"DELETE FROM {table} WHERE {column} IN (SELECT value FROM json_each(?))",
-            (dumps(list(ids)),),
-        )
-        return int(self.conn.changes())
-
-    def narrow_source(self, source_id: int, start: int, end: int) -> None:
-        self.conn.execute(
-            "UPDATE sources SET start_id = ?, end_id = ?, summary = NULL WHERE id = ?",
-            (start, end, source_id),
-        )
 
     def log(self, kind: str, ids: dict[str, list[int]], counts: dict[str, int]) -> tuple[int, str]:
         at = utc_now()
@@ -379,61 +241,6 @@ class SQLiteTx(Tx):
             (at, kind, dumps(ids), dumps(counts)),
         )
         return self.conn.last_insert_rowid(), at
-
-    def find_buffer_text(self, terms: Sequence[str], limit: int) -> list[BufferRow]:
-        # a buffer row's meta too: an assistant row keeps its tool calls' arguments and
-        # the agent's name there (`meta.tools`, `meta.agent`)
-        in_row = " AND ".join("instr(lower(content || ' ' || meta), ?) > 0" for _ in terms)
-        return self._rows(
-            f"SELECT {BUFFER_COLS} FROM buffer WHERE role != 'marker' AND {in_row} "
-            "ORDER BY id LIMIT ?",
-            (*terms, limit),
-        )
-
-    def find_summary_text(self, terms: Sequence[str], limit: int) -> list[Summary]:
-        cur = self.conn.execute(
-            f"SELECT {SUMMARY_HIT_COLS} FROM summaries WHERE {_contains(terms)} "
-            "ORDER BY id LIMIT ?",
-            (*terms, limit),
-        )
-        return [summary(r) for r in cur]
-
-    def find_memory_text(self, terms: Sequence[str], limit: int) -> list[Memory]:
-        cur = self.conn.execute(
-            f"SELECT {MEMORY_HIT_COLS} FROM memories WHERE {_contains(terms)} ORDER BY id LIMIT ?",
-            (*terms, limit),
-        )
-        return [memory(r) for r in cur]
-
-    def forget_entries(self, limit: int | None) -> list[ForgetLogEntry]:
-        if limit is None:
-            cur = self.conn.execute(f"SELECT {_FORGET_COLS} FROM forget_log ORDER BY id")
-        else:
-            cur = self.conn.execute(
-                f"SELECT {_FORGET_COLS} FROM forget_log ORDER BY id DESC LIMIT ?", (limit,)
-            )
-        return [
-            ForgetLogEntry(int(r[0]), r[1], r[2], json.loads(r[3]), json.loads(r[4])) for r in cur
-        ]
-
-    # ---- state ------------------------------------------------------------------------
-    def state(self, key: str, *, for_update: bool = False) -> tuple[bool, Any]:
-        row = self.conn.execute("SELECT value FROM state WHERE key = ?", (key,)).fetchone()
-        return (False, None) if row is None else (True, json.loads(row[0]))
-
-    def put_state(self, key: str, value: Any) -> None:
-        self.conn.execute(
-            "INSERT INTO state (key, value) VALUES (?, ?) "
-            "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-            (key, dumps(value)),
-        )
-
-    def drop_state(self, key: str) -> None:
-        self.conn.execute("DELETE FROM state WHERE key = ?", (key,))
-
-    def all_state(self) -> Iterable[tuple[str, Any]]:
-        for key, value in self.conn.execute("SELECT key, value FROM state ORDER BY key"):
-            yield key, json.loads(value)
 
     # ---- export / import --------------------------------------------------------------
     def export_buffer(self) -> Iterator[tuple[BufferRow, np.ndarray | None]]:
@@ -444,18 +251,15 @@ class SQLiteTx(Tx):
             yield buffer_row(r[:6]), None if r[6] is None else np.frombuffer(r[6], dtype="<f4")
 
     def export_summaries(self) -> Iterator[Summary]:
-        for r in self.conn.execute(f"SELECT {SUMMARY_COLS} FROM summaries ORDER BY id"):
+        for r in self.conn.execute(f"SELECT {SUMMARY_VEC_COLS} FROM summaries ORDER BY id"):
             yield summary(r, with_embedding=True)
 
     def export_sources(self) -> Iterator[Source]:
         yield from map(source, self.conn.execute(f"SELECT {SOURCE_COLS} FROM sources s ORDER BY s.id"))
 
     def export_memories(self) -> Iterator[Memory]:
-        for r in self.conn.execute(f"SELECT {MEMORY_COLS} FROM memories ORDER BY id"):
+        for r in self.conn.execute(f"SELECT {MEMORY_VEC_COLS} FROM memories ORDER BY id"):
             yield memory(r, with_embedding=True)
-
-    def has_rows(self, table: str) -> bool:
-        return bool(self._one(f"SELECT EXISTS (SELECT 1 FROM {table})")[0])
 
     def load(self, kind: str, batch: list[dict[str, Any]]) -> None:
         for rec in batch:
@@ -505,7 +309,7 @@ _INSERTS: dict[str, tuple[str, Any]] = {
         ),
     ),
     "summary": (
-        f"INSERT INTO summaries ({SUMMARY_COLS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        f"INSERT INTO summaries ({SUMMARY_VEC_COLS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
         lambda tx, r: (
             int(r["id"]), r["content"], dumps(r.get("tags") or []), dumps(r.get("entities") or {}),
             int(r["start_buffer_id"]), int(r["end_buffer_id"]), r["created_at"],
@@ -521,7 +325,7 @@ _INSERTS: dict[str, tuple[str, Any]] = {
         ),
     ),
     "memory": (
-        f"INSERT INTO memories ({MEMORY_COLS}) VALUES (?, ?, ?, ?, ?, ?)",
+        f"INSERT INTO memories ({MEMORY_VEC_COLS}) VALUES (?, ?, ?, ?, ?, ?)",
         lambda tx, r: (
             int(r["id"]), int(r["source_id"]), r["content"], dumps(r.get("metadata") or {}),
             r["created_at"], tx._vector(r, "memory"),
@@ -535,10 +339,6 @@ _INSERTS: dict[str, tuple[str, Any]] = {
         ),
     ),
 }
-
-
-def _contains(terms: Sequence[str]) -> str:
-    return " AND ".join("instr(lower(content), ?) > 0" for _ in terms)
 
 
 # ---- row conversion -------------------------------------------------------------------

@@ -26,7 +26,8 @@ import numpy as np
 
 from nixx.errors import StoreError
 from nixx.store.portable import as_vector
-from nixx.store.sqlite_queries import BUFFER_COLS, MEMORY_HIT_COLS, SUMMARY_HIT_COLS, one
+from nixx.store.sql_queries import BUFFER_COLS
+from nixx.store.sqlite_queries import MEMORY_HIT_COLS, SUMMARY_HIT_COLS, one
 from nixx.store.vector_index import (
     DEFAULT_ANN_THRESHOLD,
     SyncPoint,
