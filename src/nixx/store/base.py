@@ -26,7 +26,17 @@ import numpy as np
 
 from nixx.errors import Conflict, EmbedderMismatch, NotFound, ValidationError
 from nixx.store import forgetting, validation
-from nixx.store.engine import CONTENT_TABLES, IMPORT_TABLES, ChunkRow, ContentTable, Engine, Tx
+from nixx.store.engine import (
+    CONTENT_TABLES,
+    IMPORT_TABLES,
+    ChunkRow,
+    ContentTable,
+    Engine,
+    NewSource,
+    NewSummary,
+    Tx,
+    VectorQuery,
+)
 from nixx.store.export_file import RecordReader
 from nixx.store.forgetting import ForgetLogEntry, ForgetResult
 from nixx.store.portable import (
@@ -290,7 +300,7 @@ class MemoryStore:
         (`BufferHit.score` is the cosine); `before_id` keeps rows with id < before_id."""
         if limit <= 0:
             return []
-        return self._engine.nearest_buffer(embedding, limit, before_id)
+        return self._engine.nearest_buffer(VectorQuery(embedding, limit, before=before_id))
 
     def has_episodic_vectors(self) -> bool:
         """Whether any buffer row vector or summary is stored: when not, a search has
@@ -341,7 +351,7 @@ class MemoryStore:
                     param="start_buffer_id",
                 )
             summary = tx.insert_summary(
-                content, vec, tag_list, entity_map, start_buffer_id, end_buffer_id
+                NewSummary(content, vec, tag_list, entity_map, start_buffer_id, end_buffer_id)
             )
         return dataclasses.replace(summary, embedding=vec.copy())
 
@@ -367,7 +377,9 @@ class MemoryStore:
         leave out the current session, whose messages are already in the history)."""
         if limit <= 0:
             return []
-        return self._engine.nearest_summaries(embedding, limit, threshold, before_buffer_id)
+        return self._engine.nearest_summaries(
+            VectorQuery(embedding, limit, threshold, before_buffer_id)
+        )
 
     # ---- semantic: sources & memories ----------------------------------------------
     def add_source(
@@ -390,7 +402,7 @@ class MemoryStore:
                         f"source range names buffer row {row_id}, which does not exist"
                     )
             rows = self._chunk_rows(tx, chunks)
-            source_id = tx.insert_source(name, type, summary, start_id, end_id, checked)
+            source_id = tx.insert_source(NewSource(name, type, summary, start_id, end_id, checked))
             tx.insert_chunks(source_id, rows)
             return _found(tx.source(source_id), source_id)
 
@@ -463,7 +475,7 @@ class MemoryStore:
         """Memories by cosine similarity, best first, at or above `threshold`."""
         if limit <= 0:
             return []
-        found = self._engine.nearest_memories(embedding, limit, threshold)
+        found = self._engine.nearest_memories(VectorQuery(embedding, limit, threshold))
         if not found:
             return []
         with self._engine.read() as tx:

@@ -24,6 +24,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
+from dataclasses import dataclass
 from typing import Any, Literal
 
 import numpy as np
@@ -54,6 +55,42 @@ IMPORT_TABLES = ("buffer", "summaries", "sources", "memories", "state", "embedde
 Event = Literal["buffer_vectors", "forget"]
 #: (content, vector, metadata) of a chunk ready to insert.
 ChunkRow = tuple[str, np.ndarray, dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class NewSummary:
+    """A validated summary to insert (`MemoryStore.add_summary`)."""
+
+    content: str
+    vector: np.ndarray
+    tags: list[str]
+    entities: dict[str, list[str]]
+    start_buffer_id: int
+    end_buffer_id: int
+
+
+@dataclass(frozen=True)
+class NewSource:
+    """A validated source to insert (`MemoryStore.add_source`), without its chunks."""
+
+    name: str
+    type: str
+    summary: str | None
+    start_id: int | None
+    end_id: int | None
+    meta: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class VectorQuery:
+    """A vector search: the `limit` rows nearest `embedding` by cosine, at or above
+    `threshold`; `before` keeps buffer rows with a smaller id, or summaries ending
+    before that buffer id."""
+
+    embedding: np.ndarray
+    limit: int
+    threshold: float | None = None
+    before: int | None = None
 
 
 class Tx(ABC):
@@ -166,15 +203,7 @@ class Tx(ABC):
     def unsummarised(self) -> list[BufferRow]: ...
 
     @abstractmethod
-    def insert_summary(
-        self,
-        content: str,
-        vector: np.ndarray,
-        tags: list[str],
-        entities: dict[str, list[str]],
-        start_buffer_id: int,
-        end_buffer_id: int,
-    ) -> Summary:
+    def insert_summary(self, new: NewSummary) -> Summary:
         """The new summary, without its embedding."""
 
     @abstractmethod
@@ -196,15 +225,7 @@ class Tx(ABC):
 
     # ---- sources and memories ---------------------------------------------------------
     @abstractmethod
-    def insert_source(
-        self,
-        name: str,
-        type: str,
-        summary: str | None,
-        start_id: int | None,
-        end_id: int | None,
-        meta: dict[str, Any],
-    ) -> int: ...
+    def insert_source(self, new: NewSource) -> int: ...
 
     @abstractmethod
     def insert_chunks(self, source_id: int, rows: Sequence[ChunkRow]) -> None: ...
@@ -368,23 +389,13 @@ class Engine(ABC):
         """Full-text search (`MemoryStore.search_buffer`); `limit` > 0."""
 
     @abstractmethod
-    def nearest_buffer(
-        self, embedding: np.ndarray, limit: int, before_id: int | None
-    ) -> list[BufferHit]: ...
+    def nearest_buffer(self, query: VectorQuery) -> list[BufferHit]: ...
 
     @abstractmethod
-    def nearest_summaries(
-        self,
-        embedding: np.ndarray,
-        limit: int,
-        threshold: float | None,
-        before_buffer_id: int | None,
-    ) -> list[SummaryHit]: ...
+    def nearest_summaries(self, query: VectorQuery) -> list[SummaryHit]: ...
 
     @abstractmethod
-    def nearest_memories(
-        self, embedding: np.ndarray, limit: int, threshold: float | None
-    ) -> list[tuple[Memory, float]]: ...
+    def nearest_memories(self, query: VectorQuery) -> list[tuple[Memory, float]]: ...
 
     def warm_vector_indexes(self) -> object:
         return None

@@ -35,9 +35,9 @@ from nixx import migrations
 from nixx.errors import EmbedderMismatch, SchemaError, StoreError, ValidationError
 from nixx.migrations import Migration
 from nixx.store.base import MemoryStore
-from nixx.store.engine import Engine, Event
+from nixx.store.engine import Engine, Event, VectorQuery
 from nixx.store.portable import as_vector
-from nixx.store.postgres_queries import PostgresTx, buffer_row, memory, summary
+from nixx.store.postgres_queries import ROWS, PostgresTx
 from nixx.store.postgres_schema import MIGRATIONS, MIGRATIONS_TABLE
 from nixx.store.records import BufferHit, Memory, SummaryHit
 from nixx.store.reports import ScrubReport, VacuumReport
@@ -345,7 +345,7 @@ class PostgresEngine(Engine):
                 SEARCH_BUFFER_SQL,
                 (list(weights.values()), words, avg_len, " | ".join(words), limit),
             ).fetchall()
-        return [BufferHit(row=buffer_row(r), score=float(r[6] or 0.0) / total) for r in rows]
+        return [BufferHit(row=ROWS.buffer_row(r), score=float(r[6] or 0.0) / total) for r in rows]
 
     def _term_weights(
         self, conn: psycopg.Connection[Any], terms: list[str]
@@ -376,63 +376,33 @@ class PostgresEngine(Engine):
             weights = {t: w for t, w in weights.items() if w > IDF_FLOOR}
         return weights, max(1.0, cache["avg"])
 
-    def nearest_buffer(
-        self, embedding: np.ndarray, limit: int, before_id: int | None
-    ) -> list[BufferHit]:
-        rows = self._nearest(
-            search_buffer_vectors_sql(before=before_id is not None),
-            embedding,
-            limit,
-            None,
-            {"before": before_id},
-        )
-        return [BufferHit(row=buffer_row(r), score=1.0 - float(r[-1])) for r in rows]
+    def nearest_buffer(self, query: VectorQuery) -> list[BufferHit]:
+        before = query.before is not None
+        rows = self._nearest(search_buffer_vectors_sql(before=before), query)
+        return [BufferHit(row=ROWS.buffer_row(r), score=1.0 - float(r[-1])) for r in rows]
 
-    def nearest_summaries(
-        self,
-        embedding: np.ndarray,
-        limit: int,
-        threshold: float | None,
-        before_buffer_id: int | None,
-    ) -> list[SummaryHit]:
-        rows = self._nearest(
-            search_summaries_sql(
-                before=before_buffer_id is not None, threshold=threshold is not None
-            ),
-            embedding,
-            limit,
-            threshold,
-            {"before": before_buffer_id},
-        )
-        return [SummaryHit(summary=summary(r), score=1.0 - float(r[-1])) for r in rows]
+    def nearest_summaries(self, query: VectorQuery) -> list[SummaryHit]:
+        before, threshold = query.before is not None, query.threshold is not None
+        rows = self._nearest(search_summaries_sql(before=before, threshold=threshold), query)
+        return [SummaryHit(summary=ROWS.summary(r), score=1.0 - float(r[-1])) for r in rows]
 
-    def nearest_memories(
-        self, embedding: np.ndarray, limit: int, threshold: float | None
-    ) -> list[tuple[Memory, float]]:
-        rows = self._nearest(
-            search_memories_sql(threshold=threshold is not None), embedding, limit, threshold, {}
-        )
-        return [(memory(r), 1.0 - float(r[-1])) for r in rows]
+    def nearest_memories(self, query: VectorQuery) -> list[tuple[Memory, float]]:
+        rows = self._nearest(search_memories_sql(threshold=query.threshold is not None), query)
+        return [(ROWS.memory(r), 1.0 - float(r[-1])) for r in rows]
 
-    def _nearest(
-        self,
-        sql: str,
-        embedding: np.ndarray,
-        limit: int,
-        threshold: float | None,
-        params: dict[str, Any],
-    ) -> list[Any]:
+    def _nearest(self, sql: str, query: VectorQuery) -> list[Any]:
+        threshold = query.threshold
         with self._conn() as conn:
             info = PostgresTx(conn).embedder()
             if info is None:  # nothing stored yet
                 return []
-            q = as_vector(embedding, info.dim, what="query embedding")
+            q = as_vector(query.embedding, info.dim, what="query embedding")
             return conn.execute(
                 sql,
                 {
-                    **params,
+                    "before": query.before,
                     "q": q,
-                    "limit": limit,
+                    "limit": query.limit,
                     "max_dist": None if threshold is None else 1.0 - float(threshold),
                 },
             ).fetchall()

@@ -18,25 +18,18 @@ import numpy as np
 import psycopg
 from psycopg.types.json import Jsonb
 
-from nixx.store.engine import ChunkRow, Section
+from nixx.store import sql_queries as shared
+from nixx.store.engine import ChunkRow, NewSource, NewSummary, Section
 from nixx.store.postgres_load import Loader
 from nixx.store.postgres_schema import lock_vector_tables, narrow_vectors, widen_vectors
 from nixx.store.records import BufferRow, Memory, Source, Summary
-from nixx.store.sql_queries import (
-    BUFFER_COLS,
-    MEMORY_COLS,
-    SOURCE_COLS,
-    SUMMARY_COLS,
-    Dialect,
-    SqlTx,
-)
 
 _EMBEDDER_LOCK = 7_346_102  # pg_advisory_xact_lock keys (arbitrary, fixed)
 _USER_ROW_LOCK = 7_346_103
 
 #: Read vectors in binary: exact, and far cheaper to parse than the text form.
 VEC_OUT = "vector_send(embedding)"
-DIALECT = Dialect(
+DIALECT = shared.Dialect(
     placeholder="%s",
     in_ids="= ANY(?)",
     vec="?::vector",
@@ -48,14 +41,32 @@ DIALECT = Dialect(
 )
 _SQL = DIALECT.statements()
 
+
+def parse_vector(data: bytes) -> np.ndarray:
+    """pgvector's binary form (`vector_send(embedding)`) -> float32 array."""
+    return np.frombuffer(data, dtype=">f4", offset=4).astype(np.float32)
+
+
+def iso_utc(value: datetime) -> str:
+    """The one timestamp format of nixx: ISO 8601, UTC, microseconds, ``Z``."""
+    return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def _same(value: Any) -> Any:
+    return value  # jsonb and text[] arrive decoded
+
+
+ROWS = shared.Rows(json=_same, time=iso_utc, vector=parse_vector)
+
 Conn = psycopg.Connection[Any]
 
 
-class PostgresTx(SqlTx):
+class PostgresTx(shared.SqlTx):
     """The queries on one pooled connection, inside its transaction."""
 
     sql = _SQL
     dialect = DIALECT
+    rows = ROWS
 
     def __init__(self, conn: Conn) -> None:
         self.conn = conn
@@ -75,8 +86,6 @@ class PostgresTx(SqlTx):
     def _json(self, value: Any) -> Any:
         return Jsonb(value)
 
-    def _from_json(self, value: Any) -> Any:
-        return value  # jsonb arrives decoded
 
     def _vec(self, vector: np.ndarray) -> Any:
         return vector  # pgvector's binary input (the engine's dumper)
@@ -87,20 +96,10 @@ class PostgresTx(SqlTx):
     def _tags(self, tags: list[str]) -> Any:
         return tags
 
-    def _timestamp(self, value: Any) -> str:
-        return iso_utc(value)
 
-    def _buffer_row(self, r: Sequence[Any]) -> BufferRow:
-        return buffer_row(r)
 
-    def _summary(self, r: Sequence[Any], embedding: Any = None) -> Summary:
-        return summary(r, embedding)
 
-    def _source(self, r: Sequence[Any]) -> Source:
-        return source(r)
 
-    def _memory(self, r: Sequence[Any], embedding: Any = None) -> Memory:
-        return memory(r, embedding)
 
     # ---- embedder -------------------------------------------------------------------
     def bind(self, model: str, dim: int) -> None:
@@ -142,15 +141,15 @@ class PostgresTx(SqlTx):
     ) -> BufferRow:
         row = self.conn.execute(
             f"INSERT INTO buffer (role, content, origin, meta) VALUES (%s, %s, %s, %s) "
-            f"RETURNING {BUFFER_COLS}",
+            f"RETURNING {shared.BUFFER_COLS}",
             (role, content, origin, Jsonb(meta)),
         ).fetchone()
         assert row is not None
-        return buffer_row(row)
+        return ROWS.buffer_row(row)
 
     def buffer_rows(self, ids: Sequence[int]) -> list[BufferRow]:
-        sql = f"SELECT {BUFFER_COLS} FROM buffer WHERE id = ANY(%s::bigint[]) ORDER BY id"
-        return [buffer_row(r) for r in self._all(sql, (list(ids),))]
+        sql = f"SELECT {shared.BUFFER_COLS} FROM buffer WHERE id = ANY(%s::bigint[]) ORDER BY id"
+        return [ROWS.buffer_row(r) for r in self._all(sql, (list(ids),))]
 
     # ---- buffer row vectors -----------------------------------------------------------
     def put_buffer_vectors(self, items: Sequence[tuple[int, np.ndarray]]) -> int:
@@ -172,38 +171,23 @@ class PostgresTx(SqlTx):
         return len(rows)
 
     # ---- summaries --------------------------------------------------------------------
-    def insert_summary(
-        self,
-        content: str,
-        vector: np.ndarray,
-        tags: list[str],
-        entities: dict[str, list[str]],
-        start_buffer_id: int,
-        end_buffer_id: int,
-    ) -> Summary:
+    def insert_summary(self, new: NewSummary) -> Summary:
         row = self.conn.execute(
             "INSERT INTO summaries (content, embedding, tags, entities, start_buffer_id, "
-            f"end_buffer_id) VALUES (%s, %s::vector, %s, %s, %s, %s) RETURNING {SUMMARY_COLS}",
-            (content, vector, tags, Jsonb(entities), start_buffer_id, end_buffer_id),
+            f"end_buffer_id) VALUES (%s, %s::vector, %s, %s, %s, %s) RETURNING {shared.SUMMARY_COLS}",
+            (new.content, new.vector, new.tags, Jsonb(new.entities), new.start_buffer_id,
+             new.end_buffer_id),
         ).fetchone()
         assert row is not None
-        return summary(row)
+        return ROWS.summary(row)
 
     # ---- sources and memories ---------------------------------------------------------
-    def insert_source(
-        self,
-        name: str,
-        type: str,
-        summary: str | None,
-        start_id: int | None,
-        end_id: int | None,
-        meta: dict[str, Any],
-    ) -> int:
+    def insert_source(self, new: NewSource) -> int:
         return int(
             self._value(
                 "INSERT INTO sources (name, type, summary, start_id, end_id, meta) "
                 "VALUES (%s, %s, %s, %s, %s, %s) RETURNING id",
-                (name, type, summary, start_id, end_id, Jsonb(meta)),
+                (new.name, new.type, new.summary, new.start_id, new.end_id, Jsonb(new.meta)),
             )
         )
 
@@ -225,10 +209,10 @@ class PostgresTx(SqlTx):
             params += [key, Jsonb(value)]
         where = f"WHERE {' AND '.join(conds)} " if meta_equals else ""
         rows = self.conn.execute(
-            f"SELECT {SOURCE_COLS} FROM sources s {where}ORDER BY s.id DESC",
+            f"SELECT {shared.SOURCE_COLS} FROM sources s {where}ORDER BY s.id DESC",
             params if meta_equals else (),
         ).fetchall()
-        return [source(r) for r in rows]
+        return [ROWS.source(r) for r in rows]
 
     # ---- forgetting -------------------------------------------------------------------
     def lock(self, section: Section) -> None:
@@ -269,19 +253,19 @@ class PostgresTx(SqlTx):
 
     def export_buffer(self) -> Iterator[tuple[BufferRow, np.ndarray | None]]:
         for r in self._stream(
-            f"SELECT {', '.join('b.' + c for c in BUFFER_COLS.split(', '))}, "
+            f"SELECT {', '.join('b.' + c for c in shared.BUFFER_COLS.split(', '))}, "
             "vector_send(v.embedding) FROM buffer b "
             "LEFT JOIN buffer_vectors v ON v.buffer_id = b.id ORDER BY b.id"
         ):
-            yield buffer_row(r), None if r[6] is None else parse_vector(r[6])
+            yield ROWS.buffer_row(r), None if r[6] is None else parse_vector(r[6])
 
     def export_summaries(self) -> Iterator[Summary]:
-        for r in self._stream(f"SELECT {SUMMARY_COLS}, {VEC_OUT} FROM summaries ORDER BY id"):
-            yield summary(r, r[7])
+        for r in self._stream(f"SELECT {shared.SUMMARY_COLS}, {VEC_OUT} FROM summaries ORDER BY id"):
+            yield ROWS.summary(r, r[7])
 
     def export_sources(self) -> Iterator[Source]:
         yield from map(
-            source,  # chunk_count (0) is not exported
+            ROWS.source,  # chunk_count (0) is not exported
             self._stream(
                 "SELECT id, name, type, summary, start_id, end_id, created_at, meta, 0 "
                 "FROM sources ORDER BY id"
@@ -289,8 +273,8 @@ class PostgresTx(SqlTx):
         )
 
     def export_memories(self) -> Iterator[Memory]:
-        for r in self._stream(f"SELECT {MEMORY_COLS}, {VEC_OUT} FROM memories ORDER BY id"):
-            yield memory(r, r[5])
+        for r in self._stream(f"SELECT {shared.MEMORY_COLS}, {VEC_OUT} FROM memories ORDER BY id"):
+            yield ROWS.memory(r, r[5])
 
     def load(self, kind: str, batch: list[dict[str, Any]]) -> None:
         if self._loader is None:
@@ -300,58 +284,3 @@ class PostgresTx(SqlTx):
     def finish_load(self) -> None:
         if self._loader is not None:
             self._loader.finish()
-
-
-# ---- row -> record -----------------------------------------------------------------------
-def parse_vector(data: bytes) -> np.ndarray:
-    """pgvector's binary form (`vector_send(embedding)`) -> float32 array."""
-    return np.frombuffer(data, dtype=">f4", offset=4).astype(np.float32)
-
-
-def iso_utc(value: datetime) -> str:
-    """The one timestamp format of nixx: ISO 8601, UTC, microseconds, ``Z``."""
-    return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-
-
-def buffer_row(r: Sequence[Any]) -> BufferRow:
-    return BufferRow(
-        id=r[0], role=r[1], content=r[2], origin=r[3], created_at=iso_utc(r[4]), meta=r[5] or {}
-    )
-
-
-def summary(r: Sequence[Any], embedding: bytes | None = None) -> Summary:
-    return Summary(
-        id=r[0],
-        content=r[1],
-        tags=list(r[2] or []),
-        entities=r[3] or {},
-        start_buffer_id=r[4],
-        end_buffer_id=r[5],
-        created_at=iso_utc(r[6]),
-        embedding=parse_vector(embedding) if embedding is not None else None,
-    )
-
-
-def source(r: Sequence[Any]) -> Source:
-    return Source(
-        id=r[0],
-        name=r[1],
-        type=r[2],
-        summary=r[3],
-        start_id=r[4],
-        end_id=r[5],
-        created_at=iso_utc(r[6]),
-        meta=r[7] or {},
-        chunk_count=int(r[8]),
-    )
-
-
-def memory(r: Sequence[Any], embedding: bytes | None = None) -> Memory:
-    return Memory(
-        id=r[0],
-        source_id=r[1],
-        content=r[2],
-        metadata=r[3] or {},
-        created_at=iso_utc(r[4]),
-        embedding=parse_vector(embedding) if embedding is not None else None,
-    )

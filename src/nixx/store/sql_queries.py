@@ -12,7 +12,7 @@ return their row, the embedder's column typing, export streaming, bulk import, l
 from __future__ import annotations
 
 from abc import abstractmethod
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -130,11 +130,44 @@ class Dialect:
         }
 
 
+@dataclass(frozen=True)
+class Rows:
+    """Rows read with the shared column lists -> records, through one engine's decoders
+    of a JSON column, a timestamp and a vector."""
+
+    json: Callable[[Any], Any]
+    time: Callable[[Any], str]
+    vector: Callable[[Any], np.ndarray]
+
+    def buffer_row(self, r: Sequence[Any]) -> BufferRow:
+        return BufferRow(int(r[0]), r[1], r[2], r[3], self.time(r[4]), self.json(r[5]) or {})
+
+    def summary(self, r: Sequence[Any], embedding: Any = None) -> Summary:
+        return Summary(
+            int(r[0]), r[1], list(self.json(r[2]) or []), self.json(r[3]) or {},
+            int(r[4]), int(r[5]), self.time(r[6]),
+            None if embedding is None else self.vector(embedding),
+        )
+
+    def source(self, r: Sequence[Any]) -> Source:
+        return Source(
+            int(r[0]), r[1], r[2], r[3], r[4], r[5], self.time(r[6]), self.json(r[7]) or {},
+            int(r[8]),
+        )
+
+    def memory(self, r: Sequence[Any], embedding: Any = None) -> Memory:
+        return Memory(
+            int(r[0]), int(r[1]), r[2], self.json(r[3]) or {}, self.time(r[4]),
+            None if embedding is None else self.vector(embedding),
+        )
+
+
 class SqlTx(Tx):
     """The shared queries over a few primitives each engine gives."""
 
     sql: dict[str, str]  # `Dialect.statements()` of the engine
     dialect: Dialect
+    rows: Rows
 
     # ---- primitives -------------------------------------------------------------------
     @abstractmethod
@@ -152,10 +185,6 @@ class SqlTx(Tx):
         """A JSON value as a parameter."""
 
     @abstractmethod
-    def _from_json(self, value: Any) -> Any:
-        """A JSON column as read back, decoded."""
-
-    @abstractmethod
     def _vec(self, vector: np.ndarray) -> Any:
         """A vector as a parameter."""
 
@@ -166,21 +195,6 @@ class SqlTx(Tx):
     @abstractmethod
     def _tags(self, tags: list[str]) -> Any: ...
 
-    @abstractmethod
-    def _timestamp(self, value: Any) -> str: ...
-
-    @abstractmethod
-    def _buffer_row(self, r: Sequence[Any]) -> BufferRow: ...
-
-    @abstractmethod
-    def _summary(self, r: Sequence[Any], embedding: Any = None) -> Summary: ...
-
-    @abstractmethod
-    def _source(self, r: Sequence[Any]) -> Source: ...
-
-    @abstractmethod
-    def _memory(self, r: Sequence[Any], embedding: Any = None) -> Memory: ...
-
     def _first(self, sql: str, params: Sequence[Any] = ()) -> Any:
         rows = self._all(sql, params)
         return rows[0] if rows else None
@@ -189,7 +203,7 @@ class SqlTx(Tx):
         return self._all(sql, params)[0][0]
 
     def _rows(self, name: str, params: Sequence[Any] = ()) -> list[BufferRow]:
-        return [self._buffer_row(r) for r in self._all(self.sql[name], params)]
+        return [self.rows.buffer_row(r) for r in self._all(self.sql[name], params)]
 
     # ---- embedder -------------------------------------------------------------------
     def embedder(self) -> EmbeddingInfo | None:
@@ -218,7 +232,7 @@ class SqlTx(Tx):
 
     def buffer_meta(self, row_id: int) -> dict[str, Any] | None:
         row = self._first(self.sql["buffer_meta"], (row_id,))
-        return None if row is None else dict(self._from_json(row[0]) or {})
+        return None if row is None else dict(self.rows.json(row[0]) or {})
 
     def set_buffer_meta(self, row_id: int, meta: dict[str, Any]) -> None:
         self._run(self.sql["set_buffer_meta"], (self._json(meta), row_id))
@@ -262,14 +276,14 @@ class SqlTx(Tx):
         return self._rows("unsummarised")
 
     def summaries_page(self, limit: int, offset: int) -> list[Summary]:
-        return [self._summary(r) for r in self._all(self.sql["summaries_page"], (limit, offset))]
+        return [self.rows.summary(r) for r in self._all(self.sql["summaries_page"], (limit, offset))]
 
     def count(self, table: ContentTable) -> int:
         return int(self._value(self.sql["count"].format(table=table)))
 
     def summary(self, summary_id: int, *, for_update: bool = False) -> Summary | None:
         row = self._first(self.sql["summary_locked" if for_update else "summary"], (summary_id,))
-        return None if row is None else self._summary(row)
+        return None if row is None else self.rows.summary(row)
 
     def set_summary_content(self, summary_id: int, content: str, vector: np.ndarray) -> None:
         self._run(self.sql["set_summary_content"], (content, self._vec(vector), summary_id))
@@ -286,7 +300,7 @@ class SqlTx(Tx):
         if for_update and self._first(self.sql["lock_source"], (source_id,)) is None:
             return None
         row = self._first(self.sql["source"], (source_id,))
-        return None if row is None else self._source(row)
+        return None if row is None else self.rows.source(row)
 
     def set_source_summary(self, source_id: int, summary: str) -> bool:
         return self._run(self.sql["set_source_summary"], (summary, source_id)) > 0
@@ -301,7 +315,7 @@ class SqlTx(Tx):
         return self._run(self.sql["delete_source"], (source_id,)) > 0
 
     def chunks(self, source_id: int) -> list[Memory]:
-        return [self._memory(r, r[5]) for r in self._all(self.sql["chunks"], (source_id,))]
+        return [self.rows.memory(r, r[5]) for r in self._all(self.sql["chunks"], (source_id,))]
 
     def source_names(self, ids: Sequence[int]) -> dict[int, str]:
         return {int(r[0]): r[1] for r in self._all(self.sql["source_names"], (self._ids(ids),))}
@@ -342,15 +356,15 @@ class SqlTx(Tx):
 
     def find_buffer_text(self, terms: Sequence[str], limit: int) -> list[BufferRow]:
         found = self._terms("find_buffer", self.dialect.contains_row, terms, limit)
-        return [self._buffer_row(r) for r in found]
+        return [self.rows.buffer_row(r) for r in found]
 
     def find_summary_text(self, terms: Sequence[str], limit: int) -> list[Summary]:
         found = self._terms("find_summaries", self.dialect.contains, terms, limit)
-        return [self._summary(r) for r in found]
+        return [self.rows.summary(r) for r in found]
 
     def find_memory_text(self, terms: Sequence[str], limit: int) -> list[Memory]:
         found = self._terms("find_memories", self.dialect.contains, terms, limit)
-        return [self._memory(r) for r in found]
+        return [self.rows.memory(r) for r in found]
 
     def forget_entries(self, limit: int | None) -> list[ForgetLogEntry]:
         if limit is None:
@@ -359,7 +373,7 @@ class SqlTx(Tx):
             rows = self._all(self.sql["forget_newest"], (limit,))
         return [
             ForgetLogEntry(
-                int(r[0]), self._timestamp(r[1]), r[2], self._from_json(r[3]), self._from_json(r[4])
+                int(r[0]), self.rows.time(r[1]), r[2], self.rows.json(r[3]), self.rows.json(r[4])
             )
             for r in rows
         ]
@@ -367,7 +381,7 @@ class SqlTx(Tx):
     # ---- state ------------------------------------------------------------------------
     def state(self, key: str, *, for_update: bool = False) -> tuple[bool, Any]:
         row = self._first(self.sql["state_locked" if for_update else "state"], (key,))
-        return (False, None) if row is None else (True, self._from_json(row[0]))
+        return (False, None) if row is None else (True, self.rows.json(row[0]))
 
     def put_state(self, key: str, value: Any) -> None:
         self._run(self.sql["put_state"], (key, self._json(value)))
@@ -376,7 +390,7 @@ class SqlTx(Tx):
         self._run(self.sql["drop_state"], (key,))
 
     def all_state(self) -> Iterable[tuple[str, Any]]:
-        return [(r[0], self._from_json(r[1])) for r in self._all(self.sql["all_state"])]
+        return [(r[0], self.rows.json(r[1])) for r in self._all(self.sql["all_state"])]
 
     def has_rows(self, table: str) -> bool:
         return self._first(self.sql["has_rows"].format(table=table)) is not None

@@ -22,17 +22,16 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import apsw
-import numpy as np
 
 from nixx.errors import ConfigError, StoreError, ValidationError
 from nixx.sqlite_tx import Immediate, immediate
 from nixx.store import sqlite_migrations
 from nixx.store.base import MemoryStore
-from nixx.store.engine import Engine, Event
+from nixx.store.engine import Engine, Event, VectorQuery
 from nixx.store.fts_query import fts5_match_terms
 from nixx.store.records import BufferHit, Memory, SummaryHit
 from nixx.store.reports import Checkpoint, ScrubReport, VacuumReport
-from nixx.store.sqlite_queries import SQLiteTx, buffer_row, memory, one, summary
+from nixx.store.sqlite_queries import ROWS, SQLiteTx, one
 from nixx.store.sqlite_vectors import SQLiteVectors
 from nixx.store.term_stats import TermStats
 from nixx.store.vector_index import DEFAULT_ANN_THRESHOLD, VectorIndex
@@ -314,32 +313,17 @@ class SQLiteEngine(Engine):
             "JOIN buffer b ON b.id = f.rowid ORDER BY f.rank, b.id DESC",
             (match, limit),
         )
-        return [BufferHit(row=buffer_row(r[:6]), score=-float(r[6]) / weight) for r in cur]
+        return [BufferHit(row=ROWS.buffer_row(r[:6]), score=-float(r[6]) / weight) for r in cur]
 
-    def nearest_buffer(
-        self, embedding: np.ndarray, limit: int, before_id: int | None
-    ) -> list[BufferHit]:
-        found = self.vectors.search(
-            "buffer_vectors", embedding, limit, None, before_buffer_id=before_id
-        )
-        return [BufferHit(row=buffer_row(row), score=s) for row, s in found]
+    def nearest_buffer(self, query: VectorQuery) -> list[BufferHit]:
+        found = self.vectors.search("buffer_vectors", query)
+        return [BufferHit(row=ROWS.buffer_row(row), score=s) for row, s in found]
 
-    def nearest_summaries(
-        self,
-        embedding: np.ndarray,
-        limit: int,
-        threshold: float | None,
-        before_buffer_id: int | None,
-    ) -> list[SummaryHit]:
-        found = self.vectors.search(
-            "summaries", embedding, limit, threshold, before_buffer_id=before_buffer_id
-        )
-        return [SummaryHit(summary=summary(row), score=s) for row, s in found]
+    def nearest_summaries(self, query: VectorQuery) -> list[SummaryHit]:
+        return [SummaryHit(ROWS.summary(row), s) for row, s in self.vectors.search("summaries", query)]
 
-    def nearest_memories(
-        self, embedding: np.ndarray, limit: int, threshold: float | None
-    ) -> list[tuple[Memory, float]]:
-        return [(memory(row), s) for row, s in self.vectors.search("memories", embedding, limit, threshold)]
+    def nearest_memories(self, query: VectorQuery) -> list[tuple[Memory, float]]:
+        return [(ROWS.memory(row), s) for row, s in self.vectors.search("memories", query)]
 
     def warm_vector_indexes(self) -> threading.Thread | None:
         """Load or build every vector index in a background thread (the server calls

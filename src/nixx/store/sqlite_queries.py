@@ -18,7 +18,7 @@ import apsw
 import numpy as np
 
 from nixx.errors import ValidationError
-from nixx.store.engine import ChunkRow, Section
+from nixx.store.engine import ChunkRow, NewSource, NewSummary, Section
 from nixx.store.portable import as_vector, utc_now
 from nixx.store.records import BufferRow, Memory, Source, Summary
 from nixx.store.sql_queries import (
@@ -27,6 +27,7 @@ from nixx.store.sql_queries import (
     SOURCE_COLS,
     SUMMARY_COLS,
     Dialect,
+    Rows,
     SqlTx,
 )
 
@@ -49,11 +50,24 @@ DIALECT = Dialect(
 _SQL = DIALECT.statements()
 
 
+def _loads(text: str) -> Any:
+    # most rows (every user row) carry no meta: a search builds ~100 rows
+    return {} if text == "{}" else json.loads(text)
+
+
+def _vector(data: bytes) -> np.ndarray:
+    return np.frombuffer(data, dtype="<f4").astype(np.float32)
+
+
+ROWS = Rows(json=_loads, time=str, vector=_vector)
+
+
 class SQLiteTx(SqlTx):
     """The queries on one connection, inside the transaction its engine opened."""
 
     sql = _SQL
     dialect = DIALECT
+    rows = ROWS
 
     def __init__(self, conn: apsw.Connection) -> None:
         self.conn = conn
@@ -73,8 +87,6 @@ class SQLiteTx(SqlTx):
     def _json(self, value: Any) -> Any:
         return dumps(value)
 
-    def _from_json(self, value: Any) -> Any:
-        return json.loads(value)
 
     def _vec(self, vector: np.ndarray) -> Any:
         return blob(vector)
@@ -85,20 +97,10 @@ class SQLiteTx(SqlTx):
     def _tags(self, tags: list[str]) -> Any:
         return dumps(tags)
 
-    def _timestamp(self, value: Any) -> str:
-        return str(value)
 
-    def _buffer_row(self, r: Sequence[Any]) -> BufferRow:
-        return buffer_row(r)
 
-    def _summary(self, r: Sequence[Any], embedding: Any = None) -> Summary:
-        return summary(r)
 
-    def _source(self, r: Sequence[Any]) -> Source:
-        return source(r)
 
-    def _memory(self, r: Sequence[Any], embedding: Any = None) -> Memory:
-        return memory(r, with_embedding=embedding is not None)
 
     # ---- embedder -------------------------------------------------------------------
     def bind(self, model: str, dim: int) -> None:
@@ -151,7 +153,7 @@ class SQLiteTx(SqlTx):
         for start in range(0, len(ids), 500):
             part = list(ids[start : start + 500])
             sql = f"SELECT {BUFFER_COLS} FROM buffer WHERE id IN ({','.join('?' * len(part))}) "
-            rows += map(buffer_row, self.conn.execute(sql + "ORDER BY id", part))
+            rows += map(ROWS.buffer_row, self.conn.execute(sql + "ORDER BY id", part))
         return rows
 
     # ---- buffer row vectors -----------------------------------------------------------
@@ -169,24 +171,18 @@ class SQLiteTx(SqlTx):
         return written
 
     # ---- summaries --------------------------------------------------------------------
-    def insert_summary(
-        self,
-        content: str,
-        vector: np.ndarray,
-        tags: list[str],
-        entities: dict[str, list[str]],
-        start_buffer_id: int,
-        end_buffer_id: int,
-    ) -> Summary:
+    def insert_summary(self, new: NewSummary) -> Summary:
         created = utc_now()
         self.conn.execute(
             "INSERT INTO summaries (content, embedding, tags, entities, start_buffer_id, "
             "end_buffer_id, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (content, blob(vector), dumps(tags), dumps(entities), start_buffer_id,
-             end_buffer_id, created),
+            (new.content, blob(new.vector), dumps(new.tags), dumps(new.entities),
+             new.start_buffer_id, new.end_buffer_id, created),
         )
-        row_id = self.conn.last_insert_rowid()
-        return Summary(row_id, content, tags, entities, start_buffer_id, end_buffer_id, created)
+        return Summary(
+            self.conn.last_insert_rowid(), new.content, new.tags, new.entities,
+            new.start_buffer_id, new.end_buffer_id, created,
+        )
 
     def set_summary_content(self, summary_id: int, content: str, vector: np.ndarray) -> None:
         super().set_summary_content(summary_id, content, vector)
@@ -194,19 +190,12 @@ class SQLiteTx(SqlTx):
         self.conn.execute("UPDATE vector_state SET epoch = abs(random()) WHERE name = 'summaries'")
 
     # ---- sources and memories ---------------------------------------------------------
-    def insert_source(
-        self,
-        name: str,
-        type: str,
-        summary: str | None,
-        start_id: int | None,
-        end_id: int | None,
-        meta: dict[str, Any],
-    ) -> int:
+    def insert_source(self, new: NewSource) -> int:
         self.conn.execute(
             "INSERT INTO sources (name, type, summary, start_id, end_id, meta, created_at) "
             "VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (name, type, summary, start_id, end_id, dumps(meta), utc_now()),
+            (new.name, new.type, new.summary, new.start_id, new.end_id, dumps(new.meta),
+             utc_now()),
         )
         return int(self.conn.last_insert_rowid())
 
@@ -224,7 +213,7 @@ class SQLiteTx(SqlTx):
         # every JSON value (strings, numbers, booleans, null, lists) compares exactly.
         return [
             s
-            for s in map(source, cur)
+            for s in map(ROWS.source, cur)
             if all(key in s.meta and s.meta[key] == value for key, value in meta_equals.items())
         ]
 
@@ -248,18 +237,18 @@ class SQLiteTx(SqlTx):
             "SELECT b.id, b.role, b.content, b.origin, b.created_at, b.meta, v.embedding "
             "FROM buffer b LEFT JOIN buffer_vectors v ON v.buffer_id = b.id ORDER BY b.id"
         ):
-            yield buffer_row(r[:6]), None if r[6] is None else np.frombuffer(r[6], dtype="<f4")
+            yield ROWS.buffer_row(r[:6]), None if r[6] is None else np.frombuffer(r[6], dtype="<f4")
 
     def export_summaries(self) -> Iterator[Summary]:
         for r in self.conn.execute(f"SELECT {SUMMARY_VEC_COLS} FROM summaries ORDER BY id"):
-            yield summary(r, with_embedding=True)
+            yield ROWS.summary(r, r[7])
 
     def export_sources(self) -> Iterator[Source]:
-        yield from map(source, self.conn.execute(f"SELECT {SOURCE_COLS} FROM sources s ORDER BY s.id"))
+        yield from map(ROWS.source, self.conn.execute(f"SELECT {SOURCE_COLS} FROM sources s ORDER BY s.id"))
 
     def export_memories(self) -> Iterator[Memory]:
         for r in self.conn.execute(f"SELECT {MEMORY_VEC_COLS} FROM memories ORDER BY id"):
-            yield memory(r, with_embedding=True)
+            yield ROWS.memory(r, r[5])
 
     def load(self, kind: str, batch: list[dict[str, Any]]) -> None:
         for rec in batch:
@@ -359,51 +348,6 @@ def one(conn: apsw.Connection, sql: str, params: Sequence[Any] = ()) -> tuple[An
     return tuple(row)
 
 
-def buffer_row(r: Sequence[Any]) -> BufferRow:
-    return BufferRow(
-        id=int(r[0]),
-        role=r[1],
-        content=r[2],
-        origin=r[3],
-        created_at=r[4],
-        # most rows (every user row) carry none: a search builds ~100 rows
-        meta={} if r[5] == "{}" else json.loads(r[5]),
-    )
 
 
-def summary(r: Sequence[Any], *, with_embedding: bool = False) -> Summary:
-    return Summary(
-        id=int(r[0]),
-        content=r[1],
-        tags=json.loads(r[2]),
-        entities=json.loads(r[3]),
-        start_buffer_id=int(r[4]),
-        end_buffer_id=int(r[5]),
-        created_at=r[6],
-        embedding=np.frombuffer(r[7], dtype="<f4").astype(np.float32) if with_embedding else None,
-    )
 
-
-def source(r: Sequence[Any]) -> Source:
-    return Source(
-        id=int(r[0]),
-        name=r[1],
-        type=r[2],
-        summary=r[3],
-        start_id=r[4],
-        end_id=r[5],
-        created_at=r[6],
-        meta=json.loads(r[7]),
-        chunk_count=int(r[8]),
-    )
-
-
-def memory(r: Sequence[Any], *, with_embedding: bool = False) -> Memory:
-    return Memory(
-        id=int(r[0]),
-        source_id=int(r[1]),
-        content=r[2],
-        metadata=json.loads(r[3]),
-        created_at=r[4],
-        embedding=np.frombuffer(r[5], dtype="<f4").astype(np.float32) if with_embedding else None,
-    )

@@ -25,6 +25,7 @@ import apsw
 import numpy as np
 
 from nixx.errors import StoreError
+from nixx.store.engine import VectorQuery
 from nixx.store.portable import as_vector
 from nixx.store.sql_queries import BUFFER_COLS
 from nixx.store.sqlite_queries import MEMORY_HIT_COLS, SUMMARY_HIT_COLS, one
@@ -139,17 +140,10 @@ class SQLiteVectors:
         finally:
             lock.release()
 
-    def search(
-        self,
-        table: str,
-        embedding: np.ndarray,
-        limit: int,
-        threshold: float | None,
-        *,
-        before_buffer_id: int | None = None,
-    ) -> Found:
+    def search(self, table: str, vq: VectorQuery) -> Found:
         """(row, cosine) pairs, best first. Rows are SELECTed with the table's columns
         but the vector (for `buffer_vectors`: the buffer row's)."""
+        embedding, limit, threshold, before_buffer_id = vq.embedding, vq.limit, vq.threshold, vq.before
         if limit <= 0:
             return []
         with self._index_locks[table], self._read() as conn:
