@@ -41,6 +41,7 @@ from nixx.store.export_file import RecordReader
 from nixx.store.forgetting import ForgetLogEntry, ForgetResult
 from nixx.store.portable import (
     ExportRecord,
+    RawRecord,
     as_vector,
     buffer_record,
     forget_record,
@@ -623,7 +624,7 @@ class MemoryStore:
             yield from map(memory_record, tx.export_memories())
             yield from map(forget_record, tx.forget_entries(None))
 
-    def import_records(self, records: Iterable[Mapping[str, Any]]) -> dict[str, int]:
+    def import_records(self, records: Iterable[RawRecord]) -> dict[str, int]:
         """Load records written by `export_records` into an empty store, keeping ids.
         One transaction. Returns counts per record type."""
         reader = RecordReader(records)  # validates order, fields and values as it goes

@@ -34,6 +34,7 @@ from nixx.store.records import (
     BufferHit,
     BufferRow,
     EmbeddingInfo,
+    JsonObject,
     Memory,
     Source,
     Summary,
@@ -54,7 +55,7 @@ IMPORT_TABLES = ("buffer", "summaries", "sources", "memories", "state", "embedde
 #: An after-write event (`Engine.after_write`).
 Event = Literal["buffer_vectors", "forget"]
 #: (content, vector, metadata) of a chunk ready to insert.
-ChunkRow = tuple[str, np.ndarray, dict[str, Any]]
+ChunkRow = tuple[str, np.ndarray, JsonObject]
 
 
 @dataclass(frozen=True)
@@ -78,7 +79,7 @@ class NewSource:
     summary: str | None
     start_id: int | None
     end_id: int | None
-    meta: dict[str, Any]
+    meta: JsonObject
 
 
 @dataclass(frozen=True)
@@ -140,7 +141,7 @@ class Tx(ABC):
     # ---- buffer -----------------------------------------------------------------------
     @abstractmethod
     def insert_buffer(
-        self, role: str, content: str, origin: str, meta: dict[str, Any]
+        self, role: str, content: str, origin: str, meta: JsonObject
     ) -> BufferRow: ...
 
     @abstractmethod
@@ -148,11 +149,11 @@ class Tx(ABC):
         """The newest `n` non-marker rows after the newest marker, newest first."""
 
     @abstractmethod
-    def buffer_meta(self, row_id: int) -> dict[str, Any] | None:
+    def buffer_meta(self, row_id: int) -> JsonObject | None:
         """A row's metadata, locked for update (None: no such row)."""
 
     @abstractmethod
-    def set_buffer_meta(self, row_id: int, meta: dict[str, Any]) -> None: ...
+    def set_buffer_meta(self, row_id: int, meta: JsonObject) -> None: ...
 
     @abstractmethod
     def buffer_range(self, start_id: int, end_id: int | None) -> list[BufferRow]: ...
@@ -234,7 +235,7 @@ class Tx(ABC):
     def source(self, source_id: int, *, for_update: bool = False) -> Source | None: ...
 
     @abstractmethod
-    def sources(self, meta_equals: dict[str, Any]) -> list[Source]:
+    def sources(self, meta_equals: JsonObject) -> list[Source]:
         """Newest first; those whose meta has every given key equal to the value."""
 
     @abstractmethod
@@ -242,7 +243,7 @@ class Tx(ABC):
         """False when there is no such source."""
 
     @abstractmethod
-    def set_source_meta(self, source_id: int, meta: dict[str, Any]) -> None: ...
+    def set_source_meta(self, source_id: int, meta: JsonObject) -> None: ...
 
     @abstractmethod
     def delete_chunks(self, source_id: int) -> None: ...

@@ -116,6 +116,10 @@ class ForgetRecord(TypedDict):
     counts: dict[str, int]
 
 
+#: One parsed line of an export as read back, not yet checked (`export_file.RecordReader`
+#: checks its fields by its ``type`` before anything is stored).
+RawRecord = Mapping[str, Any]
+
 #: One line of an export (`MemoryStore.export_records`), by its ``type``.
 ExportRecord = (
     HeaderRecord

@@ -22,7 +22,7 @@ from nixx.store import sql_queries as shared
 from nixx.store.engine import ChunkRow, NewSource, NewSummary, Section
 from nixx.store.postgres_load import Loader
 from nixx.store.postgres_schema import lock_vector_tables, narrow_vectors, widen_vectors
-from nixx.store.records import BufferRow, Memory, Source, Summary
+from nixx.store.records import BufferRow, JsonObject, Memory, Source, Summary
 
 _EMBEDDER_LOCK = 7_346_102  # pg_advisory_xact_lock keys (arbitrary, fixed)
 _USER_ROW_LOCK = 7_346_103
@@ -137,7 +137,7 @@ class PostgresTx(shared.SqlTx):
 
     # ---- buffer -----------------------------------------------------------------------
     def insert_buffer(
-        self, role: str, content: str, origin: str, meta: dict[str, Any]
+        self, role: str, content: str, origin: str, meta: JsonObject
     ) -> BufferRow:
         row = self.conn.execute(
             f"INSERT INTO buffer (role, content, origin, meta) VALUES (%s, %s, %s, %s) "
@@ -201,7 +201,7 @@ class PostgresTx(shared.SqlTx):
                 [(content, vec, source_id, Jsonb(meta)) for content, vec, meta in rows],
             )
 
-    def sources(self, meta_equals: dict[str, Any]) -> list[Source]:
+    def sources(self, meta_equals: JsonObject) -> list[Source]:
         # `@>` narrows through the GIN index; the per-key test makes it equality.
         conds = ["s.meta @> %s"] + ["s.meta -> %s = %s"] * len(meta_equals)
         params: list[Any] = [Jsonb(meta_equals)]

@@ -20,7 +20,7 @@ import numpy as np
 
 from nixx.store.engine import ChunkRow, ContentTable, Tx
 from nixx.store.forgetting import ForgetLogEntry
-from nixx.store.records import BufferRow, EmbeddingInfo, Memory, Source, Summary
+from nixx.store.records import BufferRow, EmbeddingInfo, JsonObject, Memory, Source, Summary
 
 BUFFER_COLS = "id, role, content, origin, created_at, meta"
 SUMMARY_COLS = "id, content, tags, entities, start_buffer_id, end_buffer_id, created_at"
@@ -230,11 +230,11 @@ class SqlTx(Tx):
         marker = self._value(self.sql["session_marker"])
         return self._rows("session_tail", (marker, n))
 
-    def buffer_meta(self, row_id: int) -> dict[str, Any] | None:
+    def buffer_meta(self, row_id: int) -> JsonObject | None:
         row = self._first(self.sql["buffer_meta"], (row_id,))
         return None if row is None else dict(self.rows.json(row[0]) or {})
 
-    def set_buffer_meta(self, row_id: int, meta: dict[str, Any]) -> None:
+    def set_buffer_meta(self, row_id: int, meta: JsonObject) -> None:
         self._run(self.sql["set_buffer_meta"], (self._json(meta), row_id))
 
     def buffer_range(self, start_id: int, end_id: int | None) -> list[BufferRow]:
@@ -305,7 +305,7 @@ class SqlTx(Tx):
     def set_source_summary(self, source_id: int, summary: str) -> bool:
         return self._run(self.sql["set_source_summary"], (summary, source_id)) > 0
 
-    def set_source_meta(self, source_id: int, meta: dict[str, Any]) -> None:
+    def set_source_meta(self, source_id: int, meta: JsonObject) -> None:
         self._run(self.sql["set_source_meta"], (self._json(meta), source_id))
 
     def delete_chunks(self, source_id: int) -> None:

@@ -20,7 +20,7 @@ import numpy as np
 from nixx.errors import ValidationError
 from nixx.store.engine import ChunkRow, NewSource, NewSummary, Section
 from nixx.store.portable import as_vector, utc_now
-from nixx.store.records import BufferRow, Memory, Source, Summary
+from nixx.store.records import BufferRow, JsonObject, Memory, Source, Summary
 from nixx.store.sql_queries import (
     BUFFER_COLS,
     MEMORY_COLS,
@@ -139,7 +139,7 @@ class SQLiteTx(SqlTx):
 
     # ---- buffer -----------------------------------------------------------------------
     def insert_buffer(
-        self, role: str, content: str, origin: str, meta: dict[str, Any]
+        self, role: str, content: str, origin: str, meta: JsonObject
     ) -> BufferRow:
         created = utc_now()
         self.conn.execute(
@@ -207,7 +207,7 @@ class SQLiteTx(SqlTx):
             ((source_id, text, blob(vec), dumps(meta), created) for text, vec, meta in rows),
         )
 
-    def sources(self, meta_equals: dict[str, Any]) -> list[Source]:
+    def sources(self, meta_equals: JsonObject) -> list[Source]:
         cur = self.conn.execute(f"SELECT {SOURCE_COLS} FROM sources s ORDER BY s.id DESC")
         # Sources number in the thousands at most: compare decoded JSON in Python, so
         # every JSON value (strings, numbers, booleans, null, lists) compares exactly.
