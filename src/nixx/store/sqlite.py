@@ -149,9 +149,8 @@ class SQLiteEngine(Engine):
         self._term_stats = TermStats()
 
     # ---- transactions ----------------------------------------------------------------
-    @contextmanager
-    def read(self) -> Iterator[SQLiteTx]:
-        yield SQLiteTx(self._conn())
+    def read(self) -> _Reading:
+        return _Reading(self._conn())
 
     @contextmanager
     def snapshot(self) -> Iterator[SQLiteTx]:
@@ -380,3 +379,19 @@ def sqlite_path(url_or_path: str) -> Path:
     if text.startswith("/~"):  # sqlite:///~/nixx.db
         text = text[1:]
     return Path(text).expanduser()
+
+
+class _Reading:
+    """`SQLiteEngine.read()`: the thread's connection as it is, no transaction opened (a
+    class, not a generator: the hot reads of a search come through here)."""
+
+    __slots__ = ("conn",)
+
+    def __init__(self, conn: apsw.Connection) -> None:
+        self.conn = conn
+
+    def __enter__(self) -> SQLiteTx:
+        return SQLiteTx(self.conn)
+
+    def __exit__(self, *exc: object) -> None:
+        return None
