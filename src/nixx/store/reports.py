@@ -3,7 +3,7 @@ reports of its disk-level chores (plain dicts at run time, typed for their reade
 
 from __future__ import annotations
 
-from typing import TypedDict
+from typing import NotRequired, TypedDict
 
 
 class BufferStats(TypedDict):
@@ -45,3 +45,52 @@ class VacuumReport(TypedDict, total=False):
     bytes_before: int
     bytes_after: int
     checkpoint: Checkpoint
+
+
+# ---- the maintenance verbs (`nixx db …`, `nixx reindex`: store/maintenance.py) ------------
+class EmbedderJson(TypedDict):
+    model: str
+    dim: int
+
+
+class StoreCounts(TypedDict):
+    buffer: int
+    summaries: int
+    sources: int
+    memories: int
+
+
+class DbInit(TypedDict):
+    db_url: str
+    created: bool
+    applied: list[int]
+    schema_version: int
+
+
+class DbMigrate(TypedDict):
+    db_url: str
+    from_version: int
+    applied: list[int]
+    schema_version: int
+
+
+class DbVacuum(VacuumReport, total=False):
+    db_url: str
+
+
+class DbStatus(TypedDict):
+    db_url: str
+    backend: str
+    schema_version: int
+    latest_version: int
+    pending: list[int]
+    embedder: EmbedderJson | None
+    counts: StoreCounts | None
+    size_bytes: NotRequired[int]  # SQLite: the file and its WAL
+
+
+#: `nixx reindex`: vectors written, the embedder before and after.
+ReindexReport = TypedDict(
+    "ReindexReport",
+    {"db_url": str, "vectors": int, "from": EmbedderJson | None, "to": EmbedderJson},
+)
