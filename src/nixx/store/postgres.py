@@ -22,6 +22,7 @@ import re
 import struct
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -149,6 +150,15 @@ def search_memories_sql(*, threshold: bool) -> str:
     )
 
 
+@dataclass(frozen=True)
+class PostgresOptions:
+    """The levers of a `PostgresStore` (docs/storage.md)."""
+
+    pool_size: int  # pooled connections at most
+    ef_search: int  # hnsw.ef_search of every connection
+    connect_timeout: float  # seconds
+
+
 class PostgresStore(MemoryStore):
     """Memory in PostgreSQL with pgvector. Thread-safe: every call borrows a pooled
     connection for one transaction."""
@@ -161,9 +171,7 @@ class PostgresStore(MemoryStore):
         ef_search: int = 100,
         connect_timeout: float = 10.0,
     ) -> None:
-        self.engine = PostgresEngine(
-            url, pool_size=pool_size, ef_search=ef_search, connect_timeout=connect_timeout
-        )
+        self.engine = PostgresEngine(url, PostgresOptions(pool_size, ef_search, connect_timeout))
         super().__init__(self.engine)
         self.url = url
 
@@ -173,14 +181,10 @@ class PostgresEngine(Engine):
 
     backend = "postgres"
 
-    def __init__(
-        self,
-        url: str,
-        *,
-        pool_size: int = 8,
-        ef_search: int = 100,
-        connect_timeout: float = 10.0,
-    ) -> None:
+    def __init__(self, url: str, options: PostgresOptions) -> None:
+        pool_size, ef_search, connect_timeout = (
+            options.pool_size, options.ef_search, options.connect_timeout
+        )
         self.url = url
         self.ef_search = ef_search
         # the buffer's full-text term statistics (`_term_weights`); emptied by a forget

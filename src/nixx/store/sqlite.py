@@ -19,6 +19,7 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 import apsw
@@ -48,6 +49,15 @@ SYNCHRONOUS = "NORMAL"
 SQLITE_OPTIONS = ("synchronous",)
 
 
+@dataclass(frozen=True)
+class SQLiteOptions:
+    """The levers of a `SQLiteStore` (docs/storage.md)."""
+
+    ann_threshold: int  # rows from which a table's index is an HNSW graph
+    busy_timeout_ms: int  # how long a writer waits for the lock
+    synchronous: str  # "FULL" or "NORMAL"
+
+
 class SQLiteStore(MemoryStore):
     """The embedded memory store in one SQLite file (see module docstring)."""
 
@@ -59,10 +69,7 @@ class SQLiteStore(MemoryStore):
         busy_timeout_ms: int = BUSY_TIMEOUT_MS,
         synchronous: str = SYNCHRONOUS,
     ) -> None:
-        self.engine = SQLiteEngine(
-            path, ann_threshold=ann_threshold, busy_timeout_ms=busy_timeout_ms,
-            synchronous=synchronous,
-        )
+        self.engine = SQLiteEngine(path, SQLiteOptions(ann_threshold, busy_timeout_ms, synchronous))
         super().__init__(self.engine)
         self.path = self.engine.path
 
@@ -114,14 +121,10 @@ class SQLiteEngine(Engine):
 
     backend = "sqlite"
 
-    def __init__(
-        self,
-        path: str | Path,
-        *,
-        ann_threshold: int = DEFAULT_ANN_THRESHOLD,
-        busy_timeout_ms: int = BUSY_TIMEOUT_MS,
-        synchronous: str = SYNCHRONOUS,
-    ) -> None:
+    def __init__(self, path: str | Path, options: SQLiteOptions) -> None:
+        ann_threshold, busy_timeout_ms, synchronous = (
+            options.ann_threshold, options.busy_timeout_ms, options.synchronous
+        )
         if str(path) in ("", ":memory:"):
             raise ValidationError("the SQLite store needs a file path (sqlite:///PATH)")
         self.path = sqlite_path(str(path))
