@@ -104,6 +104,10 @@ class SQLiteStore(MemoryStore):
     def _write(self) -> Immediate:
         return self.engine._write()
 
+    def warm_vector_indexes(self) -> threading.Thread | None:
+        """`MemoryStore.warm_vector_indexes`, answering the thread (tests join it)."""
+        return self.engine.warm_vector_indexes()
+
     def build_vector_indexes(self) -> dict[str, int]:
         """Bring every table's vector index up to date now rather than on the first
         search, writing the HNSW sidecars (so a server started later, or already
