@@ -131,7 +131,9 @@ class MemoryStore:
                 # background queue embeds the rows again with the new model
                 tx.rebind(model, dim, current.dim)
 
-    def _vectors(self, tx: Tx, vectors: Sequence[object], labels: Sequence[str]) -> list[np.ndarray]:
+    def _vectors(
+        self, tx: Tx, vectors: Sequence[object], labels: Sequence[str]
+    ) -> list[np.ndarray]:
         """`vectors` checked against the bound dimension (and each other). Vectors
         stored before any `bind_embedder` record an unnamed embedder of their dimension."""
         info = tx.embedder()
@@ -174,7 +176,8 @@ class MemoryStore:
         for start in range(0, len(rows), job.batch_size):
             batch = rows[start : start + job.batch_size]
             assert buffer_text is not None
-            row_vectors |= job.embed(list(zip([r.id for r in batch], buffer_text(batch), strict=True)))
+            batch_texts = buffer_text(batch)
+            row_vectors |= job.embed(list(zip([r.id for r in batch], batch_texts, strict=True)))
         with self._engine.write() as tx:
             tx.lock("embedder")
             tx.start_reindex()
@@ -189,7 +192,11 @@ class MemoryStore:
 
     @staticmethod
     def _reindex_table(
-        tx: Tx, job: _Reindex, table: ContentTable, seen: dict[int, str], done: dict[int, np.ndarray]
+        tx: Tx,
+        job: _Reindex,
+        table: ContentTable,
+        seen: dict[int, str],
+        done: dict[int, np.ndarray],
     ) -> int:
         current = tx.contents(table)
         missing = [(i, t) for i, t in current.items() if i not in done or seen.get(i) != t]
@@ -219,7 +226,9 @@ class MemoryStore:
         with self._engine.write() as tx:
             tx.lock("user_row")  # the check and the insert are one
             reuse = retried_user_row(tx.session_tail(RETRY_TAIL), content, origin)
-            return reuse if reuse is not None else tx.insert_buffer("user", content, origin, checked)
+            if reuse is not None:
+                return reuse
+            return tx.insert_buffer("user", content, origin, checked)
 
     def update_buffer_meta(self, row_id: int, meta: JsonObject) -> None:
         """Merge `meta` into a row's metadata (e.g. mark an answer incomplete)."""

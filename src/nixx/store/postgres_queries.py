@@ -174,7 +174,8 @@ class PostgresTx(shared.SqlTx):
     def insert_summary(self, new: NewSummary) -> Summary:
         row = self.conn.execute(
             "INSERT INTO summaries (content, embedding, tags, entities, start_buffer_id, "
-            f"end_buffer_id) VALUES (%s, %s::vector, %s, %s, %s, %s) RETURNING {shared.SUMMARY_COLS}",
+            "end_buffer_id) VALUES (%s, %s::vector, %s, %s, %s, %s) "
+            f"RETURNING {shared.SUMMARY_COLS}",
             (new.content, new.vector, new.tags, Jsonb(new.entities), new.start_buffer_id,
              new.end_buffer_id),
         ).fetchone()
@@ -260,7 +261,8 @@ class PostgresTx(shared.SqlTx):
             yield ROWS.buffer_row(r), None if r[6] is None else parse_vector(r[6])
 
     def export_summaries(self) -> Iterator[Summary]:
-        for r in self._stream(f"SELECT {shared.SUMMARY_COLS}, {VEC_OUT} FROM summaries ORDER BY id"):
+        sql = f"SELECT {shared.SUMMARY_COLS}, {VEC_OUT} FROM summaries ORDER BY id"
+        for r in self._stream(sql):
             yield ROWS.summary(r, r[7])
 
     def export_sources(self) -> Iterator[Source]:

@@ -276,7 +276,8 @@ class SqlTx(Tx):
         return self._rows("unsummarised")
 
     def summaries_page(self, limit: int, offset: int) -> list[Summary]:
-        return [self.rows.summary(r) for r in self._all(self.sql["summaries_page"], (limit, offset))]
+        found = self._all(self.sql["summaries_page"], (limit, offset))
+        return [self.rows.summary(r) for r in found]
 
     def count(self, table: ContentTable) -> int:
         return int(self._value(self.sql["count"].format(table=table)))

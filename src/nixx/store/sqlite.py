@@ -326,7 +326,8 @@ class SQLiteEngine(Engine):
         return [BufferHit(row=ROWS.buffer_row(row), score=s) for row, s in found]
 
     def nearest_summaries(self, query: VectorQuery) -> list[SummaryHit]:
-        return [SummaryHit(ROWS.summary(row), s) for row, s in self.vectors.search("summaries", query)]
+        found = self.vectors.search("summaries", query)
+        return [SummaryHit(summary=ROWS.summary(row), score=s) for row, s in found]
 
     def nearest_memories(self, query: VectorQuery) -> list[tuple[Memory, float]]:
         return [(ROWS.memory(row), s) for row, s in self.vectors.search("memories", query)]

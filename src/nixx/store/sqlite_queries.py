@@ -244,7 +244,8 @@ class SQLiteTx(SqlTx):
             yield ROWS.summary(r, r[7])
 
     def export_sources(self) -> Iterator[Source]:
-        yield from map(ROWS.source, self.conn.execute(f"SELECT {SOURCE_COLS} FROM sources s ORDER BY s.id"))
+        sql = f"SELECT {SOURCE_COLS} FROM sources s ORDER BY s.id"
+        yield from map(ROWS.source, self.conn.execute(sql))
 
     def export_memories(self) -> Iterator[Memory]:
         for r in self.conn.execute(f"SELECT {MEMORY_VEC_COLS} FROM memories ORDER BY id"):

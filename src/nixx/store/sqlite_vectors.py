@@ -143,7 +143,8 @@ class SQLiteVectors:
     def search(self, table: str, vq: VectorQuery) -> Found:
         """(row, cosine) pairs, best first. Rows are SELECTed with the table's columns
         but the vector (for `buffer_vectors`: the buffer row's)."""
-        embedding, limit, threshold, before_buffer_id = vq.embedding, vq.limit, vq.threshold, vq.before
+        embedding, limit = vq.embedding, vq.limit
+        threshold, before_buffer_id = vq.threshold, vq.before
         if limit <= 0:
             return []
         with self._index_locks[table], self._read() as conn:
