@@ -726,6 +726,18 @@ class StoreContract:
         info = store.embedding_info()
         assert info is not None and (info.model, info.dim) == (MODEL, DIM)
 
+    def test_an_embedder_mismatch_says_the_same_on_every_engine(self, store: MemoryStore):
+        store.bind_embedder(MODEL, DIM)
+        store.add_source("s", "document", chunks(random_units(1, 5)))
+        with pytest.raises(EmbedderMismatch) as err:
+            store.bind_embedder("other-model", DIM * 2)
+        assert str(err.value) == (
+            f"this memory store's vectors were made with {MODEL} ({DIM} dimensions) but the "
+            f"configured embedder is other-model ({DIM * 2} dimensions). Run `nixx reindex` to "
+            "re-embed every summary and memory with the configured embedder, or configure the "
+            "original one (NIXX_EMBED_PROVIDER / NIXX_EMBED_MODEL)."
+        )
+
     def test_rebinding_an_empty_store_is_allowed(self, store: MemoryStore):
         store.bind_embedder(MODEL, DIM)
         store.bind_embedder("bigger-model", 32)
@@ -792,6 +804,21 @@ class StoreContract:
         stored = np.stack([m.embedding for m in store.source_chunks(src.id)])
         np.testing.assert_array_equal(stored, vectors)
         assert store.search_memories(vectors[3], limit=1)[0].memory.content == "chunk 3"
+
+    def test_reindex_embeds_rows_written_while_it_embeds(self, store: MemoryStore):
+        store.bind_embedder(MODEL, DIM)
+        store.add_source("doc", "document", chunks(random_units(2, 8)))
+        late = []
+
+        def embed(texts):  # the embedding runs outside the write: a source arrives meanwhile
+            if not late:
+                late.append(store.add_source("late", "document", chunks(random_units(1, 9))))
+            return np.ones((len(texts), 4), np.float32) / 2
+
+        assert store.reindex(embed, "new-model", 4) == 3
+        [chunk] = store.source_chunks(late[0].id)
+        assert chunk.embedding is not None and chunk.embedding.shape == (4,)
+        assert len(store.search_memories(np.ones(4, np.float32) / 2, limit=5)) == 3
 
     def test_reindex_refuses_vectors_of_the_wrong_shape(self, store: MemoryStore):
         store.bind_embedder(MODEL, DIM)

@@ -8,10 +8,13 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from nixx.cli.output import emit_json
 from nixx.errors import ValidationError
+
+if TYPE_CHECKING:
+    from nixx.store.forgetting import ForgetLogJson
 
 REPAIR_WAIT_S = 300.0
 
@@ -159,7 +162,7 @@ def _show_done(done: dict[str, Any], problems: dict[str, str]) -> None:
         sys.stderr.write(f"note: {kind} repair did not finish ({message}); the server retries it\n")
 
 
-def _show_log(entries: list[dict[str, Any]], as_json: bool) -> None:
+def _show_log(entries: list[ForgetLogJson], as_json: bool) -> None:
     if as_json:
         emit_json({"log": entries})
         return

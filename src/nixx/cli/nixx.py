@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from nixx.cli.forget import add_parser as add_forget_parser
@@ -267,7 +267,8 @@ def _db(args: argparse.Namespace) -> int:
     from nixx.store import maintenance
 
     url = args.db_url or load_settings().database_url
-    action = {
+    # each verb answers its own named shape (nixx.store.reports); printed by its keys
+    action: Callable[[str], Mapping[str, Any]] = {
         "init": maintenance.db_init,
         "migrate": maintenance.db_migrate,
         "status": maintenance.db_status,

@@ -30,10 +30,12 @@ from nixx.store.forgetting import (
     REBUILD_KEY,
     RESUMMARISE_KEY,
     ForgetResult,
+    ForgetResultJson,
     query_terms,
     snippet,
 )
 from nixx.store.records import Summary
+from nixx.store.reports import ScrubReport
 from nixx.values import MAX_ID
 
 if TYPE_CHECKING:
@@ -53,9 +55,9 @@ class ForgetAnswer(TypedDict):
     windows to summarise again, the sources to rebuild), whether the intent went too,
     and what was scrubbed from the files on disk (`MemoryStore.scrub`)."""
 
-    forgotten: dict[str, Any]
+    forgotten: ForgetResultJson
     intent_cleared: bool
-    disk: dict[str, Any]
+    disk: ScrubReport
 
 
 @dataclass(frozen=True)
@@ -94,7 +96,7 @@ class Forgetting:
         re-derivation: the rows it came from may still say what was forgotten)."""
         async with self.fence.forgetting():
 
-            def work() -> tuple[ForgetResult, bool, dict[str, Any]]:
+            def work() -> tuple[ForgetResult, bool, ScrubReport]:
                 result = self.store.forget(kind, **ids)
                 cleared = intent_from_deleted(self.store, result.buffer_ids)
                 if clear_intent:
@@ -143,7 +145,7 @@ class Forgetting:
             await to_thread.run_sync(intent_state.clear, self.store)
             scrub = await to_thread.run_sync(self.store.scrub)
             self.forget_carried()
-        empty: dict[str, Any] = {"log_id": None, "kind": "query", "at": None, "buffer_ids": [],
+        empty: ForgetResultJson = {"log_id": None, "kind": "query", "at": None, "buffer_ids": [],
                                  "summary_ids": [], "source_ids": [], "memory_ids": [],
                                  "memories_removed": 0, "resummarise": [],
                                  "rebuild_source_ids": []}

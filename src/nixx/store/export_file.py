@@ -21,14 +21,17 @@ import io
 import json
 import os
 import sys
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import IO, Any
 
 from nixx.errors import ValidationError
-from nixx.store.base import MemoryStore
 from nixx.store.portable import RECORD_TYPES, check_header
 from nixx.store.records import ORIGINS, ROLES, SOURCE_TYPES
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from nixx.store.base import MemoryStore  # the store reads its records with RecordReader
 
 #: The keys of each record type, in the order they are written.
 FIELDS: dict[str, tuple[str, ...]] = {
@@ -73,7 +76,7 @@ def _sorted(value: Any) -> Any:
     return value
 
 
-def dumps_record(record: dict[str, Any]) -> str:
+def dumps_record(record: Mapping[str, Any]) -> str:
     """One record as its canonical JSON line (without the newline)."""
     order = FIELDS.get(record.get("type", ""), ())
     keys = [k for k in order if k in record] + sorted(k for k in record if k not in order)
@@ -244,7 +247,7 @@ _CHECKS: dict[str, dict[str, tuple[type | tuple[type, ...], Any]]] = {
 _ALLOWED = {"role": ROLES, "origin": ORIGINS, "source_type": SOURCE_TYPES}
 
 
-def _check(record: dict[str, Any], kind: str, where: str) -> dict[str, Any]:
+def _check(record: Mapping[str, Any], kind: str, where: str) -> dict[str, Any]:
     """`record` with defaults filled in; `ValidationError` on a missing/mistyped field."""
     out = dict(record)
     for key, (types, default) in _CHECKS[kind].items():
@@ -271,7 +274,7 @@ class RecordReader:
     order, ids not ascending, missing or mistyped fields, or unknown enum values.
     `counts` holds the records seen per type once `batches()` is consumed."""
 
-    def __init__(self, records: Iterable[dict[str, Any]], *, batch_size: int = 2000) -> None:
+    def __init__(self, records: Iterable[Mapping[str, Any]], *, batch_size: int = 2000) -> None:
         self._records = records
         self._batch_size = batch_size
         self.counts: dict[str, int] = dict.fromkeys(RECORD_TYPES[1:], 0)

@@ -21,13 +21,38 @@ from __future__ import annotations
 import bisect
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, TypedDict
 
 from nixx.errors import NotFound, ValidationError
 
 RESUMMARISE_KEY = "forget.resummarise"  # [[start_id, end_id], ...] windows to summarise again
 REBUILD_KEY = "forget.rebuild_sources"  # [source_id, ...] buffer sources to re-chunk
 KINDS = ("buffer", "summary", "source", "memory", "query", "summary_edit")
+
+
+class ForgetResultJson(TypedDict):
+    """`ForgetResult.to_dict()`: what a forget answers (the API, `nixx forget --json`)."""
+
+    log_id: int | None  # None: only the intent was cleared (nixx.memory.forget), no log entry
+    kind: str
+    at: str | None
+    buffer_ids: list[int]
+    summary_ids: list[int]
+    source_ids: list[int]
+    memory_ids: list[int]
+    memories_removed: int
+    resummarise: list[list[int]]
+    rebuild_source_ids: list[int]
+
+
+class ForgetLogJson(TypedDict):
+    """`ForgetLogEntry.to_dict()`: one row of the forget log, ids and counts only."""
+
+    id: int
+    at: str
+    kind: str
+    ids: dict[str, list[int]]
+    counts: dict[str, int]
 
 
 @dataclass(frozen=True)
@@ -45,7 +70,7 @@ class ForgetResult:
     resummarise: list[tuple[int, int]] = field(default_factory=list)
     rebuild_source_ids: list[int] = field(default_factory=list)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> ForgetResultJson:
         return {
             "log_id": self.log_id,
             "kind": self.kind,
@@ -68,7 +93,7 @@ class ForgetLogEntry:
     ids: dict[str, list[int]]
     counts: dict[str, int]
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> ForgetLogJson:
         return {
             "id": self.id,
             "at": self.at,

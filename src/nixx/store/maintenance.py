@@ -7,11 +7,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from nixx.errors import NotFound
 from nixx.store import open_store
 from nixx.store.base import MemoryStore
+from nixx.store.reports import DbInit, DbMigrate, DbStatus, DbVacuum, ReindexReport
 
 if TYPE_CHECKING:
     from nixx.config import Settings
@@ -52,7 +53,7 @@ def _require_existing(url: str) -> None:
         raise NotFound(f"there is no memory store at {path}; create it with `nixx db init`")
 
 
-def db_init(url: str) -> dict[str, Any]:
+def db_init(url: str) -> DbInit:
     """Create the store if needed and bring its schema to the newest version."""
     path = _sqlite_path(url)
     created = path is not None and not path.exists()
@@ -69,7 +70,7 @@ def db_init(url: str) -> dict[str, Any]:
         store.close()
 
 
-def db_vacuum(url: str) -> dict[str, Any]:
+def db_vacuum(url: str) -> DbVacuum:
     """Rewrite the store so the space of deleted rows holds none of their bytes
     (SQLite: VACUUM + WAL truncated; PostgreSQL: VACUUM FULL; see docs/storage.md)."""
     _require_existing(url)
@@ -80,7 +81,7 @@ def db_vacuum(url: str) -> dict[str, Any]:
         store.close()
 
 
-def db_migrate(url: str) -> dict[str, Any]:
+def db_migrate(url: str) -> DbMigrate:
     """Apply pending migrations to an existing store."""
     _require_existing(url)
     store = open_store(url, migrate=False)
@@ -97,7 +98,7 @@ def db_migrate(url: str) -> dict[str, Any]:
         store.close()
 
 
-def db_status(url: str) -> dict[str, Any]:
+def db_status(url: str) -> DbStatus:
     """Where the store is, its schema version against this nixx's, its embedder and
     how much it holds. Changes nothing."""
     _require_existing(url)
@@ -105,15 +106,16 @@ def db_status(url: str) -> dict[str, Any]:
     try:
         version = store.schema_version()
         head = head_version(store)
-        status: dict[str, Any] = {
+        status: DbStatus = {
             "db_url": display_url(url),
             "backend": store.backend,
             "schema_version": version,
             "latest_version": head,
             "pending": list(range(version + 1, head + 1)),
+            "embedder": None,
+            "counts": None,
         }
         if version == 0:
-            status.update(embedder=None, counts=None)
             return status
         info = store.embedding_info()
         status["embedder"] = None if info is None else {"model": info.model, "dim": info.dim}
@@ -140,7 +142,7 @@ def reindex_store(
     *,
     batch_size: int = 64,
     progress: Callable[[int, int], None] | None = None,
-) -> dict[str, Any]:
+) -> ReindexReport:
     """Re-embed every summary, memory and buffer row of the store at `url` with `embedder`."""
     from nixx.memory.row_vectors import texts_for
 
@@ -174,7 +176,7 @@ def reindex_with_settings(
     *,
     url: str | None = None,
     progress: Callable[[int, int], None] | None = None,
-) -> dict[str, Any]:
+) -> ReindexReport:
     """`nixx reindex`: the embedder the settings configure, the store they name."""
     from nixx.embed import make_embedder
 

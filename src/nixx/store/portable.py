@@ -17,14 +17,18 @@ Records come in that order, each type by ascending id.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Literal, NotRequired, TypedDict
 
 import numpy as np
 
 from nixx.errors import EmbedderMismatch, ValidationError
 from nixx.store.records import BufferRow, Memory, Source, Summary
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from nixx.store.forgetting import ForgetLogEntry
 
 EXPORT_FORMAT = "nixx-export"
 EXPORT_VERSION = 1
@@ -40,11 +44,100 @@ RECORD_TYPES: tuple[str, ...] = (
 )
 
 
-def header_record() -> dict[str, Any]:
+class HeaderRecord(TypedDict):
+    type: Literal["header"]
+    format: str
+    version: int
+
+
+class EmbedderRecord(TypedDict):
+    type: Literal["embedder"]
+    model: str
+    dim: int
+
+
+class StateRecord(TypedDict):
+    type: Literal["state"]
+    key: str
+    value: Any  # any JSON value
+
+
+class BufferRecord(TypedDict):
+    type: Literal["buffer"]
+    id: int
+    role: str
+    content: str
+    origin: str
+    created_at: str
+    meta: dict[str, Any]  # the row's JSON metadata, as stored
+    embedding: NotRequired[list[float]]
+
+
+class SummaryRecord(TypedDict):
+    type: Literal["summary"]
+    id: int
+    content: str
+    embedding: list[float]
+    tags: list[str]
+    entities: dict[str, list[str]]
+    start_buffer_id: int
+    end_buffer_id: int
+    created_at: str
+
+
+class SourceRecord(TypedDict):
+    type: Literal["source"]
+    id: int
+    name: str
+    source_type: str
+    summary: str | None
+    start_id: int | None
+    end_id: int | None
+    meta: dict[str, Any]  # the source's JSON metadata, as stored
+    created_at: str
+
+
+class MemoryRecord(TypedDict):
+    type: Literal["memory"]
+    id: int
+    source_id: int
+    content: str
+    embedding: list[float]
+    metadata: dict[str, Any]  # the chunk's JSON metadata, as stored
+    created_at: str
+
+
+class ForgetRecord(TypedDict):
+    type: Literal["forget"]
+    id: int
+    at: str
+    kind: str
+    ids: dict[str, list[int]]
+    counts: dict[str, int]
+
+
+#: One parsed line of an export as read back, not yet checked (`export_file.RecordReader`
+#: checks its fields by its ``type`` before anything is stored).
+RawRecord = Mapping[str, Any]
+
+#: One line of an export (`MemoryStore.export_records`), by its ``type``.
+ExportRecord = (
+    HeaderRecord
+    | EmbedderRecord
+    | StateRecord
+    | BufferRecord
+    | SummaryRecord
+    | SourceRecord
+    | MemoryRecord
+    | ForgetRecord
+)
+
+
+def header_record() -> HeaderRecord:
     return {"type": "header", "format": EXPORT_FORMAT, "version": EXPORT_VERSION}
 
 
-def check_header(record: dict[str, Any]) -> None:
+def check_header(record: Mapping[str, Any]) -> None:
     """Raise `ValidationError` unless `record` is a header this version can read."""
     if record.get("type") != "header" or record.get("format") != EXPORT_FORMAT:
         raise ValidationError("not a nixx export: the first record must be the nixx-export header")
@@ -91,16 +184,17 @@ def as_vector(embedding: Any, dim: int | None, *, what: str = "embedding") -> np
 
 def vector_to_list(vec: np.ndarray) -> list[float]:
     """JSON floats that round-trip to the same float32 values."""
-    return np.asarray(vec, dtype=np.float32).tolist()
+    values: list[float] = np.asarray(vec, dtype=np.float32).tolist()
+    return values
 
 
 def vectors_from_records(values: Sequence[Sequence[float]]) -> np.ndarray:
     return np.asarray(values, dtype=np.float32)
 
 
-def buffer_record(b: BufferRow, embedding: np.ndarray | None = None) -> dict[str, Any]:
+def buffer_record(b: BufferRow, embedding: np.ndarray | None = None) -> BufferRecord:
     """A buffer row's record; `embedding` (its row vector) only when it has one."""
-    record: dict[str, Any] = {
+    record: BufferRecord = {
         "type": "buffer",
         "id": b.id,
         "role": b.role,
@@ -114,7 +208,7 @@ def buffer_record(b: BufferRow, embedding: np.ndarray | None = None) -> dict[str
     return record
 
 
-def summary_record(s: Summary) -> dict[str, Any]:
+def summary_record(s: Summary) -> SummaryRecord:
     assert s.embedding is not None
     return {
         "type": "summary",
@@ -129,7 +223,7 @@ def summary_record(s: Summary) -> dict[str, Any]:
     }
 
 
-def source_record(src: Source) -> dict[str, Any]:
+def source_record(src: Source) -> SourceRecord:
     return {
         "type": "source",
         "id": src.id,
@@ -143,7 +237,7 @@ def source_record(src: Source) -> dict[str, Any]:
     }
 
 
-def memory_record(m: Memory) -> dict[str, Any]:
+def memory_record(m: Memory) -> MemoryRecord:
     assert m.embedding is not None
     return {
         "type": "memory",
@@ -156,7 +250,7 @@ def memory_record(m: Memory) -> dict[str, Any]:
     }
 
 
-def forget_record(entry: Any) -> dict[str, Any]:
+def forget_record(entry: ForgetLogEntry) -> ForgetRecord:
     """A forget-log entry (`nixx.store.forgetting.ForgetLogEntry`): ids and counts only."""
     return {
         "type": "forget",

@@ -149,3 +149,31 @@ LATEST = MIGRATIONS.head
 #: `vector`; above that, search falls back to an exact scan).
 HNSW_MAX_DIM = 2000
 VECTOR_TABLES = ("summaries", "memories", "buffer_vectors")
+
+
+# ---- vector columns ---------------------------------------------------------------------
+def lock_vector_tables(conn: Any) -> None:
+    """All the vector tables at once, in the order readers lock them (a statement
+    reading several takes them in this order, e.g. `has_episodic_vectors`): an
+    ALTER of one table after another, each locking as it goes, deadlocked with a
+    concurrent turn's search holding one and wanting the next."""
+    conn.execute("LOCK TABLE buffer_vectors, summaries, memories IN ACCESS EXCLUSIVE MODE")
+
+
+def narrow_vectors(conn: Any, dim: int) -> None:
+    """Type the vector columns `vector(dim)` and build their HNSW indexes."""
+    lock_vector_tables(conn)
+    for table in VECTOR_TABLES:
+        conn.execute(f"ALTER TABLE {table} ALTER COLUMN embedding TYPE vector({dim})")
+        if dim <= HNSW_MAX_DIM:
+            conn.execute(
+                f"CREATE INDEX IF NOT EXISTS {table}_embedding_hnsw ON {table} "
+                "USING hnsw (embedding vector_cosine_ops)"
+            )
+
+
+def widen_vectors(conn: Any) -> None:
+    lock_vector_tables(conn)
+    for table in VECTOR_TABLES:
+        conn.execute(f"DROP INDEX IF EXISTS {table}_embedding_hnsw")
+        conn.execute(f"ALTER TABLE {table} ALTER COLUMN embedding TYPE vector")

@@ -11,6 +11,10 @@ Role = Literal["user", "assistant", "marker"]
 Origin = Literal["tui", "vscode", "api", "responses", "anthropic"]
 SourceType = Literal["buffer", "document", "repo", "web"]
 
+#: An open JSON object as stored (a row's or a source's metadata): its keys are the
+#: caller's, so it has no fixed shape to name.
+JsonObject = dict[str, Any]
+
 ROLES: tuple[str, ...] = ("user", "assistant", "marker")
 ORIGINS: tuple[str, ...] = ("tui", "vscode", "api", "responses", "anthropic")
 SOURCE_TYPES: tuple[str, ...] = ("buffer", "document", "repo", "web")

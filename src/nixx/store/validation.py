@@ -12,10 +12,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from nixx.errors import ValidationError
-from nixx.store.records import ORIGINS, ROLES, SOURCE_TYPES
+from nixx.store.records import ORIGINS, ROLES, SOURCE_TYPES, JsonObject
 
 
-def json_object(value: Any, name: str) -> dict[str, Any]:
+def json_object(value: Any, name: str) -> JsonObject:
     """`value` as a fresh dict ({} for None); it must be a JSON-serialisable object."""
     if value is None:
         return {}
@@ -40,7 +40,7 @@ def entities(value: dict[str, list[str]]) -> dict[str, list[str]]:
     return {str(k): string_list(v, f"entities.{k}") for k, v in value.items()}
 
 
-def buffer_row(role: str, content: str, origin: str, meta: Any) -> dict[str, Any]:
+def buffer_row(role: str, content: str, origin: str, meta: Any) -> JsonObject:
     """Check an `append_buffer` call; return its metadata as a dict."""
     if role not in ROLES:
         raise ValidationError(f"role must be one of {', '.join(ROLES)}, got {role!r}", param="role")
@@ -76,7 +76,7 @@ def summary(
 
 def source(
     name: str, type: str, start_id: int | None, end_id: int | None, meta: Any
-) -> dict[str, Any]:
+) -> JsonObject:
     """Check an `add_source` call (all but its chunks and whether the range's rows
     exist); return its metadata as a dict."""
     if not isinstance(name, str) or not name.strip():

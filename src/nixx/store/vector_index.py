@@ -63,7 +63,8 @@ def normalise_rows(mat: np.ndarray) -> np.ndarray:
     mat = np.asarray(mat, dtype=np.float32)
     norms = np.linalg.norm(mat, axis=-1, keepdims=True)
     norms[norms == 0] = 1.0
-    return mat / norms
+    unit: np.ndarray = mat / norms
+    return unit
 
 
 def dot_rows(mat: np.ndarray, vec: np.ndarray) -> np.ndarray:
@@ -71,7 +72,8 @@ def dot_rows(mat: np.ndarray, vec: np.ndarray) -> np.ndarray:
     OpenBLAS's threaded sgemv spins waiting for a second core: on a busy machine it was
     measured 10-25x slower than numpy's own SIMD loop (bench/bench_search.py, 10k rows:
     24 ms vs 1 ms at load 6 on 2 cores)."""
-    return np.einsum("ij,j->i", mat, vec)
+    product: np.ndarray = np.einsum("ij,j->i", mat, vec)
+    return product
 
 
 def decode_vectors(blobs: list[bytes], dim: int) -> np.ndarray:
@@ -290,7 +292,7 @@ class VectorIndex:
                 why,
             )
             return None
-        ann.expansion_search = HNSW_EXPANSION_SEARCH  # type: ignore[misc]  # has a setter
+        ann.expansion_search = HNSW_EXPANSION_SEARCH  # a property with a setter
         self.reset()
         self._ann = ann
         self._n = len(ann)
