@@ -111,6 +111,13 @@ class Settings(BaseSettings):
         "(summaries, intent, source summaries) never run beside a user's turn: a turn stops "
         "one in flight, which runs again after.",
     )
+    chat_keep_prefix: bool = Field(
+        default=True,
+        description="On a backend with one slot (learned, or `chat_slots = 1`): once nixx's "
+        "own calls have taken its prompt cache, send the latest conversation again (one "
+        "token asked) while no turn runs, so the next turn's prompt is not evaluated whole. "
+        "Off: the next turn after a summary or intent evaluates the whole history.",
+    )
     background_timeout: float = Field(
         default=120.0,
         gt=0,

@@ -355,6 +355,48 @@ def test_one_slot_interrupting_backend_loses_no_answer(make_settings: Any) -> No
             assert httpx.get(f"{url}/v1/intent").json()["intent"] == "Chatting about lorem."
 
 
+def test_nixx_own_calls_leave_the_users_prefix_in_a_one_slot_cache(
+    nixx: Nixx, llm: FakeLLM
+) -> None:
+    """A one-slot backend holds one evaluated prompt: after nixx's own call (the intent
+    here) the latest conversation is sent again, answer appended, one token asked, so the
+    next turn's prompt begins with what the backend holds."""
+    llm.props = {"default_generation_settings": {"n_ctx": 4096}, "total_slots": 1}
+    first = nixx.chat("we are planning the garden")
+    answer = first.json()["choices"][0]["message"]["content"]
+    nixx.idle()
+    turn = llm.chat_requests[-1]
+    assert nixx.client.post("/v1/intent/derive").status_code == 200
+    nixx.idle()
+    restore = llm.chat_requests[-1]
+    assert restore["messages"] == [*turn["messages"], {"role": "assistant", "content": answer}]
+    assert restore["max_tokens"] == 1
+    assert nixx.service.llm.gate.restores == 1
+    history = [{"role": "user", "content": "we are planning the garden"},
+               {"role": "assistant", "content": answer}]
+    nixx.chat("and the tomatoes?", history=history)
+    nxt = llm.chat_requests[-1]
+    assert nxt["messages"][: len(restore["messages"])] == restore["messages"]
+    # nothing to restore when no call of nixx's own came between two turns
+    nixx.idle()
+    count = len(llm.chat_requests)
+    nixx.chat("and the peppers?", history=history)
+    nixx.idle()
+    assert len(llm.chat_requests) == count + 1
+
+
+def test_a_backend_whose_slots_are_unknown_gets_no_extra_request(nixx: Nixx, llm: FakeLLM) -> None:
+    """An OpenAI-compatible service says nothing of its slots: it may batch, and bills by
+    the token: nothing is sent again for its cache."""
+    nixx.chat("we are planning the garden")
+    nixx.idle()
+    count = len(llm.chat_requests)
+    assert nixx.client.post("/v1/intent/derive").status_code == 200
+    nixx.idle()
+    assert len(llm.chat_requests) == count + 1
+    assert nixx.service.llm.gate.restores == 0
+
+
 # ---- the context length, learned ---------------------------------------------------------
 
 

@@ -191,6 +191,7 @@ class ChatClient(_Errors):
         self._facts: dict[str, BackendFacts] = {}
 
     async def aclose(self) -> None:
+        await self.gate.aclose()
         await self._http.aclose()
 
     # ---- calls ----------------------------------------------------------------------
@@ -240,6 +241,26 @@ class ChatClient(_Errors):
         bounds the answer with ``max_tokens``); streamed from the backend, returned whole
         (`create`'s shape)."""
         return await self.gate.background(lambda: self._streamed(body), budget=budget, what=what)
+
+    def keep_prefix(self, request: dict[str, Any], answer: str, *, budget: float) -> None:
+        """After a user's turn: `request` (what was sent) with `answer` appended is what
+        the backend's prefix cache should hold for the next turn. On a one-slot backend
+        the gate sends it again once nixx's own calls have displaced it (`nixx.llm.gate`),
+        asking for one token: the backend evaluates the conversation, ready for the next
+        message (which begins with exactly this)."""
+        if not answer:
+            self.gate.keep(None, budget=budget)
+            return
+        body = {k: v for k, v in request.items()
+                if k not in ("max_completion_tokens", "n", "stream_options", "logprobs",
+                             "top_logprobs", "response_format", "stop")}
+        body["messages"] = [*request["messages"], {"role": "assistant", "content": answer}]
+        body["max_tokens"] = 1
+
+        async def restore() -> object:
+            return await self._streamed(body)
+
+        self.gate.keep(restore, budget=budget)
 
     async def _streamed(self, body: dict[str, Any]) -> dict[str, Any]:
         """A completion asked for as a stream (so that stopping it — a user's turn took

@@ -367,6 +367,10 @@ async def run_turn(
             calls = acc.tool_calls()
             if not calls:
                 finish = acc.finish_reason or "stop"
+                if round_no == 1 and settings.chat_keep_prefix:
+                    # what the backend's cache should hold for the next turn (`nixx.llm.gate`)
+                    parts.llm.keep_prefix(request, acc.content,
+                                          budget=settings.background_timeout)
                 break
             # only tools offered in this round run: a call to anything else (tool_choice
             # "none", a disabled tool, an injected name) is answered with an error, never run
