@@ -63,7 +63,6 @@ SUMMARY_JOB = "summary"
 # 0.011 of R@10 at 0.2; docs/performance.md)
 SEARCH_FLOOR_SHARE = 0.4
 INTENT_JOB = "intent"
-SOURCE_SUMMARY_MAX_TOKENS = 300  # a buffer source's display summary: 2-4 sentences
 SOURCES_JOB = "sources"
 RESPONSE_KEY = "response:"  # state key prefix: a stored response id -> its answer row id
 MAX_RESPONSE_CHAIN = 10_000  # previous_response_id links walked at most
@@ -661,27 +660,20 @@ class NixxService:
         return source, problem
 
     async def _source_summary(self, text: str) -> tuple[str | None, str | None]:
-        """(the LLM's display summary of a source's text, what went wrong)."""
+        """(the LLM's display summary of a source's text — all of it, in parts when it is
+        longer than the context: `nixx.ingest.summary.summarise_text` —, what went wrong)."""
+        from nixx.ingest.summary import summarise_text
+
         try:
             model = await self.resolve_model(None)
             limit = await self._max_transcript_chars(model)
-            data = await self.llm.background(
-                {
-                    "model": model,
-                    "messages": [
-                        {"role": "system", "content": SOURCE_SUMMARY_PROMPT},
-                        {"role": "user", "content": text[:limit]},
-                    ],
-                    "temperature": 0.3,
-                    "max_tokens": SOURCE_SUMMARY_MAX_TOKENS,
-                },
+            summary = await summarise_text(
+                self.llm, model, SOURCE_SUMMARY_PROMPT, text, limit=limit,
                 budget=self.settings.background_timeout,
-                what="a source's summary",
             )
         except BackendError as exc:
             return None, exc.message
-        summary = ((data["choices"][0].get("message") or {}).get("content") or "").strip()
-        return summary or None, None
+        return summary, None
 
     async def search_sources(self, query: str, limit: int) -> list[MemoryHit]:
         """Semantic memory: the nearest chunks by vectors, re-ranked with their words
@@ -933,7 +925,8 @@ class NixxService:
                     self.llm,
                     model,
                     result.source.name,
-                    result.summary_input[:limit],
+                    result.summary_input,
+                    limit=limit,
                     budget=self.settings.background_timeout,
                 )
                 if summary:
