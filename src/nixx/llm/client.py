@@ -161,6 +161,10 @@ class SyncChatClient(_Errors):
         return check_completion(
             self._request("POST", "/chat/completions", {**body, "stream": False}))
 
+    def post(self, path: str, body: Any) -> Any:
+        """Any other POST of JSON (`nixx serve`'s own routes); its JSON answer."""
+        return self._request("POST", path, body)
+
 
 class ChatClient(_Errors):
     """OpenAI-compatible `/models` and `/chat/completions` over one pooled HTTP client.

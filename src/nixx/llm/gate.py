@@ -50,7 +50,8 @@ class BackendGate:
         self._running: set[asyncio.Task[object]] = set()
         self._preempted: set[asyncio.Task[object]] = set()
         self._one: asyncio.Lock | None = None
-        self._waiting = 0  # nixx's own calls waiting for their turn
+        self._waiting = 0  # nixx's own calls waiting for another of them to end
+        self._paused = 0  # nixx's own calls waiting for the users' turns to end
         self.preemptions = 0  # nixx's own calls stopped for a user's turn (status, tests)
         # keeping the user's prefix (`keep`)
         self._restore: Callable[[], Awaitable[object]] | None = None
@@ -62,6 +63,11 @@ class BackendGate:
     @property
     def users(self) -> int:
         return self._users
+
+    @property
+    def waiting(self) -> int:
+        """nixx's own calls waiting for their turn (a user's turn, or another of them)."""
+        return self._waiting + self._paused
 
     @property
     def background_running(self) -> bool:
@@ -170,7 +176,11 @@ class BackendGate:
 
     async def _run(self, call: Callable[[], Awaitable[T]], *, budget: float, what: str) -> T:
         while True:
-            await self._no_users.wait()
+            self._paused += 1
+            try:
+                await self._no_users.wait()
+            finally:
+                self._paused -= 1
             task: asyncio.Task[T] = asyncio.ensure_future(call())
             self._running.add(task)  # type: ignore[arg-type]
             try:

@@ -562,6 +562,23 @@ class NixxService:
                 continue
         raise ValidationError("messages kept being forgotten while deriving the intent; try again")
 
+    async def own_completion(
+        self, messages: list[dict[str, Any]], *, max_tokens: int, what: str,
+        model: str | None = None,
+    ) -> tuple[str, str]:
+        """(the answer, the model) of one of nixx's own completions that another process
+        asks for (a channel round's summary, from nxc): through the backend gate like the
+        server's own summaries — bounded by `max_tokens` and ``background_timeout``, run
+        only while no user's turn runs. Nothing is stored."""
+        chosen = await self.resolve_model(model)
+        data = await self.llm.background(
+            {"model": chosen, "messages": messages, "max_tokens": max_tokens},
+            budget=self.settings.background_timeout,
+            what=what,
+        )
+        content = (data["choices"][0].get("message") or {}).get("content") or ""
+        return str(content), str(data.get("model") or chosen)
+
     async def _rederive_intent(self) -> None:
         """After a forget cleared the intent: derive it from what remains (or leave it
         cleared when the session has no message left)."""
