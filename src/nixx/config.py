@@ -118,6 +118,14 @@ class Settings(BaseSettings):
         "token asked) while no turn runs, so the next turn's prompt is not evaluated whole. "
         "Off: the next turn after a summary or intent evaluates the whole history.",
     )
+    background_quiet: float = Field(
+        default=3.0,
+        ge=0,
+        description="On a backend with one slot: seconds without a user's turn before nixx's "
+        "own calls start. A local server cannot stop a prompt it has begun to evaluate; a "
+        "summary begun the moment a turn ended would hold the slot, and replace its prompt "
+        "cache, when the next message follows at once. 0: they start as soon as no turn runs.",
+    )
     background_timeout: float = Field(
         default=120.0,
         gt=0,

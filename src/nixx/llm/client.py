@@ -182,6 +182,7 @@ class ChatClient(_Errors):
         env_var: str = "NIXX_CHAT_BASE_URL",
         transport: httpx.AsyncBaseTransport | None = None,
         slots: int | None = None,
+        quiet: float = 0.0,
         where: str = "",
     ) -> None:
         super().__init__(base_url, timeout, env_var, where)
@@ -190,9 +191,10 @@ class ChatClient(_Errors):
             limits=httpx.Limits(max_connections=64, max_keepalive_connections=16),
             transport=transport,
         )
-        self.gate = BackendGate(slots)
+        self.gate = BackendGate(slots, quiet=quiet)
         self._slots_set = slots is not None
         self._facts: dict[str, BackendFacts] = {}
+        self._probed: dict[str, Any] = {}  # what the backend answered a probe (`probe_json`)
 
     async def aclose(self) -> None:
         await self.gate.aclose()
@@ -208,12 +210,24 @@ class ChatClient(_Errors):
 
     async def probe_json(self, method: str, url: str, body: Any = None) -> Any:
         """A quick request for what a backend says of itself (`nixx.llm.facts`): its JSON
-        answer, or None when it fails in any way (an OpenAI server has no `/props`)."""
+        answer, or None when it fails in any way (an OpenAI server has no `/props`).
+
+        What the backend answered (a 404 too) is kept and not asked again: on a one-slot
+        server such a request can wait for the slot (llama-cpp-python's ``/v1/models``
+        does) and, waiting, cut the stream of the user's turn that holds it."""
+        key = f"{method} {url} {json.dumps(body, sort_keys=True)}"
+        if key in self._probed:
+            return self._probed[key]
         try:
             response = await self._http.request(method, url, json=body, timeout=PROBE_TIMEOUT)
-            return response.json() if response.status_code == 200 else None
-        except (httpx.HTTPError, ValueError):
-            return None
+        except httpx.HTTPError:
+            return None  # no answer (down, or busy past the probe's time): asked again
+        try:
+            found = response.json() if response.status_code == 200 else None
+        except ValueError:
+            found = None
+        self._probed[key] = found
+        return found
 
     async def facts(self, model: str) -> BackendFacts:
         """What the backend says of `model` (asked once, then kept; `learn_context`
@@ -282,8 +296,11 @@ class ChatClient(_Errors):
         }
 
     async def list_models(self) -> dict[str, Any]:
-        """The backend's `GET /models` document (OpenAI list shape)."""
-        return self._check_models(await self._request("GET", "/models"))
+        """The backend's `GET /models` document (OpenAI list shape); the facts' probe of
+        it (`probe_json`) uses it from then on."""
+        data = self._check_models(await self._request("GET", "/models"))
+        self._probed[f"GET /models {json.dumps(None)}"] = data
+        return data
 
     async def create(self, body: dict[str, Any]) -> dict[str, Any]:
         """A non-streaming chat completion; returns the backend's JSON answer."""

@@ -9,9 +9,13 @@ llama-cpp-python's default ``interrupt_requests``, cuts the turn's stream. So
 - a user's turn (`user_turn`) runs at once; where the backend has one slot it stops
   nixx's own call in flight (its connection is closed: the backend stops generating),
   which is sent again, whole, once no turn runs;
-- nixx's own calls (`background`: summaries, intent, source summaries) run one at a
-  time, only while no user's turn runs, each within its time budget (the caller bounds
-  its answer with ``max_tokens`` as well).
+- nixx's own calls (`background`: summaries, intent, source summaries, channel round
+  summaries) run one at a time, only while no user's turn runs, each within its time
+  budget (the caller bounds its answer with ``max_tokens`` as well);
+- where the backend is known to have one slot, they start only once no user's turn has
+  run for `quiet` seconds (``NIXX_BACKGROUND_QUIET``): a local server cannot stop a prompt
+  it has begun to evaluate, so a summary started the moment a turn ended would hold the
+  slot — and replace its cache — when the user's next message comes right after.
 
 `slots` is the backend's: learned (llama.cpp's ``/props`` ``total_slots``; llama-cpp-python,
 which always has one) or set (``NIXX_CHAT_SLOTS``); unknown counts as one.
@@ -42,8 +46,10 @@ log = logging.getLogger(__name__)
 
 
 class BackendGate:
-    def __init__(self, slots: int | None = None) -> None:
+    def __init__(self, slots: int | None = None, *, quiet: float = 0.0) -> None:
         self.slots = slots
+        self.quiet = quiet
+        self._last_user = float("-inf")  # loop time the latest user's turn ended
         self._users = 0
         self._no_users = asyncio.Event()
         self._no_users.set()
@@ -112,8 +118,19 @@ class BackendGate:
             yield
         finally:
             self._users -= 1
+            self._last_user = asyncio.get_running_loop().time()
             if self._users == 0:
                 self._no_users.set()
+
+    async def _free(self) -> None:
+        """Until no user's turn runs — on a one-slot backend, none has for `quiet` seconds."""
+        loop = asyncio.get_running_loop()
+        while True:
+            await self._no_users.wait()
+            left = self._last_user + self.quiet - loop.time() if self.keeps_prefix else 0.0
+            if left <= 0:
+                return
+            await asyncio.sleep(left)
 
     async def background(
         self, call: Callable[[], Awaitable[T]], *, budget: float, what: str
@@ -149,7 +166,7 @@ class BackendGate:
     async def _restore_prefix(self) -> None:
         assert self._one is not None
         async with self._one:
-            await self._no_users.wait()
+            await self._free()
             restore = self._restore
             if not self._displaced or restore is None or self._waiting:
                 return  # a turn ran meanwhile, or more of nixx's own calls come first
@@ -178,7 +195,7 @@ class BackendGate:
         while True:
             self._paused += 1
             try:
-                await self._no_users.wait()
+                await self._free()
             finally:
                 self._paused -= 1
             task: asyncio.Task[T] = asyncio.ensure_future(call())

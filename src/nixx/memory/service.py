@@ -87,6 +87,7 @@ async def open_service(settings: Settings, *, tools: bool = False) -> AsyncItera
             api_key=settings.chat_api_key,
             timeout=settings.chat_timeout,
             slots=settings.chat_slots or None,
+            quiet=settings.background_quiet,
             where=config_file_note("chat_base_url"),
         )
         registry = None
@@ -614,6 +615,7 @@ class NixxService:
         data["context_length"] = length
         data["context_length_source"] = source
         data["backend_slots"] = self.llm.gate.slots
+        data["prefix_restores"] = self.llm.gate.restores
         data["summary_running"] = self.jobs.running(SUMMARY_JOB)
         data["summary_error"] = self.jobs.last_error.get(SUMMARY_JOB)
         data["intent_error"] = self.jobs.last_error.get(INTENT_JOB)
