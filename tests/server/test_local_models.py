@@ -386,6 +386,22 @@ def test_nixx_own_calls_leave_the_users_prefix_in_a_one_slot_cache(
     assert len(llm.chat_requests) == count + 1
 
 
+def test_what_the_backend_says_of_itself_is_asked_once(nixx: Nixx, llm: FakeLLM) -> None:
+    """llama-cpp-python serves `/v1/models` through its one slot: a probe sent beside a
+    turn waits for the slot and cuts the turn's stream. What a backend answered a probe —
+    a 404 too — is kept, for every model and for nixx's own calls alike."""
+    for model in ("m1", "m2"):
+        r = nixx.client.post("/v1/chat/completions", json={
+            "model": model, "messages": [{"role": "user", "content": f"hello {model}"}]})
+        assert r.status_code == 200, r.text
+    assert nixx.client.post("/v1/intent/derive").status_code == 200
+    nixx.idle()
+    asked = [(q.method, q.path) for q in llm.requests if not q.path.endswith(
+        ("/chat/completions", "/embeddings"))]
+    assert asked.count(("GET", "/props")) == 1
+    assert asked.count(("GET", "/v1/models")) == 1
+
+
 def test_a_backend_whose_slots_are_unknown_gets_no_extra_request(nixx: Nixx, llm: FakeLLM) -> None:
     """An OpenAI-compatible service says nothing of its slots: it may batch, and bills by
     the token: nothing is sent again for its cache."""

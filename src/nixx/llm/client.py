@@ -295,11 +295,18 @@ class ChatClient(_Errors):
             "usage": acc.usage,
         }
 
-    async def list_models(self) -> dict[str, Any]:
+    async def list_models(self, *, fresh: bool = True) -> dict[str, Any]:
         """The backend's `GET /models` document (OpenAI list shape); the facts' probe of
-        it (`probe_json`) uses it from then on."""
+        it (`probe_json`) uses it from then on. `fresh=False`: the one already fetched, if
+        any (a one-slot llama-cpp-python answers it only when the slot is free)."""
+        key = f"GET /models {json.dumps(None)}"
+        if not fresh and isinstance(self._probed.get(key), dict):
+            try:
+                return self._check_models(self._probed[key])
+            except BackendError:
+                pass
         data = self._check_models(await self._request("GET", "/models"))
-        self._probed[f"GET /models {json.dumps(None)}"] = data
+        self._probed[key] = data
         return data
 
     async def create(self, body: dict[str, Any]) -> dict[str, Any]:

@@ -233,7 +233,7 @@ class NixxService:
         if requested:
             return requested
         if not self._models:
-            data = await self.llm.list_models()
+            data = await self.llm.list_models(fresh=False)
             self._models = [str(m.get("id")) for m in data["data"] if m.get("id")]
         if not self._models:
             raise BackendError(
