@@ -228,28 +228,33 @@ def test_a_history_longer_than_the_context(nixx: Any) -> None:
         assert answer.strip()
 
 
-def test_a_summary_of_a_window_longer_than_the_context(nixx: Any) -> None:
-    """Sixteen rows, ~5,000 tokens in all, against a 2,048-token context: nixx summarises
-    them in windows that fit, one after the other, none refused for its length. (The
-    first three windows: a 135M model writes each summary to its 512-token bound, and
-    often tries three times; all of them take half an hour on two busy cores.)"""
+def test_a_summary_of_a_window_longer_than_the_context(nixx: Any, llama: Llama) -> None:
+    """Sixteen rows, ~5,000 tokens in all, against a 2,048-token context: nixx asks for a
+    window that fits, with room for the answer's bound — never the whole, never refused
+    for its length; a failed attempt is sent again as it was, never with the failed
+    answer. (SmolLM2-135M rarely writes the JSON object a summary needs for such
+    repetitive rows: 18 attempts in one run, none usable — the scripted backend's test,
+    `test_summaries_split_a_window_longer_than_the_context`, shows the windows made one
+    after the other; here, each attempt takes a minute or more, two windows are asked.)"""
     store = nixx.service.store
     for n in range(16):
         role = "user" if n % 2 == 0 else "assistant"
         store.append_buffer(role, f"row {n}: we planted tomatoes and peppers. " * 30)
+    mark = llama.mark()
     made, errors = [], []
-    for _ in range(6):
+    for _ in range(2):
         r = httpx.post(f"{nixx.base_url}/v1/episodic/summary", json={}, timeout=900)
-        if r.status_code != 200:
-            errors.append(r.json()["error"]["message"])
-            if "nothing to summarise" in errors[-1]:
-                break
-            continue
-        made.append((r.json()["summary"]["start_buffer_id"], r.json()["summary"]["end_buffer_id"]))
-        if len(made) == 3:
+        if r.status_code == 200:
+            made.append((r.json()["summary"]["start_buffer_id"],
+                         r.json()["summary"]["end_buffer_id"]))
             break
-    print("summaries:", made, "errors:", errors[:3])
-    assert made, errors
-    assert made[0][0] == 1 and made[-1][1] < 16  # windows: the rows did not fit one request
-    assert not [e for e in errors if "context length" in e]  # never sent too long
-    assert all(b[0] == a[1] + 1 for a, b in zip(made, made[1:], strict=False))
+        errors.append(r.json()["error"]["message"])
+    prompts = llama.evaluated_since(mark)
+    print("summaries:", made, "errors:", errors[:2], "prompts (cached, evaluated):", prompts)
+    assert prompts
+    # every request fitted the context with the summary's 512 tokens of answer
+    assert all(cached + new + 512 <= N_CTX for cached, new in prompts), prompts
+    # what failed, if anything, was the model's answer, never the length
+    assert all("no usable summary" in e for e in errors), errors
+    if made:  # a window, not all sixteen rows
+        assert made[0][0] == 1 and made[0][1] < 16
