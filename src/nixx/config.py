@@ -111,6 +111,21 @@ class Settings(BaseSettings):
         "(summaries, intent, source summaries) never run beside a user's turn: a turn stops "
         "one in flight, which runs again after.",
     )
+    chat_keep_prefix: bool = Field(
+        default=True,
+        description="On a backend with one slot (learned, or `chat_slots = 1`): once nixx's "
+        "own calls have taken its prompt cache, send the latest conversation again (one "
+        "token asked) while no turn runs, so the next turn's prompt is not evaluated whole. "
+        "Off: the next turn after a summary or intent evaluates the whole history.",
+    )
+    background_quiet: float = Field(
+        default=3.0,
+        ge=0,
+        description="On a backend with one slot: seconds without a user's turn before nixx's "
+        "own calls start. A local server cannot stop a prompt it has begun to evaluate; a "
+        "summary begun the moment a turn ended would hold the slot, and replace its prompt "
+        "cache, when the next message follows at once. 0: they start as soon as no turn runs.",
+    )
     background_timeout: float = Field(
         default=120.0,
         gt=0,

@@ -74,3 +74,42 @@ def test_failing_summary_keeps_the_source(
     assert problem is None
     assert result.status == "unchanged" and result.source.summary is not None
     assert store.get_source(result.source.id).summary == result.source.summary
+
+
+def test_a_document_longer_than_the_context_is_summarised_in_parts(
+    store: MemoryStore, embedder, settings, llm: FakeLLM, tmp_path: Path
+) -> None:
+    """A 1,024-token model: the document's summary input (its first 6,000 characters) is
+    split into parts that fit, each summarised, then combined — not cut."""
+    from nixx.ingest.summary import COMBINE_NOTE, PART_PROMPT
+
+    llm.props = {"default_generation_settings": {"n_ctx": 1024}, "total_slots": 1}
+    llm.responder = lambda body: Reply(content=f"summary {len(llm.chat_requests)}")
+    doc = tmp_path / "notes.md"
+    doc.write_text("\n\n".join(f"Paragraph p{n}: " + "the garden needs water. " * 10
+                               for n in range(24)))
+    result, problem = _ingest(settings, store, embedder, doc)
+    assert problem is None
+    asked = llm.chat_requests
+    part_head = PART_PROMPT.partition("{part}")[0]
+    parts = [b for b in asked if b["messages"][0]["content"].startswith(part_head)]
+    assert len(parts) >= 2
+    sent = "".join(b["messages"][1]["content"].removeprefix("Source: notes.md\n\n")
+                   for b in parts)
+    assert sent == result.summary_input  # all of it, in order, nothing cut
+    # each request within the context: nixx's cautious 3 characters a token, at least 1,000
+    assert all(len(b["messages"][1]["content"]) <= 1000 for b in asked)
+    final = asked[-1]["messages"]
+    assert final[0]["content"] == f"{DOCUMENT_SUMMARY_PROMPT}\n\n{COMBINE_NOTE}"
+    assert result.source.summary == f"summary {len(asked)}"
+
+
+def test_split_text_keeps_every_character() -> None:
+    from nixx.ingest.summary import split_text
+
+    text = "\n\n".join(f"para {n} " + "word " * (n * 7 % 40) for n in range(60))
+    parts = split_text(text, 300)
+    assert "".join(parts) == text
+    assert all(len(p) <= 300 for p in parts)
+    assert all(p.endswith((" ", "\n")) for p in parts[:-1])  # cut at breaks
+    assert split_text("x" * 1000, 300) == ["x" * 300] * 3 + ["x" * 100]

@@ -39,6 +39,11 @@ def test_the_shapes_of_each_backend() -> None:
                                  {"id": "b", "max_model_len": 4096}]}, "b")
     assert vllm is not None and vllm.context_length == 4096
     assert from_models({"data": [{"id": "a"}]}, "a") is None
+    # llama-cpp-python's own model list (`python -m llama_cpp.server`): one slot
+    lcp = from_models({"object": "list", "data": [
+        {"id": "/m/SmolLM2.gguf", "object": "model", "owned_by": "me", "permissions": []}]}, "x")
+    assert lcp is not None and (lcp.context_length, lcp.slots) == (None, 1)
+    assert from_models({"data": [{"id": "a", "owned_by": "me"}]}, "a") is None
     ollama = from_show({"model_info": {"gemma3.context_length": 131072},
                         "parameters": "stop <end>\nnum_ctx 8192"})
     assert ollama is not None and ollama.context_length == 8192

@@ -5,6 +5,7 @@ cache. The backend is `FakeLLM`, told to behave as llama.cpp / llama-cpp-python 
 from __future__ import annotations
 
 import json
+import re
 import threading
 import time
 from typing import Any
@@ -355,6 +356,64 @@ def test_one_slot_interrupting_backend_loses_no_answer(make_settings: Any) -> No
             assert httpx.get(f"{url}/v1/intent").json()["intent"] == "Chatting about lorem."
 
 
+def test_nixx_own_calls_leave_the_users_prefix_in_a_one_slot_cache(
+    nixx: Nixx, llm: FakeLLM
+) -> None:
+    """A one-slot backend holds one evaluated prompt: after nixx's own call (the intent
+    here) the latest conversation is sent again, answer appended, one token asked, so the
+    next turn's prompt begins with what the backend holds."""
+    llm.props = {"default_generation_settings": {"n_ctx": 4096}, "total_slots": 1}
+    first = nixx.chat("we are planning the garden")
+    answer = first.json()["choices"][0]["message"]["content"]
+    nixx.idle()
+    turn = llm.chat_requests[-1]
+    assert nixx.client.post("/v1/intent/derive").status_code == 200
+    nixx.idle()
+    restore = llm.chat_requests[-1]
+    assert restore["messages"] == [*turn["messages"], {"role": "assistant", "content": answer}]
+    assert restore["max_tokens"] == 1
+    assert nixx.service.llm.gate.restores == 1
+    history = [{"role": "user", "content": "we are planning the garden"},
+               {"role": "assistant", "content": answer}]
+    nixx.chat("and the tomatoes?", history=history)
+    nxt = llm.chat_requests[-1]
+    assert nxt["messages"][: len(restore["messages"])] == restore["messages"]
+    # nothing to restore when no call of nixx's own came between two turns
+    nixx.idle()
+    count = len(llm.chat_requests)
+    nixx.chat("and the peppers?", history=history)
+    nixx.idle()
+    assert len(llm.chat_requests) == count + 1
+
+
+def test_what_the_backend_says_of_itself_is_asked_once(nixx: Nixx, llm: FakeLLM) -> None:
+    """llama-cpp-python serves `/v1/models` through its one slot: a probe sent beside a
+    turn waits for the slot and cuts the turn's stream. What a backend answered a probe —
+    a 404 too — is kept, for every model and for nixx's own calls alike."""
+    for model in ("m1", "m2"):
+        r = nixx.client.post("/v1/chat/completions", json={
+            "model": model, "messages": [{"role": "user", "content": f"hello {model}"}]})
+        assert r.status_code == 200, r.text
+    assert nixx.client.post("/v1/intent/derive").status_code == 200
+    nixx.idle()
+    asked = [(q.method, q.path) for q in llm.requests if not q.path.endswith(
+        ("/chat/completions", "/embeddings"))]
+    assert asked.count(("GET", "/props")) == 1
+    assert asked.count(("GET", "/v1/models")) == 1
+
+
+def test_a_backend_whose_slots_are_unknown_gets_no_extra_request(nixx: Nixx, llm: FakeLLM) -> None:
+    """An OpenAI-compatible service says nothing of its slots: it may batch, and bills by
+    the token: nothing is sent again for its cache."""
+    nixx.chat("we are planning the garden")
+    nixx.idle()
+    count = len(llm.chat_requests)
+    assert nixx.client.post("/v1/intent/derive").status_code == 200
+    nixx.idle()
+    assert len(llm.chat_requests) == count + 1
+    assert nixx.service.llm.gate.restores == 0
+
+
 # ---- the context length, learned ---------------------------------------------------------
 
 
@@ -461,6 +520,56 @@ def test_summaries_split_a_window_longer_than_the_context(nixx: Nixx, llm: FakeL
     assert all(len(b["messages"]) == 2 for b in attempts)  # never the failed answer
     assert all(len(b["messages"][1]["content"]) <= (2048 - 512 - 400) * 3 for b in attempts)
     assert any(b["max_tokens"] == 512 for b in attempts)
+
+
+def test_a_source_longer_than_the_context_is_summarised_whole(nixx: Nixx, llm: FakeLLM) -> None:
+    """Split into parts that fit, each summarised, the parts' summaries combined: every
+    word of the source reaches the model, no request is longer than the context."""
+    from nixx.ingest.summary import COMBINE_NOTE, PART_PROMPT
+    from nixx.memory.prompts import SOURCE_SUMMARY_PROMPT
+
+    n_ctx = 2048
+    llm.props = {"default_generation_settings": {"n_ctx": n_ctx}, "total_slots": 1}
+    part_head = PART_PROMPT.partition("{part}")[0]
+
+    def responder(body: dict[str, Any]) -> Reply:
+        tokens = sum(estimate_tokens(m) for m in body["messages"]) + body.get("max_tokens", 0)
+        if tokens > n_ctx:
+            return Reply(status=400, error=f"This model's maximum context length is {n_ctx} "
+                         f"tokens. However, you requested {tokens} tokens.")
+        system = str(body["messages"][0]["content"])
+        if system.startswith(part_head):
+            found = sorted(set(re.findall(r"marker(\d+)", body["messages"][1]["content"])))
+            return Reply(content="part with " + " ".join(f"m{n}" for n in found))
+        if COMBINE_NOTE in system:
+            return Reply(content="the whole source: " + body["messages"][1]["content"][:80])
+        return Reply(content="fits")
+
+    llm.responder = responder
+    store = nixx.service.store
+    for n in range(40):
+        store.append_buffer("user" if n % 2 == 0 else "assistant",
+                            f"marker{n} " + "we planted tomatoes and peppers. " * 12)
+    r = nixx.client.post("/v1/sources", json={"name": "garden", "start_id": 1, "end_id": 40})
+    assert r.status_code == 200, r.text
+    assert r.json()["summary_error"] is None
+    asked = [b for b in llm.chat_requests
+             if str(b["messages"][0]["content"]).startswith((part_head, SOURCE_SUMMARY_PROMPT))]
+    parts = [b for b in asked if str(b["messages"][0]["content"]).startswith(part_head)]
+    assert len(parts) >= 3
+    # nothing cut: every row's words went to the model, in one part or another
+    seen = set()
+    for b in parts:
+        seen |= set(re.findall(r"marker(\d+)", b["messages"][1]["content"]))
+    assert seen == {str(n) for n in range(40)}
+    # no request longer than the context (none refused)
+    assert all(sum(estimate_tokens(m) for m in b["messages"]) + b["max_tokens"] <= n_ctx
+               for b in asked)
+    final = asked[-1]
+    assert COMBINE_NOTE in final["messages"][0]["content"]
+    assert "part with m0 " in final["messages"][1]["content"]
+    summary = r.json()["source"]["summary"]
+    assert summary.startswith("the whole source: part with m0 ")
 
 
 def test_a_derived_intent_is_bounded(nixx: Nixx, llm: FakeLLM) -> None:

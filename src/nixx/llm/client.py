@@ -161,6 +161,10 @@ class SyncChatClient(_Errors):
         return check_completion(
             self._request("POST", "/chat/completions", {**body, "stream": False}))
 
+    def post(self, path: str, body: Any) -> Any:
+        """Any other POST of JSON (`nixx serve`'s own routes); its JSON answer."""
+        return self._request("POST", path, body)
+
 
 class ChatClient(_Errors):
     """OpenAI-compatible `/models` and `/chat/completions` over one pooled HTTP client.
@@ -178,6 +182,7 @@ class ChatClient(_Errors):
         env_var: str = "NIXX_CHAT_BASE_URL",
         transport: httpx.AsyncBaseTransport | None = None,
         slots: int | None = None,
+        quiet: float = 0.0,
         where: str = "",
     ) -> None:
         super().__init__(base_url, timeout, env_var, where)
@@ -186,11 +191,13 @@ class ChatClient(_Errors):
             limits=httpx.Limits(max_connections=64, max_keepalive_connections=16),
             transport=transport,
         )
-        self.gate = BackendGate(slots)
+        self.gate = BackendGate(slots, quiet=quiet)
         self._slots_set = slots is not None
         self._facts: dict[str, BackendFacts] = {}
+        self._probed: dict[str, Any] = {}  # what the backend answered a probe (`probe_json`)
 
     async def aclose(self) -> None:
+        await self.gate.aclose()
         await self._http.aclose()
 
     # ---- calls ----------------------------------------------------------------------
@@ -203,12 +210,24 @@ class ChatClient(_Errors):
 
     async def probe_json(self, method: str, url: str, body: Any = None) -> Any:
         """A quick request for what a backend says of itself (`nixx.llm.facts`): its JSON
-        answer, or None when it fails in any way (an OpenAI server has no `/props`)."""
+        answer, or None when it fails in any way (an OpenAI server has no `/props`).
+
+        What the backend answered (a 404 too) is kept and not asked again: on a one-slot
+        server such a request can wait for the slot (llama-cpp-python's ``/v1/models``
+        does) and, waiting, cut the stream of the user's turn that holds it."""
+        key = f"{method} {url} {json.dumps(body, sort_keys=True)}"
+        if key in self._probed:
+            return self._probed[key]
         try:
             response = await self._http.request(method, url, json=body, timeout=PROBE_TIMEOUT)
-            return response.json() if response.status_code == 200 else None
-        except (httpx.HTTPError, ValueError):
-            return None
+        except httpx.HTTPError:
+            return None  # no answer (down, or busy past the probe's time): asked again
+        try:
+            found = response.json() if response.status_code == 200 else None
+        except ValueError:
+            found = None
+        self._probed[key] = found
+        return found
 
     async def facts(self, model: str) -> BackendFacts:
         """What the backend says of `model` (asked once, then kept; `learn_context`
@@ -241,6 +260,26 @@ class ChatClient(_Errors):
         (`create`'s shape)."""
         return await self.gate.background(lambda: self._streamed(body), budget=budget, what=what)
 
+    def keep_prefix(self, request: dict[str, Any], answer: str, *, budget: float) -> None:
+        """After a user's turn: `request` (what was sent) with `answer` appended is what
+        the backend's prefix cache should hold for the next turn. On a one-slot backend
+        the gate sends it again once nixx's own calls have displaced it (`nixx.llm.gate`),
+        asking for one token: the backend evaluates the conversation, ready for the next
+        message (which begins with exactly this)."""
+        if not answer:
+            self.gate.keep(None, budget=budget)
+            return
+        body = {k: v for k, v in request.items()
+                if k not in ("max_completion_tokens", "n", "stream_options", "logprobs",
+                             "top_logprobs", "response_format", "stop")}
+        body["messages"] = [*request["messages"], {"role": "assistant", "content": answer}]
+        body["max_tokens"] = 1
+
+        async def restore() -> object:
+            return await self._streamed(body)
+
+        self.gate.keep(restore, budget=budget)
+
     async def _streamed(self, body: dict[str, Any]) -> dict[str, Any]:
         """A completion asked for as a stream (so that stopping it — a user's turn took
         the slot — closes the connection and a local server stops generating; a request
@@ -256,9 +295,19 @@ class ChatClient(_Errors):
             "usage": acc.usage,
         }
 
-    async def list_models(self) -> dict[str, Any]:
-        """The backend's `GET /models` document (OpenAI list shape)."""
-        return self._check_models(await self._request("GET", "/models"))
+    async def list_models(self, *, fresh: bool = True) -> dict[str, Any]:
+        """The backend's `GET /models` document (OpenAI list shape); the facts' probe of
+        it (`probe_json`) uses it from then on. `fresh=False`: the one already fetched, if
+        any (a one-slot llama-cpp-python answers it only when the slot is free)."""
+        key = f"GET /models {json.dumps(None)}"
+        if not fresh and isinstance(self._probed.get(key), dict):
+            try:
+                return self._check_models(self._probed[key])
+            except BackendError:
+                pass
+        data = self._check_models(await self._request("GET", "/models"))
+        self._probed[key] = data
+        return data
 
     async def create(self, body: dict[str, Any]) -> dict[str, Any]:
         """A non-streaming chat completion; returns the backend's JSON answer."""

@@ -10,6 +10,10 @@ Asked once per model (`probe`, a few quick requests, failures ignored):
   Modelfile sets one, else ``model_info["<arch>.context_length"]`` (the model's maximum:
   Ollama itself may run it with less, its ``OLLAMA_CONTEXT_LENGTH``).
 
+llama-cpp-python (``python -m llama_cpp.server``) says no context, but its ``/v1/models``
+entries are its own (``"owned_by": "me"``): it serves one request at a time, so that is
+its slots (`from_models`).
+
 A backend that says nothing (llama-cpp-python, an OpenAI-compatible gateway) is learned
 from, when it refuses a request for its length: ``This model's maximum context length is
 4096 tokens`` (OpenAI, vLLM, llama-cpp-python), or llama.cpp's ``n_ctx`` in its error
@@ -59,8 +63,12 @@ def from_props(data: Any) -> BackendFacts | None:
     return BackendFacts(n_ctx, slots, "llama.cpp /props")
 
 
+LLAMA_CPP_PYTHON_OWNER = "me"  # what llama-cpp-python's server lists as every model's owner
+
+
 def from_models(data: Any, model: str) -> BackendFacts | None:
-    """vLLM's ``GET /v1/models``: ``max_model_len`` of the model (or of the only one)."""
+    """vLLM's ``GET /v1/models``: ``max_model_len`` of the model (or of the only one);
+    llama-cpp-python's: one slot."""
     entries = data.get("data") if isinstance(data, dict) else None
     if not isinstance(entries, list):
         return None
@@ -70,6 +78,9 @@ def from_models(data: Any, model: str) -> BackendFacts | None:
         length = _int(entry.get("max_model_len"))
         if length:
             return BackendFacts(length, None, "/v1/models max_model_len")
+    if entries and all(e.get("owned_by") == LLAMA_CPP_PYTHON_OWNER and e.get("permissions") == []
+                       for e in entries):
+        return BackendFacts(None, 1, "")  # llama-cpp-python: one Llama, one request at a time
     return None
 
 
@@ -123,10 +134,12 @@ async def probe(client: Any, model: str) -> BackendFacts:
         if models is None and props is None:
             return BackendFacts(answered=False)  # down, or not an OpenAI server: not kept
         found = from_models(models, model)
-        if found is None:
+        if found is not None and found.slots and facts.slots is None:
+            facts.slots = found.slots
+        if found is None or found.context_length is None:
             found = from_show(
                 await client.probe_json("POST", f"{root}/api/show", {"model": model})
             )
-        if found is not None:
+        if found is not None and found.context_length is not None:
             facts.context_length, facts.source = found.context_length, found.source
     return facts

@@ -95,6 +95,7 @@ async def open_service(settings: Settings, *, tools: bool = False) -> AsyncItera
             api_key=settings.chat_api_key,
             timeout=settings.chat_timeout,
             slots=settings.chat_slots or None,
+            quiet=settings.background_quiet,
             where=config_file_note("chat_base_url"),
         )
         registry = None
@@ -243,7 +244,7 @@ class NixxService:
         if requested:
             return requested
         if not self._models:
-            data = await self.llm.list_models()
+            data = await self.llm.list_models(fresh=False)
             self._models = [str(m.get("id")) for m in data["data"] if m.get("id")]
         if not self._models:
             raise BackendError(
@@ -252,7 +253,7 @@ class NixxService:
         return self._models[0]
 
     async def models(self) -> dict[str, Any]:
-        data = await self.llm.list_models()
+        data = await self.llm.list_models(fresh=False)
         self._models = [str(m.get("id")) for m in data["data"] if m.get("id")]
         return data
 
@@ -383,6 +384,23 @@ class NixxService:
     async def derive_intent(self) -> IntentValue:
         return await self.intent.derive()
 
+    async def own_completion(
+        self, messages: list[dict[str, Any]], *, max_tokens: int, what: str,
+        model: str | None = None,
+    ) -> tuple[str, str]:
+        """(the answer, the model) of one of nixx's own completions that another process
+        asks for (a channel round's summary, from nxc): through the backend gate like the
+        server's own summaries — bounded by `max_tokens` and ``background_timeout``, run
+        only while no user's turn runs. Nothing is stored."""
+        chosen = await self.resolve_model(model)
+        data = await self.llm.background(
+            {"model": chosen, "messages": messages, "max_tokens": max_tokens},
+            budget=self.settings.background_timeout,
+            what=what,
+        )
+        content = (data["choices"][0].get("message") or {}).get("content") or ""
+        return str(content), str(data.get("model") or chosen)
+
     async def get_intent(self) -> IntentValue | None:
         return await self.run(intent_state.get, self.store)
 
@@ -413,6 +431,7 @@ class NixxService:
             "context_length": length,
             "context_length_source": source,
             "backend_slots": self.llm.gate.slots,
+            "prefix_restores": self.llm.gate.restores,
             "summary_running": self.jobs.running(SUMMARY_JOB),
             "summary_error": self.jobs.last_error.get(SUMMARY_JOB),
             "intent_error": self.jobs.last_error.get(INTENT_JOB),
@@ -646,6 +665,7 @@ class MemoryStatus(EpisodicStatus):
     context_length: int
     context_length_source: str
     backend_slots: int | None
+    prefix_restores: int  # times the one-slot backend's cache was given the user's prefix back
     summary_running: bool
     summary_error: str | None
     intent_error: str | None

@@ -35,7 +35,6 @@ if TYPE_CHECKING:
     from nixx.store.base import MemoryStore
 
 JOB = "sources"  # the background job's kind
-SUMMARY_MAX_TOKENS = 300  # a buffer source's display summary: 2-4 sentences
 
 
 class BoundEmbedder(Embedder):
@@ -95,27 +94,20 @@ class Sources:
         return source, problem
 
     async def summary_of(self, text: str) -> tuple[str | None, str | None]:
-        """(the LLM's display summary of a source's text, what went wrong)."""
+        """(the LLM's display summary of a source's text — all of it, in parts when it is
+        longer than the context: `nixx.ingest.summary.summarise_text` —, what went wrong)."""
+        from nixx.ingest.summary import summarise_text
+
         try:
             model = await self.calls.model()
             limit = await self.calls.input_chars(model)
-            data = await self.calls.llm.background(
-                {
-                    "model": model,
-                    "messages": [
-                        {"role": "system", "content": SOURCE_SUMMARY_PROMPT},
-                        {"role": "user", "content": text[:limit]},
-                    ],
-                    "temperature": 0.3,
-                    "max_tokens": SUMMARY_MAX_TOKENS,
-                },
+            summary = await summarise_text(
+                self.calls.llm, model, SOURCE_SUMMARY_PROMPT, text, limit=limit,
                 budget=self.calls.budget,
-                what="a source's summary",
             )
         except BackendError as exc:
             return None, exc.message
-        summary = ((data["choices"][0].get("message") or {}).get("content") or "").strip()
-        return summary or None, None
+        return summary, None
 
     async def rebuild(self) -> None:
         """Re-chunk and re-embed each buffer source that lost rows to a forget, from the
@@ -214,8 +206,8 @@ class Sources:
             limit = await self.calls.input_chars(model)
             for result in todo:
                 summary = await summarise_source(
-                    self.calls.llm, model, result.source.name, result.summary_input[:limit],
-                    budget=self.calls.budget,
+                    self.calls.llm, model, result.source.name, result.summary_input,
+                    limit=limit, budget=self.calls.budget,
                 )
                 if summary:
                     source_id = result.source.id

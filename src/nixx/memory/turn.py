@@ -464,10 +464,9 @@ async def _call_backend(
             offered = offer.client + ([] if last_round else list(offer.nixx))
             acc = StreamAccumulator()
             separate = bool(progress.parts)
+            sent = _round_request(request, offer, model, convo, offered, round_no)
             try:
-                async for chunk in parts.llm.stream(
-                    _round_request(request, offer, model, convo, offered, round_no)
-                ):
+                async for chunk in parts.llm.stream(sent):
                     text = acc.add(chunk)
                     if text:
                         if separate:
@@ -494,6 +493,10 @@ async def _call_backend(
             calls = acc.tool_calls()
             if not calls:
                 progress.finish = acc.finish_reason or "stop"
+                if round_no == 1 and parts.settings.chat_keep_prefix:
+                    # what the backend's cache should hold for the next turn (`nixx.llm.gate`)
+                    parts.llm.keep_prefix(sent, acc.content,
+                                          budget=parts.settings.background_timeout)
                 break
             theirs = [c for c in calls if c["function"]["name"] in offer.client_names]
             if theirs:

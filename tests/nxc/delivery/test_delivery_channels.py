@@ -272,6 +272,69 @@ def test_summarize_round_asks_the_backend_with_the_summary_prompt(tmp_path):
         assert request["max_tokens"] == 400  # nixx's own call: bounded
 
 
+def test_a_round_summary_waits_while_a_users_turn_runs(tmp_path):
+    """With `nixx serve` reachable, a round's summary is one of the server's own calls
+    (`POST /v1/background/completions`): bounded, and run only once the user's turn that
+    holds the backend is done — never beside it."""
+    import threading
+
+    import httpx
+
+    from nixx.config import load_settings
+    from nixx.server.app import create_app
+    from nixx.testing.fake_llm import FakeLLM, Reply
+    from nixx.testing.live_server import LiveServer
+
+    release = threading.Event()
+    seen_during_turn = []
+
+    with FakeLLM() as llm:
+        def respond(body):
+            if body["messages"][0]["content"] == "Summarise the votes in one line.":
+                seen_during_turn.append(not release.is_set())
+                return Reply(content="one go, one wait")
+            release.wait(60)  # the user's turn holds the backend
+            return Reply(content="the user's answer")
+
+        llm.responder = respond
+        settings = load_settings(chat_base_url=llm.base_url, embed_provider="openai",
+                                 embed_base_url=llm.base_url, embed_model="fake-embed",
+                                 workspace=tmp_path, intent_interval=10_000)
+        with LiveServer(create_app(settings)) as server:
+            try:
+                ws = make_workspace(tmp_path, NIXX_CHAT_BASE_URL=llm.base_url,
+                                    NIXX_PORT=str(server.port))
+                ws.scripted("north", reply="north: go")
+                ws.scripted("south", reply="south: wait")
+                ws.channel(name="poll", members=["north", "south"], on_complete="summarize",
+                           summary_prompt="Summarise the votes in one line.")
+                turn = threading.Thread(target=lambda: httpx.post(
+                    f"{server.base_url}/v1/chat/completions", timeout=120,
+                    json={"model": "m", "messages": [{"role": "user", "content": "hello"}]}))
+                turn.start()
+                poll(lambda: len(llm.chat_requests) == 1, what="the user's turn")
+                receipt = ws.nxc_json("send", "--to", "poll", "vote")
+                # the summary is asked for, and waits at the server's gate for the turn
+                poll(lambda: server.service.llm.gate.waiting == 1, what="the summary to wait")
+                assert len(llm.chat_requests) == 1
+                release.set()
+                turn.join(60)
+                assert ws.nxc("wait", "--thread", receipt["thread_id"], "--timeout", "120",
+                              check=False).returncode == 0
+                post = poll(lambda: _supervisor_post(ws, receipt["thread_id"], "poll"),
+                            what="the supervisor's summary")
+                assert post["body"] == "one go, one wait"
+                assert seen_during_turn == [False]
+                assert llm.peak_in_flight == 1
+                summary = llm.chat_requests[1]
+                assert summary["max_tokens"] == 400  # bounded
+                # nothing of it went into the memory
+                rows = server.service.store.last_buffer_rows(100)
+                assert [r.content for r in rows] == ["hello", "the user's answer"]
+            finally:
+                release.set()
+
+
 def test_sequential_round_waits_for_a_member_without_a_runtime(tmp_path):
     """docs/sync.md: a member without a runtime (a person, or an agent in another clone)
     answers in its slot; a sequential round waits for that answer before the next member

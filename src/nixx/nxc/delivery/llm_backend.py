@@ -111,10 +111,30 @@ ROUND_SUMMARY_MAX_TOKENS = 400
 
 def complete_once(backend: dict[str, Any], messages: list[dict[str, Any]]) -> str:
     """One plain completion (a channel round's summary): nixx's own call, so bounded —
-    `ROUND_SUMMARY_MAX_TOKENS` and the time budget (``NIXX_BACKGROUND_TIMEOUT``)."""
+    `ROUND_SUMMARY_MAX_TOKENS` and the time budget (``NIXX_BACKGROUND_TIMEOUT``). When
+    `nixx serve` answers, it is asked (``POST /v1/background/completions``): the call then
+    goes through the server's backend gate, waiting while a user's turn runs, never
+    beside one on a one-slot backend. Else the backend is asked directly."""
+    from nixx.errors import BackendError
     from nixx.llm import SyncChatClient
 
     budget = float(backend.get("background_timeout") or backend.get("timeout") or 120)
+    if backend.get("server_url") and server_answers(backend):
+        # waits for the users' turns, then runs within the budget: the client waits for both
+        timeout = budget + float(backend.get("timeout") or 120) + 30
+        with SyncChatClient(
+            backend["server_url"].rstrip("/") + "/v1", api_key=backend.get("server_api_key"),
+            timeout=timeout, env_var=env_hint(backend, "NIXX_HOST/NIXX_PORT", "host/port"),
+        ) as server:
+            try:
+                out = server.post("/background/completions", {
+                    "messages": messages, "max_tokens": ROUND_SUMMARY_MAX_TOKENS,
+                    "model": backend.get("persona_model") or backend.get("model") or None,
+                    "what": "a channel round's summary"})
+                return str(out.get("content") or "")
+            except BackendError as exc:
+                if exc.details.get("status") != 404:  # an older server: ask the backend
+                    raise
     with SyncChatClient(backend["base_url"], api_key=backend.get("api_key"), timeout=budget,
                         env_var=env_hint(backend, "NIXX_CHAT_BASE_URL", "chat_base_url")) as client:
         out = client.create({"model": resolve_model(backend, client), "messages": messages,

@@ -22,6 +22,7 @@ _ROUTERS = (
     "sources",
     "forget",
     "debug",
+    "background",
 )
 _OPTIONAL = ("ingest",)  # owned by the ingest package; mounted when present
 
