@@ -62,6 +62,23 @@ def test_a_declared_length_over_the_limit_is_refused_before_the_body_is_sent(
     assert f"{LIMIT} bytes" in err["message"] and "NIXX_MAX_REQUEST_BYTES" in err["message"]
 
 
+def test_a_client_sending_a_body_over_the_limit_at_once_reads_the_413(small: LiveServer) -> None:
+    """A body over the limit but not huge (16 MiB, more than the socket buffers hold) is
+    read and dropped before the 413, so a client that sends it whole reads the answer
+    (closing with it unread resets the connection: its send fails, no answer)."""
+    size = 16 * 1024 * 1024
+    with socket.create_connection(("127.0.0.1", small.port)) as sock:
+        sock.settimeout(60)
+        sock.sendall(
+            b"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+            b"Content-Type: application/json\r\n"
+            + f"Content-Length: {size}\r\n\r\n".encode() + b"{" + b" " * (size - 2) + b"}"
+        )
+        status, _, body = _read_response(sock)
+    assert status == 413
+    assert json.loads(body)["error"]["code"] == "request_too_large"
+
+
 def test_a_chunked_body_is_refused_once_it_passes_the_limit(small: LiveServer) -> None:
     sent = {"bytes": 0}
 
@@ -191,6 +208,32 @@ def test_bodies_past_the_inflight_budget_are_told_to_retry(make_settings: Any) -
             again = client.post("/v1/chat/completions", content=body,
                                 headers={"Content-Type": "application/json"})
             assert again.status_code == 200, again.text
+
+
+def test_a_body_refused_for_the_budget_still_gets_its_answer(make_settings: Any) -> None:
+    """A client refused for the in-flight budget reads the 503 telling it to retry, even
+    when its body is larger than the socket buffers: the server reads and drops the body
+    first. (Closing with it unread resets the connection: the client's send fails with
+    EPIPE/ECONNRESET and the answer is never read.)"""
+    size = 8 * 1024 * 1024
+    settings = make_settings(max_request_bytes=2 * size, max_inflight_bytes=size + size // 2)
+    head = (b"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+            b"Content-Type: application/json\r\n"
+            + f"Content-Length: {size}\r\n\r\n".encode())
+    body = b"{" + b" " * (size - 2) + b"}"
+    with LiveServer(create_app(settings)) as live, socket.create_connection(
+        ("127.0.0.1", live.port)
+    ) as first:
+        first.sendall(head + body[:100])  # declares 8 MiB of the budget and trickles
+        with httpx.Client(base_url=live.base_url, timeout=30) as client:
+            assert client.get("/health").status_code == 200
+        with socket.create_connection(("127.0.0.1", live.port)) as second:
+            second.settimeout(60)
+            second.sendall(head + body)  # fails here when the server closes unread
+            status, headers, answer = _read_response(second)
+        assert status == 503, answer
+        assert headers["retry-after"] == "1"
+        assert json.loads(answer)["error"]["code"] == "server_busy"
 
 
 def test_a_message_larger_than_the_context_window_is_refused_before_anything(

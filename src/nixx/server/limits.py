@@ -8,10 +8,15 @@ their sum is what bounds the server's size), all with the OpenAI error envelope.
 request alone is always admitted, so a budget smaller than one body never locks out.
 
 It is enforced while the body is read, never after buffering it: a declared
-``Content-Length`` over the limit is refused before a byte of the body is read, and a
+``Content-Length`` over the limit is refused without keeping a byte of the body (one of at
+most `LINGER_BYTES` is read and dropped first, so the client can read the answer; a larger
+one is refused before a byte is read), and a
 body without one (chunked) is counted as it arrives and refused the moment it passes the
 limit; the route then sees the client as gone. The connection is closed after a 413 (the
-rest of the body is not read). Responses are not buffered, so streaming is untouched; the
+rest of the body is not read). A body refused for the in-flight budget is read and dropped
+before the 503 (it is within the size limit and nothing of it is kept): closing with it
+unread would reset the connection, and the client would never see the answer telling it to
+retry. Responses are not buffered, so streaming is untouched; the
 time limit ends with the body (a streaming answer may take as long as it takes).
 """
 
@@ -23,6 +28,13 @@ from typing import Any
 import anyio
 
 from nixx.server.errors import send_error
+
+
+# A body declared over the size limit but at most this large is read and dropped (for at
+# most LINGER_SECONDS) before the 413, so the client reads the answer instead of a reset
+# connection; a larger one is answered at once, before a byte of it is read.
+LINGER_BYTES = 64 * 1024 * 1024
+LINGER_SECONDS = 5.0
 
 
 class RequestSizeLimit:
@@ -46,10 +58,17 @@ class RequestSizeLimit:
                 except ValueError:
                     declared = -1
                 if declared > self.max_bytes:
+                    if declared <= LINGER_BYTES:  # read and dropped, so the 413 is read
+                        await self._drain(receive, time.monotonic() + LINGER_SECONDS,
+                                          cap=LINGER_BYTES)
                     await self._refuse(send, scope)
                     return
                 break
         if not self._admit(max(declared, 0)):
+            # read and drop the body first (its size is within the limit, and nothing is
+            # kept): closing with it unread resets the connection, and the client would
+            # see "connection reset" instead of being told to retry
+            await self._drain(receive, time.monotonic() + self.body_timeout, cap=self.max_bytes)
             await self._busy(send, scope)
             return
         state = {"seen": 0, "held": max(declared, 0), "started": False, "refused": False,
@@ -101,6 +120,20 @@ class RequestSizeLimit:
             await self.app(scope, limited_receive, tracked_send)
         finally:
             self.inflight -= state["held"]
+
+    async def _drain(self, receive: Any, deadline: float, *, cap: int) -> None:
+        """Read a refused request's body to its end and drop it: at most `cap` bytes, until
+        `deadline`."""
+        seen = 0
+        while seen <= cap:
+            message = None
+            with anyio.move_on_after(max(deadline - time.monotonic(), 0)):
+                message = await receive()
+            if message is None or message["type"] != "http.request":
+                return
+            seen += len(message.get("body") or b"")
+            if not message.get("more_body"):
+                return
 
     def _admit(self, size: int) -> bool:
         return self.inflight == 0 or self.inflight + size <= self.max_inflight
