@@ -29,7 +29,6 @@ import anyio
 
 from nixx.server.errors import send_error
 
-
 # A body declared over the size limit but at most this large is read and dropped (for at
 # most LINGER_SECONDS) before the 413, so the client reads the answer instead of a reset
 # connection; a larger one is answered at once, before a byte of it is read.
