@@ -42,6 +42,7 @@ if TYPE_CHECKING:
     import numpy as np
 
     from nixx.memory.episodic import Episodic
+    from nixx.memory.layout import MemoryTrail
 
 REF_KINDS = {"buffer": "buffer_ids", "summary": "summary_ids", "source": "source_ids",
              "memory": "memory_ids"}  # fmt: skip
@@ -77,7 +78,7 @@ class Forgetting:
         fence: ForgetFence,
         embed: Callable[[Sequence[str]], Awaitable[np.ndarray]],
         repairs: Repairs,
-        forget_carried: Callable[[], None] = lambda: None,
+        trail: MemoryTrail | None,
     ) -> None:
         self.store = store
         self.episodic = episodic
@@ -85,8 +86,12 @@ class Forgetting:
         self.embed = embed
         self.repairs = repairs
         # the memory the `cache` layout carries into a conversation's later requests is
-        # held in this process (`MemoryTrail`): after a forget it may hold what is gone
-        self.forget_carried = forget_carried
+        # held in this process: after a forget it may hold what is gone (None: no trail)
+        self.trail = trail
+
+    def _forget_carried(self) -> None:
+        if self.trail is not None:
+            self.trail.forget()
 
     async def forget(self, kind: str, clear_intent: bool = False, /,
                      **ids: Sequence[int]) -> ForgetAnswer:
@@ -105,7 +110,7 @@ class Forgetting:
 
             result, intent_cleared, scrub = await to_thread.run_sync(work)
             self.episodic.forget_cache()
-            self.forget_carried()
+            self._forget_carried()
         if result.resummarise:
             self.repairs.resummarise()
         if result.rebuild_source_ids:
@@ -144,7 +149,7 @@ class Forgetting:
         async with self.fence.forgetting():  # the intent alone
             await to_thread.run_sync(intent_state.clear, self.store)
             scrub = await to_thread.run_sync(self.store.scrub)
-            self.forget_carried()
+            self._forget_carried()
         empty: ForgetResultJson = {"log_id": None, "kind": "query", "at": None, "buffer_ids": [],
                                  "summary_ids": [], "source_ids": [], "memory_ids": [],
                                  "memories_removed": 0, "resummarise": [],
@@ -173,7 +178,7 @@ class Forgetting:
                 )
             )
             await to_thread.run_sync(self.store.scrub)
-            self.forget_carried()
+            self._forget_carried()
         return summary
 
     async def resume_repairs(self) -> None:

@@ -166,7 +166,7 @@ class NixxService:
             resummarise=self.summaries.schedule_now,
             rebuild_sources=self.sources.schedule_rebuild,
             rederive_intent=self.intent.schedule_repair,
-        ), forget_carried=self._forget_carried)
+        ), trail=self._turn_parts.trail)
         self._bound = False
         self._models: list[str] | None = None
         self._last_model = ""  # the model of the newest turn or own call (for the status)
@@ -537,12 +537,6 @@ class NixxService:
         return await self.forgetting.update_summary(
             summary_id, content=content, tags=tags, entities=entities
         )
-
-    def _forget_carried(self) -> None:
-        """The memory the `cache` layout carries into a conversation's later requests is
-        held in this process (`MemoryTrail`): after a forget it may hold what is gone."""
-        if self._turn_parts.trail is not None:
-            self._turn_parts.trail.forget()
 
     async def resume_repairs(self) -> None:
         """Schedule the repairs a forget left queued (`Forgetting.resume_repairs`)."""
