@@ -45,7 +45,7 @@ import numpy as np
 
 from nixx.store import open_store
 from nixx.store.portable import header_record, utc_now
-from nixx.testing.fake_llm import FakeLLM, Reply
+from nixx.testing.fake_llm import FakeLLM
 
 WORDS = [
     "postgres",
@@ -229,16 +229,6 @@ def pct(values: list[float], p: float) -> float:
     return float(np.percentile(np.array(values), p))
 
 
-def question_of(body: dict[str, Any]) -> str:
-    """The user's words in the request's last user message (before any memory nixx added
-    after them: `nixx.memory.layout`)."""
-    last = ""
-    for message in body.get("messages", []):
-        if message.get("role") == "user" and isinstance(message.get("content"), str):
-            last = message["content"]
-    return last.split("\n\n", 1)[0]
-
-
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--turns", type=int, default=200)
@@ -284,12 +274,9 @@ def main() -> int:
         f"{time.perf_counter() - t0:.1f}s ({db.stat().st_size / 1e6:.0f} MB): {db}"
     )
 
+    # the answer is FakeLLM's default, the user's own words (not the memory nixx added
+    # after them: echoing that would make every answer the recalled block, ~2 KB)
     llm = FakeLLM()
-    # The answer is the user's own words, as FakeLLM's default echo was before nixx's
-    # memory moved into the latest user message (the `cache` prompt layout): echoing that
-    # message whole would make every answer the recalled block (~2 KB instead of ~50
-    # characters), and a run would time a different conversation from the build before.
-    llm.responder = lambda body: Reply(content="echo: " + question_of(body))
     server, base = start_server(
         tmp,
         db,

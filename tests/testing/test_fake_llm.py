@@ -26,6 +26,16 @@ def test_json_and_default_echo(fake_llm: FakeLLM) -> None:
     assert fake_llm.chat_requests[-1]["messages"][0]["content"] == "hello there"
 
 
+def test_default_echo_leaves_out_the_memory_nixx_added(fake_llm: FakeLLM) -> None:
+    from nixx.memory.layout import memory_text, place_memory
+
+    messages = place_memory([{"role": "user", "content": "hello\n\nthere"}],
+                            memory_text("## Current Intent\nWrite the docs."))
+    assert "Write the docs." in messages[0]["content"]
+    out = client(fake_llm).chat.completions.create(model="m", messages=messages)
+    assert out.choices[0].message.content == "echo: hello\n\nthere"
+
+
 def test_stream_with_tool_calls(fake_llm: FakeLLM) -> None:
     fake_llm.queue(Reply(content="let me look", tool_calls=[ToolCall("read_file", {"path": "a.txt"})]))
     stream = client(fake_llm).chat.completions.create(

@@ -10,7 +10,9 @@ on the exact prompt nixx built. It is the only stand-in in nixx's tests: the LLM
         assert llm.chat_requests[-1]["messages"][0]["role"] == "system"
 
 Replies come from the queue first, then from `responder(body)`, then the default,
-which echoes the last user message as ``echo: <text>``.
+which echoes the user's words in the last user message as ``echo: <text>`` (not the
+memory nixx added after them, `nixx.memory.layout`: a model that repeated it would put
+that memory into the buffer, where a later turn recalls it — a cleared intent, say).
 
 It can be told to behave as a local server does (llama.cpp, llama-cpp-python):
 
@@ -89,6 +91,18 @@ def _text_of(content: Any) -> str:
     if isinstance(content, list):
         return "".join(p.get("text", "") for p in content if isinstance(p, dict))
     return ""
+
+
+def user_words(body: dict[str, Any]) -> str:
+    """The user's words in a request's last user message: its text before the memory
+    nixx added after them (`nixx.memory.layout`), if any."""
+    from nixx.memory.prompts import MEMORY_NOTE
+
+    last = ""
+    for message in body.get("messages", []):
+        if message.get("role") == "user":
+            last = _text_of(message.get("content"))
+    return last.partition(f"\n\n{MEMORY_NOTE}")[0]
 
 
 class _QuietServer(ThreadingHTTPServer):
@@ -229,11 +243,7 @@ class FakeLLM:
                 return self._queue.pop(0)
         if self.responder is not None:
             return self.responder(body)
-        last = ""
-        for message in body.get("messages", []):
-            if message.get("role") == "user":
-                last = _text_of(message.get("content"))
-        return Reply(content=f"echo: {last}")
+        return Reply(content=f"echo: {user_words(body)}")
 
     def _handler_class(self) -> type[BaseHTTPRequestHandler]:
         fake = self
