@@ -36,7 +36,9 @@ def say(nixx: Nixx, llm: FakeLLM, text: str, answer: str, **kw: Any) -> Any:
 
 
 def embedded(nixx: Nixx) -> None:
-    """Do the background queue's work now (tests never wait on timing)."""
+    """Do the background work now (tests never wait on timing): the summary a clear
+    started, then the row vectors."""
+    nixx.idle()
     nixx.service.row_vectors.drain()
     assert nixx.service.store.buffer_vector_stats()["pending"] == 0
 
