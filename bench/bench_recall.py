@@ -34,6 +34,7 @@ import time
 from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # one BLAS thread: the machine is shared
 
@@ -187,7 +188,18 @@ def recall_at(ranked: list[int], evidence: list[int]) -> dict[int, float]:
 #: assistant (built to be hard for full text: paraphrases that share no word);
 #: `dialogue` two friends talking over months (names, small talk, facts said in passing:
 #: built like real multi-session chat, where words carry most of the evidence).
-SETS = {"assistant": (recall_data, (12, 13)), "dialogue": (dialogue_data, (7, 8))}
+class _Turns:
+    """The dialogue set as alternating turns (`dialogue_data.as_turns`)."""
+
+    CATEGORIES = dialogue_data.CATEGORIES
+    build = staticmethod(dialogue_data.build_turns)
+
+
+SETS: dict[str, Any] = {
+    "assistant": (recall_data, (12, 13)),
+    "dialogue": (dialogue_data, (7, 8)),
+    "turns": (_Turns, (7, 8)),
+}
 CATEGORIES: tuple[str, ...] = ()
 
 
@@ -239,8 +251,21 @@ class Loaded:
         store.bind_embedder(embedder.model, embedder.dim)
         store.add_buffer_vectors(list(zip(self.ids.tolist(), self.matrix, strict=True)))
         self.by_id = {r.id: r for r in self.rows}
-        self.qvecs = embedder.embed_queries([q.text for q in conv.questions])
+        # the questions as the search embeds them: without the store's common words
+        # (`search.vector_text`); `whole` as they were embedded before that, to compare
+        self.common = [store.common_words(q.text) for q in conv.questions]
+        self.qvecs = embedder.embed_queries(
+            [
+                search.vector_text(q.text, c)
+                for q, c in zip(conv.questions, self.common, strict=True)
+            ]
+        )
+        self.whole = embedder.embed_queries([q.text for q in conv.questions])
         self.now = datetime_of(self.rows[-1].created_at) + timedelta(days=1)
+
+    def whole_of(self, i: int) -> np.ndarray | None:
+        """Question i's whole embedding, when the search asks the vectors without words."""
+        return self.whole[i] if self.common[i] else None
 
     def vec_hits(self, qvec: np.ndarray, limit: int = 50) -> list[BufferHit]:
         return self.store.search_buffer_vectors(qvec, limit=limit)
@@ -309,20 +334,44 @@ def run(
             results["full text (search_buffer)"] = evaluate(
                 loaded_all, lambda ld, i: [h.row.id for h in ld.fts_hits(ld.conv.questions[i].text)]
             )
+        if vname in ("chosen", row_text.CHOSEN):
+            results["vectors, whole question (before)"] = evaluate(
+                loaded_all, lambda ld, i: [h.row.id for h in ld.vec_hits(ld.whole[i])]
+            )
         results[f"vectors [{vname}]"] = evaluate(
             loaded_all, lambda ld, i: [h.row.id for h in ld.vec_hits(ld.qvecs[i])]
         )
-        def vectors_of(ld: Loaded, i: int) -> np.ndarray:
-            extra = search.texts_to_embed(ld.conv.questions[i].text)[1:]
+
+        def vectors_of(ld: Loaded, i: int, whole: bool = False) -> np.ndarray:
+            common = [] if whole else ld.common[i]
+            first = (ld.whole if whole else ld.qvecs)[i : i + 1]
+            extra = search.texts_to_embed(ld.conv.questions[i].text, common)[1:]
             if not extra:
-                return ld.qvecs[i : i + 1]
-            return np.vstack([ld.qvecs[i : i + 1], embedder.embed_queries(extra)])
+                return first
+            return np.vstack([first, embedder.embed_queries(extra)])
 
         if vname in ("chosen", row_text.CHOSEN):
             results["rank fusion (before: RRF k=60, nb0.2, date)"] = evaluate(
                 loaded_all,
-                lambda ld, i: rrf_baseline(ld, ld.conv.questions[i].text, vectors_of(ld, i)),
+                lambda ld, i: rrf_baseline(
+                    ld, ld.conv.questions[i].text, vectors_of(ld, i, whole=True)
+                ),
             )
+
+            def fused_whole(ld: Loaded, i: int) -> list[int]:
+                out = search.search_store(
+                    ld.store,
+                    ld.conv.questions[i].text,
+                    vectors_of(ld, i, whole=True),
+                    limit=DEPTH,
+                    params=search.params_for(embedder.model),
+                    now=ld.now,
+                    context=0,
+                    min_cosine=min_cosine,
+                )
+                return [r.id for r in out if r.kind == "buffer"]
+
+            results["fused, whole question embedded (before)"] = evaluate(loaded_all, fused_whole)
         for pname, params in param_sets(embedder.model, args.params).items():
 
             def fused(ld: Loaded, i: int, params: FusionParams = params) -> list[int]:
@@ -336,6 +385,7 @@ def run(
                     now=ld.now,
                     context=0,
                     min_cosine=min_cosine,
+                    whole=ld.whole_of(i),
                 )
                 return [r.id for r in out if r.kind == "buffer"]
 
@@ -406,6 +456,11 @@ def rrf_baseline(ld: Loaded, query: str, vectors: np.ndarray) -> list[int]:
     return sorted(score, key=lambda rid: (-score[rid], -rid))
 
 
+def near(r: search.Result) -> float:
+    """The cosine recall's row floor reads (`recall.above_row_floor`)."""
+    return max(r.cosine or 0.0, r.whole_cosine or 0.0)
+
+
 def floor_report(loaded_all: list[Loaded], embedder: CachedEmbedder, params: FusionParams) -> None:
     """Related vs unrelated questions through recall's own selection (`recall.select`
     over the fused top 20, budget 600 tokens): what each cosine floor injects."""
@@ -413,23 +468,39 @@ def floor_report(loaded_all: list[Loaded], embedder: CachedEmbedder, params: Fus
 
     from nixx.memory.recall import select
 
-    uvecs = embedder.embed_queries(UNRELATED)
     asked: list[tuple[list[search.Result], set[int] | None]] = []
     for ld in loaded_all:
+        ucommon = [ld.store.common_words(t) for t in UNRELATED]
+        uvecs = embedder.embed_queries(
+            [search.vector_text(t, c) for t, c in zip(UNRELATED, ucommon, strict=True)]
+        )
+        uwhole = embedder.embed_queries(UNRELATED)
         for i, q in enumerate(ld.conv.questions):
             out = search.search_store(
-                ld.store, q.text, ld.qvecs[i : i + 1], limit=20, params=params, now=ld.now
+                ld.store,
+                q.text,
+                ld.qvecs[i : i + 1],
+                limit=20,
+                params=params,
+                now=ld.now,
+                whole=ld.whole_of(i),
             )
             asked.append((out, set(evidence_ids(q))))
         for j, text in enumerate(UNRELATED):
             out = search.search_store(
-                ld.store, text, uvecs[j : j + 1], limit=20, params=params, now=ld.now
+                ld.store,
+                text,
+                uvecs[j : j + 1],
+                limit=20,
+                params=params,
+                now=ld.now,
+                whole=uwhole[j] if ucommon[j] else None,
             )
             asked.append((out, None))
     ev_cos = sorted(
-        r.cosine for out, ev in asked if ev for r in out[:10] if r.id in ev and r.cosine is not None
+        near(r) for out, ev in asked if ev for r in out[:10] if r.id in ev and r.cosine is not None
     )
-    un_top = sorted(max([r.cosine or 0.0 for r in out] or [0.0]) for out, ev in asked if ev is None)
+    un_top = sorted(max([near(r) for r in out] or [0.0]) for out, ev in asked if ev is None)
     pct = lambda xs, p: xs[min(len(xs) - 1, int(p * len(xs)))]  # noqa: E731
     print("\nfloor calibration (cosine of the fused top results):")
     print(
@@ -450,7 +521,7 @@ def floor_report(loaded_all: list[Loaded], embedder: CachedEmbedder, params: Fus
     total_ev = sum(len(ev) for _, ev in asked if ev)
     rules = {
         "cosine or words (shipped)": lambda r, floor: True,
-        "cosine alone (before)": lambda r, floor: (r.cosine or 0.0) >= floor,
+        "cosine alone (before)": lambda r, floor: near(r) >= floor,
     }
     for floor in (0.3, 0.35, 0.4, 0.45, 0.5, 0.55):
         for rule, admits in rules.items():

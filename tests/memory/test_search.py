@@ -37,7 +37,7 @@ def test_agreeing_rankers_win_and_weights_count() -> None:
     assert one.ranks == {"fts": 1, "vec": 3} and one.bm25 is not None and one.cosine is not None
     assert set(one.why) >= {"words", "vector"}
     # row 1 carries all the words and a middling cosine, row 2 half the words and a high one
-    fts, vec = hits([1, 2], [1.0, 0.5]), hits([2, 1], [0.6, 0.35])
+    fts, vec = hits([1, 2], [1.0, 0.5]), hits([2, 1], [0.55, 0.35])
     assert search.fuse(fts, vec)[0].id == 1
     vec_heavy = search.FusionParams(w_words=0.2, w_vec=0.8)
     assert search.fuse(fts, vec, params=vec_heavy)[0].id == 2

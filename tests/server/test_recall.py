@@ -246,7 +246,10 @@ def test_recall_follows_search_and_says_why(both: Nixx, llm: FakeLLM) -> None:
         r["id"]
         for r in found["results"]
         if r["kind"] == "buffer"
-        and ((r["cosine"] or 0) >= ctx["row_floor"] or (r["bm25"] or 0) >= ctx["word_floor"])
+        and (
+            max(r["cosine"] or 0, r["whole_cosine"] or 0) >= ctx["row_floor"]
+            or (r["bm25"] or 0) >= ctx["word_floor"]
+        )
     ]
     recalled = {x["id"] for x in ctx["recalled"]}
     assert [x["id"] for x in ctx["recalled"]] == [i for i in above if i in recalled]
@@ -288,3 +291,61 @@ def test_source_search_finds_the_read_cursor_passage(
         assert not any("Read state" in h.memory.content for h in nearest)
         for r in results:
             assert 0 < r["score"] <= 1
+
+
+# ---- a chat between two people: the speakers' names are not evidence ------------------
+CHATTER = [
+    "How's work?",
+    "Ha, same here",
+    "Good morning!",
+    "Talk soon",
+    "That sounds lovely",
+    "How was your weekend?",
+    "Not much, you?",
+    "So true",
+    "Miss you!",
+    "Haha yes",
+]
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def local_both(request: pytest.FixtureRequest, make_settings: Any, tmp_path: Any) -> Iterator[Nixx]:
+    if request.param == "sqlite":
+        url = f"sqlite:///{tmp_path}/chat.db"
+    else:
+        url = request.getfixturevalue("pg_url")
+    settings = make_settings(
+        db_url=url, embed_provider="local", embed_model="all-MiniLM-L6-v2", recall_threshold=None
+    )
+    with TestClient(base_url=LOCAL, app=create_app(settings)) as client:
+        yield Nixx(client)
+
+
+def test_a_speakers_name_does_not_pull_their_small_talk_first(
+    local_both: Nixx, llm: FakeLLM
+) -> None:
+    """Every row of a chat starts with its speaker's name, so a short row of that person
+    ("Melanie: Talk soon") is near any question naming them by the name alone; embedded
+    whole, the question below ranked two such rows above its answer. The name is in half
+    the rows, so the vector rankers are asked without it (`vector_query`)."""
+    store = local_both.service.store
+    for i in range(120):
+        who = "Caroline" if i % 2 else "Melanie"
+        store.append_buffer("user", f"{who}: {CHATTER[(i // 2) % len(CHATTER)]}")
+    answer = store.append_buffer(
+        "user", "Melanie: Did my first 10k two days ago, raising money for the children's hospital"
+    )
+    for line in CHATTER:
+        store.append_buffer("user", f"Caroline: {line}")
+    embedded(local_both)
+    question = "What does Melanie do to give back to the community?"
+    found = local_both.client.post(
+        "/v1/episodic/search", json={"query": question, "limit": 5}
+    ).json()
+    assert found["results"][0]["id"] == answer.id, found["results"][:3]
+    ctx = local_both.client.get("/v1/debug/context", params={"query": question}).json()
+    assert ctx["vector_query"] == "What does do to give back to the community?"
+    assert ctx["recalled"] and ctx["recalled"][0]["id"] == answer.id
+    # a question naming nobody is asked whole
+    ctx = local_both.client.get("/v1/debug/context", params={"query": "who ran a 10k?"}).json()
+    assert ctx["vector_query"] == "who ran a 10k?"

@@ -227,9 +227,7 @@ class StoreContract:
         assert [h.row.id for h in store.search_buffer("migrations running")] == [row.id]
         assert [h.row.id for h in store.search_buffer("MIGRATIONS")] == [row.id]
 
-    def test_full_text_scores_are_the_share_of_the_questions_term_weight(
-        self, store: MemoryStore
-    ):
+    def test_full_text_scores_are_the_share_of_the_questions_term_weight(self, store: MemoryStore):
         # the same scale on every engine: a row with all the question's words scores near
         # 1, a row with only its rarest word most of that, a row with only a word of most
         # rows (a speaker's name in a chat between two people) next to nothing
@@ -242,6 +240,22 @@ class StoreContract:
         assert 0.6 <= hits[rare.id] <= 1.3
         name_only = [score for rid, score in hits.items() if rid not in (both.id, rare.id)]
         assert name_only and max(name_only) < 0.1
+
+    def test_common_words_are_those_of_a_quarter_of_the_rows(self, store: MemoryStore):
+        # three people talking: each name starts a third of the rows; "pottery" is in few
+        def say(i: int) -> None:
+            who = ("Caroline", "Melanie", "Jon")[i % 3]
+            extra = " after pottery" if i % 10 == 0 else ""
+            store.append_buffer("user", f"{who}: what a weekend, number {i}{extra}!", "api")
+
+        question = "What did Melanie's friends make at pottery on the weekend?"
+        for i in range(90):
+            say(i)
+        assert store.common_words(question) == []  # under 100 rows, no word is common
+        for i in range(90, 120):
+            say(i)
+        assert store.common_words(question) == ["melanie", "weekend"]
+        assert store.common_words("") == [] and store.common_words("Jon?") == ["jon"]
 
     def test_a_question_naming_a_person_does_not_rank_that_persons_rows_first(
         self, store: MemoryStore
@@ -259,9 +273,7 @@ class StoreContract:
         assert out[0].id == answer.id
         assert out[0].score > 3 * max(r.score for r in out[1:])
 
-    def test_a_decisive_vector_match_beats_a_flood_of_weak_word_matches(
-        self, store: MemoryStore
-    ):
+    def test_a_decisive_vector_match_beats_a_flood_of_weak_word_matches(self, store: MemoryStore):
         from nixx.memory import search
 
         store.bind_embedder(MODEL, DIM)
@@ -281,7 +293,10 @@ class StoreContract:
         vague = [store.append_buffer("user", f"some thought {i}", "api") for i in range(3)]
         other = unit(0.0, 0.0, 0.0, 1.0)  # no other row is near it
         store.add_buffer_vectors(  # cosine 0.1 against 0.45
-            [(rare.id, unit(0, 0, 0, 0.1, 0.995)), *[(r.id, unit(0, 0, 0, 0.45, 0.89)) for r in vague]]
+            [
+                (rare.id, unit(0, 0, 0, 0.1, 0.995)),
+                *[(r.id, unit(0, 0, 0, 0.45, 0.89)) for r in vague],
+            ]
         )
         out = search.search_store(store, "parrot at the vet", other[None], limit=3)
         assert out[0].id == rare.id
@@ -1084,9 +1099,14 @@ class StoreContract:
         """An assistant row keeps its tool calls' arguments and the agent's name in
         `meta`: a forget query must find the row there too (issue 26)."""
         store.append_buffer("user", "look it up")
-        row = store.append_buffer("assistant", "done", meta={
-            "tools": [{"name": "read_file", "arguments": {"path": "Quokka-9931.txt"}}],
-            "agent": "team/coder"})
+        row = store.append_buffer(
+            "assistant",
+            "done",
+            meta={
+                "tools": [{"name": "read_file", "arguments": {"path": "Quokka-9931.txt"}}],
+                "agent": "team/coder",
+            },
+        )
         rows, _, _ = store.find_text(["quokka-9931"], 10)
         assert [r.id for r in rows] == [row.id]
         rows, _, _ = store.find_text(["team/coder", "done"], 10)

@@ -129,6 +129,9 @@ class RecallContext:
     threshold: float | None = None
     recall_enabled: bool = True
     query: str | None = None
+    # the query as the vector rankers were asked it: without the store's common words
+    # (`nixx.memory.search.vector_text`); None when nothing was embedded
+    vector_query: str | None = None
     before_buffer_id: int | None = None
     recalled: list[Recalled] = field(default_factory=list)
     row_floor: float | None = None
@@ -155,6 +158,7 @@ class RecallContext:
             "budget_tokens": self.budget_tokens,
             "considered": self.considered,
             "query": self.query,
+            "vector_query": self.vector_query,
             "before_buffer_id": self.before_buffer_id,
             "recalled": [item.info() for item in self.recalled],
         }
@@ -319,6 +323,7 @@ class Recall:
             threshold=self.threshold,
             recall_enabled=enabled,
             query=parts.query if parts is not None else query,
+            vector_query=parts.vector_query if parts is not None else None,
             before_buffer_id=before_id,
             recalled=recalled,
             row_floor=self.row_floor,
@@ -457,11 +462,14 @@ def tokens(text: str) -> int:
 
 def above_row_floor(result: Result, row_floor: float) -> bool:
     """Whether `result` is a buffer row that may be recalled (and so needs its
-    neighbouring rows): its cosine reaches the row floor, or it carries `WORD_FLOOR` of
-    the question's term weight."""
+    neighbouring rows): its cosine reaches the row floor — the nearer of its cosine to the
+    question as the vector ranker asked it and to the whole question
+    (`nixx.memory.search.vector_text`) — or it carries `WORD_FLOOR` of the question's
+    term weight."""
     if result.kind != "buffer":
         return False
-    return (result.cosine or 0.0) >= row_floor or (result.bm25 or 0.0) >= WORD_FLOOR
+    near = max(result.cosine or 0.0, result.whole_cosine or 0.0)
+    return near >= row_floor or (result.bm25 or 0.0) >= WORD_FLOOR
 
 
 def select(

@@ -41,7 +41,7 @@ from typing import Any, Generic, TypeVar
 import numpy as np
 
 from nixx.store.base import MemoryStore
-from nixx.store.fts_query import fts5_match
+from nixx.store.fts_query import fts5_match, query_terms
 from nixx.store.records import BufferHit, BufferRow, MemoryHit, Summary, SummaryHit
 
 
@@ -49,8 +49,8 @@ from nixx.store.records import BufferHit, BufferRow, MemoryHit, Summary, Summary
 class FusionParams:
     """How the rankers' evidence is weighed (the module docstring)."""
 
-    w_words: float = 0.55  # weight of word evidence: the share of the question's term weight
-    w_vec: float = 0.45  # weight of vector evidence: the cosine on the model's scale
+    w_words: float = 0.5  # weight of word evidence: the share of the question's term weight
+    w_vec: float = 0.5  # weight of vector evidence: the cosine on the model's scale
     w_summary: float = 1.0  # a summary's vector evidence, relative to a row's
     cos_lo: float = 0.15  # the cosine that is no evidence (unrelated text reaches it)...
     cos_hi: float = 0.65  # ...and the one that is decisive (calibrated per model: nixx.embed)
@@ -58,12 +58,23 @@ class FusionParams:
     period_boost: float = 0.5  # relative boost of rows inside a period the question names
     depth: int = 50  # candidates taken from each ranker
     neighbours_of: int = 10  # the best this many rows lend evidence to rows no ranker found
+    crowd: int = 0  # the cosine of the vector ranker's crowd-th row...
+    crowd_share: float = 1.0  # ...raises the no-evidence cosine by this share of its excess
 
-    def vector_evidence(self, cosine: float | None) -> float:
-        """A cosine on the 0..1 scale of evidence (0 at `cos_lo`, 1 at `cos_hi`)."""
+    def vector_evidence(self, cosine: float | None, lo: float | None = None) -> float:
+        """A cosine on the 0..1 scale of evidence (0 at `lo`, default `cos_lo`, 1 at
+        `cos_hi`)."""
         if cosine is None:
             return 0.0
-        return min(1.0, max(0.0, (cosine - self.cos_lo) / (self.cos_hi - self.cos_lo)))
+        lo = self.cos_lo if lo is None else lo
+        return min(1.0, max(0.0, (cosine - lo) / (self.cos_hi - self.cos_lo)))
+
+    def crowd_level(self, vec: Sequence[BufferHit]) -> float:
+        """The no-evidence cosine for one question."""
+        if not self.crowd or len(vec) < self.crowd:
+            return self.cos_lo
+        level = vec[self.crowd - 1].score
+        return self.cos_lo + self.crowd_share * max(0.0, level - self.cos_lo)
 
 
 # chosen on both benchmark sets (bench/bench_recall.py: the assistant set and the
@@ -93,6 +104,9 @@ class Result:
     summary: Summary | None = None
     context: list[BufferRow] = field(default_factory=list)
     cosine: float | None = None  # the row's or summary's vector similarity to the query
+    # a row's cosine to the whole question, when the vector ranker was asked it without
+    # its common words (`vector_text`) and the row is among the whole question's nearest
+    whole_cosine: float | None = None
     # the row's full-text score: the share of the question's term weight it carries (BM25;
     # None: no shared term)
     bm25: float | None = None
@@ -202,6 +216,7 @@ class _Candidates:
     rows: dict[int, BufferRow] = field(default_factory=dict)
     ranks: dict[int, dict[str, int]] = field(default_factory=dict)
     cosine: dict[int, float] = field(default_factory=dict)
+    whole: dict[int, float] = field(default_factory=dict)  # cosines to the whole question
     bm25: dict[int, float] = field(default_factory=dict)
     why: dict[int, dict[str, float]] = field(default_factory=dict)
     base: dict[int, float] = field(default_factory=dict)  # own evidence, before lending
@@ -214,7 +229,7 @@ class _Candidates:
             self.ranks.setdefault(hit.row.id, {}).setdefault(name, rank)
             scores.setdefault(hit.row.id, hit.score)
 
-    def weigh(self) -> None:
+    def weigh(self, lo: float | None = None) -> None:
         """Each row's own evidence: its words and its vector, on one 0..1 scale each."""
         p = self.params
         for rid in self.rows:
@@ -222,7 +237,7 @@ class _Candidates:
             if rid in self.bm25:
                 parts["words"] = p.w_words * min(1.0, self.bm25[rid])
             if rid in self.cosine:
-                parts["vector"] = p.w_vec * p.vector_evidence(self.cosine[rid])
+                parts["vector"] = p.w_vec * p.vector_evidence(self.cosine[rid], lo)
             self.base[rid] = sum(parts.values())
 
     def add_neighbours(self, rows_near: Callable[[list[int]], Sequence[BufferRow]]) -> None:
@@ -258,6 +273,7 @@ class _Candidates:
             created_at=row.created_at,
             row=row,
             cosine=self.cosine.get(rid),
+            whole_cosine=self.whole.get(rid),
             bm25=self.bm25.get(rid),
             ranks=self.ranks[rid],
             why=self.why[rid],
@@ -267,7 +283,7 @@ class _Candidates:
         """A row sharing no word, lent nothing and nearer than `min_cosine` is not shown."""
         if min_cosine is None or rid in self.bm25 or "neighbour" in self.why[rid]:
             return False
-        return self.cosine.get(rid, 0.0) < min_cosine
+        return max(self.cosine.get(rid, 0.0), self.whole.get(rid, 0.0)) < min_cosine
 
 
 def _summary_result(hit: SummaryHit, rank: int, score: float) -> Result:
@@ -292,16 +308,20 @@ def fuse(
     limit: int | None = None,
     min_cosine: float | None = None,
     rows_near: Callable[[list[int]], Sequence[BufferRow]] | None = None,
+    whole: Sequence[BufferHit] = (),
 ) -> list[Result]:
     """The fused list, best first (see the module docstring): its first `limit` (None:
     all); with `min_cosine`, a row that shares no word with the query (no BM25 score),
     and a summary, must have at least that cosine. `rows_near` reads buffer rows by id:
     with it, the rows next to the best ones are candidates too (an answer after the
-    question that shares the words)."""
+    question that shares the words). `whole`: the rows nearest the whole question when
+    `vec` answered it without its common words; they rank nothing, their cosines are
+    kept (`Result.whole_cosine`: recall's floor reads the nearer of the two)."""
     pool = _Candidates(params)
     pool.gather("fts", fts)
     pool.gather("vec", vec)
-    pool.weigh()
+    pool.whole = {h.row.id: h.score for h in whole}
+    pool.weigh(params.crowd_level(vec))
     if rows_near is not None and params.neighbour and params.neighbours_of:
         pool.add_neighbours(rows_near)
     # ordered on (score, kind, id) first; a Result is made for what is kept only
@@ -332,11 +352,27 @@ def fuse(
 
 
 # ---- against a store ---------------------------------------------------------------------
-def texts_to_embed(query: str) -> list[str]:
+def vector_text(text: str, common: Sequence[str]) -> str:
+    """`text` without the `common` words (`MemoryStore.common_words`: in a quarter of the
+    rows or more), and their possessive "'s": what the vector ranker is asked. In a conversation
+    between two people every row starts with a speaker's name, and a short row ("Deborah:
+    How's work?") is near any question naming that person by the name alone; asked without
+    it, the rows near the question's subject come first (docs/memory.md). Unchanged when
+    nothing else would be left."""
+    if not common:
+        return text
+    names = "|".join(re.escape(w) for w in sorted(common, key=len, reverse=True))
+    pattern = re.compile(rf"(?<![^\W_])(?:{names})(?:['’]s)?(?![^\W_])", re.IGNORECASE)
+    stripped = " ".join(pattern.sub(" ", text).split())
+    return stripped if query_terms(stripped) else text
+
+
+def texts_to_embed(query: str, common: Sequence[str] = ()) -> list[str]:
     """The texts a search embeds: the query, and the anchor of a relative period
-    ("the week after <anchor>") when it names one."""
+    ("the week after <anchor>") when it names one, each without the `common` words
+    (`vector_text`)."""
     rel = relative_anchor(query)
-    return [query] + ([rel[2]] if rel else [])
+    return [vector_text(t, common) for t in [query] + ([rel[2]] if rel else [])]
 
 
 def text_side(
@@ -349,13 +385,20 @@ def text_side(
 
 
 def vector_side(
-    store: MemoryStore, vectors: np.ndarray | None, depth: int, before_id: int | None
+    store: MemoryStore,
+    vectors: np.ndarray | None,
+    depth: int,
+    before_id: int | None,
+    whole: np.ndarray | None = None,
 ) -> tuple[list[BufferHit], list[SummaryHit], list[BufferHit]]:
     if vectors is None or len(vectors) == 0:
         return [], [], []
     vec = store.search_buffer_vectors(vectors[0], limit=depth, before_id=before_id)
     summaries = store.search_summaries(
-        vectors[0], limit=depth, threshold=None, before_buffer_id=before_id
+        vectors[0] if whole is None else whole,
+        limit=depth,
+        threshold=None,
+        before_buffer_id=before_id,
     )
     anchor = (
         store.search_buffer_vectors(vectors[1], limit=depth, before_id=before_id)
@@ -373,18 +416,30 @@ class Rankers(Generic[S]):
     """What the three rankers answered for one question (`run_rankers`)."""
 
     query: str
+    # what the vector ranker was asked: the query without the store's common words
+    # (`vector_text`); None when nothing was embedded
+    vector_query: str | None = None
     fts: list[BufferHit] = field(default_factory=list)
     anchor_fts: list[BufferHit] = field(default_factory=list)
-    vector: np.ndarray | None = None  # the question's embedding (None: full text only)
-    vec: list[BufferHit] = field(default_factory=list)
+    # the whole question's embedding (None: full text only): summaries are searched by it
+    vector: np.ndarray | None = None
+    vec: list[BufferHit] = field(default_factory=list)  # the rows nearest `vector_query`
     anchor_vec: list[BufferHit] = field(default_factory=list)
+    whole: list[BufferHit] = field(default_factory=list)  # nearest `vector`, when it differs
     summaries: S | None = None  # what the caller's summary search returned
 
     def combine(self, summaries: Sequence[SummaryHit], **options: Any) -> list[Result]:
         """The fused list of these answers with `summaries` (the caller's pick of its
         summary search); `options` are `combine`'s keywords."""
         return combine(
-            self.query, self.fts, self.vec, summaries, self.anchor_fts, self.anchor_vec, **options
+            self.query,
+            self.fts,
+            self.vec,
+            summaries,
+            self.anchor_fts,
+            self.anchor_vec,
+            whole=self.whole,
+            **options,
         )
 
 
@@ -408,14 +463,22 @@ def run_rankers(
     text = pool.submit(text_side, store, query, depth)
     out: Rankers[S] = Rankers(query)
     try:
-        vectors = embed(texts_to_embed(query)) if store.has_episodic_vectors() else None
+        texts = texts_to_embed(query, store.common_words(query))
+        stripped = texts[0] != query  # then the whole question is embedded too, last
+        vectors = (
+            embed(texts + [query] if stripped else texts) if store.has_episodic_vectors() else None
+        )
         if vectors is not None and len(vectors):
-            out.vector = vectors[0]
-            summary_side = pool.submit(summaries, vectors[0])
+            out.vector, out.vector_query = vectors[-1 if stripped else 0], texts[0]
+            summary_side = pool.submit(summaries, out.vector)
             out.vec = store.search_buffer_vectors(vectors[0], limit=depth, before_id=before_id)
-            if len(vectors) > 1:
+            if len(texts) > 1:
                 out.anchor_vec = store.search_buffer_vectors(
                     vectors[1], limit=depth, before_id=before_id
+                )
+            if stripped:
+                out.whole = store.search_buffer_vectors(
+                    out.vector, limit=depth, before_id=before_id
                 )
             out.summaries = summary_side.result()
     finally:
@@ -435,14 +498,21 @@ def search_store(
     now: datetime | None = None,
     context: int = 1,
     min_cosine: float | None = None,
+    whole: np.ndarray | None = None,
 ) -> list[Result]:
     """The fused search, in one worker thread: `vectors` are the embeddings of
-    `texts_to_embed(query)` (None: full text only). Rows with id >= `before_id` (and
+    `texts_to_embed(query, store.common_words(query))` (None: full text only), `whole`
+    the whole query's when that left words out (`run_rankers` does all this). Rows with id >= `before_id` (and
     summaries ending there or later), the rows in `exclude_ids` and rows that repeat the
     query exactly are left out. Each buffer result gets up to `context` rows either side
     of it (same session) as `context`."""
     fts, anchor_fts = text_side(store, query, params.depth)
-    vec, summaries, anchor_vec = vector_side(store, vectors, params.depth, before_id)
+    vec, summaries, anchor_vec = vector_side(store, vectors, params.depth, before_id, whole)
+    nearest_whole = (
+        store.search_buffer_vectors(whole, limit=params.depth, before_id=before_id)
+        if whole is not None
+        else []
+    )
     return combine(
         query,
         fts,
@@ -458,6 +528,7 @@ def search_store(
         now=now,
         context=context,
         min_cosine=min_cosine,
+        whole=nearest_whole,
     )
 
 
@@ -477,6 +548,7 @@ def combine(
     now: datetime | None = None,
     context: int = 1,
     min_cosine: float | None = None,
+    whole: Sequence[BufferHit] = (),
 ) -> list[Result]:
     """`search_store` once the rankers have answered (the server runs the full-text and
     the vector side in two worker threads, then this). With `min_cosine`, a result that
@@ -532,6 +604,7 @@ def combine(
         limit=max(0, limit),
         min_cosine=min_cosine,
         rows_near=rows_near if store is not None else None,
+        whole=[h for h in whole if keep(h)],
     )
     if store is not None and context > 0:
         attach_context(store, results, context)
@@ -625,6 +698,7 @@ __all__ = [
     "search_store",
     "text_side",
     "texts_to_embed",
+    "vector_text",
     "vector_side",
     "month_period",
     "relative_anchor",

@@ -274,6 +274,16 @@ class MemoryStore:
             return []
         return self._engine.search_text(query or "", limit)
 
+    def common_words(self, query: str) -> list[str]:
+        """The content words of `query` (`fts_query.query_terms`) that a quarter of the
+        buffer's rows or more contain (`term_stats.COMMON_SHARE`), when it holds
+        `term_stats.COMMON_MIN_ROWS` rows or more: words that tell few rows from the
+        others (in a conversation between people, each speaker's name). bm25 weighs them
+        down by their IDF; the fused search leaves them out of the question it embeds
+        (`nixx.memory.search.vector_text`), so the vector ranker, too, stops matching
+        every row of a person the question names."""
+        return self._engine.common_words(query or "")
+
     def buffer_stats(self) -> BufferStats:
         with self._engine.read() as tx:
             rows, max_id = tx.buffer_totals()

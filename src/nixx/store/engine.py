@@ -390,6 +390,10 @@ class Engine(ABC):
         """Full-text search (`MemoryStore.search_buffer`); `limit` > 0."""
 
     @abstractmethod
+    def common_words(self, query: str) -> list[str]:
+        """`MemoryStore.common_words`."""
+
+    @abstractmethod
     def nearest_buffer(self, query: VectorQuery) -> list[BufferHit]: ...
 
     @abstractmethod

@@ -183,7 +183,9 @@ class PostgresEngine(Engine):
 
     def __init__(self, url: str, options: PostgresOptions) -> None:
         pool_size, ef_search, connect_timeout = (
-            options.pool_size, options.ef_search, options.connect_timeout
+            options.pool_size,
+            options.ef_search,
+            options.connect_timeout,
         )
         self.url = url
         self.ef_search = ef_search
@@ -302,7 +304,10 @@ class PostgresEngine(Engine):
             )
 
         return migrations.run(
-            MIGRATIONS, f"at {self._safe_url}", transaction=self._migrating, current=current,
+            MIGRATIONS,
+            f"at {self._safe_url}",
+            transaction=self._migrating,
+            current=current,
             record=record,
         )
 
@@ -351,6 +356,20 @@ class PostgresEngine(Engine):
             ).fetchall()
         return [BufferHit(row=ROWS.buffer_row(r), score=float(r[6] or 0.0) / total) for r in rows]
 
+    def common_words(self, query: str) -> list[str]:
+        from nixx.store.fts_query import query_terms
+        from nixx.store.term_stats import COMMON_MIN_ROWS, COMMON_SHARE
+
+        terms = query_terms(query)
+        if not terms:
+            return []
+        with self._conn() as conn:
+            cache = self._term_frequencies(conn, terms)
+        total, df = cache["rows"], cache["df"]
+        if total < COMMON_MIN_ROWS:
+            return []
+        return [t for t in terms if (df.get(t) or 0) >= COMMON_SHARE * total]
+
     def _term_weights(
         self, conn: psycopg.Connection[Any], terms: list[str]
     ) -> tuple[dict[str, float], float]:
@@ -358,7 +377,21 @@ class PostgresEngine(Engine):
         SQLite store weighs them (`term_stats`): frequencies cached per process and read
         again once the buffer grew by a tenth; words in half the rows or more left out of a
         store of `MIN_ROWS` rows or more; words the english configuration drops left out."""
-        from nixx.store.term_stats import IDF_FLOOR, MIN_ROWS, REFRESH_GROWTH, idf
+        from nixx.store.term_stats import IDF_FLOOR, MIN_ROWS, idf
+
+        cache = self._term_frequencies(conn, terms)
+        df: dict[str, int | None] = cache["df"]
+        total = cache["rows"]
+        weights = {t: idf(df[t] or 0, total) for t in terms if df.get(t) is not None}
+        if total >= MIN_ROWS:
+            weights = {t: w for t, w in weights.items() if w > IDF_FLOOR}
+        return weights, max(1.0, cache["avg"])
+
+    def _term_frequencies(self, conn: psycopg.Connection[Any], terms: list[str]) -> dict[str, Any]:
+        """The frequency cache, holding `terms`: {"rows", "avg", "max_id", "df": {word:
+        rows containing it, None for a word the english configuration drops}}. The dict
+        returned is the one read and filled here: another thread may swap in a new one."""
+        from nixx.store.term_stats import REFRESH_GROWTH
 
         cache = self._term_cache
         top = conn.execute("SELECT coalesce(max(id), 0) FROM buffer").fetchone()
@@ -374,11 +407,7 @@ class PostgresEngine(Engine):
         if unknown:
             for term, nodes, count in conn.execute(TERM_FREQUENCIES_SQL, (unknown,)):
                 df[term] = int(count) if nodes else None
-        total = cache["rows"]
-        weights = {t: idf(df[t] or 0, total) for t in terms if df.get(t) is not None}
-        if total >= MIN_ROWS:
-            weights = {t: w for t, w in weights.items() if w > IDF_FLOOR}
-        return weights, max(1.0, cache["avg"])
+        return cache
 
     def nearest_buffer(self, query: VectorQuery) -> list[BufferHit]:
         before = query.before is not None

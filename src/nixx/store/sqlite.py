@@ -321,6 +321,9 @@ class SQLiteEngine(Engine):
         )
         return [BufferHit(row=ROWS.buffer_row(r[:6]), score=-float(r[6]) / weight) for r in cur]
 
+    def common_words(self, query: str) -> list[str]:
+        return self._term_stats.common(self._conn(), query)
+
     def nearest_buffer(self, query: VectorQuery) -> list[BufferHit]:
         found = self.vectors.search("buffer_vectors", query)
         return [BufferHit(row=ROWS.buffer_row(row), score=s) for row, s in found]

@@ -64,6 +64,24 @@ class TermStats:
         kept = weighed if total < MIN_ROWS else [(t, w) for t, w in weighed if w > IDF_FLOOR]
         return [t for t, _ in kept], sum(w for _, w in kept)
 
+    def common(self, conn: apsw.Connection, query: str) -> list[str]:
+        """The words of `query` whose every stem is in `COMMON_SHARE` of the rows or more,
+        in a store of `COMMON_MIN_ROWS` rows or more (`MemoryStore.common_words`)."""
+        terms = query_terms(query)
+        total = _row_count(conn) if terms else 0
+        if total < COMMON_MIN_ROWS:
+            return []
+        tokenizer = conn.fts5_tokenizer(*_TOKENIZER)
+        out = []
+        for term in terms:
+            tokens = tokenizer(term.encode("utf-8"), apsw.FTS5_TOKENIZE_QUERY, None)
+            stems = [t[2] for t in tokens if isinstance(t, tuple) and len(t) >= 3]
+            if stems and all(
+                self._frequency(conn, s, total) >= COMMON_SHARE * total for s in stems
+            ):
+                out.append(term)
+        return out
+
     def forget(self) -> None:
         """Drop every cached frequency (after rows were deleted)."""
         with self._lock:
@@ -90,6 +108,14 @@ class TermStats:
 
 #: Below this many rows every word is matched (words in half the rows weigh nothing).
 MIN_ROWS = 1_000
+#: A word in this share of the rows or more is common (`TermStats.common`): bm25 weighs it
+#: down by its IDF (to nothing from half the rows on), the vector ranker cannot, so the
+#: question is embedded without it. A quarter: each speaker's name in a chat of two, three
+#: or four people (bench/bench_recall.py; a tenth and a sixth took topic words too).
+COMMON_SHARE = 0.25
+#: Below this many rows no word is common: in a handful of rows, a quarter of them sharing
+#: a word says nothing about the word.
+COMMON_MIN_ROWS = 100
 #: What bm25() uses for a word in half the rows or more.
 IDF_FLOOR = 1e-6
 
