@@ -4,7 +4,8 @@ Three rankers answer a question:
 
 - full text over the buffer (`store.search_buffer`: content words OR-ed, BM25),
 - vectors over the buffer rows (`store.search_buffer_vectors`; a row's vector is made
-  from the row alone, `nixx.memory.row_text`),
+  from the row alone, `nixx.memory.row_text`; the question is embedded without the words
+  a quarter of the rows contain, such as the speakers' names: `vector_text`),
 - vectors over the summaries (`store.search_summaries`).
 
 `fuse` combines them by the strength of their evidence, not by their ranks: a row's
@@ -12,7 +13,7 @@ full-text score is the share of the question's term weight it carries (BM25 over
 of the question's IDFs, the same scale in both stores: `nixx.store.term_stats`), its
 cosine is read on the embedding model's scale of evidence (`nixx.embed.cosine_scale`: 0
 where unrelated text reaches, 1 where a match is decisive), and the two are mixed
-(`FusionParams`: 0.55 words, 0.45 vector). Rank fusion let two weak ranks outscore one
+(`FusionParams`: 0.5 words, 0.5 vector). Rank fusion let two weak ranks outscore one
 decisive match — a row sharing one common word with the question ranked by both rankers
 beat the only row near it in meaning — and held out, on real conversation, it lost to
 full text alone. Then a row borrows part of the evidence of the rows next to it (the
