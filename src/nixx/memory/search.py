@@ -59,23 +59,12 @@ class FusionParams:
     period_boost: float = 0.5  # relative boost of rows inside a period the question names
     depth: int = 50  # candidates taken from each ranker
     neighbours_of: int = 10  # the best this many rows lend evidence to rows no ranker found
-    crowd: int = 0  # the cosine of the vector ranker's crowd-th row...
-    crowd_share: float = 1.0  # ...raises the no-evidence cosine by this share of its excess
 
-    def vector_evidence(self, cosine: float | None, lo: float | None = None) -> float:
-        """A cosine on the 0..1 scale of evidence (0 at `lo`, default `cos_lo`, 1 at
-        `cos_hi`)."""
+    def vector_evidence(self, cosine: float | None) -> float:
+        """A cosine on the 0..1 scale of evidence (0 at `cos_lo`, 1 at `cos_hi`)."""
         if cosine is None:
             return 0.0
-        lo = self.cos_lo if lo is None else lo
-        return min(1.0, max(0.0, (cosine - lo) / (self.cos_hi - self.cos_lo)))
-
-    def crowd_level(self, vec: Sequence[BufferHit]) -> float:
-        """The no-evidence cosine for one question."""
-        if not self.crowd or len(vec) < self.crowd:
-            return self.cos_lo
-        level = vec[self.crowd - 1].score
-        return self.cos_lo + self.crowd_share * max(0.0, level - self.cos_lo)
+        return min(1.0, max(0.0, (cosine - self.cos_lo) / (self.cos_hi - self.cos_lo)))
 
 
 # chosen on both benchmark sets (bench/bench_recall.py: the assistant set and the
@@ -230,7 +219,7 @@ class _Candidates:
             self.ranks.setdefault(hit.row.id, {}).setdefault(name, rank)
             scores.setdefault(hit.row.id, hit.score)
 
-    def weigh(self, lo: float | None = None) -> None:
+    def weigh(self) -> None:
         """Each row's own evidence: its words and its vector, on one 0..1 scale each."""
         p = self.params
         for rid in self.rows:
@@ -238,7 +227,7 @@ class _Candidates:
             if rid in self.bm25:
                 parts["words"] = p.w_words * min(1.0, self.bm25[rid])
             if rid in self.cosine:
-                parts["vector"] = p.w_vec * p.vector_evidence(self.cosine[rid], lo)
+                parts["vector"] = p.w_vec * p.vector_evidence(self.cosine[rid])
             self.base[rid] = sum(parts.values())
 
     def add_neighbours(self, rows_near: Callable[[list[int]], Sequence[BufferRow]]) -> None:
@@ -322,7 +311,7 @@ def fuse(
     pool.gather("fts", fts)
     pool.gather("vec", vec)
     pool.whole = {h.row.id: h.score for h in whole}
-    pool.weigh(params.crowd_level(vec))
+    pool.weigh()
     if rows_near is not None and params.neighbour and params.neighbours_of:
         pool.add_neighbours(rows_near)
     # ordered on (score, kind, id) first; a Result is made for what is kept only
@@ -355,11 +344,11 @@ def fuse(
 # ---- against a store ---------------------------------------------------------------------
 def vector_text(text: str, common: Sequence[str]) -> str:
     """`text` without the `common` words (`MemoryStore.common_words`: in a quarter of the
-    rows or more), and their possessive "'s": what the vector ranker is asked. In a conversation
-    between two people every row starts with a speaker's name, and a short row ("Deborah:
-    How's work?") is near any question naming that person by the name alone; asked without
-    it, the rows near the question's subject come first (docs/memory.md). Unchanged when
-    nothing else would be left."""
+    rows or more), and their possessive "'s": what the vector ranker is asked. In a
+    conversation between two people every row starts with a speaker's name, and a short
+    row ("Deborah: How's work?") is near any question naming that person by the name
+    alone; asked without it, the rows near the question's subject come first
+    (docs/memory.md). Unchanged when nothing else would be left."""
     if not common:
         return text
     names = "|".join(re.escape(w) for w in sorted(common, key=len, reverse=True))
@@ -503,7 +492,8 @@ def search_store(
 ) -> list[Result]:
     """The fused search, in one worker thread: `vectors` are the embeddings of
     `texts_to_embed(query, store.common_words(query))` (None: full text only), `whole`
-    the whole query's when that left words out (`run_rankers` does all this). Rows with id >= `before_id` (and
+    the whole query's when that left words out (`run_rankers` does all this). Rows with
+    id >= `before_id` (and
     summaries ending there or later), the rows in `exclude_ids` and rows that repeat the
     query exactly are left out. Each buffer result gets up to `context` rows either side
     of it (same session) as `context`."""
