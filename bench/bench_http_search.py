@@ -9,8 +9,12 @@ chat text, the same data as the SQLite and PostgreSQL full-text figures), each w
 clustered 384-d row vector (`bench_search.Clustered`); the summaries are bench_turn's. The
 HNSW sidecars are written before the server starts (as `nixx reindex` would), so the
 server loads them. The queries are fts_corpus's "typical" questions (3 content words),
-so the full-text side has real matches. A GET /health, interleaved, gives the HTTP floor
-of the same client and server. `--empty`
+so the full-text side has real matches. `--speakers` makes it a chat between two named
+people: every row starts with its speaker's name ("Deborah: ...", "Marcus: ...") and every
+question names one ("what did Deborah say about the ...?"), so the name is a word of half
+the rows and the search takes its other path (the name left out of the question's vector:
+one more text embedded, one more vector search). A GET /health, interleaved, gives the HTTP
+floor of the same client and server. `--empty`
 runs against an empty store instead (nothing to compare the query with).
 Prints p50/p95/p99, the server's CPU time per search (steadier than wall time on a busy
 machine) and the load average.
@@ -36,10 +40,26 @@ from bench_turn import cpu_seconds, rss_mb, sentence, start_server, wait_healthy
 from nixx.store import open_store  # noqa: E402
 from nixx.testing.fake_llm import FakeLLM  # noqa: E402
 
+SPEAKERS = ("Deborah", "Marcus")
 
-def seed(db: Path, rows: int, summaries: int, model: str) -> list[str]:
-    """The store described above; returns the questions."""
+
+def corpus(rows: int, speakers: bool) -> tuple[list[dict], list[str]]:
+    """fts_corpus's records and typical questions, with the speakers' names when asked."""
     records, typical, _ = fts_corpus(rows)
+    if not speakers:
+        return records, typical
+    for i, rec in enumerate(records[1:]):
+        rec["content"] = f"{SPEAKERS[i % 2]}: {rec['content']}"
+    asked = [
+        q.replace("what did we decide about", f"what did {SPEAKERS[i % 2]} say about")
+        for i, q in enumerate(typical)
+    ]
+    return records, asked
+
+
+def seed(db: Path, rows: int, summaries: int, model: str, speakers: bool = False) -> list[str]:
+    """The store described above; returns the questions."""
+    records, typical = corpus(rows, speakers)
     vectors = Clustered(seed=1).draw(rows)
     rng = random.Random(7)
 
@@ -86,16 +106,21 @@ def main() -> int:
                     help="NIXX_EMBED_ENGINE of the server (the local embedder's engine)")
     ap.add_argument("--db", type=Path, default=None, help="a store seeded before (seeded here when missing)")
     ap.add_argument("--seed-only", action="store_true", help="seed the store and stop")
+    ap.add_argument(
+        "--speakers",
+        action="store_true",
+        help="rows and questions carry two speakers' names (seed a store of its own)",
+    )
     args = ap.parse_args()
 
     tmp = Path(tempfile.mkdtemp(prefix="nixx-bench-search-"))
     model = "fake-embed" if args.embed == "openai" else "all-MiniLM-L6-v2"
     db = args.db or tmp / "nixx.db"
     reuse = args.db is not None and args.db.exists()
-    questions = fts_corpus(args.rows)[1] if reuse else []
+    questions = corpus(args.rows, args.speakers)[1] if reuse else []
     if not reuse and not args.empty:
         t0 = time.perf_counter()
-        questions = seed(db, args.rows, args.summaries, model)
+        questions = seed(db, args.rows, args.summaries, model, args.speakers)
         print(f"seeded in {time.perf_counter() - t0:.0f}s: {db}")
     if args.seed_only:
         return 0

@@ -263,10 +263,6 @@ class Loaded:
         self.whole = embedder.embed_queries([q.text for q in conv.questions])
         self.now = datetime_of(self.rows[-1].created_at) + timedelta(days=1)
 
-    def whole_of(self, i: int) -> np.ndarray | None:
-        """Question i's whole embedding, when the search asks the vectors without words."""
-        return self.whole[i] if self.common[i] else None
-
     def vec_hits(self, qvec: np.ndarray, limit: int = 50) -> list[BufferHit]:
         return self.store.search_buffer_vectors(qvec, limit=limit)
 
@@ -385,7 +381,6 @@ def run(
                     now=ld.now,
                     context=0,
                     min_cosine=min_cosine,
-                    whole=ld.whole_of(i),
                 )
                 return [r.id for r in out if r.kind == "buffer"]
 
@@ -456,9 +451,23 @@ def rrf_baseline(ld: Loaded, query: str, vectors: np.ndarray) -> list[int]:
     return sorted(score, key=lambda rid: (-score[rid], -rid))
 
 
-def near(r: search.Result) -> float:
-    """The cosine recall's row floor reads (`recall.above_row_floor`)."""
-    return max(r.cosine or 0.0, r.whole_cosine or 0.0)
+# questions about the speakers on subjects no conversation of either set mentions
+NAMED_UNRELATED = [
+    "What did {name} think of the opera in Vienna?",
+    "When did {name} go skydiving?",
+    "Did {name} ever win the lottery?",
+    "What did {name} say about the volcano tour?",
+    "How was {name}'s submarine trip?",
+    "When did {name} take up tango?",
+    "Has {name} tried beekeeping yet?",
+]
+
+
+def speakers(ld: Loaded) -> list[str]:
+    """The names rows start with ("Caroline: ...") that are common words of the store."""
+    heads = {r.content.split(":", 1)[0] for r in ld.rows if ":" in r.content[:20]}
+    names = [h for h in heads if h.isalpha() and h[:1].isupper()]
+    return sorted(n for n in names if ld.store.common_words(n))
 
 
 def floor_report(loaded_all: list[Loaded], embedder: CachedEmbedder, params: FusionParams) -> None:
@@ -468,13 +477,29 @@ def floor_report(loaded_all: list[Loaded], embedder: CachedEmbedder, params: Fus
 
     from nixx.memory.recall import select
 
-    asked: list[tuple[list[search.Result], set[int] | None]] = []
-    for ld in loaded_all:
-        ucommon = [ld.store.common_words(t) for t in UNRELATED]
-        uvecs = embedder.embed_queries(
-            [search.vector_text(t, c) for t, c in zip(UNRELATED, ucommon, strict=True)]
+    def ask(ld: Loaded, texts: Sequence[str]) -> list[list[search.Result]]:
+        """The fused top 20 of questions nothing in the conversation answers."""
+        if not texts:
+            return []
+        common = [ld.store.common_words(t) for t in texts]
+        vecs = embedder.embed_queries(
+            [search.vector_text(t, c) for t, c in zip(texts, common, strict=True)]
         )
-        uwhole = embedder.embed_queries(UNRELATED)
+        return [
+            search.search_store(
+                ld.store,
+                text,
+                vecs[j : j + 1],
+                limit=20,
+                params=params,
+                now=ld.now,
+            )
+            for j, text in enumerate(texts)
+        ]
+
+    asked: list[tuple[list[search.Result], set[int] | None]] = []
+    named: list[list[search.Result]] = []  # unrelated questions naming a speaker
+    for ld in loaded_all:
         for i, q in enumerate(ld.conv.questions):
             out = search.search_store(
                 ld.store,
@@ -483,24 +508,14 @@ def floor_report(loaded_all: list[Loaded], embedder: CachedEmbedder, params: Fus
                 limit=20,
                 params=params,
                 now=ld.now,
-                whole=ld.whole_of(i),
             )
             asked.append((out, set(evidence_ids(q))))
-        for j, text in enumerate(UNRELATED):
-            out = search.search_store(
-                ld.store,
-                text,
-                uvecs[j : j + 1],
-                limit=20,
-                params=params,
-                now=ld.now,
-                whole=uwhole[j] if ucommon[j] else None,
-            )
-            asked.append((out, None))
+        asked += [(out, None) for out in ask(ld, UNRELATED)]
+        named += ask(ld, [t.format(name=n) for n in speakers(ld) for t in NAMED_UNRELATED])
     ev_cos = sorted(
-        near(r) for out, ev in asked if ev for r in out[:10] if r.id in ev and r.cosine is not None
+        (r.cosine or 0.0) for out, ev in asked if ev for r in out[:10] if r.id in ev and r.cosine is not None
     )
-    un_top = sorted(max([near(r) for r in out] or [0.0]) for out, ev in asked if ev is None)
+    un_top = sorted(max([(r.cosine or 0.0) for r in out] or [0.0]) for out, ev in asked if ev is None)
     pct = lambda xs, p: xs[min(len(xs) - 1, int(p * len(xs)))]  # noqa: E731
     print("\nfloor calibration (cosine of the fused top results):")
     print(
@@ -513,24 +528,29 @@ def floor_report(loaded_all: list[Loaded], embedder: CachedEmbedder, params: Fus
     )
     print(
         "\n| row floor, rule | related: evidence rows injected | related: questions with evidence "
-        "injected | unrelated: questions injecting anything | unrelated: items injected |"
+        "injected | unrelated: questions injecting anything | unrelated: items injected | "
+        "unrelated, naming a speaker: questions injecting anything |"
     )
-    print("|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|")
     n_rel = sum(1 for _, ev in asked if ev is not None)
     n_un = len(asked) - n_rel
     total_ev = sum(len(ev) for _, ev in asked if ev)
     rules = {
         "cosine or words (shipped)": lambda r, floor: True,
-        "cosine alone (before)": lambda r, floor: near(r) >= floor,
+        "cosine alone (before)": lambda r, floor: (r.cosine or 0.0) >= floor,
     }
     for floor in (0.3, 0.35, 0.4, 0.45, 0.5, 0.55):
         for rule, admits in rules.items():
             ev_in = q_in = u_any = u_items = 0
-            for out, ev in asked:
+
+            def injected(out: list[search.Result], floor: float = floor, admits=admits) -> list:
                 kept = [r for r in out if r.kind != "buffer" or admits(r, floor)]
-                items = select(
+                return select(
                     kept, row_floor=floor, summary_threshold=1.0, budget_tokens=600, max_summaries=0
                 )
+
+            for out, ev in asked:
+                items = injected(out)
                 shown = {i for item in items for i in item.buffer_ids}
                 if ev is None:
                     u_any += bool(items)
@@ -538,9 +558,11 @@ def floor_report(loaded_all: list[Loaded], embedder: CachedEmbedder, params: Fus
                 else:
                     ev_in += len(shown & ev)
                     q_in += bool(shown & ev)
+            n_any = sum(1 for out in named if injected(out))
             print(
                 f"| {floor:.2f}, {rule} | {ev_in / total_ev:.3f} | {q_in / n_rel:.3f} | "
-                f"{u_any / n_un:.3f} | {u_items / n_un:.2f} per question |"
+                f"{u_any / n_un:.3f} | {u_items / n_un:.2f} per question | "
+                + (f"{n_any / len(named):.3f} of {len(named)} |" if named else "none asked |")
             )
 
 

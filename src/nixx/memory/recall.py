@@ -462,14 +462,13 @@ def tokens(text: str) -> int:
 
 def above_row_floor(result: Result, row_floor: float) -> bool:
     """Whether `result` is a buffer row that may be recalled (and so needs its
-    neighbouring rows): its cosine reaches the row floor — the nearer of its cosine to the
-    question as the vector ranker asked it and to the whole question
-    (`nixx.memory.search.vector_text`) — or it carries `WORD_FLOOR` of the question's
-    term weight."""
+    neighbouring rows): its cosine to the question as the vector ranker asked it (without
+    the store's common words, `nixx.memory.search.vector_text`: a speaker's name is no
+    evidence that a row is about the question) reaches the row floor, or it carries
+    `WORD_FLOOR` of the question's term weight."""
     if result.kind != "buffer":
         return False
-    near = max(result.cosine or 0.0, result.whole_cosine or 0.0)
-    return near >= row_floor or (result.bm25 or 0.0) >= WORD_FLOOR
+    return (result.cosine or 0.0) >= row_floor or (result.bm25 or 0.0) >= WORD_FLOOR
 
 
 def select(

@@ -94,9 +94,6 @@ class Result:
     summary: Summary | None = None
     context: list[BufferRow] = field(default_factory=list)
     cosine: float | None = None  # the row's or summary's vector similarity to the query
-    # a row's cosine to the whole question, when the vector ranker was asked it without
-    # its common words (`vector_text`) and the row is among the whole question's nearest
-    whole_cosine: float | None = None
     # the row's full-text score: the share of the question's term weight it carries (BM25;
     # None: no shared term)
     bm25: float | None = None
@@ -206,7 +203,6 @@ class _Candidates:
     rows: dict[int, BufferRow] = field(default_factory=dict)
     ranks: dict[int, dict[str, int]] = field(default_factory=dict)
     cosine: dict[int, float] = field(default_factory=dict)
-    whole: dict[int, float] = field(default_factory=dict)  # cosines to the whole question
     bm25: dict[int, float] = field(default_factory=dict)
     why: dict[int, dict[str, float]] = field(default_factory=dict)
     base: dict[int, float] = field(default_factory=dict)  # own evidence, before lending
@@ -263,7 +259,6 @@ class _Candidates:
             created_at=row.created_at,
             row=row,
             cosine=self.cosine.get(rid),
-            whole_cosine=self.whole.get(rid),
             bm25=self.bm25.get(rid),
             ranks=self.ranks[rid],
             why=self.why[rid],
@@ -273,7 +268,7 @@ class _Candidates:
         """A row sharing no word, lent nothing and nearer than `min_cosine` is not shown."""
         if min_cosine is None or rid in self.bm25 or "neighbour" in self.why[rid]:
             return False
-        return max(self.cosine.get(rid, 0.0), self.whole.get(rid, 0.0)) < min_cosine
+        return self.cosine.get(rid, 0.0) < min_cosine
 
 
 def _summary_result(hit: SummaryHit, rank: int, score: float) -> Result:
@@ -298,19 +293,15 @@ def fuse(
     limit: int | None = None,
     min_cosine: float | None = None,
     rows_near: Callable[[list[int]], Sequence[BufferRow]] | None = None,
-    whole: Sequence[BufferHit] = (),
 ) -> list[Result]:
     """The fused list, best first (see the module docstring): its first `limit` (None:
     all); with `min_cosine`, a row that shares no word with the query (no BM25 score),
     and a summary, must have at least that cosine. `rows_near` reads buffer rows by id:
     with it, the rows next to the best ones are candidates too (an answer after the
-    question that shares the words). `whole`: the rows nearest the whole question when
-    `vec` answered it without its common words; they rank nothing, their cosines are
-    kept (`Result.whole_cosine`: recall's floor reads the nearer of the two)."""
+    question that shares the words)."""
     pool = _Candidates(params)
     pool.gather("fts", fts)
     pool.gather("vec", vec)
-    pool.whole = {h.row.id: h.score for h in whole}
     pool.weigh()
     if rows_near is not None and params.neighbour and params.neighbours_of:
         pool.add_neighbours(rows_near)
@@ -379,16 +370,12 @@ def vector_side(
     vectors: np.ndarray | None,
     depth: int,
     before_id: int | None,
-    whole: np.ndarray | None = None,
 ) -> tuple[list[BufferHit], list[SummaryHit], list[BufferHit]]:
     if vectors is None or len(vectors) == 0:
         return [], [], []
     vec = store.search_buffer_vectors(vectors[0], limit=depth, before_id=before_id)
     summaries = store.search_summaries(
-        vectors[0] if whole is None else whole,
-        limit=depth,
-        threshold=None,
-        before_buffer_id=before_id,
+        vectors[0], limit=depth, threshold=None, before_buffer_id=before_id
     )
     anchor = (
         store.search_buffer_vectors(vectors[1], limit=depth, before_id=before_id)
@@ -411,11 +398,11 @@ class Rankers(Generic[S]):
     vector_query: str | None = None
     fts: list[BufferHit] = field(default_factory=list)
     anchor_fts: list[BufferHit] = field(default_factory=list)
-    # the whole question's embedding (None: full text only): summaries are searched by it
+    # the embedding of `vector_query` (None: full text only): rows and summaries are
+    # searched by it
     vector: np.ndarray | None = None
-    vec: list[BufferHit] = field(default_factory=list)  # the rows nearest `vector_query`
+    vec: list[BufferHit] = field(default_factory=list)  # the rows nearest `vector`
     anchor_vec: list[BufferHit] = field(default_factory=list)
-    whole: list[BufferHit] = field(default_factory=list)  # nearest `vector`, when it differs
     summaries: S | None = None  # what the caller's summary search returned
 
     def combine(self, summaries: Sequence[SummaryHit], **options: Any) -> list[Result]:
@@ -428,7 +415,6 @@ class Rankers(Generic[S]):
             summaries,
             self.anchor_fts,
             self.anchor_vec,
-            whole=self.whole,
             **options,
         )
 
@@ -454,21 +440,14 @@ def run_rankers(
     out: Rankers[S] = Rankers(query)
     try:
         texts = texts_to_embed(query, store.common_words(query))
-        stripped = texts[0] != query  # then the whole question is embedded too, last
-        vectors = (
-            embed(texts + [query] if stripped else texts) if store.has_episodic_vectors() else None
-        )
+        vectors = embed(texts) if store.has_episodic_vectors() else None
         if vectors is not None and len(vectors):
-            out.vector, out.vector_query = vectors[-1 if stripped else 0], texts[0]
+            out.vector, out.vector_query = vectors[0], texts[0]
             summary_side = pool.submit(summaries, out.vector)
             out.vec = store.search_buffer_vectors(vectors[0], limit=depth, before_id=before_id)
             if len(texts) > 1:
                 out.anchor_vec = store.search_buffer_vectors(
                     vectors[1], limit=depth, before_id=before_id
-                )
-            if stripped:
-                out.whole = store.search_buffer_vectors(
-                    out.vector, limit=depth, before_id=before_id
                 )
             out.summaries = summary_side.result()
     finally:
@@ -488,22 +467,15 @@ def search_store(
     now: datetime | None = None,
     context: int = 1,
     min_cosine: float | None = None,
-    whole: np.ndarray | None = None,
 ) -> list[Result]:
     """The fused search, in one worker thread: `vectors` are the embeddings of
-    `texts_to_embed(query, store.common_words(query))` (None: full text only), `whole`
-    the whole query's when that left words out (`run_rankers` does all this). Rows with
-    id >= `before_id` (and
-    summaries ending there or later), the rows in `exclude_ids` and rows that repeat the
-    query exactly are left out. Each buffer result gets up to `context` rows either side
-    of it (same session) as `context`."""
+    `texts_to_embed(query, store.common_words(query))` (None: full text only;
+    `run_rankers` does all this). Rows with id >= `before_id` (and summaries ending there
+    or later), the rows in `exclude_ids` and rows that repeat the query exactly are left
+    out. Each buffer result gets up to `context` rows either side of it (same session) as
+    `context`."""
     fts, anchor_fts = text_side(store, query, params.depth)
-    vec, summaries, anchor_vec = vector_side(store, vectors, params.depth, before_id, whole)
-    nearest_whole = (
-        store.search_buffer_vectors(whole, limit=params.depth, before_id=before_id)
-        if whole is not None
-        else []
-    )
+    vec, summaries, anchor_vec = vector_side(store, vectors, params.depth, before_id)
     return combine(
         query,
         fts,
@@ -519,7 +491,6 @@ def search_store(
         now=now,
         context=context,
         min_cosine=min_cosine,
-        whole=nearest_whole,
     )
 
 
@@ -539,7 +510,6 @@ def combine(
     now: datetime | None = None,
     context: int = 1,
     min_cosine: float | None = None,
-    whole: Sequence[BufferHit] = (),
 ) -> list[Result]:
     """`search_store` once the rankers have answered (the server runs the full-text and
     the vector side in two worker threads, then this). With `min_cosine`, a result that
@@ -595,7 +565,6 @@ def combine(
         limit=max(0, limit),
         min_cosine=min_cosine,
         rows_near=rows_near if store is not None else None,
-        whole=[h for h in whole if keep(h)],
     )
     if store is not None and context > 0:
         attach_context(store, results, context)

@@ -79,7 +79,6 @@ def result(r: Any) -> dict[str, Any]:
             **row(r.row),
             "buffer_id": r.row.id,
             **why,
-            "whole_cosine": r.whole_cosine,
             "repeats": list(r.repeats),
             "context": [row(c) for c in r.context],
         }
