@@ -12,8 +12,8 @@ server loads them. The queries are fts_corpus's "typical" questions (3 content w
 so the full-text side has real matches. `--speakers` makes it a chat between two named
 people: every row starts with its speaker's name ("Deborah: ...", "Marcus: ...") and every
 question names one ("what did Deborah say about the ...?"), so the name is a word of half
-the rows and the search takes its other path (the name left out of the question's vector:
-one more text embedded, one more vector search). A GET /health, interleaved, gives the HTTP
+the rows and the search takes its other path (the name left out of the text embedded,
+`search.vector_text`; session 10's code embedded the whole question too). A GET /health, interleaved, gives the HTTP
 floor of the same client and server. `--empty`
 runs against an empty store instead (nothing to compare the query with).
 Prints p50/p95/p99, the server's CPU time per search (steadier than wall time on a busy
