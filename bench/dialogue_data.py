@@ -39,7 +39,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
-from recall_data import Conversation, Question, Row
+from recall_data import RESTAURANTS, Conversation, Question, Row
 
 CATEGORIES = ("single", "temporal", "multi-hop", "open")
 MARKER = "session_clear"
@@ -556,18 +556,6 @@ BDAY_AFTER = [
     "went paddleboarding on the lake",
     "got my first tattoo",
     "went on a hot air balloon ride",
-]
-RESTAURANTS = [
-    "Casa Lupo",
-    "the Green Fig",
-    "Sakura Bar",
-    "Osteria Nove",
-    "Bao House",
-    "El Faro",
-    "the Copper Pot",
-    "Little Saigon",
-    "Taverna Kos",
-    "Dosa Corner",
 ]
 GIFTS = [
     "concert tickets",
