@@ -2,7 +2,7 @@
 rows (each with its row vector) and 10,000 summaries, including the query embedding.
 
     .venv/bin/python bench/bench_http_search.py [--queries 300] [--rows 100000]
-        [--summaries 10000] [--embed local|openai] [--limit 10] [--empty]
+        [--summaries 10000] [--embed local|openai] [--limit 10] [--empty] [--speakers]
 
 The buffer rows are the full-text benchmark's corpus (`bench_search.fts_corpus`: Zipf
 chat text, the same data as the SQLite and PostgreSQL full-text figures), each with a
