@@ -143,7 +143,8 @@ def test_concurrent_large_turns_keep_the_server_under_its_ceiling(
     a second batch 3.2 GB) keep `nixx serve` within the ceiling docs/limits-and-safety.md
     states (idle + 4 x NIXX_MAX_INFLIGHT_BYTES at most; measured ~idle + 95 MiB) and leave
     it near its idle size: a message larger than the context window is refused before it
-    is stored, and bodies past the in-flight budget are told to retry."""
+    is stored, bodies past the in-flight budget are told to retry, and freed bodies go back
+    to the system (glibc's mmap threshold held: 0-4 MiB above idle after, 4-42 MiB without)."""
     from concurrent.futures import ThreadPoolExecutor
 
     port = free_port()
@@ -172,7 +173,7 @@ def test_concurrent_large_turns_keep_the_server_under_its_ceiling(
         after = _mib(proc.pid, "VmRSS")
         ceiling = idle + 4 * 64
         assert peak < ceiling, (idle, peak)
-        assert after < idle + 40, (idle, after)
+        assert after < idle + 20, (idle, after)
         rows = httpx.get(base + "/v1/episodic/transcript", params={"start": 1}).json()["rows"]
         assert [r["role"] for r in rows] == ["user", "assistant"]  # the warm-up turn only
     finally:

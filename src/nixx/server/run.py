@@ -63,6 +63,33 @@ def limit_blas_threads() -> bool:
     return True
 
 
+MMAP_THRESHOLD = 128 * 1024  # glibc's default start, held fixed
+M_MMAP_THRESHOLD = -3  # <malloc.h>
+
+
+def return_large_frees() -> bool:
+    """Hold glibc's mmap threshold at its 128 KiB default so that every large buffer (a
+    request body, its parsed text) gets its own mapping and goes back to the system when
+    freed.
+
+    glibc raises the threshold each time a mapped block is freed, up to 32 MiB; after the
+    first large request, 15 MiB bodies were carved from the heaps of the threads that
+    parsed them and stayed there: two batches of eight concurrent 15 MiB turns left the
+    server 4-42 MiB above its idle size, run to run; with the threshold held, 0-2 MiB
+    (docs/performance.md, "Memory under large requests"). False where there is no glibc."""
+    import ctypes
+    import ctypes.util
+
+    name = ctypes.util.find_library("c")
+    if name is None:
+        return False
+    try:
+        mallopt = ctypes.CDLL(name).mallopt
+    except (OSError, AttributeError):
+        return False
+    return bool(mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD))
+
+
 def lock_path(settings: Settings) -> Path | None:
     """The file `nixx serve` locks for a SQLite store (``nixx.db.serve-lock`` beside
     it); None for PostgreSQL, which many servers may share."""
@@ -250,6 +277,7 @@ def _protocol_class(header_timeout: float):  # type: ignore[no-untyped-def]
 
 def serve(settings: Settings) -> None:
     limit_blas_threads()
+    return_large_frees()
     import uvicorn
 
     from nixx.server.app import create_app
