@@ -92,7 +92,10 @@ def check_address(ip: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:
     return ip.is_global and not ip.is_multicast
 
 
-def resolve(host: str, port: int) -> list[ipaddress.IPv4Address | ipaddress.IPv6Address]:
+IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
+
+
+def resolve(host: str, port: int) -> list[IPAddress]:
     try:
         return [ipaddress.ip_address(host.strip("[]"))]
     except ValueError:
@@ -149,40 +152,8 @@ def _get_once(
     deadline: float,
     timeout: float,
 ) -> Fetched | httpx.URL:
-    port = url.port or (443 if url.scheme == "https" else 80)
-    addresses = resolve(url.host, port)
-    if not allow_private:
-        for ip in addresses:
-            if not check_address(ip):
-                inner = embedded_ipv4(ip) if isinstance(ip, ipaddress.IPv6Address) else []
-                carried = f" (it carries {', '.join(map(str, inner))})" if inner else ""
-                raise Forbidden(
-                    f"{url} resolves to {ip}{carried}, a private, loopback or link-local "
-                    "address; "
-                    "ingest refuses those (set NIXX_INGEST_ALLOW_PRIVATE_URLS=true to allow)",
-                    param="url",
-                )
-    host_header = url.host if url.port is None else f"{url.host}:{url.port}"
-    extensions = {"sni_hostname": url.host} if url.scheme == "https" else {}
-    response: httpx.Response | None = None
-    for ip in addresses:  # the checked addresses, in resolver order
-        request = client.build_request(
-            "GET",
-            url.copy_with(host=str(ip)),
-            headers={"Host": host_header},
-            extensions=extensions,
-        )
-        try:
-            response = client.send(request, stream=True)
-            break
-        except httpx.ConnectError as exc:
-            failure = exc
-        except httpx.TimeoutException:
-            raise ValidationError(f"{url} did not answer within {timeout:g}s") from None
-        except httpx.HTTPError as exc:
-            raise ValidationError(f"{url} does not answer: {exc}") from None
-    if response is None:
-        raise ValidationError(f"{url} does not answer: {failure}")
+    """One GET of `url` at an address checked first: the page, or where it redirects."""
+    response = _connect(client, url, _checked_addresses(url, allow_private), timeout)
     try:
         if response.is_redirect:
             location = response.headers.get("location", "")
@@ -200,28 +171,81 @@ def _get_once(
                 f"{url} is {media_type or 'of no declared type'}, not HTML or text "
                 f"(ingest reads {', '.join(supported_media_types())})"
             )
-        declared = response.headers.get("content-length")
-        if declared and declared.isdigit() and int(declared) > max_bytes:
-            raise ValidationError(
-                f"{url} is {declared} bytes, over the {max_bytes}-byte limit "
-                "(NIXX_INGEST_MAX_FILE_BYTES)"
-            )
-        body = bytearray()
+        body = _read_body(response, url, max_bytes, deadline, timeout)
+        return Fetched(str(url), media_type, response.charset_encoding, body)
+    finally:
+        response.close()
+
+
+def _checked_addresses(url: httpx.URL, allow_private: bool) -> list[IPAddress]:
+    """Every address `url`'s host resolves to, refused if any is private (unless allowed):
+    the connection goes to one of these, so a second lookup cannot rebind it."""
+    port = url.port or (443 if url.scheme == "https" else 80)
+    addresses = resolve(url.host, port)
+    if not allow_private:
+        for ip in addresses:
+            if not check_address(ip):
+                inner = embedded_ipv4(ip) if isinstance(ip, ipaddress.IPv6Address) else []
+                carried = f" (it carries {', '.join(map(str, inner))})" if inner else ""
+                raise Forbidden(
+                    f"{url} resolves to {ip}{carried}, a private, loopback or link-local "
+                    "address; "
+                    "ingest refuses those (set NIXX_INGEST_ALLOW_PRIVATE_URLS=true to allow)",
+                    param="url",
+                )
+    return addresses
+
+
+def _connect(
+    client: httpx.Client, url: httpx.URL, addresses: list[IPAddress], timeout: float
+) -> httpx.Response:
+    """The streamed response of the first of `addresses` that connects, asked with `url`'s
+    host as Host and TLS server name."""
+    host_header = url.host if url.port is None else f"{url.host}:{url.port}"
+    extensions = {"sni_hostname": url.host} if url.scheme == "https" else {}
+    failure: Exception | None = None
+    for ip in addresses:  # the checked addresses, in resolver order
+        request = client.build_request(
+            "GET",
+            url.copy_with(host=str(ip)),
+            headers={"Host": host_header},
+            extensions=extensions,
+        )
         try:
-            for part in response.iter_bytes():
-                body.extend(part)
-                if len(body) > max_bytes:
-                    raise ValidationError(
-                        f"{url} is over the {max_bytes}-byte limit (NIXX_INGEST_MAX_FILE_BYTES)"
-                    )
-                if time.monotonic() > deadline:
-                    raise ValidationError(
-                        f"{url} took longer than {timeout:g}s (NIXX_INGEST_URL_TIMEOUT)"
-                    )
+            return client.send(request, stream=True)
+        except httpx.ConnectError as exc:
+            failure = exc
         except httpx.TimeoutException:
             raise ValidationError(f"{url} did not answer within {timeout:g}s") from None
         except httpx.HTTPError as exc:
-            raise ValidationError(f"{url} broke off: {exc}") from None
-        return Fetched(str(url), media_type, response.charset_encoding, bytes(body))
-    finally:
-        response.close()
+            raise ValidationError(f"{url} does not answer: {exc}") from None
+    raise ValidationError(f"{url} does not answer: {failure}")
+
+
+def _read_body(
+    response: httpx.Response, url: httpx.URL, max_bytes: int, deadline: float, timeout: float
+) -> bytes:
+    """The body, refused past `max_bytes` (declared or read) or past the deadline."""
+    declared = response.headers.get("content-length")
+    if declared and declared.isdigit() and int(declared) > max_bytes:
+        raise ValidationError(
+            f"{url} is {declared} bytes, over the {max_bytes}-byte limit "
+            "(NIXX_INGEST_MAX_FILE_BYTES)"
+        )
+    body = bytearray()
+    try:
+        for part in response.iter_bytes():
+            body.extend(part)
+            if len(body) > max_bytes:
+                raise ValidationError(
+                    f"{url} is over the {max_bytes}-byte limit (NIXX_INGEST_MAX_FILE_BYTES)"
+                )
+            if time.monotonic() > deadline:
+                raise ValidationError(
+                    f"{url} took longer than {timeout:g}s (NIXX_INGEST_URL_TIMEOUT)"
+                )
+    except httpx.TimeoutException:
+        raise ValidationError(f"{url} did not answer within {timeout:g}s") from None
+    except httpx.HTTPError as exc:
+        raise ValidationError(f"{url} broke off: {exc}") from None
+    return bytes(body)

@@ -95,6 +95,8 @@ def build_server(*, memory: MemoryAPI | None = None, chat: ChatTools | None = No
 
 
 def _memory_tools(server: MCPServer, api: MemoryAPI, path_base: str | None) -> None:
+    """The episodic tools (what was said, what the user is on now); `_semantic_tools` the
+    kept knowledge."""
     async def memory_search(
         query: Annotated[str, Field(min_length=1, max_length=4000,
                                     description="A question or keywords, in plain words.")],
@@ -105,6 +107,37 @@ def _memory_tools(server: MCPServer, api: MemoryAPI, path_base: str | None) -> N
         with their buffer ids (open the turns around one with transcript_view)."""
         return await api.request("POST", "/v1/episodic/search", json={"query": query, "limit": limit})
 
+    async def intent_get() -> Json:
+        """The user's current intent (what they are working on), with where it came from
+        (`manual` when set, else derived from the conversation) and when it changed."""
+        return await api.request("GET", "/v1/intent")
+
+    async def intent_set(
+        # 1000: what the server takes (nixx.memory.intent.MAX_CHARS), said in the schema
+        intent: Annotated[str, Field(min_length=1, max_length=1000,
+                                     description="One or two sentences on what the user is working on.")],
+    ) -> Json:
+        """Set the current intent; nixx adds it, framed as data, to every chat turn."""
+        return await api.request("POST", "/v1/intent", json={"intent": intent})
+
+    async def transcript_view(
+        start: Annotated[int, Field(ge=1, description="First buffer id (from a memory_search hit).")],
+        end: Annotated[int | None, Field(ge=1, description="Last buffer id (default: start + limit - 1).")] = None,
+        limit: Annotated[int, Field(ge=1, le=1000, description="At most this many rows.")] = 50,
+    ) -> Json:
+        """The conversation rows with start <= id <= end, in order (session markers included)."""
+        params: Json = {"start": start, "limit": limit}
+        if end is not None:
+            params["end"] = end
+        return await api.request("GET", "/v1/episodic/transcript", params=params)
+
+    for fn in (memory_search, intent_get, intent_set, transcript_view):
+        _add(server, fn)
+    _semantic_tools(server, api, path_base)
+
+
+def _semantic_tools(server: MCPServer, api: MemoryAPI, path_base: str | None) -> None:
+    """Notes the agent keeps, documents it reads in, and search over both."""
     async def memory_remember(
         text: Annotated[str, Field(min_length=1, description="The note, in Markdown.")],
         name: Annotated[str | None, Field(
@@ -158,36 +191,12 @@ def _memory_tools(server: MCPServer, api: MemoryAPI, path_base: str | None) -> N
         return await api.request("POST", "/v1/ingest",
                                  json={k: v for k, v in body.items() if v is not None})
 
-    async def intent_get() -> Json:
-        """The user's current intent (what they are working on), with where it came from
-        (`manual` when set, else derived from the conversation) and when it changed."""
-        return await api.request("GET", "/v1/intent")
-
-    async def intent_set(
-        # 1000: what the server takes (nixx.memory.intent.MAX_CHARS), said in the schema
-        intent: Annotated[str, Field(min_length=1, max_length=1000,
-                                     description="One or two sentences on what the user is working on.")],
-    ) -> Json:
-        """Set the current intent; nixx adds it, framed as data, to every chat turn."""
-        return await api.request("POST", "/v1/intent", json={"intent": intent})
-
-    async def transcript_view(
-        start: Annotated[int, Field(ge=1, description="First buffer id (from a memory_search hit).")],
-        end: Annotated[int | None, Field(ge=1, description="Last buffer id (default: start + limit - 1).")] = None,
-        limit: Annotated[int, Field(ge=1, le=1000, description="At most this many rows.")] = 50,
-    ) -> Json:
-        """The conversation rows with start <= id <= end, in order (session markers included)."""
-        params: Json = {"start": start, "limit": limit}
-        if end is not None:
-            params["end"] = end
-        return await api.request("GET", "/v1/episodic/transcript", params=params)
-
-    for fn in (memory_search, memory_remember, sources_search, ingest, intent_get, intent_set,
-               transcript_view):
+    for fn in (memory_remember, sources_search, ingest):
         _add(server, fn)
 
 
 def _chat_tools(server: MCPServer, chat: ChatTools) -> None:
+    """The agent-chat tools that read; `_chat_post_tools` the two that post."""
     async def nxc_prime() -> Json:
         """Call first in a session: who you are in this workspace, how many messages are
         unread, and the threads that await your reply (no bodies)."""
@@ -196,37 +205,6 @@ def _chat_tools(server: MCPServer, chat: ChatTools) -> None:
     async def nxc_list() -> Json:
         """The personas and channels declared in this workspace (whom nxc_send can reach)."""
         return await chat.call(lambda e: e.list())
-
-    async def nxc_send(
-        to: Annotated[str, Field(min_length=1, description="A declared persona handle or channel name.")],
-        body: Annotated[str, Field(min_length=1, description="The message, in Markdown.")],
-        expect: Annotated[str | None, Field(
-            description="Who must reply, comma-separated handles (default: the persona, or the "
-            "channel's `expects`).")] = None,
-        deadline: Annotated[str | None, Field(
-            description="A duration (30s, 10m, 2h, 1d, 1w) or an RFC3339 instant.")] = None,
-        kind: Kind = "task",
-        priority: Priority = "normal",
-    ) -> Json:
-        """Open a thread to a persona or a channel. Returns the receipt (thread_id, who is
-        expected to answer, whether a session was started); wait with nxc_wait or read
-        with nxc_threads_show."""
-        return await chat.call(lambda e: e.send(to, body, expect=expect, deadline=deadline,
-                                                kind=kind, priority=priority))
-
-    async def nxc_reply(
-        body: Annotated[str, Field(min_length=1, description="The answer, in Markdown.")],
-        thread: Annotated[str | None, Field(
-            description="The thread (default: your one open conversation).")] = None,
-        escalate: Annotated[bool, Field(description="Ask the opener for a decision or help "
-                                        "instead of answering.")] = False,
-        kind: Kind = "report",
-        priority: Priority = "normal",
-    ) -> Json:
-        """Post into a thread: the only way to answer one. Your answer is delivered to the
-        opener; text you only print is not seen."""
-        return await chat.call(lambda e: e.reply(body, thread=thread, kind=kind,
-                                                 priority=priority, escalate=escalate))
 
     async def nxc_threads_show(thread: Thread) -> Json:
         """One thread: who opened it, who must reply, who has, and its messages."""
@@ -269,8 +247,46 @@ def _chat_tools(server: MCPServer, chat: ChatTools) -> None:
         """Full-text search over the messages you may read."""
         return {"results": await chat.call(lambda e: e.search(query, limit=limit))}
 
-    for fn in (nxc_prime, nxc_list, nxc_send, nxc_reply, nxc_threads_show, nxc_threads_list,
-               nxc_status, nxc_wait, nxc_search):
+    for fn in (nxc_prime, nxc_list, nxc_threads_show, nxc_threads_list, nxc_status, nxc_wait,
+               nxc_search):
+        _add(server, fn)
+    _chat_post_tools(server, chat)
+
+
+def _chat_post_tools(server: MCPServer, chat: ChatTools) -> None:
+    """Opening a thread and answering one."""
+    async def nxc_send(
+        to: Annotated[str, Field(min_length=1, description="A declared persona handle or channel name.")],
+        body: Annotated[str, Field(min_length=1, description="The message, in Markdown.")],
+        expect: Annotated[str | None, Field(
+            description="Who must reply, comma-separated handles (default: the persona, or the "
+            "channel's `expects`).")] = None,
+        deadline: Annotated[str | None, Field(
+            description="A duration (30s, 10m, 2h, 1d, 1w) or an RFC3339 instant.")] = None,
+        kind: Kind = "task",
+        priority: Priority = "normal",
+    ) -> Json:
+        """Open a thread to a persona or a channel. Returns the receipt (thread_id, who is
+        expected to answer, whether a session was started); wait with nxc_wait or read
+        with nxc_threads_show."""
+        return await chat.call(lambda e: e.send(to, body, expect=expect, deadline=deadline,
+                                                kind=kind, priority=priority))
+
+    async def nxc_reply(
+        body: Annotated[str, Field(min_length=1, description="The answer, in Markdown.")],
+        thread: Annotated[str | None, Field(
+            description="The thread (default: your one open conversation).")] = None,
+        escalate: Annotated[bool, Field(description="Ask the opener for a decision or help "
+                                        "instead of answering.")] = False,
+        kind: Kind = "report",
+        priority: Priority = "normal",
+    ) -> Json:
+        """Post into a thread: the only way to answer one. Your answer is delivered to the
+        opener; text you only print is not seen."""
+        return await chat.call(lambda e: e.reply(body, thread=thread, kind=kind,
+                                                 priority=priority, escalate=escalate))
+
+    for fn in (nxc_send, nxc_reply):
         _add(server, fn)
 
 

@@ -246,238 +246,250 @@ class FakeLLM:
         return Reply(content=f"echo: {user_words(body)}")
 
     def _handler_class(self) -> type[BaseHTTPRequestHandler]:
-        fake = self
+        return type("Handler", (_Handler,), {"fake": self})
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-            disable_nagle_algorithm = True  # no 40 ms Nagle/delayed-ACK stalls between writes
 
-            def log_message(self, format: str, *args: Any) -> None:  # quiet
-                pass
+class _Handler(BaseHTTPRequestHandler):
+    """The fake's routes; `FakeLLM._handler_class` binds a subclass to its FakeLLM."""
 
-            def _record(self) -> Any:
-                length = int(self.headers.get("Content-Length") or 0)
-                raw = self.rfile.read(length) if length else b""
-                try:
-                    body = json.loads(raw) if raw else None
-                except ValueError:
-                    body = raw.decode(errors="replace")
-                fake.requests.append(
-                    Recorded(self.command, self.path, dict(self.headers.items()), body)
-                )
-                return body
+    fake: FakeLLM
+    protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True  # no 40 ms Nagle/delayed-ACK stalls between writes
 
-            def _json(self, status: int, payload: Any, raw: str | None = None) -> None:
-                data = (raw if raw is not None else json.dumps(payload)).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
+    def log_message(self, format: str, *args: Any) -> None:  # quiet
+        pass
 
-            def _error(self, status: int, message: str) -> None:
-                self._json(
-                    status,
-                    {"error": {"message": message, "type": "server_error", "param": None, "code": None}},
-                )
+    def _record(self) -> Any:
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length) if length else b""
+        try:
+            body = json.loads(raw) if raw else None
+        except ValueError:
+            body = raw.decode(errors="replace")
+        self.fake.requests.append(
+            Recorded(self.command, self.path, dict(self.headers.items()), body)
+        )
+        return body
 
-            def do_GET(self) -> None:
-                self._record()
-                if self.path.rstrip("/").endswith("/models"):
-                    data = [
-                        {"id": m, "object": "model", "created": 0, "owned_by": "fake",
-                         **fake.model_fields}
-                        for m in fake.models
-                    ]
-                    self._json(200, {"object": "list", "data": data})
-                elif self.path.rstrip("/") == "/props" and fake.props is not None:
-                    self._json(200, fake.props)
-                else:
-                    self._error(404, f"no route {self.path}")
+    def _json(self, status: int, payload: Any, raw: str | None = None) -> None:
+        data = (raw if raw is not None else json.dumps(payload)).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
 
-            def do_POST(self) -> None:
-                body = self._record()
-                if self.path.endswith("/chat/completions"):
-                    fake._enter()
-                    try:
-                        self._chat(body if isinstance(body, dict) else {})
-                    finally:
-                        fake._leave()
-                elif self.path.rstrip("/") == "/api/show" and fake.show is not None:
-                    self._json(200, fake.show)
-                elif self.path.endswith("/embeddings"):
-                    self._embeddings(body if isinstance(body, dict) else {})
-                else:
-                    self._error(404, f"no route {self.path}")
+    def _error(self, status: int, message: str) -> None:
+        self._json(
+            status,
+            {"error": {"message": message, "type": "server_error", "param": None, "code": None}},
+        )
 
-            def _embeddings(self, body: dict[str, Any]) -> None:
-                if fake.fail_embeddings:
-                    self._error(500, "embeddings failing (scripted)")
-                    return
-                with fake._lock:
-                    if fake.fail_next_embeddings > 0:
-                        fake.fail_next_embeddings -= 1
-                        failing = True
-                    else:
-                        failing = False
-                if failing:
-                    self._error(500, "embeddings failing (scripted)")
-                    return
-                scripted = fake.embed_responder(body) if fake.embed_responder else None
-                if scripted is not None:
-                    if scripted.status != 200:
-                        self._error(scripted.status, scripted.error)
-                    else:
-                        self._json(200, None, raw=scripted.raw_body or "")
-                    return
-                inputs = body.get("input", [])
-                if isinstance(inputs, str):
-                    inputs = [inputs]
-                data = [
-                    {
-                        "object": "embedding",
-                        "index": i,
-                        "embedding": [float(x) for x in fake.embedding_of(str(t), fake.embed_dim)],
-                    }
-                    for i, t in enumerate(inputs)
-                ]
-                tokens = sum(len(str(t).split()) for t in inputs)
-                self._json(
-                    200,
-                    {
-                        "object": "list",
-                        "data": data,
-                        "model": body.get("model", "fake-embed"),
-                        "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
-                    },
-                )
+    def do_GET(self) -> None:
+        self._record()
+        if self.path.rstrip("/").endswith("/models"):
+            data = [
+                {"id": m, "object": "model", "created": 0, "owned_by": "fake",
+                 **self.fake.model_fields}
+                for m in self.fake.models
+            ]
+            self._json(200, {"object": "list", "data": data})
+        elif self.path.rstrip("/") == "/props" and self.fake.props is not None:
+            self._json(200, self.fake.props)
+        else:
+            self._error(404, f"no route {self.path}")
 
-            def _chat(self, body: dict[str, Any]) -> None:
-                reply = fake._next_reply(body)
-                if reply.status != 200:
-                    if reply.delay:
-                        time.sleep(reply.delay)
-                    self._error(reply.status, reply.error)
-                    return
-                model = body.get("model") or fake.models[0]
-                calls = [
-                    {
-                        "id": c.id or f"call_{i}",
-                        "type": "function",
-                        "function": {"name": c.name, "arguments": c.arguments_json()},
-                    }
-                    for i, c in enumerate(reply.tool_calls or [])
-                ]
-                finish = reply.finish_reason or ("tool_calls" if calls else "stop")
-                prompt_tokens = sum(
-                    len(_text_of(m.get("content")).split()) for m in body.get("messages", [])
-                )
-                completion_tokens = len((reply.content or "").split())
-                usage = {
-                    "prompt_tokens": prompt_tokens,
-                    "completion_tokens": completion_tokens,
-                    "total_tokens": prompt_tokens + completion_tokens,
-                }
-                if body.get("stream"):
-                    self._stream(reply, model, calls, finish, usage)
-                    return
-                if reply.delay:
-                    time.sleep(reply.delay)
-                message: dict[str, Any] = {"role": "assistant", "content": reply.content}
-                if calls:
-                    message["tool_calls"] = calls
-                payload: dict[str, Any] = {
-                    "id": "chatcmpl-fake",
-                    "object": "chat.completion",
-                    "created": int(time.time()),
-                    "model": model,
-                    "choices": [{"index": 0, "message": message, "finish_reason": finish}],
-                }
-                if reply.usage:
-                    payload["usage"] = usage
-                self._json(200, payload, raw=reply.raw_body)
+    def do_POST(self) -> None:
+        body = self._record()
+        if self.path.endswith("/chat/completions"):
+            self.fake._enter()
+            try:
+                self._chat(body if isinstance(body, dict) else {})
+            finally:
+                self.fake._leave()
+        elif self.path.rstrip("/") == "/api/show" and self.fake.show is not None:
+            self._json(200, self.fake.show)
+        elif self.path.endswith("/embeddings"):
+            self._embeddings(body if isinstance(body, dict) else {})
+        else:
+            self._error(404, f"no route {self.path}")
 
-            def _stream(
-                self,
-                reply: Reply,
-                model: str,
-                calls: list[dict[str, Any]],
-                finish: str,
-                usage: dict[str, int],
-            ) -> None:
-                self.send_response(200)
-                self.send_header("Content-Type", "text/event-stream")
-                self.send_header("Cache-Control", "no-cache")
-                self.send_header("Transfer-Encoding", "chunked")
-                self.end_headers()
+    def _embeddings(self, body: dict[str, Any]) -> None:
+        if self.fake.fail_embeddings:
+            self._error(500, "embeddings failing (scripted)")
+            return
+        with self.fake._lock:
+            if self.fake.fail_next_embeddings > 0:
+                self.fake.fail_next_embeddings -= 1
+                failing = True
+            else:
+                failing = False
+        if failing:
+            self._error(500, "embeddings failing (scripted)")
+            return
+        scripted = self.fake.embed_responder(body) if self.fake.embed_responder else None
+        if scripted is not None:
+            if scripted.status != 200:
+                self._error(scripted.status, scripted.error)
+            else:
+                self._json(200, None, raw=scripted.raw_body or "")
+            return
+        inputs = body.get("input", [])
+        if isinstance(inputs, str):
+            inputs = [inputs]
+        data = [
+            {
+                "object": "embedding",
+                "index": i,
+                "embedding": [float(x) for x in self.fake.embedding_of(str(t), self.fake.embed_dim)],
+            }
+            for i, t in enumerate(inputs)
+        ]
+        tokens = sum(len(str(t).split()) for t in inputs)
+        self._json(
+            200,
+            {
+                "object": "list",
+                "data": data,
+                "model": body.get("model", "fake-embed"),
+                "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
+            },
+        )
 
-                def send(obj: Any) -> None:
-                    data = obj if isinstance(obj, str) else json.dumps(obj)
-                    payload = f"data: {data}\n\n".encode()
-                    self.wfile.write(f"{len(payload):x}\r\n".encode() + payload + b"\r\n")
-                    self.wfile.flush()
+    def _chat(self, body: dict[str, Any]) -> None:
+        reply = self.fake._next_reply(body)
+        if reply.status != 200:
+            if reply.delay:
+                time.sleep(reply.delay)
+            self._error(reply.status, reply.error)
+            return
+        model = body.get("model") or self.fake.models[0]
+        calls = [
+            {
+                "id": c.id or f"call_{i}",
+                "type": "function",
+                "function": {"name": c.name, "arguments": c.arguments_json()},
+            }
+            for i, c in enumerate(reply.tool_calls or [])
+        ]
+        finish = reply.finish_reason or ("tool_calls" if calls else "stop")
+        prompt_tokens = sum(
+            len(_text_of(m.get("content")).split()) for m in body.get("messages", [])
+        )
+        completion_tokens = len((reply.content or "").split())
+        usage = {
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": completion_tokens,
+            "total_tokens": prompt_tokens + completion_tokens,
+        }
+        if body.get("stream"):
+            self._stream(reply, model, calls, finish, usage)
+            return
+        if reply.delay:
+            time.sleep(reply.delay)
+        message: dict[str, Any] = {"role": "assistant", "content": reply.content}
+        if calls:
+            message["tool_calls"] = calls
+        payload: dict[str, Any] = {
+            "id": "chatcmpl-fake",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": model,
+            "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+        }
+        if reply.usage:
+            payload["usage"] = usage
+        self._json(200, payload, raw=reply.raw_body)
 
-                def chunk(delta: dict[str, Any], finish_reason: str | None = None) -> dict[str, Any]:
-                    return {
-                        "id": "chatcmpl-fake",
-                        "object": "chat.completion.chunk",
-                        "created": int(time.time()),
-                        "model": model,
-                        "choices": [{"index": 0, "delta": delta, "finish_reason": finish_reason}],
-                    }
+    def _stream(
+        self,
+        reply: Reply,
+        model: str,
+        calls: list[dict[str, Any]],
+        finish: str,
+        usage: dict[str, int],
+    ) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Cache-Control", "no-cache")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
 
-                send(chunk({"role": "assistant", "content": ""}))
-                pieces = re.findall(r"\S+\s*|\s+", reply.content or "")
+        def send(obj: Any) -> None:
+            data = obj if isinstance(obj, str) else json.dumps(obj)
+            payload = f"data: {data}\n\n".encode()
+            self.wfile.write(f"{len(payload):x}\r\n".encode() + payload + b"\r\n")
+            self.wfile.flush()
 
-                def done_unfinished() -> None:
-                    send("[DONE]")
-                    self.wfile.write(b"0\r\n\r\n")
-                    self.wfile.flush()
+        def chunk(delta: dict[str, Any], finish_reason: str | None = None) -> dict[str, Any]:
+            return {
+                "id": "chatcmpl-fake",
+                "object": "chat.completion.chunk",
+                "created": int(time.time()),
+                "model": model,
+                "choices": [{"index": 0, "delta": delta, "finish_reason": finish_reason}],
+            }
 
-                for n, piece in enumerate(pieces):
-                    if reply.cut_after is not None and n >= reply.cut_after:
-                        self.close_connection = True
-                        self.wfile.flush()
-                        self.connection.shutdown(2)
-                        return
-                    if reply.done_after is not None and n >= reply.done_after:
-                        done_unfinished()
-                        return
-                    if fake._others_wait():
-                        with fake._lock:
-                            fake.interrupted += 1
-                        done_unfinished()
-                        return
-                    if reply.delay:
-                        time.sleep(reply.delay)
-                    send(chunk({"content": piece}))
-                for raw in reply.raw_chunks or []:
-                    send(raw)
-                for i, call in enumerate(calls):
-                    send(
-                        chunk(
-                            {
-                                "tool_calls": [
-                                    {
-                                        "index": i,
-                                        "id": call["id"],
-                                        "type": "function",
-                                        "function": {"name": call["function"]["name"], "arguments": ""},
-                                    }
-                                ]
-                            }
-                        )
-                    )
-                    args = call["function"]["arguments"]
-                    half = len(args) // 2
-                    for part in (args[:half], args[half:]):
-                        send(chunk({"tool_calls": [{"index": i, "function": {"arguments": part}}]}))
-                final = chunk({}, finish)
-                if reply.usage:
-                    final["usage"] = usage
-                send(final)
-                send("[DONE]")
-                self.wfile.write(b"0\r\n\r\n")
+        send(chunk({"role": "assistant", "content": ""}))
+        pieces = re.findall(r"\S+\s*|\s+", reply.content or "")
+
+        def done_unfinished() -> None:
+            send("[DONE]")
+            self.wfile.write(b"0\r\n\r\n")
+            self.wfile.flush()
+
+        for n, piece in enumerate(pieces):
+            if reply.cut_after is not None and n >= reply.cut_after:
+                self.close_connection = True
                 self.wfile.flush()
+                self.connection.shutdown(2)
+                return
+            if reply.done_after is not None and n >= reply.done_after:
+                done_unfinished()
+                return
+            if self.fake._others_wait():
+                with self.fake._lock:
+                    self.fake.interrupted += 1
+                done_unfinished()
+                return
+            if reply.delay:
+                time.sleep(reply.delay)
+            send(chunk({"content": piece}))
+        for raw in reply.raw_chunks or []:
+            send(raw)
+        self._stream_calls(calls, send, chunk)
+        final = chunk({}, finish)
+        if reply.usage:
+            final["usage"] = usage
+        send(final)
+        send("[DONE]")
+        self.wfile.write(b"0\r\n\r\n")
+        self.wfile.flush()
 
-        return Handler
+    @staticmethod
+    def _stream_calls(
+        calls: list[dict[str, Any]],
+        send: Callable[[Any], None],
+        chunk: Callable[[dict[str, Any]], dict[str, Any]],
+    ) -> None:
+        """Each tool call as OpenAI streams one: its name first, then its arguments in two
+        halves."""
+        for i, call in enumerate(calls):
+            send(
+                chunk(
+                    {
+                        "tool_calls": [
+                            {
+                                "index": i,
+                                "id": call["id"],
+                                "type": "function",
+                                "function": {"name": call["function"]["name"], "arguments": ""},
+                            }
+                        ]
+                    }
+                )
+            )
+            args = call["function"]["arguments"]
+            half = len(args) // 2
+            for part in (args[:half], args[half:]):
+                send(chunk({"tool_calls": [{"index": i, "function": {"arguments": part}}]}))
