@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NotRequired, TypedDict, cast
 
 import httpx
 
@@ -34,6 +34,22 @@ if TYPE_CHECKING:
     from pydantic import SecretStr
 
 PROBE_TIMEOUT = 3.0  # seconds a question about the backend itself may take
+
+
+class ModelEntry(TypedDict, total=False):
+    """One model of OpenAI's list; a backend may add keys of its own (passed on as sent)."""
+
+    id: str
+    object: str
+    created: int
+    owned_by: str
+
+
+class ModelList(TypedDict):
+    """A backend's `GET /models` (checked: `data` is a list)."""
+
+    object: NotRequired[str]
+    data: list[ModelEntry]
 
 
 class _Errors:
@@ -114,10 +130,10 @@ class _Errors:
                 f"{response.text[:200]!r}"
             ) from None
 
-    def _check_models(self, data: Any) -> dict[str, Any]:
+    def _check_models(self, data: Any) -> ModelList:
         if not isinstance(data, dict) or not isinstance(data.get("data"), list):
             raise BackendError(f"the LLM backend at {self.base_url} sent a malformed model list")
-        return data
+        return cast(ModelList, data)
 
 
 class SyncChatClient(_Errors):
@@ -153,7 +169,7 @@ class SyncChatClient(_Errors):
             raise self._transport_error(exc) from None
         return self._json(response)
 
-    def list_models(self) -> dict[str, Any]:
+    def list_models(self) -> ModelList:
         return self._check_models(self._request("GET", "/models"))
 
     def create(self, body: dict[str, Any]) -> dict[str, Any]:
@@ -295,7 +311,7 @@ class ChatClient(_Errors):
             "usage": acc.usage,
         }
 
-    async def list_models(self, *, fresh: bool = True) -> dict[str, Any]:
+    async def list_models(self, *, fresh: bool = True) -> ModelList:
         """The backend's `GET /models` document (OpenAI list shape); the facts' probe of
         it (`probe_json`) uses it from then on. `fresh=False`: the one already fetched, if
         any (a one-slot llama-cpp-python answers it only when the slot is free)."""

@@ -61,6 +61,63 @@ class ForgetAnswer(TypedDict):
     disk: ScrubReport
 
 
+class BufferMatch(TypedDict):
+    id: str  # the reference, ``buffer:ID``
+    buffer_id: int
+    role: str
+    created_at: str
+    snippet: str
+
+
+class SummaryMatch(TypedDict):
+    id: str  # ``summary:ID``
+    summary_id: int
+    start_buffer_id: int
+    end_buffer_id: int
+    created_at: str
+    snippet: str
+
+
+class MemoryMatch(TypedDict):
+    id: str  # ``memory:ID``
+    memory_id: int
+    source_id: int
+    source_name: str
+    created_at: str
+    snippet: str
+
+
+class SourceMatch(TypedDict):
+    id: str  # ``source:ID``
+    source_id: int
+    name: str
+    type: str
+    created_at: str
+    snippet: str
+
+
+class IntentMatch(TypedDict):
+    id: str  # ``intent:1``
+    source: str  # "manual" | "derived"
+    snippet: str
+
+
+class Matches(TypedDict):
+    """What a forget query matches now (`matches`; the dry run of the API, the CLI and the
+    TUI): each item with its reference (``id``) and a snippet, `ids` every reference, in
+    that order; `truncated` when a kind reached the limit."""
+
+    query: str
+    terms: list[str]
+    buffer: list[BufferMatch]
+    summaries: list[SummaryMatch]
+    memories: list[MemoryMatch]
+    sources: list[SourceMatch]
+    intent: IntentMatch | None
+    ids: list[str]
+    truncated: bool
+
+
 @dataclass(frozen=True)
 class Repairs:
     """The background repairs a forget may leave: each schedules its job."""
@@ -226,15 +283,14 @@ def group_refs(refs: Iterable[str]) -> dict[str, list[int]]:
     return out
 
 
-def matches(store: MemoryStore, query: str, limit: int = MATCH_LIMIT) -> dict[str, Any]:
-    """What `query` matches now: ``{"query", "terms", "buffer", "summaries", "memories",
-    "ids", "truncated"}``; every item has its reference (``id``) and a snippet."""
+def matches(store: MemoryStore, query: str, limit: int = MATCH_LIMIT) -> Matches:
+    """What `query` matches now (`Matches`)."""
     terms = query_terms(query)
     rows, summaries, memories = store.find_text(terms, limit)
     names: dict[int, str] = {}
     if memories:
         names = {s.id: s.name for s in store.list_sources()}
-    buffer = [
+    buffer: list[BufferMatch] = [
         {
             "id": f"buffer:{r.id}",
             "buffer_id": r.id,
@@ -244,7 +300,7 @@ def matches(store: MemoryStore, query: str, limit: int = MATCH_LIMIT) -> dict[st
         }
         for r in rows
     ]
-    summ = [
+    summ: list[SummaryMatch] = [
         {
             "id": f"summary:{s.id}",
             "summary_id": s.id,
@@ -255,7 +311,7 @@ def matches(store: MemoryStore, query: str, limit: int = MATCH_LIMIT) -> dict[st
         }
         for s in summaries
     ]
-    mems = [
+    mems: list[MemoryMatch] = [
         {
             "id": f"memory:{m.id}",
             "memory_id": m.id,
@@ -266,7 +322,7 @@ def matches(store: MemoryStore, query: str, limit: int = MATCH_LIMIT) -> dict[st
         }
         for m in memories
     ]
-    sources = []
+    sources: list[SourceMatch] = []
     for src in store.list_sources():  # name, meta and display summary hold text too
         text = " ".join([src.name, src.summary or "", json.dumps(src.meta, ensure_ascii=False)])
         if _has_all(text, terms):
@@ -275,11 +331,11 @@ def matches(store: MemoryStore, query: str, limit: int = MATCH_LIMIT) -> dict[st
                             "snippet": snippet(text, terms)})
             if len(sources) >= limit:
                 break
-    found_intent = None
+    found_intent: IntentMatch | None = None
     value = intent_state.get(store)
     if value and _has_all(str(value["text"]), terms):
-        found_intent = {"id": INTENT_REF, "source": value.get("source"),
-                        "snippet": snippet(str(value["text"]), terms)}
+        found_intent = {"id": INTENT_REF, "source": value["source"],
+                        "snippet": snippet(value["text"], terms)}
     return {
         "query": query,
         "terms": terms,

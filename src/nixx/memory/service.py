@@ -37,7 +37,7 @@ from anyio import to_thread
 from nixx.config import Settings, config_file_note
 from nixx.embed.base import Embedder
 from nixx.errors import BackendError, NotFound
-from nixx.llm.client import ChatClient
+from nixx.llm.client import ChatClient, ModelEntry, ModelList
 from nixx.memory import forget as forgetting
 from nixx.memory import intent as intent_state
 from nixx.memory import search as fused
@@ -252,12 +252,12 @@ class NixxService:
             )
         return self._models[0]
 
-    async def models(self) -> dict[str, Any]:
+    async def models(self) -> ModelList:
         data = await self.llm.list_models(fresh=False)
         self._models = [str(m.get("id")) for m in data["data"] if m.get("id")]
         return data
 
-    async def model(self, model_id: str) -> dict[str, Any]:
+    async def model(self, model_id: str) -> ModelEntry:
         """One model of the backend's list, in OpenAI's `model` shape."""
         data = await self.models()
         for entry in data["data"]:
@@ -510,7 +510,7 @@ class NixxService:
         ``source:2``, ``memory:40`` (all or nothing)."""
         return await self.forgetting.refs(refs)
 
-    async def forget_matches(self, query: str) -> dict[str, Any]:
+    async def forget_matches(self, query: str) -> forgetting.Matches:
         """A dry run: what `query` matches (buffer rows, summaries, memories)."""
         return await self.run(forgetting.matches, self.store, query)
 

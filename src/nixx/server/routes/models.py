@@ -14,11 +14,11 @@ router = APIRouter(tags=["models"])
 @router.get("/v1/models")
 async def list_models(service: ServiceDep) -> dict[str, Any]:
     """The chat backend's `/models`, passed through (503 when no backend answers)."""
-    return await service.models()
+    return {**await service.models()}
 
 
 @router.get("/v1/models/{model_id:path}")
 async def retrieve_model(model_id: str, service: ServiceDep) -> dict[str, Any]:
     """One of the backend's models (`client.models.retrieve(id)`); 404 naming the models
     there are when the backend has no such model."""
-    return await service.model(model_id)
+    return {**await service.model(model_id)}
