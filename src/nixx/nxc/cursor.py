@@ -17,6 +17,8 @@ if TYPE_CHECKING:
 
     from apsw import Connection
 
+    from nixx.nxc.shapes import UnreadCounts, UnreadHeader, UnreadMessage
+
 _UNREAD = (
     "SELECT m.message_id, m.thread_id, m.channel_id, m.sender, m.kind, m.priority,"
     " m.disposition, m.created, m.pos FROM nxc_messages m"
@@ -27,21 +29,25 @@ _UNREAD = (
 )
 
 
-def unread(conn: Connection, me: str, channel: str | None = None) -> list[dict[str, Any]]:
+def _unread_rows(conn: Connection, me: str, channel: str | None) -> list[Any]:
     sql = _UNREAD
     args: dict[str, Any] = {"me": me}
     if channel is not None:
         sql += " AND m.channel_id = :channel"
         args["channel"] = channel
     rows: list[Any] = conn.execute(sql + " ORDER BY m.pos", args).fetchall()
-    return [
-        {
-            "message_id": r[0], "thread_id": r[1], "channel_id": r[2], "sender": r[3],
-            "kind": r[4], "priority": r[5], "disposition": r[6], "created": iso(r[7]),
-            "pos": r[8],
-        }
-        for r in rows
-    ]
+    return rows
+
+
+def _header(r: Any) -> UnreadHeader:
+    return {
+        "message_id": r[0], "thread_id": r[1], "channel_id": r[2], "sender": r[3],
+        "kind": r[4], "priority": r[5], "disposition": r[6], "created": iso(r[7]),
+    }
+
+
+def unread(conn: Connection, me: str, channel: str | None = None) -> list[UnreadMessage]:
+    return [{**_header(r), "pos": r[8]} for r in _unread_rows(conn, me, channel)]
 
 
 def cursor_of(conn: Connection, me: str, channel: str) -> str | None:
@@ -58,11 +64,9 @@ def latest_pos(conn: Connection, channel: str) -> str | None:
     return row[0] if row else None
 
 
-def prime(conn: Connection, me: str) -> dict[str, Any]:
+def prime(conn: Connection, me: str) -> UnreadCounts:
     """The seam an embedding app renders: what is unread, split by disposition, no bodies."""
-    items = unread(conn, me)
-    for item in items:
-        del item["pos"]
+    items = [_header(r) for r in _unread_rows(conn, me, None)]
     return {
         "actor": me,
         "count": len(items),

@@ -29,6 +29,8 @@ TYPE_CHECKING = False  # `typing` costs ~2 ms of every CLI start; only annotatio
 if TYPE_CHECKING:
     from typing import Any
 
+    from nixx.nxc.shapes import AddressableList, BuiltinRuntime, CommandRuntime
+
 CHANNELS_FILE = "channels.yaml"
 #: the workspace's own settings that travel with the repository: `origin`
 WORKSPACE_FILE = "workspace.yaml"
@@ -95,11 +97,11 @@ class Runtime(_Record):
     format: str | None  # how its stdout becomes a transcript (nixx.nxc.delivery.stream_formats)
     preset: str | None  # `runtime: claude-code` etc. (nixx.nxc.delivery.presets)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> BuiltinRuntime | CommandRuntime:
         if self.builtin:
             return {"builtin": self.builtin}
-        out = {"start": list(self.start), "resume": list(self.resume),
-               "transcript": self.format or "stream-json"}
+        out: CommandRuntime = {"start": list(self.start), "resume": list(self.resume),
+                               "transcript": self.format or "stream-json"}
         if self.preset:
             out["preset"] = self.preset
         return out
@@ -115,7 +117,7 @@ class Addressable(_Record):
     personas: tuple[str, ...]
     humans: bool
 
-    def to_dict(self) -> Any:
+    def to_dict(self) -> str | AddressableList:
         if self.mode == "list":
             return {"personas": list(self.personas), "humans": self.humans}
         return self.mode

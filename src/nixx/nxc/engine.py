@@ -50,7 +50,20 @@ if TYPE_CHECKING:
     from apsw import Connection
 
     from nixx.nxc.delivery.hooks import Delivery
-    from nixx.nxc.shapes import ReplyReceipt, SendReceipt, ThreadSummary
+    from nixx.nxc.shapes import (
+        DeclarationsFolder,
+        ListedChannel,
+        ListedPersona,
+        Listing,
+        PrimeBlock,
+        PublicChannel,
+        ReplyReceipt,
+        SearchHit,
+        SendReceipt,
+        StatusReport,
+        ThreadSummary,
+        UnreadMessage,
+    )
 
 
 def _now_ms() -> int:
@@ -146,9 +159,9 @@ class Engine:
 
     # -- declarations -------------------------------------------------------------------
 
-    def list(self) -> dict[str, Any]:
+    def list(self) -> Listing:
         me, decls = self.handle, self.declarations
-        personas = [
+        personas: builtins.list[ListedPersona] = [
             {
                 "handle": p.handle,
                 "job_title": p.job_title,
@@ -160,7 +173,7 @@ class Engine:
             }
             for p in sorted(decls.personas.values(), key=lambda p: p.handle)
         ]
-        channels = [
+        channels: builtins.list[ListedChannel] = [
             {
                 "name": c.name,
                 "channel_id": c.id,
@@ -173,18 +186,19 @@ class Engine:
             }
             for c in sorted(decls.channels.values(), key=lambda c: c.name)
         ]
-        out: dict[str, Any] = {"actor": me, "personas": personas, "channels": channels}
-        public = [
+        public: builtins.list[PublicChannel] = [
             {
                 "channel_id": cid, "name": name, "members": members,
                 "description": description, "declared": decls.channel_by_id(cid) is not None,
             }
             for cid, name, members, description in public_channels(self.conn)
         ]
-        if public:
-            out["public_channels"] = public
-        out["declarations"] = {"folder": str(decls.folder), "files": decls.files}
-        return out
+        folder: DeclarationsFolder = {"folder": str(decls.folder), "files": decls.files}
+        if not public:  # `public_channels` only when the log has any
+            return {"actor": me, "personas": personas, "channels": channels,
+                    "declarations": folder}
+        return {"actor": me, "personas": personas, "channels": channels,
+                "public_channels": public, "declarations": folder}
 
     # -- writing ------------------------------------------------------------------------
 
@@ -560,21 +574,21 @@ class Engine:
             found = [t for t in found if t["state"] == "open"][:limit]
         return found
 
-    def prime(self) -> dict[str, Any]:
+    def prime(self) -> PrimeBlock:
         """The session-start block's data (`nixx.nxc.prime`): who you are, unread counts,
         the threads you owe a reply, how many you opened still wait on others."""
         from nixx.nxc.prime import prime
 
         return prime(self)
 
-    def unread(self, channel: str | None = None) -> builtins.list[dict[str, Any]]:
+    def unread(self, channel: str | None = None) -> builtins.list[UnreadMessage]:
         from nixx.nxc import cursor
 
         return cursor.unread(self.conn, self.handle, channel)
 
     def status(
         self, *, thread: str | None = None, channel: str | None = None, include_finished: bool = False
-    ) -> dict[str, Any]:
+    ) -> StatusReport:
         from nixx.nxc import threads
         from nixx.nxc.status import operations
 
@@ -584,10 +598,10 @@ class Engine:
             self.conn, self.handle, self.now_ms(), personas=self.declarations.personas,
             thread=thread, channel=channel, include_finished=include_finished,
         )
-        out = {"actor": self.handle, "operations": ops}
+        out: StatusReport = {"actor": self.handle, "operations": ops}
         return self.delivery.annotate_status(self, out)
 
-    def search(self, query: str, *, limit: int = 20) -> builtins.list[dict[str, Any]]:
+    def search(self, query: str, *, limit: int = 20) -> builtins.list[SearchHit]:
         from nixx.nxc.search import search
 
         return search(self.conn, self.handle, query, limit=limit)

@@ -10,19 +10,18 @@ from __future__ import annotations
 
 TYPE_CHECKING = False  # `typing` costs ~2 ms of every CLI start; only annotations use it
 if TYPE_CHECKING:
-    from typing import Any
-
     from nixx.nxc.engine import Engine
+    from nixx.nxc.shapes import OwedThread, PrimeBlock
 
 SHOWN = 10  # owed threads listed by name; the rest are counted
 
 
-def prime(engine: Engine) -> dict[str, Any]:
+def prime(engine: Engine) -> PrimeBlock:
     from nixx.nxc import cursor, threads
 
     me, now = engine.handle, engine.now_ms()
-    out = cursor.prime(engine.conn, me)
-    owes = [
+    unread = cursor.prime(engine.conn, me)
+    owes: list[OwedThread] = [
         {"thread_id": t["thread_id"], "channel_id": t["channel_id"], "opener": t["opener"],
          "deadline": t["deadline"], "escalated": t["escalated"]}
         for t in threads.open_for(engine.conn, me, now)
@@ -30,15 +29,15 @@ def prime(engine: Engine) -> dict[str, Any]:
     waiting = [t for t in threads.list_threads(
         engine.conn, me, now, limit=None, where="t.opener = :opener", params={"opener": me})
         if t["state"] == "open"]
-    out.update({
+    return {
+        **unread,
         "workspace": str(engine.workspace.root),
         "owes": owes,
         "waiting_on_others": len(waiting),
-    })
-    return out
+    }
 
 
-def render(data: dict[str, Any]) -> str:
+def render(data: PrimeBlock) -> str:
     """The block as text: a few lines, the same every time for the same state."""
     lines = [f"nxc: you are {data['actor']} in the workspace {data['workspace']}."]
     count = data["count"]

@@ -1,7 +1,9 @@
 """The named shapes nxc hands across its seams: what a delivery hook returns to the
-engine (`nixx.nxc.delivery.hooks`), and the receipts `Engine.send` / `Engine.reply`
+engine (`nixx.nxc.delivery.hooks`), the receipts `Engine.send` / `Engine.reply`
 return to their shells (the `nxc` CLI reads ``out["await"]["command"]``, the MCP chat
-tools and the web's agents page return them as JSON).
+tools and the web's agents page return them as JSON), and the answers of the read verbs:
+`Engine.list` (`Listing`), `prime` (`PrimeBlock`), `unread` (`UnreadMessage`), `status`
+(`StatusReport`) and `search` (`SearchHit`).
 
 Annotations only: every importer imports this module under ``TYPE_CHECKING`` (``typing``
 costs a one-shot `nxc` process milliseconds: `tests/nxc/test_startup_imports.py`); at
@@ -95,3 +97,179 @@ class ReplyReceipt(TypedDict):
     expects: list[str] | None
     resumed: str | None
     warnings: list[str]
+
+
+# -- the read verbs ----------------------------------------------------------------------
+
+
+class AddressableList(TypedDict):
+    """`Addressable.to_dict` of ``addressable: {personas: [...], humans: ...}``; the other
+    modes are their name (``"general"``, ``"none"``)."""
+
+    personas: list[str]
+    humans: bool
+
+
+class BuiltinRuntime(TypedDict):
+    """`Runtime.to_dict` of a built-in runtime."""
+
+    builtin: str
+
+
+class CommandRuntime(TypedDict):
+    """`Runtime.to_dict` of argv templates (a preset's or the persona's own)."""
+
+    start: list[str]
+    resume: list[str]
+    transcript: str  # the transcript format; "stream-json" when none is declared
+    preset: NotRequired[str]
+
+
+class ListedPersona(TypedDict):
+    handle: str
+    job_title: str | None
+    job_description: str | None
+    direct: str  # the id of the direct channel between the caller and this persona
+    addressable: str | AddressableList
+    runtime: BuiltinRuntime | CommandRuntime | None
+    file: str
+
+
+class ListedChannel(TypedDict):
+    """A channel channels.yaml declares."""
+
+    name: str
+    channel_id: str  # ``decl:<name>``
+    kind: str
+    members: list[str]
+    expects: list[str]
+    flow: str
+    timeout: str | None  # as written
+    description: str | None
+
+
+class PublicChannel(TypedDict):
+    """A public channel in the log (declared or not)."""
+
+    channel_id: str
+    name: str | None
+    members: list[str]
+    description: str | None
+    declared: bool
+
+
+class DeclarationsFolder(TypedDict):
+    folder: str
+    files: int  # how many declaration files were read
+
+
+class Listing(TypedDict):
+    """`Engine.list` (`nxc list`): the declared personas and channels, by name."""
+
+    actor: str
+    personas: list[ListedPersona]
+    channels: list[ListedChannel]
+    public_channels: NotRequired[list[PublicChannel]]  # only when the log has any
+    declarations: DeclarationsFolder
+
+
+class UnreadHeader(TypedDict):
+    """An unread message without its body (`nixx.nxc.cursor`): what the prime block lists."""
+
+    message_id: str
+    thread_id: str
+    channel_id: str
+    sender: str
+    kind: str
+    priority: str
+    disposition: str  # "in_turn" | "next_session"
+    created: str | None
+
+
+class UnreadMessage(UnreadHeader):
+    """`Engine.unread`: an unread message, with its position in the channel."""
+
+    pos: str
+
+
+class UnreadCounts(TypedDict):
+    """`cursor.prime`: what is unread, split by disposition."""
+
+    actor: str
+    count: int
+    in_turn: list[UnreadHeader]
+    next_session: list[UnreadHeader]
+
+
+class OwedThread(TypedDict):
+    """A thread that awaits the caller's reply."""
+
+    thread_id: str
+    channel_id: str
+    opener: str
+    deadline: str | None
+    escalated: bool
+
+
+class PrimeBlock(UnreadCounts):
+    """`Engine.prime` (`nixx.nxc.prime`): the session-start block's data."""
+
+    workspace: str
+    owes: list[OwedThread]
+    waiting_on_others: int  # threads the caller opened that still wait on others
+
+
+class OperationThread(TypedDict):
+    """One thread of an operation's tree (`nixx.nxc.status`): states, never bodies."""
+
+    thread_id: str
+    channel_id: str
+    parent: str | None
+    depth: int
+    state: str  # "open" | "answered" | "stale"
+    awaiting_human: bool  # only ever true at the root
+    escalated: bool  # an escalation not yet answered
+    opener: str
+    expects: list[str]
+    outstanding: list[str]
+    stale: bool
+    deadline: str | None
+    readable: bool  # whether the caller may open it
+    # `LiveDelivery.annotate_status`:
+    deliveries: NotRequired[list[dict[str, Any]]]  # its delivery outcomes
+    failures: NotRequired[list[dict[str, Any]]]
+    session: NotRequired[str]  # its latest session on this machine
+    session_state: NotRequired[str]
+
+
+class Operation(TypedDict):
+    """A tree of threads a first message started, shown whole."""
+
+    root: str
+    channel_id: str
+    opener: str
+    live: bool  # some thread is still open
+    open: int
+    stale: int
+    needs_decision: bool
+    awaiting_human: bool
+    threads: list[OperationThread]  # depth first, the root first
+    refusals: NotRequired[list[dict[str, Any]]]  # `LiveDelivery.annotate_status`
+
+
+class StatusReport(TypedDict):
+    """`Engine.status` (`nxc status`)."""
+
+    actor: str
+    operations: list[Operation]
+
+
+class SearchHit(TypedDict):
+    """`Engine.search`: a message the caller may read that matches, best first."""
+
+    message_id: str
+    channel_id: str
+    thread_id: str
+    sender: str
+    body: str
+    created: str | None

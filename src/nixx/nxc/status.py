@@ -14,16 +14,17 @@ declaration of its thread.
 from __future__ import annotations
 
 import json
-from collections.abc import Container
-from typing import TYPE_CHECKING, Any
 
 from nixx.nxc.access import THREAD_READABLE
 from nixx.nxc.threads import list_threads
 
+TYPE_CHECKING = False  # `typing` costs ~2 ms of every CLI start; only annotations use it
 if TYPE_CHECKING:
+    from collections.abc import Container
+
     from apsw import Connection
 
-    from nixx.nxc.shapes import ThreadSummary
+    from nixx.nxc.shapes import Operation, OperationThread, ThreadSummary
 
 
 def operations(
@@ -35,14 +36,42 @@ def operations(
     thread: str | None = None,
     channel: str | None = None,
     include_finished: bool = False,
-) -> list[dict[str, Any]]:
+) -> list[Operation]:
     """Every operation with a thread `me` may read, shown whole (states only, no bodies).
 
     Three statements whatever the size of the log: every thread's parent and whether
     `me` may read it; the summaries of the operations shown; who posted in them."""
+    parents, order, readable = _thread_index(conn, me)
+    roots = _roots(parents)
+    members: dict[str, list[str]] = {}
+    for tid in parents:
+        members.setdefault(roots[tid], []).append(tid)
+    wanted: set[str]
+    if thread is not None:
+        wanted = {roots[thread]} if thread in parents else set()
+    else:
+        wanted = {root for root, tids in members.items() if readable.intersection(tids)}
+    ids = [tid for root in wanted for tid in members[root]]
+    threads = _summaries(conn, now_ms, ids)
+    children = _children(ids, parents, roots)
+    out = []
+    for root in sorted(wanted, key=lambda r: threads[r]["created"] or "", reverse=True):
+        tree = _tree(root, threads, children, order, readable)
+        op = _operation(threads[root], tree, personas)
+        if channel is not None and op["channel_id"] != channel:
+            continue
+        if not op["live"] and not include_finished and thread is None:
+            continue
+        out.append(op)
+    return out
+
+
+def _thread_index(conn: Connection, me: str) -> tuple[dict[str, str | None], dict[str, str], set[str]]:
+    """Of every thread in the log (one statement): its parent, its position in the log,
+    and whether `me` may read it (the set of those it may)."""
     parents: dict[str, str | None] = {}
-    readable: set[str] = set()
     order: dict[str, str] = {}
+    readable: set[str] = set()
     for tid, parent, pos, can_read in conn.execute(
         "SELECT t.thread_id, t.parent, t.pos, " + THREAD_READABLE + " FROM nxc_threads t"
         " LEFT JOIN nxc_thread_state s USING (thread_id)", {"me": me}):
@@ -50,13 +79,17 @@ def operations(
         order[tid] = pos
         if can_read:
             readable.add(tid)
+    return parents, order, readable
 
+
+def _roots(parents: dict[str, str | None]) -> dict[str, str]:
+    """Each thread's root: up its parents to a thread with no parent, or whose parent is
+    not in the log; a cycle of parents stops where it would close."""
     roots: dict[str, str] = {}
-
-    def root_of(tid: str) -> str:
-        found = roots.get(tid)
-        if found is not None:
-            return found
+    for start in parents:
+        if start in roots:
+            continue
+        tid = start
         path = [tid]
         while (up := parents.get(tid)) is not None and up in parents and up not in path:
             if up in roots:
@@ -66,57 +99,55 @@ def operations(
             path.append(tid)
         for t in path:
             roots[t] = tid
-        return tid
+    return roots
 
-    members: dict[str, list[str]] = {}
-    for tid in parents:
-        members.setdefault(root_of(tid), []).append(tid)
-    if thread is not None:
-        wanted = {root_of(thread)} if thread in parents else set()
-    else:
-        wanted = {root for root, tids in members.items() if readable.intersection(tids)}
-    ids = [tid for root in wanted for tid in members[root]]
-    threads = {
+
+def _summaries(conn: Connection, now_ms: int, ids: list[str]) -> dict[str, ThreadSummary]:
+    """The summaries of the threads `ids`, by id (one statement, and one for who posted)."""
+    return {
         t["thread_id"]: t
         for t in list_threads(conn, None, now_ms, limit=None,
                               where="t.thread_id IN (SELECT value FROM json_each(:ids))",
                               params={"ids": json.dumps(ids)})
     }
+
+
+def _children(ids: list[str], parents: dict[str, str | None],
+              roots: dict[str, str]) -> dict[str, list[str]]:
+    """parent → its child threads among `ids`, in the order of `ids` (a root is nobody's
+    child, also when its parent is in the log: a cycle)."""
     children: dict[str, list[str]] = {}
     for tid in ids:
         parent = parents[tid]
-        if parent is not None and parent in parents and tid != root_of(tid):
+        if parent is not None and parent in parents and tid != roots[tid]:
             children.setdefault(parent, []).append(tid)
-    out = []
-    for root in sorted(wanted, key=lambda r: threads[r]["created"] or "", reverse=True):
-        tree = _tree(root, threads, children, order, readable)
-        open_count = sum(1 for t in tree if t["state"] == "open")
-        finished = open_count == 0
-        root_t = threads[root]
-        tree[0]["awaiting_human"] = finished and root_t["opener"] not in personas
-        op = {
-            "root": root,
-            "channel_id": root_t["channel_id"],
-            "opener": root_t["opener"],
-            "live": not finished,
-            "open": open_count,
-            "stale": sum(1 for t in tree if t["state"] == "stale"),
-            "needs_decision": any(t["escalated"] for t in tree),
-            "awaiting_human": tree[0]["awaiting_human"],
-            "threads": tree,
-        }
-        if channel is not None and op["channel_id"] != channel:
-            continue
-        if finished and not include_finished and thread is None:
-            continue
-        out.append(op)
-    return out
+    return children
+
+
+def _operation(root: ThreadSummary, tree: list[OperationThread],
+               personas: Container[str]) -> Operation:
+    """The operation of `tree` (`_tree`: its root first), with its counts; marks the root
+    `awaiting_human` when nothing is open and its opener is not a declared persona."""
+    open_count = sum(1 for t in tree if t["state"] == "open")
+    finished = open_count == 0
+    tree[0]["awaiting_human"] = finished and root["opener"] not in personas
+    return {
+        "root": root["thread_id"],
+        "channel_id": root["channel_id"],
+        "opener": root["opener"],
+        "live": not finished,
+        "open": open_count,
+        "stale": sum(1 for t in tree if t["state"] == "stale"),
+        "needs_decision": any(t["escalated"] for t in tree),
+        "awaiting_human": tree[0]["awaiting_human"],
+        "threads": tree,
+    }
 
 
 def _tree(root: str, threads: dict[str, ThreadSummary], children: dict[str, list[str]],
-          order: dict[str, str], readable: set[str]) -> list[dict[str, Any]]:
+          order: dict[str, str], readable: set[str]) -> list[OperationThread]:
     """The threads of the operation under `root`, depth first, states only."""
-    tree: list[dict[str, Any]] = []
+    tree: list[OperationThread] = []
     stack = [(root, 0)]
     seen: set[str] = set()
     while stack:

@@ -25,14 +25,12 @@ from nixx.nxc.delivery.hooks import Delivery
 
 TYPE_CHECKING = False  # `typing` costs ~2 ms of every CLI start; only annotations use it
 if TYPE_CHECKING:
-    from typing import Any
-
     from nixx.log.reducer import Reducer
     from nixx.nxc.declarations import Persona
     from nixx.nxc.delivery.hooks import ReplyContext, SendContext
     from nixx.nxc.delivery.launcher import Deliverer
     from nixx.nxc.engine import Engine
-    from nixx.nxc.shapes import Delivered, Resumed, ThreadSummary
+    from nixx.nxc.shapes import Delivered, Resumed, StatusReport, ThreadSummary
 
 
 class LiveDelivery(Delivery):
@@ -164,7 +162,7 @@ class LiveDelivery(Delivery):
                                                 summary["outstanding"], engine.store.replica)
         return summary
 
-    def annotate_status(self, engine: Engine, out: dict[str, Any]) -> dict[str, Any]:
+    def annotate_status(self, engine: Engine, out: StatusReport) -> StatusReport:
         """Add each thread's session and delivery outcomes, and each operation's refusals
         (also from threads of the tree the caller may not read)."""
         from nixx.nxc.delivery import outcomes, sessions

@@ -30,12 +30,10 @@ from __future__ import annotations
 
 TYPE_CHECKING = False  # `typing` costs ~2 ms of every CLI start; only annotations use it
 if TYPE_CHECKING:
-    from typing import Any
-
     from nixx.log.reducer import Reducer
     from nixx.nxc.declarations import ChannelDecl, Persona
     from nixx.nxc.engine import Engine
-    from nixx.nxc.shapes import Delivered, Resumed, ThreadSummary
+    from nixx.nxc.shapes import Delivered, Resumed, StatusReport, ThreadSummary
 
 
 class SendContext:
@@ -106,7 +104,7 @@ class Delivery:
         """A thread summary (`threads show`, `wait`), with what delivery knows of it."""
         return summary
 
-    def annotate_status(self, engine: Engine, out: dict[str, Any]) -> dict[str, Any]:
+    def annotate_status(self, engine: Engine, out: StatusReport) -> StatusReport:
         """`nxc status`'s answer, with what delivery knows of its threads."""
         return out
 
