@@ -19,7 +19,7 @@ from nixx.cli.shell import Formatter, common_parser, run_parsed
 TYPE_CHECKING = False  # `typing` costs ~2 ms of every CLI start; only annotations use it
 if TYPE_CHECKING:
     from nixx.nxc.engine import Engine
-    from nixx.nxc.shapes import OperationThread, SendReceipt, ThreadSummary
+    from nixx.nxc.shapes import DeliveryOutcome, OperationThread, SendReceipt, ThreadSummary
 
 EXIT_STALE = 3
 EXIT_TIMEOUT = 4
@@ -27,7 +27,7 @@ EXIT_FAILED = 5
 WAIT_EXIT = {"complete": 0, "stale": EXIT_STALE, "timeout": EXIT_TIMEOUT, "failed": EXIT_FAILED}
 
 
-def failure_lines(failures: list[dict], indent: str = "  ") -> list[str]:
+def failure_lines(failures: list[DeliveryOutcome], indent: str = "  ") -> list[str]:
     """One line per failed or refused delivery, saying why (human output)."""
     out = []
     for f in failures:

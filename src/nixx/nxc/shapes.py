@@ -3,7 +3,9 @@ engine (`nixx.nxc.delivery.hooks`), the receipts `Engine.send` / `Engine.reply`
 return to their shells (the `nxc` CLI reads ``out["await"]["command"]``, the MCP chat
 tools and the web's agents page return them as JSON), and the answers of the read verbs:
 `Engine.list` (`Listing`), `prime` (`PrimeBlock`), `unread` (`UnreadMessage`), `status`
-(`StatusReport`) and `search` (`SearchHit`).
+(`StatusReport`), `search` (`SearchHit`) and `thread` (`ThreadSummary`, its messages
+`ThreadMessage`); `DeliveryOutcome` is a delivery outcome as `nixx.nxc.delivery.outcomes`
+reads it back (a thread's and an operation's `failures`, `deliveries`, `refusals`).
 
 Annotations only: every importer imports this module under ``TYPE_CHECKING`` (``typing``
 costs a one-shot `nxc` process milliseconds: `tests/nxc/test_startup_imports.py`); at
@@ -34,8 +36,57 @@ class ThreadSummary(TypedDict):
     escalated: bool
     message_count: int
     state: str  # "open" | "answered" | "stale"
-    messages: NotRequired[list[dict[str, Any]]]  # `Engine.thread(with_messages=True)`
-    failures: NotRequired[list[dict[str, Any]]]  # `Delivery.annotate_thread`
+    messages: NotRequired[list[ThreadMessage]]  # `Engine.thread(with_messages=True)`
+    failures: NotRequired[list[DeliveryOutcome]]  # `Delivery.annotate_thread`
+
+
+class ThreadMessage(TypedDict):
+    """A message of a thread (`nixx.nxc.threads.messages`), in order."""
+
+    message_id: str
+    sender: str
+    kind: str
+    priority: str
+    disposition: str  # "in_turn" | "next_session"
+    escalate: bool
+    body: str
+    refs: dict[str, Any]  # as posted (a round's report: ``{"round": <channel>}``)
+    created: str | None
+    channel_id: str
+    origin: str  # the replica that wrote it
+    remote: NotRequired[bool]  # `Engine.thread`: written in another clone
+
+
+class DeliveryOutcome(TypedDict):
+    """A delivery outcome as read back (`nixx.nxc.delivery.outcomes`): the op's recorded
+    fields, over its payload (which keys depends on `outcome`: the table in that module's
+    docstring). Payloads are read from the synced log: only what nxc writes is named."""
+
+    outcome: str  # "spawned" | "queued" | "exited" | "failed" | "refused" | "round"
+    target: str  # a thread id, a session id, or a persona's handle (`refused` before a thread)
+    actor: str
+    at: str | None
+    origin: str  # the replica that recorded it
+    remote: NotRequired[bool]  # `outcomes.mark_remote`: recorded by another clone
+    # the payload
+    thread: NotRequired[str | None]
+    session: NotRequired[str]
+    persona: NotRequired[str]
+    mode: NotRequired[str]  # spawned: "start" | "resume"
+    hop: NotRequired[int]
+    argv0: NotRequired[str]
+    messages: NotRequired[list[str | None]]  # queued: the message ids
+    code: NotRequired[int]  # exited, failed: the exit code
+    reason: NotRequired[str]  # failed: the cause in words; refused: why (``hop_limit`` ...)
+    scope: NotRequired[str]  # refused (resume_limit): "thread" | "chain"
+    count: NotRequired[int]
+    limit: NotRequired[int]
+    msg: NotRequired[str]  # refused: the refusal in words
+    to: NotRequired[str]  # refused (addressable): whom the send was to
+    channel: NotRequired[str]  # round
+    event: NotRequired[str]  # round: "posted"
+    answered: NotRequired[list[str]]  # round: the members who answered
+    silent: NotRequired[list[str]]
 
 
 class Delivered(TypedDict):
@@ -236,8 +287,8 @@ class OperationThread(TypedDict):
     deadline: str | None
     readable: bool  # whether the caller may open it
     # `LiveDelivery.annotate_status`:
-    deliveries: NotRequired[list[dict[str, Any]]]  # its delivery outcomes
-    failures: NotRequired[list[dict[str, Any]]]
+    deliveries: NotRequired[list[DeliveryOutcome]]  # its delivery outcomes
+    failures: NotRequired[list[DeliveryOutcome]]
     session: NotRequired[str]  # its latest session on this machine
     session_state: NotRequired[str]
 
@@ -254,7 +305,7 @@ class Operation(TypedDict):
     needs_decision: bool
     awaiting_human: bool
     threads: list[OperationThread]  # depth first, the root first
-    refusals: NotRequired[list[dict[str, Any]]]  # `LiveDelivery.annotate_status`
+    refusals: NotRequired[list[DeliveryOutcome]]  # `LiveDelivery.annotate_status`
 
 
 class StatusReport(TypedDict):

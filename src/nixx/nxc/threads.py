@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 
     from apsw import Connection
 
-    from nixx.nxc.shapes import ThreadSummary
+    from nixx.nxc.shapes import ThreadMessage, ThreadSummary
 
 _THREAD_COLS = (
     "t.thread_id, t.channel_id, t.opener, t.parent, t.origin, t.created, t.pos,"
@@ -99,7 +99,7 @@ def get_thread(conn: Connection, thread_id: str, now_ms: int) -> ThreadSummary |
     return None if row is None else _summaries(conn, [row], now_ms)[0]
 
 
-def messages(conn: Connection, thread_id: str, me: str | None = None) -> list[dict[str, Any]]:
+def messages(conn: Connection, thread_id: str, me: str | None = None) -> list[ThreadMessage]:
     """The thread's messages in order; with `me`, only those `me` may see (the channel's
     `visibility`, access.MESSAGE_VISIBLE). Without: all of them (the engine's own use).
     `origin` is the replica that wrote each one (the engine adds `remote`)."""

@@ -44,6 +44,7 @@ if TYPE_CHECKING:
 
     from nixx.log.op import Op
     from nixx.log.store import LogStore
+    from nixx.nxc.shapes import DeliveryOutcome
 
 DOMAIN = "delivery"
 KINDS = ("spawned", "queued", "exited", "failed", "refused", "round")
@@ -88,18 +89,21 @@ def record(store: LogStore, kind: str, target: str, actor: str, payload: dict[st
     return store.append(DOMAIN, kind, target, actor, payload)
 
 
-def _out(row: tuple[Any, ...]) -> dict[str, Any]:
+def _out(row: tuple[Any, ...]) -> DeliveryOutcome:
     kind, target, actor, payload, created, origin = row
     from nixx.nxc.durations import iso
 
-    # the recorded fields first: a payload cannot overwrite what the log says of the op
-    return {**json.loads(payload), "outcome": kind, "target": target, "actor": actor,
-            "at": iso(created), "origin": origin}
+    # the payload, then the recorded fields: a payload cannot overwrite what the log says
+    # of the op (a key both hold keeps its place, as in ``{**payload, ...}``)
+    out: DeliveryOutcome = json.loads(payload)
+    out["outcome"], out["target"], out["actor"] = kind, target, actor
+    out["at"], out["origin"] = iso(created), origin
+    return out
 
 
-def for_threads(conn: Connection, thread_ids: list[str]) -> dict[str, list[dict[str, Any]]]:
+def for_threads(conn: Connection, thread_ids: list[str]) -> dict[str, list[DeliveryOutcome]]:
     """Outcomes per thread (and per target, for refusals recorded against a thread)."""
-    out: dict[str, list[dict[str, Any]]] = {}
+    out: dict[str, list[DeliveryOutcome]] = {}
     if not thread_ids:
         return out
     try:
@@ -119,7 +123,7 @@ def for_threads(conn: Connection, thread_ids: list[str]) -> dict[str, list[dict[
     return out
 
 
-def all_outcomes(conn: Connection, *, limit: int = 200) -> list[dict[str, Any]]:
+def all_outcomes(conn: Connection, *, limit: int = 200) -> list[DeliveryOutcome]:
     rows = conn.execute(
         "SELECT kind, target, actor, payload, created, origin FROM nxd_outcomes"
         " ORDER BY pos DESC LIMIT ?",
@@ -131,20 +135,20 @@ def all_outcomes(conn: Connection, *, limit: int = 200) -> list[dict[str, Any]]:
 _SETTLING = ("spawned", "failed", "refused", "exited")
 
 
-def mark_remote(outs: list[dict[str, Any]], replica: str) -> list[dict[str, Any]]:
+def mark_remote(outs: list[DeliveryOutcome], replica: str) -> list[DeliveryOutcome]:
     """Flag each outcome another clone wrote (``remote: true``); returns `outs`."""
     for o in outs:
         o["remote"] = o.get("origin") != replica
     return outs
 
 
-def failures(outs: list[dict[str, Any]], outstanding: list[str],
-             replica: str | None = None) -> list[dict[str, Any]]:
+def failures(outs: list[DeliveryOutcome], outstanding: list[str],
+             replica: str | None = None) -> list[DeliveryOutcome]:
     """Of a thread's outcomes (`for_threads`, in log order), the personas still owed a
     reply whose last delivery attempt failed or was refused: nobody is working on their
     answer. A later `spawned` (a resume, a retry) clears it. With `replica`, only that
     replica's own outcomes count (outcomes are about local sessions: module docstring)."""
-    last: dict[str, dict[str, Any]] = {}
+    last: dict[str, DeliveryOutcome] = {}
     for o in outs:
         persona = o.get("persona")
         if not persona or o["outcome"] not in _SETTLING:
