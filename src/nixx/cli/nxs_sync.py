@@ -5,9 +5,12 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from nixx.cli.output import emit_json
+
+if TYPE_CHECKING:
+    from nixx.sync.engine import SyncStatus
 
 
 def _reducers() -> list:
@@ -140,7 +143,7 @@ def _conflicts(ws) -> dict[str, Any]:
         return conflicts(store.conn)
 
 
-def _print_trust(out: dict[str, Any]) -> None:
+def _print_trust(out: SyncStatus) -> None:
     """The ops refused on arrival and the claims not shown (docs/sync.md, "Trust")."""
     refused, clash = out["refused"], out["conflicts"]
     if refused["count"]:

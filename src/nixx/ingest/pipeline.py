@@ -32,7 +32,7 @@ import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 
@@ -73,6 +73,39 @@ class Progress:
     path: str | None = None  # the file just read
 
 
+class IngestedSource(TypedDict):
+    """The source an ingest made or found (`IngestResult.to_dict`'s ``source``)."""
+
+    id: int
+    name: str
+    type: str  # "document" | "repo" | "web"
+    summary: str | None
+    created_at: str
+    meta: dict[str, Any]  # path/url, content_hash, tags, skipped: the source's own JSON
+    chunk_count: int
+
+
+class SkippedJson(TypedDict):
+    """A file an ingest did not read, and why (`nixx.ingest.walk.Skipped`)."""
+
+    path: str
+    reason: str
+
+
+class IngestResultJson(TypedDict):
+    """An `IngestResult` as JSON (`IngestResult.to_dict`): the `nixx ingest` CLI prints a
+    list of them (``sources``); `POST /v1/ingest` reads its counts and ``skipped``."""
+
+    status: str  # "created" | "replaced" | "unchanged"
+    source: IngestedSource
+    files: int
+    chunks: int
+    embedded: int
+    reused: int
+    skipped: list[SkippedJson]
+    summary_error: str | None
+
+
 @dataclass
 class IngestResult:
     source: Source
@@ -86,7 +119,7 @@ class IngestResult:
     summary_input: str = ""
     summary_error: str | None = None  # why no summary was made (`summarise_sources`)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> IngestResultJson:
         s = self.source
         return {
             "status": self.status,

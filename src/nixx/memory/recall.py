@@ -36,7 +36,7 @@ import logging
 from collections.abc import Callable, Sequence
 from concurrent.futures import Executor
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 
@@ -90,6 +90,68 @@ def default_row_floor(model: str) -> float:
     return float(floor(model))
 
 
+class RecalledInfo(TypedDict):
+    """One recalled item explained (`Recalled.info`): an item of `RecallInfo`'s
+    ``recalled`` (/v1/debug/context, the web context page)."""
+
+    kind: str  # "buffer" | "summary"
+    id: int
+    score: float
+    cosine: float | None
+    created_at: str
+    buffer_ids: list[int]
+    why: dict[str, float]
+    text: str
+
+
+class RecallInfo(TypedDict):
+    """The explanation of a recall (`RecallContext.info`): what /v1/debug/context answers
+    (with the route's ``recalled_summaries``) and the web context page shows."""
+
+    system_prompt: str
+    memory_block: str
+    layout: str  # "system" | "cache"
+    base_prompt: str
+    intent: str | None
+    recall_enabled: bool
+    threshold: float | None
+    row_floor: float | None
+    word_floor: float
+    budget_tokens: int
+    considered: int
+    query: str | None
+    vector_query: str | None
+    before_buffer_id: int | None
+    recalled: list[RecalledInfo]
+
+
+class RecalledBrief(TypedDict):
+    """One recalled item as a chat answer reports it (`RecallAnswerInfo`'s ``recalled``)."""
+
+    kind: str
+    id: int
+    score: float
+    cosine: float | None
+    buffer_ids: list[int]
+
+
+class RecallAnswerInfo(TypedDict):
+    """What a chat answer reports of its recall (`RecallContext.answer_info`): the start
+    of the answer's ``nixx`` key (`nixx.server.shapes.turn_memory`, every dialect)."""
+
+    recalled_summaries: list[int]
+    recalled: list[RecalledBrief]
+
+
+class RecalledRowMeta(TypedDict):
+    """One recalled item as the answer's buffer row keeps it (``meta.recalled``, from
+    `RecallContext.row_meta`; the web page shows it for a past answer)."""
+
+    kind: str
+    id: int
+    score: float  # rounded to 6 places
+
+
 @dataclass(frozen=True)
 class Recalled:
     """One item of the recalled block, and why it is there."""
@@ -105,7 +167,7 @@ class Recalled:
     # why it was chosen: the evidence its score is made of (`nixx.memory.search.Result.why`)
     why: dict[str, float] = field(default_factory=dict)
 
-    def info(self) -> dict[str, Any]:
+    def info(self) -> RecalledInfo:
         return {
             "kind": self.kind,
             "id": self.id,
@@ -143,7 +205,7 @@ class RecallContext:
     memory_block: str = ""
     layout: str = "system"
 
-    def info(self) -> dict[str, Any]:
+    def info(self) -> RecallInfo:
         """The explanation of this recall (/v1/debug/context; the web context page)."""
         return {
             "system_prompt": self.system_prompt,
@@ -164,16 +226,19 @@ class RecallContext:
         }
 
     def answer_info(self) -> dict[str, Any]:
-        """What a chat answer reports of its recall (the start of its ``nixx`` key)."""
-        return {
+        """What a chat answer reports of its recall (the start of its ``nixx`` key): a
+        `RecallAnswerInfo`, as the open dict `nixx.memory.turn.Finished.recall_info` holds."""
+        answer: RecallAnswerInfo = {
             "recalled_summaries": [hit.summary.id for hit in self.hits],
             "recalled": [
-                {k: info[k] for k in ("kind", "id", "score", "cosine", "buffer_ids")}
-                for info in (item.info() for item in self.recalled)
+                {"kind": item.kind, "id": item.id, "score": item.score, "cosine": item.cosine,
+                 "buffer_ids": item.buffer_ids}
+                for item in self.recalled
             ],
         }
+        return {**answer}
 
-    def row_meta(self) -> list[dict[str, Any]]:
+    def row_meta(self) -> list[RecalledRowMeta]:
         """What the answer's buffer row keeps of it (``meta.recalled``: the web page
         shows it for a past answer)."""
         return [{"kind": r.kind, "id": r.id, "score": round(r.score, 6)} for r in self.recalled]

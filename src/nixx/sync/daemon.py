@@ -28,7 +28,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NotRequired, TypedDict
 
 if TYPE_CHECKING:
     from nixx.log.reducer import Reducer
@@ -136,8 +136,18 @@ def manual_hint(ws: Workspace) -> str:
             "`nxs sync run` by hand or from cron")
 
 
+class ServiceInstall(TypedDict):
+    """What `install_service` did: `nxs sync bind` answers it as its ``daemon`` key."""
+
+    installed: bool
+    unit: str | None  # the unit file written (None: none is left)
+    enabled: bool
+    detail: str  # what `systemctl` said when it failed ("" when it did not)
+    how: NotRequired[str]  # how to run the daemon by hand, when no unit runs it
+
+
 def install_service(ws: Workspace, *, home: str | None = None,
-                    systemctl: str | None = None) -> dict[str, Any]:
+                    systemctl: str | None = None) -> ServiceInstall:
     """Write and enable the systemd user unit for this workspace's daemon. `systemctl` is
     the binary to use (None: not available, nothing is written). When the per-user
     service manager does not answer, the unit is removed again: nothing is left behind

@@ -20,8 +20,8 @@ import os
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, NotRequired, TypedDict
 
 from nixx.errors import Conflict, NixxError, NotFound, ValidationError
 from nixx.log import clock as hlc
@@ -40,6 +40,47 @@ PULL_BATCH = 5000
 LOCK_NAME = "sync.lock"
 
 
+class PassJson(TypedDict):
+    """A `PassResult` as JSON (`PassResult.to_dict`): what `nxs sync run --json` prints
+    and each ``pass`` event of `nxs sync daemon` carries (`nixx.sync.daemon`)."""
+
+    stream: str
+    transport: str
+    remote: str
+    pushed: int
+    pulled: int
+    stored: int
+    rejected: int
+    refused: int
+    pushed_seq: int
+    unpushed: int
+    more: bool
+    elapsed_ms: float
+
+
+class SyncStatus(TypedDict):
+    """Where this workspace's sync stands (`status`): what `nxs sync status` shows and
+    prints with ``--json``. The binding's keys only when the workspace is bound."""
+
+    bound: bool
+    replica: str
+    db: str
+    stream: NotRequired[str]
+    transport: NotRequired[str]
+    remote: NotRequired[str]  # redacted (`state.redact`)
+    derived_from: NotRequired[str]
+    bound_at: NotRequired[int]  # epoch ms
+    pushed_seq: int
+    pulled_cursor: str | None
+    unpushed: int
+    log_seq: int
+    last_pass: state.LastPass | None
+    refused: state.RefusedRecord
+    bound_at_iso: NotRequired[str | None]
+    # added by `nxs sync status` (`nixx.cli.nxs_sync`): `nixx.nxc.reducer.conflicts`
+    conflicts: NotRequired[dict[str, Any]]
+
+
 @dataclass
 class PassResult:
     stream: str
@@ -55,8 +96,12 @@ class PassResult:
     more: bool = False  # a limit stopped the pass before it was done
     elapsed_ms: float = 0.0
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+    def to_dict(self) -> PassJson:
+        return {"stream": self.stream, "transport": self.transport, "remote": self.remote,
+                "pushed": self.pushed, "pulled": self.pulled, "stored": self.stored,
+                "rejected": self.rejected, "refused": self.refused,
+                "pushed_seq": self.pushed_seq, "unpushed": self.unpushed, "more": self.more,
+                "elapsed_ms": self.elapsed_ms}
 
 
 @contextmanager
@@ -161,13 +206,13 @@ def _pull(store: LogStore, transport: Transport, result: PassResult, pull_batch:
             return
 
 
-def _admit(ops: list[Op], pushers: list[str]) -> tuple[list[Op], list[dict[str, Any]]]:
+def _admit(ops: list[Op], pushers: list[str]) -> tuple[list[Op], list[state.RefusedOp]]:
     """Split pulled ops into those to store and those refused on arrival (docs/sync.md,
     "Trust"): an op whose `origin` is not the replica that pushed it (each replica
     writes only under its own name), or whose clock is more than `hlc.MAX_AHEAD_MS`
     ahead of this machine's. A refused op is never stored; `nxs sync status` lists it."""
     keep: list[Op] = []
-    refused: list[dict[str, Any]] = []
+    refused: list[state.RefusedOp] = []
     ceiling = hlc.ceiling()
     at = hlc.now_ms()
     for i, op in enumerate(ops):
@@ -188,7 +233,7 @@ def _admit(ops: list[Op], pushers: list[str]) -> tuple[list[Op], list[dict[str, 
 
 
 def _store_chunk(store: LogStore, ops: list[Op], cursor: str | None,
-                 refused: Sequence[dict[str, Any]] = ()) -> list[Op]:
+                 refused: Sequence[state.RefusedOp] = ()) -> list[Op]:
     """Insert pulled ops, record which seqs came from the stream and which ops were
     refused, and move the cursor: one transaction. ValidationError (nothing stored) if
     an op is malformed."""
@@ -226,38 +271,43 @@ def sync_workspace(
                 except NixxError:
                     pass
                 raise
-            summary = {"at": hlc.now_ms(), "ok": True, "pushed": result.pushed,
-                       "pulled": result.pulled, "stored": result.stored,
-                       "rejected": result.rejected, "refused": result.refused,
-                       "elapsed_ms": result.elapsed_ms}
+            summary: state.LastPass = {
+                "at": hlc.now_ms(), "ok": True, "pushed": result.pushed,
+                "pulled": result.pulled, "stored": result.stored, "rejected": result.rejected,
+                "refused": result.refused, "elapsed_ms": result.elapsed_ms}
             with store.transaction() as txn:
                 state.set_last_pass(txn, summary)
         return result
 
 
-def status(ws: Workspace) -> dict[str, Any]:
+def status(ws: Workspace) -> SyncStatus:
     """Stream, remote, watermarks and the unpushed count (no remote is contacted)."""
     from nixx.log.store import LogStore
 
     with LogStore.open(ws.db_path) as store:
         bound = state.binding(store)
-        out: dict[str, Any] = {"bound": bound is not None, "replica": store.replica,
-                               "db": ws.db_path}
-        if bound is not None:
-            out.update(stream=bound.stream, transport=bound.transport,
-                       remote=state.redact(bound.remote), derived_from=bound.derived_from,
-                       bound_at=bound.bound_at)
-        out["pushed_seq"] = state.pushed_seq(store) if bound else 0
-        out["pulled_cursor"] = state.pulled_cursor(store) if bound else None
-        out["unpushed"] = state.unpushed_count(store)
-        out["log_seq"] = store.max_seq()
-        out["last_pass"] = state.last_pass(store)
-        out["refused"] = state.refused(store)
+        pushed = state.pushed_seq(store) if bound else 0
+        cursor = state.pulled_cursor(store) if bound else None
+        unpushed, log_seq = state.unpushed_count(store), store.max_seq()
+        last, refused = state.last_pass(store), state.refused(store)
+        out: SyncStatus
+        if bound is None:
+            out = {"bound": False, "replica": store.replica, "db": ws.db_path,
+                   "pushed_seq": pushed, "pulled_cursor": cursor, "unpushed": unpushed,
+                   "log_seq": log_seq, "last_pass": last, "refused": refused}
+        else:  # the binding's keys between the workspace's and the watermarks
+            out = {"bound": True, "replica": store.replica, "db": ws.db_path,
+                   "stream": bound.stream, "transport": bound.transport,
+                   "remote": state.redact(bound.remote), "derived_from": bound.derived_from,
+                   "bound_at": bound.bound_at,
+                   "pushed_seq": pushed, "pulled_cursor": cursor, "unpushed": unpushed,
+                   "log_seq": log_seq, "last_pass": last, "refused": refused}
     # the times in epoch ms stay (programs compare them); each also as an RFC3339 instant
     from nixx.nxc.durations import iso
 
     if out.get("bound_at"):
         out["bound_at_iso"] = iso(out["bound_at"])
-    if out["last_pass"] and out["last_pass"].get("at"):
-        out["last_pass"]["at_iso"] = iso(out["last_pass"]["at"])
+    last = out["last_pass"]
+    if last and last.get("at"):
+        last["at_iso"] = iso(last["at"])
     return out

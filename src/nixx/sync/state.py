@@ -21,8 +21,8 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, NotRequired, TypedDict
 
 # the log's row decoding, shared so that a sync read is an ordinary `Op`
 from nixx.log.store import _OP_COLUMNS, _row_to_op
@@ -46,6 +46,56 @@ _PUSHABLE = (
 _OP_COLS = ", ".join("o." + c.strip() for c in _OP_COLUMNS.split(","))
 
 
+class BindingJson(TypedDict):
+    """A `Binding` as JSON (`Binding.to_dict`): what `nxs sync bind` answers, with
+    ``remote`` redacted and its own keys added."""
+
+    stream: str
+    transport: str
+    remote: str
+    derived_from: str
+    bound_at: int
+
+
+class RefusedOp(TypedDict):
+    """One op refused on arrival (`nixx.sync.engine._admit`, docs/sync.md "Trust"): kept
+    in ``sync_state.refused``, listed by `nxs sync status`."""
+
+    op: str  # the op's id
+    origin: str
+    pusher: str  # the replica that pushed it
+    domain: str
+    kind: str
+    target: str
+    reason: str
+    at: int  # epoch ms, when it was refused
+
+
+class RefusedRecord(TypedDict):
+    """The ops refused on arrival (`refused`): the whole count and the latest
+    `REFUSED_KEPT` of them; `nxs sync status` shows it (``refused``)."""
+
+    count: int
+    items: list[RefusedOp]
+
+
+class LastPass(TypedDict):
+    """The summary of the latest pass (`set_last_pass` by `nixx.sync.engine.sync_workspace`,
+    read by `last_pass`): `nxs sync status` shows it (``last_pass``). A failed pass has
+    ``error`` and no counts."""
+
+    at: int  # epoch ms
+    ok: bool
+    pushed: NotRequired[int]
+    pulled: NotRequired[int]
+    stored: NotRequired[int]
+    rejected: NotRequired[int]
+    refused: NotRequired[int]
+    elapsed_ms: NotRequired[float]
+    error: NotRequired[str]
+    at_iso: NotRequired[str | None]  # added by `nixx.sync.engine.status`
+
+
 @dataclass
 class Binding:
     stream: str
@@ -54,8 +104,9 @@ class Binding:
     derived_from: str  # "origin" | "create" | "join"
     bound_at: int
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+    def to_dict(self) -> BindingJson:
+        return {"stream": self.stream, "transport": self.transport, "remote": self.remote,
+                "derived_from": self.derived_from, "bound_at": self.bound_at}
 
 
 def _scalar(conn: Any, sql: str, params: tuple[Any, ...] = ()) -> Any:
@@ -187,7 +238,7 @@ def unpushed_count(store: LogStore) -> int:
 REFUSED_KEPT = 100
 
 
-def record_refused(txn: Txn, items: Sequence[dict[str, Any]]) -> None:
+def record_refused(txn: Txn, items: Sequence[RefusedOp]) -> None:
     """Add ops refused on arrival (`nixx.sync.engine._admit`) to the record: a count and
     the latest `REFUSED_KEPT` of them, each once (by op id)."""
     if not items:
@@ -203,28 +254,29 @@ def record_refused(txn: Txn, items: Sequence[dict[str, Any]]) -> None:
     _set(txn, "refused", json.dumps(current, sort_keys=True))
 
 
-def _refused(store_or_txn: LogStore | Txn) -> dict[str, Any]:
+def _refused(store_or_txn: LogStore | Txn) -> RefusedRecord:
     value = _get(store_or_txn, "refused")
-    out: dict[str, Any] = json.loads(value) if value else {"count": 0, "items": []}
+    out: RefusedRecord = json.loads(value) if value else {"count": 0, "items": []}
     return out
 
 
-def refused(store: LogStore) -> dict[str, Any]:
+def refused(store: LogStore) -> RefusedRecord:
     """``{"count": n, "items": [the latest refused ops]}`` (empty when nothing was)."""
     if not _has_tables(store):
         return {"count": 0, "items": []}
     return _refused(store)
 
 
-def set_last_pass(txn: Txn, summary: dict[str, Any]) -> None:
+def set_last_pass(txn: Txn, summary: LastPass) -> None:
     _set(txn, "last_pass", json.dumps(summary, sort_keys=True))
 
 
-def last_pass(store: LogStore) -> dict[str, Any] | None:
+def last_pass(store: LogStore) -> LastPass | None:
     if not _has_tables(store):
         return None
     value = _get(store, "last_pass")
-    return json.loads(value) if value else None
+    out: LastPass | None = json.loads(value) if value else None
+    return out
 
 
 def bind(
