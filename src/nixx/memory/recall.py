@@ -36,7 +36,7 @@ import logging
 from collections.abc import Callable, Sequence
 from concurrent.futures import Executor
 from dataclasses import dataclass, field
-from typing import Any, TypedDict
+from typing import TypedDict
 
 import numpy as np
 
@@ -225,9 +225,8 @@ class RecallContext:
             "recalled": [item.info() for item in self.recalled],
         }
 
-    def answer_info(self) -> dict[str, Any]:
-        """What a chat answer reports of its recall (the start of its ``nixx`` key): a
-        `RecallAnswerInfo`, as the open dict `nixx.memory.turn.Finished.recall_info` holds."""
+    def answer_info(self) -> RecallAnswerInfo:
+        """What a chat answer reports of its recall (the start of its ``nixx`` key)."""
         answer: RecallAnswerInfo = {
             "recalled_summaries": [hit.summary.id for hit in self.hits],
             "recalled": [
@@ -236,7 +235,7 @@ class RecallContext:
                 for item in self.recalled
             ],
         }
-        return {**answer}
+        return answer
 
     def row_meta(self) -> list[RecalledRowMeta]:
         """What the answer's buffer row keeps of it (``meta.recalled``: the web page

@@ -54,7 +54,7 @@ from nixx.memory.history import (
     trim_history,
 )
 from nixx.memory.layout import dedupe, memory_text, place_memory
-from nixx.memory.recall import build_memory_block
+from nixx.memory.recall import RecallAnswerInfo, build_memory_block
 
 if TYPE_CHECKING:
     from nixx.config import Settings
@@ -98,6 +98,10 @@ class ClientToolCalls:
     calls: list[dict[str, Any]]
 
 
+def _nothing_recalled() -> RecallAnswerInfo:
+    return {"recalled_summaries": [], "recalled": []}
+
+
 @dataclass(frozen=True)
 class Finished:
     finish_reason: str
@@ -107,7 +111,7 @@ class Finished:
     tool_runs: list[ToolRun] = field(default_factory=list)
     client_tool_calls: list[dict[str, Any]] = field(default_factory=list)
     # what was recalled (`RecallContext.answer_info()`: summary ids, items and scores)
-    recall_info: dict[str, Any] = field(default_factory=dict)
+    recall_info: RecallAnswerInfo = field(default_factory=_nothing_recalled)
     user_row_id: int | None = None
     assistant_row_id: int | None = None
     trimmed: int = 0
