@@ -52,14 +52,13 @@ def _session_state(args: argparse.Namespace) -> int:
 
     with _local(args) as local:
         if args.session:
-            out = sessions.require(local, args.session)
-            out["queued"] = sessions.queued(local, args.session)
-            rows = [out]
+            one = sessions.require(local, args.session)
+            one["queued"] = sessions.queued(local, args.session)
+            rows = [one]
         else:
             rows = sessions.all_sessions(local, limit=args.limit)
-            out = {"sessions": rows}
     if args.json:
-        emit_json(out)
+        emit_json(rows[0] if args.session else {"sessions": rows})
         return 0
     for r in rows:
         code = "" if r["exit_code"] is None else f" (exit {r['exit_code']})"

@@ -237,9 +237,9 @@ class Agent:
 
         local = LocalStore.for_workspace(self.engine.workspace)
         row = sessions.get(local, self.session)
-        if not row or not row.get("thread_id"):
+        tid = row["thread_id"] if row else None
+        if not tid:
             return False
-        tid = row["thread_id"]
         try:
             summary = self.engine.thread(tid, with_messages=False)
         except Exception:  # noqa: BLE001

@@ -18,6 +18,8 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
     from typing import Any
 
+    from nixx.nxc.delivery.shapes import SessionRecord
+
 DEFAULT_MAX_HOPS = 8
 
 
@@ -31,7 +33,7 @@ def _int(value: str | None) -> int | None:
     return number if number >= 0 else None
 
 
-def hop_limit(env: Mapping[str, str], current: dict[str, Any] | None, *,
+def hop_limit(env: Mapping[str, str], current: SessionRecord | None, *,
               env_hop: bool = True) -> tuple[int, int]:
     """(the hop a spawn from here gets, the limit that applies to it). `current` is the
     spawning session (None: a person). `env_hop=False` ignores `NXC_HOP` (a round's member
@@ -50,7 +52,7 @@ def _bound(env: Mapping[str, str], name: str, recorded: int | None) -> int | Non
     return min(values) if values else None
 
 
-def chain_bounds(env: Mapping[str, str], current: dict[str, Any] | None) -> dict[str, Any]:
+def chain_bounds(env: Mapping[str, str], current: SessionRecord | None) -> dict[str, Any]:
     """The chain a spawn from here joins, and its resume bounds (see `sessions`)."""
     return {
         "chain": current["chain"] if current else None,

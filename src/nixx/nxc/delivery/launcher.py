@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from nixx.log.workspace import Workspace
     from nixx.nxc.declarations import Declarations, Persona
     from nixx.nxc.delivery.session_prompt import SessionPrompt
-    from nixx.nxc.delivery.shapes import Backend, Launched, RunSpec
+    from nixx.nxc.delivery.shapes import Backend, Launched, RunSpec, SessionRecord
     from nixx.nxc.shapes import Delivered, Resumed
 
 BACKEND_FILE = "backend.json"
@@ -45,7 +45,7 @@ class Deliverer:
         self.origin = origin
         self.env = env
         self._local = local
-        self._current: dict[str, Any] | None = None
+        self._current: SessionRecord | None = None
         self._current_known = False  # current_session() is looked up once
 
     @classmethod
@@ -75,7 +75,7 @@ class Deliverer:
 
     # -- where the caller stands ----------------------------------------------------------
 
-    def current_session(self) -> dict[str, Any] | None:
+    def current_session(self) -> SessionRecord | None:
         """The session this process runs in. The process tree decides (`spawn.
         enclosing_sessions`: the innermost ancestor that is the recorded supervisor of a
         session), so an agent that unsets or rewrites `NXC_SESSION` is still inside its
@@ -306,7 +306,7 @@ class Deliverer:
         return [{"thread_id": thread_id, "message_id": mid, "sender": sender, "body": body}
                 for mid, sender, body in turn_messages(self.store.conn, thread_id, opener)]
 
-    def resume(self, row: dict[str, Any], wakes: list[dict[str, Any]], *,
+    def resume(self, row: SessionRecord, wakes: list[dict[str, Any]], *,
                actor: str) -> Resumed:
         """Start a resume run for a session already claimed (state running)."""
         from nixx.nxc.delivery.session_prompt import resume_prompt
@@ -325,7 +325,7 @@ class Deliverer:
         result = self._launch(spec, actor=actor)
         return {"resumed": sid if result["spawned"] else None, "warnings": result["warnings"]}
 
-    def _still_owed(self, row: dict[str, Any]) -> str | None:
+    def _still_owed(self, row: SessionRecord) -> str | None:
         from nixx.nxc import threads
 
         tid: str | None = row.get("thread_id")

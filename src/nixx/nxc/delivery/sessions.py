@@ -39,6 +39,8 @@ if TYPE_CHECKING:
 
     from apsw import Connection
 
+    from nixx.nxc.delivery.shapes import SessionRecord
+
 STATES = ("running", "exited", "failed", "lost")
 
 _COLS = ("session_id, persona, thread_id, runtime, runtime_session, hop, max_hops, "
@@ -72,7 +74,7 @@ def pid_alive(pid: int | None) -> bool:
         return True
 
 
-def _row(row: tuple[Any, ...]) -> dict[str, Any]:
+def _row(row: tuple[Any, ...]) -> SessionRecord:
     (sid, persona, thread, runtime, rsid, hop, max_hops, parent, state, pid, runs, code,
      detail, created, updated, stderr_tail, chain, max_thread, max_chain) = row
     if state == "running" and not pid_alive(pid):
@@ -114,14 +116,14 @@ def create(
     return sid
 
 
-def _session(conn: Connection, session_id: str) -> dict[str, Any] | None:
+def _session(conn: Connection, session_id: str) -> SessionRecord | None:
     """The session's row read on `conn` (inside a caller's transaction, or not)."""
     row = conn.execute(f"SELECT {_COLS} FROM sessions WHERE session_id = ?",
                        (session_id,)).fetchone()
     return None if row is None else _row(row)
 
 
-def _existing(conn: Connection, session_id: str) -> dict[str, Any]:
+def _existing(conn: Connection, session_id: str) -> SessionRecord:
     """`_session`, or `NotFound` when there is no such session."""
     found = _session(conn, session_id)
     if found is None:
@@ -130,22 +132,22 @@ def _existing(conn: Connection, session_id: str) -> dict[str, Any]:
     return found
 
 
-def get(local: LocalStore, session_id: str) -> dict[str, Any] | None:
+def get(local: LocalStore, session_id: str) -> SessionRecord | None:
     return _session(local.conn, session_id)
 
 
-def require(local: LocalStore, session_id: str) -> dict[str, Any]:
+def require(local: LocalStore, session_id: str) -> SessionRecord:
     return _existing(local.conn, session_id)
 
 
-def all_sessions(local: LocalStore, *, limit: int = 100) -> list[dict[str, Any]]:
+def all_sessions(local: LocalStore, *, limit: int = 100) -> list[SessionRecord]:
     rows = local.conn.execute(
         f"SELECT {_COLS} FROM sessions ORDER BY created DESC, session_id DESC LIMIT ?", (limit,)
     ).fetchall()
     return [_row(r) for r in rows]
 
 
-def bind(local: LocalStore, session_id: str, runtime_session: str) -> dict[str, Any]:
+def bind(local: LocalStore, session_id: str, runtime_session: str) -> SessionRecord:
     """Map the internal id to the runtime's own session id (the last binding wins)."""
     runtime_session = runtime_session.strip()
     if not runtime_session:
@@ -194,12 +196,12 @@ def sessions_of_thread(local: LocalStore, thread_id: str, role: str) -> list[str
     return [str(r[0]) for r in rows]
 
 
-def latest_of_threads(local: LocalStore, thread_ids: list[str], role: str) -> dict[str, dict[str, Any]]:
+def latest_of_threads(local: LocalStore, thread_ids: list[str], role: str) -> dict[str, SessionRecord]:
     """thread id → its latest session in `role`, for many threads in one query."""
     if not thread_ids:
         return {}
     cols = ", ".join(f"s.{c.strip()}" for c in _COLS.split(","))
-    out: dict[str, dict[str, Any]] = {}
+    out: dict[str, SessionRecord] = {}
     for row in local.conn.execute(
         f"SELECT ts.thread_id, {cols} FROM thread_sessions ts JOIN sessions s USING (session_id)"
         " WHERE ts.role = ? AND ts.thread_id IN (SELECT value FROM json_each(?))"
@@ -220,7 +222,7 @@ class ResumeRefused(Exception):  # noqa: N818 - a refusal, not an error: it is r
         self.info = info
 
 
-def _count_resume(conn: Connection, row: dict[str, Any], messages: list[dict[str, Any]],
+def _count_resume(conn: Connection, row: SessionRecord, messages: list[dict[str, Any]],
                   agents: Container[str]) -> dict[str, Any] | None:
     """Count one resume of `row` caused by `messages`, inside the caller's transaction.
     Only a resume carrying a message from an agent (a declared persona, `agents`) counts:
@@ -253,7 +255,7 @@ def _count_resume(conn: Connection, row: dict[str, Any], messages: list[dict[str
     return None
 
 
-def _refusal(row: dict[str, Any], bound: dict[str, Any]) -> dict[str, Any]:
+def _refusal(row: SessionRecord, bound: dict[str, Any]) -> dict[str, Any]:
     where = (f"thread {bound['thread']}" if bound["scope"] == "thread"
              else f"the spawn chain of session {row['chain']}")
     msg = (f"not resumed: {row['persona']} (session {row['session']}) was already resumed "

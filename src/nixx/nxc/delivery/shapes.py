@@ -1,7 +1,7 @@
 """The named shapes of starting a session: the built-in runtime's backend file
 (`Backend`), the run file a supervisor is started with (`RunSpec`: written by
 `Deliverer._run_spec`, read back by `Deliverer._launch` and the supervisor), and what a
-launch answers (`Launched`).
+launch answers (`Launched`), and a session as read back (`SessionRecord`).
 
 Annotations only: imported under ``TYPE_CHECKING`` (``typing`` costs start-up); at run
 time these are plain dicts, read from and written to JSON.
@@ -9,7 +9,7 @@ time these are plain dicts, read from and written to JSON.
 
 from __future__ import annotations
 
-from typing import NotRequired, TypedDict
+from typing import Any, NotRequired, TypedDict
 
 
 class Backend(TypedDict, total=False):
@@ -60,3 +60,29 @@ class Launched(TypedDict):
     spawned: bool
     warnings: list[str]
     failed: NotRequired[str]
+
+
+class SessionRecord(TypedDict):
+    """A session as `nixx.nxc.delivery.sessions` reads it back (device-local): what
+    `nxc session state` prints, and what a delivery decides on."""
+
+    session: str  # the internal id (``s-`` + ULID)
+    persona: str
+    thread_id: str | None
+    runtime: dict[str, Any]  # `runtimes.runtime_dict`: the runtime it was started with
+    runtime_session: str | None  # the runtime's own id (`bind`)
+    hop: int
+    max_hops: int
+    parent_session: str | None
+    state: str  # "running" | "exited" | "failed" | "lost"
+    pid: int | None  # its supervisor's
+    runs: int
+    exit_code: int | None
+    detail: str | None  # why it failed
+    stderr_tail: str | None
+    chain: str  # the first session of its spawn chain
+    max_thread_resumes: int | None
+    max_chain_resumes: int | None
+    created: str | None
+    updated: str | None
+    queued: NotRequired[int]  # `nxc session state --session`: answers waiting for its next wake

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from nixx.nxc.delivery.launcher import Deliverer
-    from nixx.nxc.delivery.shapes import RunSpec
+    from nixx.nxc.delivery.shapes import RunSpec, SessionRecord
 
 FLUSH_EVERY = 20
 STDERR_TAIL = 2_000
@@ -256,7 +256,7 @@ def supervise(run_file: str) -> int:
         spec = result
 
 
-def _resume_spec(d: Deliverer, row: dict[str, Any], wakes: list[dict[str, Any]]) -> RunSpec | None:
+def _resume_spec(d: Deliverer, row: SessionRecord, wakes: list[dict[str, Any]]) -> RunSpec | None:
     """The next run of a session resumed in place (it stays claimed: state running)."""
     from nixx.nxc.delivery import outcomes
     from nixx.nxc.delivery.launcher import BACKEND_FILE
