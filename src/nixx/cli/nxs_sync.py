@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from nixx.cli.output import emit_json
 
 if TYPE_CHECKING:
+    from nixx.nxc.shapes import Conflicts
     from nixx.sync.engine import SyncStatus
 
 
@@ -133,7 +134,7 @@ def _status(args: argparse.Namespace) -> int:
     return 0
 
 
-def _conflicts(ws) -> dict[str, Any]:
+def _conflicts(ws) -> Conflicts:
     """The chat's claims on a message or thread id that are not shown (refused or
     disputed: `nixx.nxc.reducer.conflicts`)."""
     from nixx.log.store import LogStore
@@ -152,9 +153,9 @@ def _print_trust(out: SyncStatus) -> None:
             print(f"  {item['op']} from {item['pusher']}: {item['reason']}")
     if clash["count"]:
         print(f"conflicts  {clash['count']} claims on a message or thread id not shown:")
-        for item in clash["items"][:10]:
-            print(f"  {item['kind']} {item['id']}: op {item['op']} from {item['origin']}: "
-                  f"{item['reason']}")
+        for claim in clash["items"][:10]:
+            print(f"  {claim['kind']} {claim['id']}: op {claim['op']} from {claim['origin']}: "
+                  f"{claim['reason']}")
 
 
 def _when(ms: int | None) -> str:

@@ -48,6 +48,8 @@ if TYPE_CHECKING:
 
     from apsw import Connection
 
+    from nixx.nxc.shapes import ConflictItem, Conflicts
+
 DOMAIN = "message"
 MESSAGE_KINDS = ("task", "question", "report", "decision", "info")
 PRIORITIES = ("urgent", "normal", "background")
@@ -307,13 +309,13 @@ def _claim(conn: Connection, op: Op) -> bool:
     return not refused
 
 
-def conflicts(conn: Connection, *, limit: int = 100) -> dict[str, Any]:
+def conflicts(conn: Connection, *, limit: int = 100) -> Conflicts:
     """The claims on a message or thread id that are not the one shown: refused (from
     another origin than the id's minter) or disputed (other content than the claim with
     the least pos). ``{"count": n, "items": [...]}``, the first `limit` items by id."""
     import apsw
 
-    items: list[dict[str, Any]] = []
+    items: list[ConflictItem] = []
     count = 0
     try:
         disputed = conn.execute("SELECT kind, target FROM nxc_disputed ORDER BY target, kind"
@@ -336,7 +338,7 @@ def conflicts(conn: Connection, *, limit: int = 100) -> dict[str, Any]:
             if len(items) < limit:
                 clock, origin, op_id = str(pos).split(".", 2)
                 items.append({
-                    "kind": "message" if kind == "post" else "thread", "id": target,
+                    "kind": "message" if kind == "post" else "thread", "id": str(target),
                     "op": op_id, "origin": origin, "clock": clock,
                     "reason": ("refused: the id was minted by "
                                f"{minter(str(target))}, not {origin}") if refused else

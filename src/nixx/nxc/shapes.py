@@ -324,3 +324,23 @@ class SearchHit(TypedDict):
     sender: str
     body: str
     created: str | None
+
+
+class ConflictItem(TypedDict):
+    """A claim on a message or thread id that is not the one shown (`reducer.conflicts`)."""
+
+    kind: str  # "message" | "thread"
+    id: str
+    op: str  # the claiming op's id
+    origin: str
+    clock: str
+    reason: str  # refused (minted by another origin) or not shown (an earlier claim is)
+    kept: str | None  # the op id of the claim shown, if any
+
+
+class Conflicts(TypedDict):
+    """`reducer.conflicts`: how many claims are not shown, the first items by id
+    (`nxs sync status`)."""
+
+    count: int
+    items: list[ConflictItem]

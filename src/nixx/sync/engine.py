@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from nixx.log.reducer import Reducer
     from nixx.log.store import LogStore
     from nixx.log.workspace import Workspace
+    from nixx.nxc.shapes import Conflicts
     from nixx.sync.transport import Transport
 
 BATCH_SIZE = 1000
@@ -78,7 +79,7 @@ class SyncStatus(TypedDict):
     refused: state.RefusedRecord
     bound_at_iso: NotRequired[str | None]
     # added by `nxs sync status` (`nixx.cli.nxs_sync`): `nixx.nxc.reducer.conflicts`
-    conflicts: NotRequired[dict[str, Any]]
+    conflicts: NotRequired[Conflicts]
 
 
 @dataclass
