@@ -1,9 +1,10 @@
 """The JSON shapes of store records in API responses (one place, so every endpoint
-that returns a buffer row or a summary returns the same object)."""
+that returns a buffer row or a summary returns the same object), each named (`RowJson`,
+`SummaryJson`, …): the routes, the web pages and the dialects read them."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
 from nixx.store.records import (
     BufferHit,
@@ -16,12 +17,108 @@ from nixx.store.records import (
 )
 
 if TYPE_CHECKING:
+    from nixx.memory.recall import RecalledBrief
+    from nixx.memory.search import Result
     from nixx.memory.turn import Finished
 
 
-def turn_memory(done: Finished) -> dict[str, Any]:
-    """The ``nixx`` key of a turn's answer (every dialect): what was recalled, the rows
-    written, what was trimmed, the nixx tools that ran."""
+class ToolRunJson(TypedDict):
+    id: str
+    name: str
+    arguments: str
+
+
+class TurnMemoryJson(TypedDict):
+    """The ``nixx`` key of a turn's answer: its recall (`RecallAnswerInfo`), the rows it
+    wrote, the history messages trimmed to fit, the nixx tools that ran."""
+
+    recalled_summaries: list[int]
+    recalled: list[RecalledBrief]
+    user_row_id: int | None
+    assistant_row_id: int | None
+    trimmed_messages: int
+    tool_runs: list[ToolRunJson]
+
+
+class RowJson(TypedDict):
+    id: int
+    role: str
+    content: str
+    origin: str
+    created_at: str
+    meta: dict[str, Any]  # the row's own open JSON (e.g. {"incomplete": true})
+
+
+class BufferHitJson(RowJson):
+    score: float
+
+
+class SummaryJson(TypedDict):
+    id: int
+    content: str
+    tags: list[str]
+    entities: dict[str, list[str]]
+    start_buffer_id: int
+    end_buffer_id: int
+    created_at: str
+
+
+class SummaryHitJson(SummaryJson):
+    score: float
+
+
+class _Why(TypedDict):
+    score: float
+    cosine: float | None
+    bm25: float | None
+    ranks: dict[str, int]
+    why: dict[str, float]
+
+
+class BufferResultJson(RowJson, _Why):
+    """A buffer row of the fused search, with the rows around it (`context`)."""
+
+    kind: Literal["buffer"]
+    buffer_id: int
+    repeats: list[int]
+    context: list[RowJson]
+
+
+class SummaryResultJson(SummaryJson, _Why):
+    kind: Literal["summary"]
+    summary_id: int
+
+
+ResultJson = BufferResultJson | SummaryResultJson
+
+
+class SourceJson(TypedDict):
+    id: int
+    name: str
+    type: str
+    summary: str | None
+    start_id: int | None
+    end_id: int | None
+    created_at: str
+    meta: dict[str, Any]  # the source's own open JSON (path/url, hash, tags, …)
+    chunk_count: int
+
+
+class MemoryJson(TypedDict):
+    id: int
+    source_id: int
+    content: str
+    metadata: dict[str, Any]  # the chunk's provenance, open JSON
+    created_at: str
+
+
+class MemoryHitJson(MemoryJson):
+    source_name: str
+    score: float
+
+
+def turn_memory(done: Finished) -> TurnMemoryJson:
+    """The ``nixx`` key of a turn's answer (every dialect)."""
     return {
         **done.recall_info,
         "user_row_id": done.user_row_id,
@@ -33,7 +130,7 @@ def turn_memory(done: Finished) -> dict[str, Any]:
     }
 
 
-def row(r: BufferRow) -> dict[str, Any]:
+def row(r: BufferRow) -> RowJson:
     return {
         "id": r.id,
         "role": r.role,
@@ -44,11 +141,11 @@ def row(r: BufferRow) -> dict[str, Any]:
     }
 
 
-def buffer_hit(h: BufferHit) -> dict[str, Any]:
+def buffer_hit(h: BufferHit) -> BufferHitJson:
     return {**row(h.row), "score": h.score}
 
 
-def summary(s: Summary) -> dict[str, Any]:
+def summary(s: Summary) -> SummaryJson:
     return {
         "id": s.id,
         "content": s.content,
@@ -60,13 +157,13 @@ def summary(s: Summary) -> dict[str, Any]:
     }
 
 
-def summary_hit(h: SummaryHit) -> dict[str, Any]:
+def summary_hit(h: SummaryHit) -> SummaryHitJson:
     return {**summary(h.summary), "score": h.score}
 
 
-def result(r: Any) -> dict[str, Any]:
+def result(r: Result) -> ResultJson:
     """One item of the fused search (`nixx.memory.search.Result`)."""
-    why = {
+    why: _Why = {
         "score": r.score,
         "cosine": r.cosine,
         "bm25": r.bm25,
@@ -74,6 +171,7 @@ def result(r: Any) -> dict[str, Any]:
         "why": dict(r.why),
     }
     if r.kind == "buffer":
+        assert r.row is not None
         return {
             "kind": "buffer",
             **row(r.row),
@@ -82,10 +180,11 @@ def result(r: Any) -> dict[str, Any]:
             "repeats": list(r.repeats),
             "context": [row(c) for c in r.context],
         }
+    assert r.summary is not None
     return {"kind": "summary", **summary(r.summary), "summary_id": r.summary.id, **why}
 
 
-def source(s: Source) -> dict[str, Any]:
+def source(s: Source) -> SourceJson:
     return {
         "id": s.id,
         "name": s.name,
@@ -99,7 +198,7 @@ def source(s: Source) -> dict[str, Any]:
     }
 
 
-def memory(m: Memory) -> dict[str, Any]:
+def memory(m: Memory) -> MemoryJson:
     return {
         "id": m.id,
         "source_id": m.source_id,
@@ -109,5 +208,5 @@ def memory(m: Memory) -> dict[str, Any]:
     }
 
 
-def memory_hit(h: MemoryHit) -> dict[str, Any]:
+def memory_hit(h: MemoryHit) -> MemoryHitJson:
     return {**memory(h.memory), "source_name": h.source_name, "score": h.score}

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs
@@ -229,7 +229,7 @@ async def logout(request: Request) -> Response:
 @router.get("/ui")
 async def search_page(request: Request, q: str = "", scope: str = "memory") -> HTMLResponse:
     service = _service(request)
-    results: list[dict[str, Any]] = []
+    results: Sequence[Mapping[str, object]] = []  # hits of either scope, for the template
     error = None
     if q.strip():
         try:
@@ -245,10 +245,10 @@ async def search_page(request: Request, q: str = "", scope: str = "memory") -> H
                   error=error, status=status)
 
 
-async def _episodic(service: Any, q: str) -> list[dict[str, Any]]:
+async def _episodic(service: Any, q: str) -> list[shapes.ResultJson]:
     """The fused episodic search, one list best first (kind buffer | summary)."""
     answer = await service.search(q, 10)
-    results = []
+    results: list[shapes.ResultJson] = []
     for found in answer.results:
         item = shapes.result(found)
         if item["kind"] == "buffer" and item["context"]:
@@ -411,7 +411,7 @@ async def context_page(request: Request, query: str | None = None, answer: str |
         answer_id = _int(answer, "answer")
     except NixxError as exc:
         return _failure(request, exc)
-    past: dict[str, Any] | None = None
+    past: shapes.RowJson | None = None
     if answer_id is not None:
         rows = await service.buffer_around(answer_id, before=0, after=0)
         if not rows or rows[0].id != answer_id or rows[0].role != "assistant":
