@@ -24,8 +24,11 @@ CHROMIUM_ARGS = [
 ]
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def browser() -> Iterator[Any]:
+    """One Chromium for the package's tests. Package scope, not session: playwright's sync
+    API keeps an event loop running on the main thread while it is open, and every
+    `asyncio.run` of a later test (tests/server after tests/web) would fail."""
     if not Path(CHROMIUM).exists():
         pytest.fail(
             f"no Chromium at {CHROMIUM}: `make test` installs Debian's chromium package "
