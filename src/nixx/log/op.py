@@ -27,12 +27,12 @@ TYPE_CHECKING = False  # `typing` costs ~2 ms of every CLI start; only annotatio
 if TYPE_CHECKING:
     from typing import Any
 
+    from nixx.log.shapes import OpJson, OpWire
+
 try:  # the builtin module: importing hashlib loads OpenSSL, which costs a CLI start-up
     from _sha256 import sha256
 except ImportError:  # pragma: no cover - other Python builds
     from hashlib import sha256
-
-_WIRE_FIELDS = ("id", "domain", "kind", "target", "origin", "clock", "actor", "payload", "created")
 
 
 _encode_str = json.encoder.encode_basestring  # what json.dumps(ensure_ascii=False) uses
@@ -153,16 +153,15 @@ class Op:
             self.created,
         )
 
-    def to_wire(self) -> dict[str, Any]:
+    def to_wire(self) -> OpWire:
         """The synced form: every identity field, no `seq`, no `local`."""
-        return {name: getattr(self, name) for name in _WIRE_FIELDS}
+        return {"id": self.id, "domain": self.domain, "kind": self.kind, "target": self.target,
+                "origin": self.origin, "clock": self.clock, "actor": self.actor,
+                "payload": self.payload, "created": self.created}
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> OpJson:
         """The `nxs log --json` form: the wire form plus the local `seq`."""
-        out = self.to_wire()
-        out["seq"] = self.seq
-        out["local"] = self.local
-        return out
+        return {**self.to_wire(), "seq": self.seq, "local": self.local}
 
     @classmethod
     def from_wire(cls, data: dict[str, Any]) -> Op:
