@@ -11,6 +11,7 @@ from nixx.cli.output import emit_json
 
 if TYPE_CHECKING:
     from nixx.nxc.shapes import Conflicts
+    from nixx.sync.daemon import DaemonEvent
     from nixx.sync.engine import SyncStatus
 
 
@@ -186,8 +187,8 @@ def _daemon(args: argparse.Namespace) -> int:
         raise ValidationError("--interval and --max-backoff must be > 0, --debounce >= 0")
     ws = find_workspace(db=args.db)
 
-    def emit(event: dict[str, Any]) -> None:
-        if event["event"] == "pass" and event.get("stored"):
+    def emit(event: DaemonEvent) -> None:
+        if event["event"] == "pass" and event["stored"]:
             _catch_up(ws)
         if args.json:
             sys.stdout.write(json.dumps(event, default=str) + "\n")

@@ -31,15 +31,37 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, NotRequired, TypedDict
 
 if TYPE_CHECKING:
+    from typing import Literal
+
     from nixx.log.reducer import Reducer
     from nixx.log.workspace import Workspace
+    from nixx.sync.engine import PassJson
+
+    # what `SyncDaemon.emit` is handed (the `nxs sync daemon` CLI prints them); defined for
+    # the type checker only: the engine is imported when a pass runs, not with this module
+    class PassEvent(PassJson):
+        """A pass that ran: its result and what started it."""
+
+        event: Literal["pass"]
+        reason: str  # "start", "change", "retry", "poll"
+
+    class ErrorEvent(TypedDict):
+        """A pass that failed; the next one is tried after `retry_in_s`."""
+
+        event: Literal["error"]
+        reason: str
+        error: str
+        kind: str  # the nixx error's kind, or the exception's class name
+        retry_in_s: float
+
+    DaemonEvent = PassEvent | ErrorEvent
 
 
 class SyncDaemon:
     def __init__(
         self, ws: Workspace, reducers: Sequence[Reducer], *, interval: float = 30.0,
         debounce: float = 2.0, max_backoff: float = 300.0, passes: int | None = None,
-        emit: Callable[[dict[str, Any]], None] | None = None, poll: float = 0.1,
+        emit: Callable[[DaemonEvent], None] | None = None, poll: float = 0.1,
         options: dict[str, Any] | None = None,
     ) -> None:
         self.ws = ws
