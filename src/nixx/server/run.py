@@ -75,16 +75,13 @@ def return_large_frees() -> bool:
     glibc raises the threshold each time a mapped block is freed, up to 32 MiB; after the
     first large request, 15 MiB bodies were carved from the heaps of the threads that
     parsed them and stayed there: two batches of eight concurrent 15 MiB turns left the
-    server 4-42 MiB above its idle size, run to run; with the threshold held, 0-2 MiB
-    (docs/performance.md, "Memory under large requests"). False where there is no glibc."""
+    server 4-42 MiB above its idle size, run to run; with the threshold held, 0-4 MiB
+    (docs/limits-and-safety.md, "Memory under large requests"). False where the C library
+    has no `mallopt` or refuses it."""
     import ctypes
-    import ctypes.util
 
-    name = ctypes.util.find_library("c")
-    if name is None:
-        return False
     try:
-        mallopt = ctypes.CDLL(name).mallopt
+        mallopt = ctypes.CDLL(None).mallopt  # the C library the interpreter runs on
     except (OSError, AttributeError):
         return False
     return bool(mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD))
