@@ -227,7 +227,7 @@ class RecallContext:
 
     def answer_info(self) -> RecallAnswerInfo:
         """What a chat answer reports of its recall (the start of its ``nixx`` key)."""
-        answer: RecallAnswerInfo = {
+        return {
             "recalled_summaries": [hit.summary.id for hit in self.hits],
             "recalled": [
                 {"kind": item.kind, "id": item.id, "score": item.score, "cosine": item.cosine,
@@ -235,7 +235,6 @@ class RecallContext:
                 for item in self.recalled
             ],
         }
-        return answer
 
     def row_meta(self) -> list[RecalledRowMeta]:
         """What the answer's buffer row keeps of it (``meta.recalled``: the web page

@@ -20,8 +20,8 @@ import os
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, NotRequired, TypedDict
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING, Any, NotRequired, TypedDict, cast
 
 from nixx.errors import Conflict, NixxError, NotFound, ValidationError
 from nixx.log import clock as hlc
@@ -98,11 +98,7 @@ class PassResult:
     elapsed_ms: float = 0.0
 
     def to_dict(self) -> PassJson:
-        return {"stream": self.stream, "transport": self.transport, "remote": self.remote,
-                "pushed": self.pushed, "pulled": self.pulled, "stored": self.stored,
-                "rejected": self.rejected, "refused": self.refused,
-                "pushed_seq": self.pushed_seq, "unpushed": self.unpushed, "more": self.more,
-                "elapsed_ms": self.elapsed_ms}
+        return cast(PassJson, asdict(self))  # PassJson names these fields
 
 
 @contextmanager

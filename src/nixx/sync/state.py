@@ -21,8 +21,8 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, NotRequired, TypedDict
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING, Any, NotRequired, TypedDict, cast
 
 # the log's row decoding, shared so that a sync read is an ordinary `Op`
 from nixx.log.store import _OP_COLUMNS, _row_to_op
@@ -105,8 +105,7 @@ class Binding:
     bound_at: int
 
     def to_dict(self) -> BindingJson:
-        return {"stream": self.stream, "transport": self.transport, "remote": self.remote,
-                "derived_from": self.derived_from, "bound_at": self.bound_at}
+        return cast(BindingJson, asdict(self))  # BindingJson names these fields
 
 
 def _scalar(conn: Any, sql: str, params: tuple[Any, ...] = ()) -> Any:
