@@ -261,3 +261,43 @@ def test_a_message_larger_than_the_context_window_is_refused_before_anything(
         ok = httpx.post(live.base_url + "/v1/chat/completions", timeout=60, json={
             "model": "m", "messages": [{"role": "user", "content": "word " * 4000}]})
         assert ok.status_code == 200, ok.text
+
+
+@pytest.mark.parametrize("protocol", ["httptools", "h11"])
+def test_the_header_time_limit_holds_on_both_of_uvicorns_protocols(
+    make_settings: Any, protocol: str
+) -> None:
+    """`nixx serve`'s protocol class (`nixx.server.run._protocol_class`) over httptools (what
+    it runs) and over h11 (its fallback): a connection that sends nothing, or a header
+    line and no more, is closed once the limit has passed; on a kept-alive connection the
+    limit starts again after each answer, and a request sent in time is served."""
+    from uvicorn.protocols.http.h11_impl import H11Protocol
+    from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+    from nixx.server.run import _http_protocol, _protocol_class
+
+    assert _http_protocol() is HttpToolsProtocol  # a dependency: always the one served
+    base = {"httptools": HttpToolsProtocol, "h11": H11Protocol}[protocol]
+    settings = make_settings(request_timeout=1.0)
+    http = _protocol_class(settings.request_timeout, base)
+    assert issubclass(http, base)
+    # uvicorn's own keep-alive limit (5 s) pushed past the socket timeout: only the
+    # header limit can close the idle kept-alive connection
+    with LiveServer(create_app(settings), http=http, timeout_keep_alive=60) as live:
+        socks = []
+        for data in (b"", b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n"):
+            sock = socket.create_connection(("127.0.0.1", live.port))
+            sock.settimeout(30)  # far past the limit: the server must act first
+            sock.sendall(data)
+            socks.append(sock)
+        with socket.create_connection(("127.0.0.1", live.port)) as kept:
+            kept.settimeout(30)
+            for _ in range(2):  # answered, then again on the same connection in time
+                kept.sendall(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+                status, headers, _ = _read_response(kept)
+                assert status == 200 and headers.get("connection") != "close"
+            assert kept.recv(100) == b""  # then idle past the limit: closed
+        for sock in socks:
+            with sock:
+                assert sock.recv(100) == b""  # closed without an answer
+        assert httpx.get(live.base_url + "/health").status_code == 200

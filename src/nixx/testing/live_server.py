@@ -24,7 +24,8 @@ LOCAL = "http://127.0.0.1"
 
 
 class LiveServer:
-    def __init__(self, app: Any, *, startup_timeout: float = 30.0) -> None:
+    def __init__(self, app: Any, *, startup_timeout: float = 30.0, **options: Any) -> None:
+        """`options`: more `uvicorn.Config` keywords (`http`, `timeout_keep_alive`, ...)."""
         import uvicorn
 
         self.app = app
@@ -32,7 +33,7 @@ class LiveServer:
         self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self._sock.bind(("127.0.0.1", 0))
         config = uvicorn.Config(
-            app, log_level="warning", lifespan="on", timeout_graceful_shutdown=5
+            app, log_level="warning", lifespan="on", timeout_graceful_shutdown=5, **options
         )
         self._server = uvicorn.Server(config)
         self._loop: asyncio.AbstractEventLoop | None = None
