@@ -6,11 +6,14 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from nixx.cli.forget import add_parser as add_forget_parser
 from nixx.cli.ingest import add_parser as add_ingest_parser
 from nixx.cli.output import emit_json, guard_pipe, run_command
+
+if TYPE_CHECKING:
+    from nixx.mcp.install import Change
 
 
 def _serve(args: argparse.Namespace) -> int:
@@ -61,7 +64,7 @@ def _mcp_install(args: argparse.Namespace) -> int:
     return 0
 
 
-def _print_changes(changes: list[dict], root: str) -> None:
+def _print_changes(changes: list[Change], root: str) -> None:
     import os
 
     done = {"created": "created", "added": "added the nixx entry to",

@@ -35,7 +35,7 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NotRequired, TypedDict
 
 from nixx.errors import ConfigError, ValidationError
 
@@ -49,6 +49,29 @@ FILES = {
 SERVER_NAME = "nixx"
 COMMAND, ARGS = "nixx", ["mcp"]
 CLAUDE_SETTINGS = os.path.join(".claude", "settings.json")
+
+
+class ServerEntry(TypedDict):
+    """The `nixx` entry of a client's `mcpServers` (`server_entry`)."""
+
+    type: NotRequired[str]  # Claude Code's "stdio"
+    command: str
+    args: list[str]
+
+
+class Change(TypedDict):
+    """One file `install_servers` or `install_hooks` looked at (`nixx mcp install
+    --json`, `nxs init`)."""
+
+    client: str
+    file: str
+    # "created" (the file), "added", "replaced", "unchanged" or "kept" (an entry nixx did
+    # not write)
+    action: str
+    dry_run: bool
+    command: str  # what was (or would be) written
+    warning: str | None  # why the command may not run in the client
+    hook: NotRequired[str]  # install_hooks: the hook's event ("SessionStart")
 GEMINI_SETTINGS = os.path.join(".gemini", "settings.json")
 
 
@@ -76,16 +99,15 @@ def executable(name: str) -> tuple[str, str | None]:
     return path, None
 
 
-def server_entry(client: str, command: str = COMMAND) -> dict[str, Any]:
-    entry: dict[str, Any] = {"command": command, "args": list(ARGS)}
+def server_entry(client: str, command: str = COMMAND) -> ServerEntry:
     if client == "claude-code":
-        entry = {"type": "stdio", **entry}
-    return entry
+        return {"type": "stdio", "command": command, "args": list(ARGS)}
+    return {"command": command, "args": list(ARGS)}
 
 
-def warnings(changes: list[dict[str, Any]]) -> list[str]:
+def warnings(changes: list[Change]) -> list[str]:
     """The distinct warnings of `changes`, in order (the shells print them to stderr)."""
-    return list(dict.fromkeys(c["warning"] for c in changes if c.get("warning")))
+    return list(dict.fromkeys(w for c in changes if (w := c["warning"])))
 
 
 def resolve_clients(names: list[str] | None) -> list[str]:
@@ -99,12 +121,12 @@ def resolve_clients(names: list[str] | None) -> list[str]:
 
 
 def install_servers(root: str, clients: list[str], *, dry_run: bool = False,
-                    force: bool = False) -> list[dict[str, Any]]:
+                    force: bool = False) -> list[Change]:
     """Add the `nixx` server entry to each client's project file under `root`. Each
     change carries ``command`` (what was written) and ``warning`` (None, or why the
     command may not run)."""
     command, warning = executable(COMMAND)
-    changes = []
+    changes: list[Change] = []
     for client in clients:
         path = os.path.join(root, FILES[client])
         if client == "codex":
@@ -113,8 +135,8 @@ def install_servers(root: str, clients: list[str], *, dry_run: bool = False,
             entry = server_entry(client, command)
             bare = server_entry(client)
 
-            def add(data: dict[str, Any], entry: dict[str, Any] = entry, path: str = path,
-                    bare: dict[str, Any] = bare) -> str:
+            def add(data: dict[str, Any], entry: ServerEntry = entry, path: str = path,
+                    bare: ServerEntry = bare) -> str:
                 servers = data.setdefault("mcpServers", {})
                 if not isinstance(servers, dict):
                     raise ConfigError(f'"mcpServers" is not an object in {path}: fix the file first')
@@ -138,12 +160,12 @@ HOOKS = {  # client: (project settings file, the hook's arguments, extra fields 
 }
 
 
-def install_hooks(root: str, *, dry_run: bool = False) -> list[dict[str, Any]]:
+def install_hooks(root: str, *, dry_run: bool = False) -> list[Change]:
     """Register `nxs prime` as the SessionStart hook of every client that has one: Claude
     Code (`.claude/settings.json`, plain text is added to the context) and Gemini CLI
     (`.gemini/settings.json`, which wants JSON: `nxs prime --hook gemini`)."""
     nxs, warning = executable("nxs")
-    changes = []
+    changes: list[Change] = []
     for client, (rel, arguments, extra) in HOOKS.items():
         path = os.path.join(root, rel)
         command = f"{shlex.quote(nxs)} {arguments}"
