@@ -11,6 +11,10 @@ import sys
 
 from nixx.cli.output import emit_json
 
+TYPE_CHECKING = False  # `typing` costs start-up; only annotations use it
+if TYPE_CHECKING:
+    from nixx.nxc.delivery.shapes import StoredEntry
+
 
 def _local(args: argparse.Namespace):
     from nixx.log.workspace import find_workspace
@@ -88,7 +92,7 @@ def add_session(sub, common, formatter) -> None:
 # -- transcript ---------------------------------------------------------------------------
 
 
-def _print_entry(e: dict, indent: str = "") -> None:
+def _print_entry(e: StoredEntry, indent: str = "") -> None:
     data = e.get("data") or {}
     kind = e["kind"]
     if kind == "tool_use":

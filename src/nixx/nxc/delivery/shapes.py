@@ -86,3 +86,42 @@ class SessionRecord(TypedDict):
     created: str | None
     updated: str | None
     queued: NotRequired[int]  # `nxc session state --session`: answers waiting for its next wake
+
+
+class EntryFields(TypedDict, total=False):
+    """The optional fields of an `Entry` (Claude Code's parser spreads a sub-agent's two
+    into each of its entries)."""
+
+    at: Any  # when (ms or ISO; `normalise` makes it ms); default: now
+    toolUseId: str | None
+    parentToolUseId: str | None  # a sub-agent's entries: the call that started it
+    subagentType: str | None
+
+
+class Entry(EntryFields):
+    """One transcript entry as a format's parser makes it (`stream_parser.LineParser`)
+    or a caller hands it to `TranscriptStore.append` (then checked: `normalise`)."""
+
+    kind: str  # session_init, assistant, thinking, tool_use, tool_result, result, error, …
+    data: Any  # the entry's JSON: its text, a tool's name and input, a result's usage
+
+
+class StoredEntry(TypedDict):
+    """A stored entry read back (`TranscriptStore.entries`; `nest` adds `children`)."""
+
+    seq: int
+    kind: str
+    at: str | None
+    toolUseId: NotRequired[str]
+    parentToolUseId: NotRequired[str]
+    subagentType: NotRequired[str]
+    data: Any
+    children: NotRequired[list[StoredEntry]]  # a sub-agent's entries under its call
+
+
+class TranscriptView(TypedDict):
+    """`nxc transcript show` (`TranscriptStore.show`)."""
+
+    session: str
+    entries: list[StoredEntry]
+    count: int

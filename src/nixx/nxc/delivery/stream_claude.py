@@ -27,9 +27,12 @@ Caps (thinking 4,000, tool results 8,000 characters) are applied by the store.
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from nixx.nxc.delivery.stream_parser import LineParser
+
+if TYPE_CHECKING:
+    from nixx.nxc.delivery.shapes import Entry, EntryFields
 
 
 def _text_of(content: Any) -> str:
@@ -58,10 +61,10 @@ class StreamJsonParser(LineParser):
         self.subagents: dict[str, str] = {}
         self.session_id: str | None = None
 
-    def parse(self, obj: dict[str, Any]) -> list[dict[str, Any]]:
+    def parse(self, obj: dict[str, Any]) -> list[Entry]:
         kind = obj.get("type")
         parent = obj.get("parent_tool_use_id") or None
-        base: dict[str, Any] = {}
+        base: EntryFields = {}
         if parent:
             base["parentToolUseId"] = parent
             if parent in self.subagents:
@@ -77,7 +80,7 @@ class StreamJsonParser(LineParser):
                 content = [{"type": "text", "text": content}]
             if not isinstance(content, list):
                 return [{"kind": kind, **base, "data": obj}]
-            out = []
+            out: list[Entry] = []
             for block in content:
                 if not isinstance(block, dict):
                     continue

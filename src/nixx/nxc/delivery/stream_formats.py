@@ -49,6 +49,8 @@ TYPE_CHECKING = False  # `typing` costs ~2 ms of every CLI start; only annotatio
 if TYPE_CHECKING:
     from typing import Any
 
+    from nixx.nxc.delivery.shapes import Entry
+
 FORMATS = ("stream-json", "codex-json", "gemini-json", "nixx", "none")
 
 
@@ -64,7 +66,7 @@ class CodexJsonParser(LineParser):
     def __init__(self) -> None:
         self.started: set[str | None] = set()  # tool items whose tool_use entry was written
 
-    def _tool_use(self, item: dict[str, Any]) -> dict[str, Any] | None:
+    def _tool_use(self, item: dict[str, Any]) -> Entry | None:
         kind = item.get("type") or item.get("item_type")
         given: dict[str, Any]
         if kind == "command_execution":
@@ -84,7 +86,7 @@ class CodexJsonParser(LineParser):
         return {"kind": "tool_use", "toolUseId": item.get("id"),
                 "data": {"name": name, "input": given}}
 
-    def parse(self, obj: dict[str, Any]) -> list[dict[str, Any]]:
+    def parse(self, obj: dict[str, Any]) -> list[Entry]:
         kind = obj.get("type")
         if kind in ("thread.started", "thread.resumed"):
             return [{"kind": "session_init", "data": {"session_id": obj.get("thread_id")}}]
@@ -108,12 +110,12 @@ class CodexJsonParser(LineParser):
             return []  # progress without content: the completed item carries it
         return [{"kind": str(kind or "unknown"), "data": obj}]
 
-    def _item(self, item: dict[str, Any], *, completed: bool) -> list[dict[str, Any]]:
+    def _item(self, item: dict[str, Any], *, completed: bool) -> list[Entry]:
         kind = item.get("type") or item.get("item_type")
         item_id = item.get("id")
         use = self._tool_use(item)
         if use is not None:
-            out = []
+            out: list[Entry] = []
             if item_id not in self.started:
                 self.started.add(item_id)
                 out.append(use)
@@ -151,16 +153,16 @@ class GeminiJsonParser(LineParser):
     def __init__(self) -> None:
         self.pending: list[str] = []  # streamed assistant chunks not written yet
 
-    def _flush(self) -> list[dict[str, Any]]:
+    def _flush(self) -> list[Entry]:
         if not self.pending:
             return []
         text, self.pending = "".join(self.pending), []
         return [{"kind": "assistant", "data": {"text": text}}]
 
-    def finish(self) -> list[dict[str, Any]]:
+    def finish(self) -> list[Entry]:
         return self._flush()
 
-    def parse(self, obj: dict[str, Any]) -> list[dict[str, Any]]:
+    def parse(self, obj: dict[str, Any]) -> list[Entry]:
         kind = obj.get("type")
         if kind == "message" and obj.get("role") in ("assistant", "model"):
             self.pending.append(_str(obj.get("content")))

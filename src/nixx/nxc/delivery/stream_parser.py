@@ -12,11 +12,13 @@ TYPE_CHECKING = False  # `typing` costs ~2 ms of every CLI start; only annotatio
 if TYPE_CHECKING:
     from typing import Any
 
+    from nixx.nxc.delivery.shapes import Entry
+
 
 class LineParser:
     """One JSON object per line → entries; subclasses implement `parse`."""
 
-    def parse_line(self, line: str) -> list[dict[str, Any]]:
+    def parse_line(self, line: str) -> list[Entry]:
         line = line.strip()
         if not line:
             return []
@@ -28,9 +30,9 @@ class LineParser:
             return [{"kind": "error", "data": {"msg": "not a JSON object", "raw": line}}]
         return self.parse(obj)
 
-    def parse(self, obj: dict[str, Any]) -> list[dict[str, Any]]:
+    def parse(self, obj: dict[str, Any]) -> list[Entry]:
         raise NotImplementedError
 
-    def finish(self) -> list[dict[str, Any]]:
+    def finish(self) -> list[Entry]:
         """Entries still held when the output ends."""
         return []

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from nixx.nxc.delivery.launcher import Deliverer
-    from nixx.nxc.delivery.shapes import RunSpec, SessionRecord
+    from nixx.nxc.delivery.shapes import Entry, RunSpec, SessionRecord
 
 FLUSH_EVERY = 20
 STDERR_TAIL = 2_000
@@ -50,7 +50,7 @@ class _Transcript:
         self.fmt = fmt
         self.store = TranscriptStore(d.local, keep_days=keep_days)
         self.parser = parser_for(fmt)
-        self.pending: list[dict[str, Any]] = []
+        self.pending: list[Entry] = []
         self.bound = False
         self.last_error: str | None = None  # of the current run: the cause of a failure
 
@@ -60,6 +60,7 @@ class _Transcript:
         if self.parser is not None:
             entries = self.parser.parse_line(text)
         else:
+            obj: Any
             try:
                 obj = json.loads(text)
             except ValueError:
@@ -91,7 +92,7 @@ class _Transcript:
         if self.parser is not None:
             self.pending.extend(self.parser.finish())
 
-    def add(self, entry: dict[str, Any]) -> None:
+    def add(self, entry: Entry) -> None:
         self.pending.append(entry)
 
     def flush(self) -> None:

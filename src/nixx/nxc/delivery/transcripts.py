@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import json
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from nixx.errors import NotFound, ValidationError
 from nixx.nxc.delivery.localstore import LocalStore
@@ -39,6 +39,8 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from apsw import Connection
+
+    from nixx.nxc.delivery.shapes import Entry, StoredEntry, TranscriptView
 
 KINDS = ("session_init", "assistant", "thinking", "tool_use", "tool_result", "result", "error")
 THINKING_CAP = 4_000
@@ -91,7 +93,7 @@ def _searchable(kind: str, data: Any) -> str:
     return json.dumps(data, ensure_ascii=False)
 
 
-def normalise(entry: Any, now_ms: int) -> dict[str, Any]:
+def normalise(entry: Any, now_ms: int) -> Entry:
     """Check one entry and apply the caps; ValueError says what is wrong."""
     if not isinstance(entry, dict):
         raise ValueError("an entry must be a JSON object")
@@ -99,12 +101,12 @@ def normalise(entry: Any, now_ms: int) -> dict[str, Any]:
     if not isinstance(kind, str) or not kind:
         raise ValueError("an entry needs `kind` (session_init, assistant, thinking, tool_use, "
                          "tool_result, result, error, or your own)")
-    out: dict[str, Any] = {"kind": kind, "at": _at_ms(entry.get("at"), now_ms)}
+    ids = {}
     for key in ("toolUseId", "parentToolUseId", "subagentType"):
         value = entry.get(key)
         if value is not None and not isinstance(value, str):
             raise ValueError(f"`{key}` must be a string")
-        out[key] = value
+        ids[key] = value
     data = entry.get("data", {})
     if isinstance(data, dict):
         data = dict(data)
@@ -112,8 +114,9 @@ def normalise(entry: Any, now_ms: int) -> dict[str, Any]:
             _cap(data, "text", THINKING_CAP)
         elif kind == "tool_result":
             _cap(data, "content", TOOL_RESULT_CAP)
-    out["data"] = data
-    return out
+    return {"kind": kind, "at": _at_ms(entry.get("at"), now_ms), "toolUseId": ids["toolUseId"],
+            "parentToolUseId": ids["parentToolUseId"], "subagentType": ids["subagentType"],
+            "data": data}
 
 
 def _expired(row: tuple[Any, ...], iso: Callable[[int | None], str | None]) -> dict[str, Any]:
@@ -201,14 +204,14 @@ class TranscriptStore:
         with self.local.transaction() as conn:
             return self._prune(conn, self.now(), keep, dry_run=dry_run)
 
-    def entries(self, session: str) -> list[dict[str, Any]]:
+    def entries(self, session: str) -> list[StoredEntry]:
         rows: list[Any] = self.local.conn.execute(
             "SELECT seq, kind, at, tool_use_id, parent_tool_use_id, subagent_type, data"
             " FROM transcript WHERE session_id = ? ORDER BY seq", (session,),
         ).fetchall()
         from nixx.nxc.durations import iso
 
-        out = []
+        out: list[StoredEntry] = []
         for seq, kind, at, tid, parent, sub, data in rows:
             entry: dict[str, Any] = {"seq": seq, "kind": kind, "at": iso(at)}
             if tid:
@@ -217,11 +220,11 @@ class TranscriptStore:
                 entry["parentToolUseId"] = parent
             if sub:
                 entry["subagentType"] = sub
-            entry["data"] = json.loads(data)
-            out.append(entry)
+            entry["data"] = json.loads(data)  # last, as it always was in the JSON
+            out.append(cast("StoredEntry", entry))
         return out
 
-    def show(self, session: str) -> dict[str, Any]:
+    def show(self, session: str) -> TranscriptView:
         flat = self.entries(session)
         if not flat:
             known = self.local.conn.execute(
@@ -251,11 +254,11 @@ class TranscriptStore:
                  "snippet": r[5]} for r in rows]
 
 
-def nest(flat: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def nest(flat: list[StoredEntry]) -> list[StoredEntry]:
     """One level: a sub-agent's entries under the main-timeline call that spawned them."""
-    top_calls: dict[str, dict[str, Any]] = {}
+    top_calls: dict[str, StoredEntry] = {}
     owner: dict[str, str] = {}  # any tool id → its main-timeline ancestor's id
-    out: list[dict[str, Any]] = []
+    out: list[StoredEntry] = []
     for entry in flat:
         parent = entry.get("parentToolUseId")
         anchor = None
