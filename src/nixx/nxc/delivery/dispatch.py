@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from nixx.nxc.declarations import Persona
     from nixx.nxc.delivery.hooks import ReplyContext, SendContext
     from nixx.nxc.delivery.launcher import Deliverer
+    from nixx.nxc.delivery.shapes import Wake
     from nixx.nxc.engine import Engine
     from nixx.nxc.shapes import Delivered, Resumed, StatusReport, ThreadSummary
 
@@ -122,7 +123,7 @@ class LiveDelivery(Delivery):
             targets = sessions.sessions_of_thread(d.local, ctx.thread_id, "opener")
         me = d.current_session()
         resumed, warnings = None, []
-        trigger = {"thread_id": ctx.thread_id, "message_id": ctx.message_id,
+        trigger: Wake = {"thread_id": ctx.thread_id, "message_id": ctx.message_id,
                    "sender": ctx.sender, "body": ctx.body}
         carry = [trigger]
         if targets and ctx.sender != thread["opener"]:

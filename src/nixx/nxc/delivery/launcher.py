@@ -30,7 +30,14 @@ if TYPE_CHECKING:
     from nixx.log.workspace import Workspace
     from nixx.nxc.declarations import Declarations, Persona
     from nixx.nxc.delivery.session_prompt import SessionPrompt
-    from nixx.nxc.delivery.shapes import Backend, Launched, RunSpec, SessionRecord
+    from nixx.nxc.delivery.shapes import (
+        Backend,
+        Launched,
+        Refusal,
+        RunSpec,
+        SessionRecord,
+        Wake,
+    )
     from nixx.nxc.shapes import Delivered, Resumed
 
 BACKEND_FILE = "backend.json"
@@ -263,7 +270,7 @@ class Deliverer:
     # -- waking --------------------------------------------------------------------------
 
     def wake(self, sid: str, *, thread_id: str, message_id: str | None, sender: str,
-             body: str, messages: list[dict[str, Any]] | None = None) -> Resumed:
+             body: str, messages: list[Wake] | None = None) -> Resumed:
         """Deliver answers to a session: resume it now, or queue them while it runs.
 
         `messages` ({thread_id, message_id, sender, body}, default: just the one given)
@@ -293,12 +300,12 @@ class Deliverer:
                 "next wake"]}
         return self.resume(row, fresh, actor=sender)
 
-    def record_refusal(self, info: dict[str, Any], *, actor: str) -> None:
+    def record_refusal(self, info: Refusal, *, actor: str) -> None:
         """A resume refused by a loop bound: a `refused` outcome in the log (the message
         stays in its thread)."""
-        outcomes.record(self.store, "refused", info["thread"], actor, info)
+        outcomes.record(self.store, "refused", info["thread"], actor, {**info})
 
-    def turn_answers(self, thread_id: str, opener: str) -> list[dict[str, Any]]:
+    def turn_answers(self, thread_id: str, opener: str) -> list[Wake]:
         """What the opener of `thread_id` is woken with: every message of the current turn
         (after the expectation was declared) not its own, in order."""
         from nixx.nxc.reducer import turn_messages
@@ -306,7 +313,7 @@ class Deliverer:
         return [{"thread_id": thread_id, "message_id": mid, "sender": sender, "body": body}
                 for mid, sender, body in turn_messages(self.store.conn, thread_id, opener)]
 
-    def resume(self, row: SessionRecord, wakes: list[dict[str, Any]], *,
+    def resume(self, row: SessionRecord, wakes: list[Wake], *,
                actor: str) -> Resumed:
         """Start a resume run for a session already claimed (state running)."""
         from nixx.nxc.delivery.session_prompt import resume_prompt

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from typing import Any
 
     from nixx.nxc.declarations import Declarations, Persona
+    from nixx.nxc.delivery.shapes import Wake
 
 
 COMMANDS = """\
@@ -106,7 +107,7 @@ def obligation(thread_id: str, builtin: bool) -> str:
             "work is delivered: text you only print is not seen by the sender.")
 
 
-def resume_prompt(wakes: list[dict[str, Any]], *, own_thread: str | None, builtin: bool) -> str:
+def resume_prompt(wakes: list[Wake], *, own_thread: str | None, builtin: bool) -> str:
     """What a resumed session receives: every answer queued for it, together."""
     lines = ["New messages for you:"]
     for w in wakes:

@@ -34,12 +34,12 @@ from nixx.nxc.delivery.localstore import LocalStore
 
 TYPE_CHECKING = False  # `typing` costs ~2 ms of every CLI start; only annotations use it
 if TYPE_CHECKING:
-    from collections.abc import Container
+    from collections.abc import Container, Sequence
     from typing import Any
 
     from apsw import Connection
 
-    from nixx.nxc.delivery.shapes import SessionRecord
+    from nixx.nxc.delivery.shapes import Refusal, ResumeBound, SessionRecord, Wake, WakeFrom
 
 STATES = ("running", "exited", "failed", "lost")
 
@@ -217,13 +217,13 @@ DEFAULT_MAX_CHAIN_RESUMES = 100
 class ResumeRefused(Exception):  # noqa: N818 - a refusal, not an error: it is recorded
     """A resume past a loop bound; `info` is the `refused` outcome's payload."""
 
-    def __init__(self, info: dict[str, Any]) -> None:
+    def __init__(self, info: Refusal) -> None:
         super().__init__(info["msg"])
         self.info = info
 
 
-def _count_resume(conn: Connection, row: SessionRecord, messages: list[dict[str, Any]],
-                  agents: Container[str]) -> dict[str, Any] | None:
+def _count_resume(conn: Connection, row: SessionRecord, messages: Sequence[WakeFrom],
+                  agents: Container[str]) -> ResumeBound | None:
     """Count one resume of `row` caused by `messages`, inside the caller's transaction.
     Only a resume carrying a message from an agent (a declared persona, `agents`) counts:
     a person's follow-ups never exhaust a bound. → None (counted), or the refusal when the
@@ -255,7 +255,7 @@ def _count_resume(conn: Connection, row: SessionRecord, messages: list[dict[str,
     return None
 
 
-def _refusal(row: SessionRecord, bound: dict[str, Any]) -> dict[str, Any]:
+def _refusal(row: SessionRecord, bound: ResumeBound) -> Refusal:
     where = (f"thread {bound['thread']}" if bound["scope"] == "thread"
              else f"the spawn chain of session {row['chain']}")
     msg = (f"not resumed: {row['persona']} (session {row['session']}) was already resumed "
@@ -275,8 +275,8 @@ def resume_counts(local: LocalStore, *, thread: str | None = None,
 
 
 def deliver(
-    local: LocalStore, session_id: str, messages: list[dict[str, Any]], *, agents: Container[str] = (),
-) -> tuple[str, list[dict[str, Any]]]:
+    local: LocalStore, session_id: str, messages: list[Wake], *, agents: Container[str] = (),
+) -> tuple[str, list[Wake]]:
     """Hand `messages` ({thread_id, message_id, sender, body}) to a session, atomically.
 
     The wake queue is keyed by (session, message id): a message already handed to the
@@ -301,7 +301,7 @@ def deliver(
             if bound is not None:
                 refused = _refusal(current, bound)
                 messages = []  # nothing is queued or claimed
-        fresh: list[tuple[int, dict[str, Any]]] = []
+        fresh: list[tuple[int, Wake]] = []
         for m in messages:
             conn.execute(
                 "INSERT OR IGNORE INTO wake_queue(session_id, thread_id, message_id, sender, body,"
@@ -356,8 +356,8 @@ def claim(local: LocalStore, session_id: str) -> None:
 
 def finish_or_take(local: LocalStore, session_id: str, exit_code: int | None, *,
                    failure: str | None = None, stderr_tail: str | None = None,
-                   agents: Container[str] = (), refused: list[dict[str, Any]] | None = None,
-                   ) -> list[dict[str, Any]]:
+                   agents: Container[str] = (), refused: list[Refusal] | None = None,
+                   ) -> list[Wake]:
     """The process ended. With answers queued: take them all (the session stays running
     and is resumed with them). Else the session becomes `exited` — or `failed` with the
     cause (`failure`) as its detail when the run failed. The run's stderr tail is kept
@@ -366,7 +366,7 @@ def finish_or_take(local: LocalStore, session_id: str, exit_code: int | None, *,
     to `refused`."""
     now = _now_ms()
     with local.transaction() as conn:
-        rows = conn.execute(
+        rows: list[Any] = conn.execute(
             "SELECT id, thread_id, message_id, sender, body FROM wake_queue "
             "WHERE session_id = ? AND taken IS NULL ORDER BY id", (session_id,),
         ).fetchall()
@@ -375,8 +375,8 @@ def finish_or_take(local: LocalStore, session_id: str, exit_code: int | None, *,
         if rows:
             row = _session(conn, session_id)
             assert row is not None  # its wake queue has rows: the session exists
-            wakes = [{"thread_id": r[1], "sender": r[3]} for r in rows]
-            bound = _count_resume(conn, row, wakes, agents)
+            senders: list[WakeFrom] = [{"thread_id": r[1], "sender": r[3]} for r in rows]
+            bound = _count_resume(conn, row, senders, agents)
             if bound is not None:
                 conn.execute(
                     f"UPDATE wake_queue SET taken = ? WHERE id IN ({','.join('?' * len(rows))})",

@@ -125,3 +125,41 @@ class TranscriptView(TypedDict):
     session: str
     entries: list[StoredEntry]
     count: int
+
+
+class WakeFrom(TypedDict):
+    """Who a wake carries a message from (all the loop bounds read: `sessions._count_resume`)."""
+
+    thread_id: str
+    sender: str
+
+
+class Wake(WakeFrom):
+    """A message a session is woken with (`Deliverer.turn_answers`, the wake queue:
+    `sessions.deliver`, `finish_or_take`; `session_prompt.resume_prompt` writes them)."""
+
+    message_id: str | None  # None: not a log message (the queue cannot skip it as seen)
+    body: str
+
+
+class ResumeBound(TypedDict):
+    """The loop bound a resume would pass (`sessions._count_resume`)."""
+
+    scope: str  # "thread" | "chain"
+    count: int  # resumes by agents so far
+    limit: int
+    thread: str
+    variable: str  # the setting that raises it: NXC_MAX_THREAD_RESUMES / _CHAIN_
+
+
+class Refusal(TypedDict):
+    """A resume refused by a loop bound (`ResumeRefused.info`; a `refused` outcome)."""
+
+    thread: str
+    session: str
+    persona: str
+    reason: str  # "resume_limit"
+    scope: str
+    count: int
+    limit: int
+    msg: str

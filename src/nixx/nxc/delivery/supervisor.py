@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from nixx.nxc.delivery.launcher import Deliverer
-    from nixx.nxc.delivery.shapes import Entry, RunSpec, SessionRecord
+    from nixx.nxc.delivery.shapes import Entry, Refusal, RunSpec, SessionRecord, Wake
 
 FLUSH_EVERY = 20
 STDERR_TAIL = 2_000
@@ -242,7 +242,7 @@ def supervise(run_file: str) -> int:
                 print(f"round bookkeeping failed: {exc!r}", file=sys.stderr)
         if code is None:
             return 1
-        refused: list[dict[str, Any]] = []
+        refused: list[Refusal] = []
         wakes = sessions.finish_or_take(d.local, sid, code, failure=run["failure"],
                                         stderr_tail=run["stderr"] or None,
                                         agents=d.decls.personas, refused=refused)
@@ -257,7 +257,7 @@ def supervise(run_file: str) -> int:
         spec = result
 
 
-def _resume_spec(d: Deliverer, row: SessionRecord, wakes: list[dict[str, Any]]) -> RunSpec | None:
+def _resume_spec(d: Deliverer, row: SessionRecord, wakes: list[Wake]) -> RunSpec | None:
     """The next run of a session resumed in place (it stays claimed: state running)."""
     from nixx.nxc.delivery import outcomes
     from nixx.nxc.delivery.launcher import BACKEND_FILE
