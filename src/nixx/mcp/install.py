@@ -49,6 +49,7 @@ FILES = {
 SERVER_NAME = "nixx"
 COMMAND, ARGS = "nixx", ["mcp"]
 CLAUDE_SETTINGS = os.path.join(".claude", "settings.json")
+GEMINI_SETTINGS = os.path.join(".gemini", "settings.json")
 
 
 class ServerEntry(TypedDict):
@@ -72,7 +73,6 @@ class Change(TypedDict):
     command: str  # what was (or would be) written
     warning: str | None  # why the command may not run in the client
     hook: NotRequired[str]  # install_hooks: the hook's event ("SessionStart")
-GEMINI_SETTINGS = os.path.join(".gemini", "settings.json")
 
 
 def executable(name: str) -> tuple[str, str | None]:
