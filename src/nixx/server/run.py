@@ -224,9 +224,9 @@ def _server_class():  # type: ignore[no-untyped-def]
 
 def _http_protocol() -> type:
     """uvicorn's HTTP/1.1 protocol over httptools (a C parser; a dependency of nixx), or
-    over h11 (pure Python) where httptools cannot be imported. httptools answers a request
-    ~1 ms sooner and with less CPU (docs/performance.md); uvicorn's own "auto" picks it the
-    same way, but `nixx serve` passes its own class."""
+    over h11 (pure Python) where httptools cannot be imported. httptools answers sooner and
+    with less CPU (0.2-0.5 ms a request here: docs/performance.md, "httptools again");
+    uvicorn's own "auto" picks the same way, but `nixx serve` passes its own class."""
     try:
         from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
     except ImportError:
