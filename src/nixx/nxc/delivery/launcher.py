@@ -36,6 +36,7 @@ if TYPE_CHECKING:
         Refusal,
         RunSpec,
         SessionRecord,
+        StoredRuntime,
         Wake,
     )
     from nixx.nxc.shapes import Delivered, Resumed
@@ -209,7 +210,7 @@ class Deliverer:
                 "thread": thread_id or "", "handle": persona, "db": self.workspace.db_path,
                 "workspace": self.workspace.root}
 
-    def _run_spec(self, sid: str, persona: str, thread_id: str | None, runtime: dict[str, Any],
+    def _run_spec(self, sid: str, persona: str, thread_id: str | None, runtime: StoredRuntime,
                   hop: int, *, mode: str, prompt: str | SessionPrompt, backend_file: str | None,
                   timeout_ms: int | None, round_thread: str | None,
                   runtime_session: str | None = None,

@@ -32,12 +32,11 @@ import sys
 
 TYPE_CHECKING = False  # `typing` costs ~2 ms of every CLI start; only annotations use it
 if TYPE_CHECKING:
-    from typing import Any
-
     from nixx.nxc.declarations import Runtime
+    from nixx.nxc.delivery.shapes import StoredRuntime
 
 
-def runtime_dict(runtime: Runtime) -> dict[str, Any]:
+def runtime_dict(runtime: Runtime) -> StoredRuntime:
     """The JSON form stored with a session (from a `declarations.Runtime`)."""
     if runtime.builtin:
         return {"builtin": runtime.builtin, "format": "nixx"}
@@ -54,7 +53,7 @@ def fill(template: list[str], values: dict[str, str]) -> list[str]:
 
 
 def build_argv(
-    runtime: dict[str, Any], *, mode: str, values: dict[str, str], prompt_file: str,
+    runtime: StoredRuntime, *, mode: str, values: dict[str, str], prompt_file: str,
     backend_file: str | None,
 ) -> list[str]:
     """The argv of one run. `mode` is ``start`` or ``resume``."""

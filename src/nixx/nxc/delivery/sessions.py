@@ -39,7 +39,14 @@ if TYPE_CHECKING:
 
     from apsw import Connection
 
-    from nixx.nxc.delivery.shapes import Refusal, ResumeBound, SessionRecord, Wake, WakeFrom
+    from nixx.nxc.delivery.shapes import (
+        Refusal,
+        ResumeBound,
+        SessionRecord,
+        StoredRuntime,
+        Wake,
+        WakeFrom,
+    )
 
 STATES = ("running", "exited", "failed", "lost")
 
@@ -94,7 +101,7 @@ def new_session_id() -> str:
 
 
 def create(
-    local: LocalStore, *, persona: str, thread_id: str | None, runtime: dict[str, Any],
+    local: LocalStore, *, persona: str, thread_id: str | None, runtime: StoredRuntime,
     hop: int, max_hops: int, parent_session: str | None, session_id: str | None = None,
     chain: str | None = None, max_thread_resumes: int | None = None,
     max_chain_resumes: int | None = None,

@@ -35,6 +35,16 @@ class Backend(TypedDict, total=False):
     resolved_model: str
 
 
+class StoredRuntime(TypedDict, total=False):
+    """A persona's runtime as a session stores it (`runtimes.runtime_dict`): the built-in
+    one, or the argv templates of an agent CLI."""
+
+    builtin: str  # "nixx": the built-in runtime (then no templates)
+    start: list[str]  # argv templates (`runtimes.fill`)
+    resume: list[str]  # [] when the runtime cannot resume a session
+    format: str  # how its stdout is read (`stream_formats.FORMATS`)
+
+
 class RunSpec(TypedDict):
     """One run of a session's runtime (``run-<n>.json``, 0600)."""
 
@@ -69,7 +79,7 @@ class SessionRecord(TypedDict):
     session: str  # the internal id (``s-`` + ULID)
     persona: str
     thread_id: str | None
-    runtime: dict[str, Any]  # `runtimes.runtime_dict`: the runtime it was started with
+    runtime: StoredRuntime  # the runtime it was started with
     runtime_session: str | None  # the runtime's own id (`bind`)
     hop: int
     max_hops: int
