@@ -37,12 +37,15 @@ import json
 import os
 import sys
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from nixx.nxc.delivery.llm_backend import open_client as _client
 from nixx.nxc.delivery.llm_backend import open_server_client as _server_client
 from nixx.nxc.delivery.llm_backend import resolve_model, server_answers
 from nixx.tools.schema import ToolSpec, function_spec, object_schema
+
+if TYPE_CHECKING:
+    from nixx.nxc.delivery.shapes import Backend
 
 DEFAULT_TOOLS = ("read_file", "list_dir")
 FILE_TOOLS = ("read_file", "list_dir", "write_file", "delete_file")
@@ -102,7 +105,7 @@ def file_tool_spec(name: str) -> ToolSpec:
 
 
 class Agent:
-    def __init__(self, session: str, backend: dict[str, Any]) -> None:
+    def __init__(self, session: str, backend: Backend) -> None:
         from nixx.nxc.delivery.dispatch import LiveDelivery
         from nixx.nxc.engine import Engine
 

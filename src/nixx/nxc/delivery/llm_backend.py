@@ -42,13 +42,13 @@ def from_settings() -> Backend:
             "server_api_key": reveal(s.api_key)}
 
 
-def env_hint(backend: dict[str, Any], variable: str, key: str) -> str:
+def env_hint(backend: Backend, variable: str, key: str) -> str:
     """Where a setting is set: the variable, or the key in the config file nixx read."""
     config = backend.get("config_file")
     return f"{variable} (or `{key}` in {config})" if config else variable
 
 
-def open_client(backend: dict[str, Any]) -> SyncChatClient:
+def open_client(backend: Backend) -> SyncChatClient:
     """A blocking client of the backend (close it, or use it as a context manager)."""
     from nixx.llm import SyncChatClient
 
@@ -57,7 +57,7 @@ def open_client(backend: dict[str, Any]) -> SyncChatClient:
                           env_var=env_hint(backend, "NIXX_CHAT_BASE_URL", "chat_base_url"))
 
 
-def server_answers(backend: dict[str, Any]) -> bool:
+def server_answers(backend: Backend) -> bool:
     """Whether the persona's turns go through `nixx serve`: the persona did not opt out
     (`shared_memory: false`) and the server the settings name answers `/health` now."""
     url = backend.get("server_url")
@@ -68,7 +68,7 @@ def server_answers(backend: dict[str, Any]) -> bool:
     return answers(url)
 
 
-def open_server_client(backend: dict[str, Any]) -> SyncChatClient:
+def open_server_client(backend: Backend) -> SyncChatClient:
     """A blocking client of `nixx serve`'s `/v1`, as the persona (`X-Nixx-Agent`)."""
     from nixx.llm import SyncChatClient
 
@@ -79,7 +79,7 @@ def open_server_client(backend: dict[str, Any]) -> SyncChatClient:
         headers={"X-Nixx-Origin": "api", "X-Nixx-Agent": str(backend.get("persona") or "nxc")})
 
 
-def resolve_model(backend: dict[str, Any], client: SyncChatClient | None = None) -> str:
+def resolve_model(backend: Backend, client: SyncChatClient | None = None) -> str:
     """The persona's `model`, else NIXX_CHAT_MODEL, else the backend's first listed model
     (as `nixx serve` does) — never a made-up name. `BackendError` when there is none."""
     from nixx.errors import BackendError
@@ -109,7 +109,7 @@ def resolve_model(backend: dict[str, Any], client: SyncChatClient | None = None)
 ROUND_SUMMARY_MAX_TOKENS = 400
 
 
-def complete_once(backend: dict[str, Any], messages: list[dict[str, Any]]) -> str:
+def complete_once(backend: Backend, messages: list[dict[str, Any]]) -> str:
     """One plain completion (a channel round's summary): nixx's own call, so bounded —
     `ROUND_SUMMARY_MAX_TOKENS` and the time budget (``NIXX_BACKGROUND_TIMEOUT``). When
     `nixx serve` answers, it is asked (``POST /v1/background/completions``): the call then

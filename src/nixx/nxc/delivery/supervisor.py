@@ -118,19 +118,19 @@ def _kill_group(proc: subprocess.Popen[bytes]) -> None:
             os.killpg(proc.pid, signal.SIGKILL)
 
 
-def _kill_after(spec: dict[str, Any]) -> tuple[float | None, str]:
+def _kill_after(spec: RunSpec) -> tuple[float | None, str]:
     """Seconds from now until the run is killed (None: never) and why: the round's
     per-member duration (`timeout_ms`, from the run's start) or its RFC3339 instant
     (`kill_at_ms`, epoch ms), whichever comes first; an instant already past kills the
     run at once."""
     options = []
-    if spec.get("timeout_ms"):
-        options.append((spec["timeout_ms"] / 1000, f"{spec['timeout_ms'] / 1000:g}s"))
-    if spec.get("kill_at_ms"):
+    if timeout_ms := spec.get("timeout_ms"):
+        options.append((timeout_ms / 1000, f"{timeout_ms / 1000:g}s"))
+    if kill_at_ms := spec.get("kill_at_ms"):
         from nixx.nxc.durations import iso
 
-        left = (spec["kill_at_ms"] - time.time_ns() // 1_000_000) / 1000
-        options.append((max(0.0, left), iso(spec["kill_at_ms"]) or ""))
+        left = (kill_at_ms - time.time_ns() // 1_000_000) / 1000
+        options.append((max(0.0, left), iso(kill_at_ms) or ""))
     if not options:
         return None, ""
     return min(options)
@@ -141,7 +141,7 @@ def _last_line(text: str) -> str:
     return lines[-1] if lines else ""
 
 
-def run_once(d: Deliverer, spec: dict[str, Any], transcript: _Transcript) -> dict[str, Any]:
+def run_once(d: Deliverer, spec: RunSpec, transcript: _Transcript) -> dict[str, Any]:
     """Run the runtime once. → {code (None: it did not start), why (it failed to start or
     was killed), failure (the cause in words when it exited non-zero), stderr (tail)}."""
     folder = os.path.dirname(spec["_run_file"])
