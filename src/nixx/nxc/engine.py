@@ -57,6 +57,7 @@ if TYPE_CHECKING:
         Listing,
         PrimeBlock,
         PublicChannel,
+        ReadMark,
         ReplyReceipt,
         SearchHit,
         SendReceipt,
@@ -525,7 +526,7 @@ class Engine:
                     f"{summary['channel_id']} (the channel of {thread}): declare it in "
                     ".nxs-personas/ or add it to the channel's members", param="handles")
 
-    def mark_read(self, channel: str, upto: str | None = None) -> dict[str, Any]:
+    def mark_read(self, channel: str, upto: str | None = None) -> ReadMark:
         """Move my read cursor in `channel` to message `upto` (default: its latest message).
         Never moves back; member-only."""
         from nixx.nxc import access, cursor

@@ -315,6 +315,15 @@ class StatusReport(TypedDict):
     operations: list[Operation]
 
 
+class ReadMark(TypedDict):
+    """`Engine.mark_read`: where the caller's read cursor in a channel stands."""
+
+    channel_id: str
+    reader: str
+    pos: str | None  # the cursor (a message's position in the log); None: nothing read yet
+    moved: bool  # False: it stood there or further already (a cursor never moves back)
+
+
 class SearchHit(TypedDict):
     """`Engine.search`: a message the caller may read that matches, best first."""
 

@@ -16,9 +16,8 @@ from __future__ import annotations
 TYPE_CHECKING = False  # `typing` costs ~2 ms of every CLI start; only annotations use it
 if TYPE_CHECKING:
     from collections.abc import Mapping
-    from typing import Any
 
-    from nixx.nxc.delivery.shapes import SessionRecord
+    from nixx.nxc.delivery.shapes import ChainBounds, SessionRecord
 
 DEFAULT_MAX_HOPS = 8
 
@@ -52,7 +51,7 @@ def _bound(env: Mapping[str, str], name: str, recorded: int | None) -> int | Non
     return min(values) if values else None
 
 
-def chain_bounds(env: Mapping[str, str], current: SessionRecord | None) -> dict[str, Any]:
+def chain_bounds(env: Mapping[str, str], current: SessionRecord | None) -> ChainBounds:
     """The chain a spawn from here joins, and its resume bounds (see `sessions`)."""
     return {
         "chain": current["chain"] if current else None,

@@ -24,8 +24,6 @@ from nixx.nxc.delivery.spawn import (
 
 TYPE_CHECKING = False  # `typing` costs ~2 ms of every CLI start; only annotations use it
 if TYPE_CHECKING:
-    from typing import Any
-
     from nixx.log.store import LogStore
     from nixx.log.workspace import Workspace
     from nixx.nxc.declarations import Declarations, Persona
@@ -35,6 +33,7 @@ if TYPE_CHECKING:
         Launched,
         Refusal,
         RunSpec,
+        Said,
         SessionRecord,
         StoredRuntime,
         Wake,
@@ -148,7 +147,7 @@ class Deliverer:
 
     def start(
         self, persona: Persona, *, thread_id: str, task: str, sender: str, channel: str | None = None,
-        earlier: list[dict[str, Any]] | None = None, timeout_ms: int | None = None,
+        earlier: list[Said] | None = None, timeout_ms: int | None = None,
         round_thread: str | None = None, round_opener: str | None = None,
         kill_at_ms: int | None = None,
     ) -> Delivered:

@@ -52,6 +52,7 @@ if TYPE_CHECKING:
     from nixx.log.workspace import Workspace
     from nixx.nxc.declarations import ChannelDecl, Persona
     from nixx.nxc.delivery.launcher import Deliverer
+    from nixx.nxc.delivery.shapes import Said
     from nixx.nxc.shapes import Delivered, Resumed, ThreadSummary
 
 __all__ = ["catch_up", "is_round", "member_sessions", "on_member_exit", "on_slot_reply",
@@ -181,10 +182,10 @@ def _take_turn(d: Deliverer, thread_id: str,
     return index, _existing_round(d, thread_id)
 
 
-def _answers(d: Deliverer, r: dict[str, Any], members: list[str]) -> list[dict[str, Any]]:
+def _answers(d: Deliverer, r: dict[str, Any], members: list[str]) -> list[Said]:
     """Each member's posts in its own slot, in member order (not arrival order)."""
     by_member = slots(d.store.conn, r["thread_id"], _supervisor(r))
-    out: list[dict[str, Any]] = []
+    out: list[Said] = []
     for member in members:
         tid = by_member.get(member)
         if tid is None:

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from typing import Any
 
     from nixx.nxc.declarations import Declarations, Persona
-    from nixx.nxc.delivery.shapes import Wake
+    from nixx.nxc.delivery.shapes import Said, Wake
 
 
 COMMANDS = """\
@@ -68,7 +68,7 @@ def _whom(decls: Declarations, persona: Persona) -> str:
 
 def session_prompt(
     *, persona: Persona, decls: Declarations, thread: dict[str, Any], task: str, sender: str, builtin: bool,
-    earlier: list[dict[str, Any]] | None = None, channel: str | None = None,
+    earlier: list[Said] | None = None, channel: str | None = None,
 ) -> SessionPrompt:
     """The prompt of a fresh session for `persona`, answering `thread`."""
     parts = []
@@ -117,7 +117,7 @@ def resume_prompt(wakes: list[Wake], *, own_thread: str | None, builtin: bool) -
     return "\n".join(lines)
 
 
-def blocks(answers: list[dict[str, Any]]) -> str:
+def blocks(answers: list[Said]) -> str:
     """Answers as ``<message from="...">`` blocks, with a tag no answer contains."""
     tag = "message"
     n = 0

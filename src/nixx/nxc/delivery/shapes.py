@@ -1,7 +1,11 @@
 """The named shapes of starting a session: the built-in runtime's backend file
 (`Backend`), the run file a supervisor is started with (`RunSpec`: written by
-`Deliverer._run_spec`, read back by `Deliverer._launch` and the supervisor), and what a
-launch answers (`Launched`), and a session as read back (`SessionRecord`).
+`Deliverer._run_spec`, read back by `Deliverer._launch` and the supervisor), what a
+launch answers (`Launched`), the chain it joins (`ChainBounds`), a session as read back
+(`SessionRecord`), what one run of its runtime ended with (`RunOutcome`), its wakes and
+loop bounds (`Wake`, `ResumeBound`, `Refusal`), a round's answers (`Said`), and its
+transcript (`Entry` in; `StoredEntry`, `TranscriptView`, `TranscriptHit`, `Appended`,
+`Pruned` out).
 
 Annotations only: imported under ``TYPE_CHECKING`` (``typing`` costs start-up); at run
 time these are plain dicts, read from and written to JSON.
@@ -173,3 +177,68 @@ class Refusal(TypedDict):
     count: int
     limit: int
     msg: str
+
+
+class ExpiredSession(TypedDict):
+    """A session's transcript a prune removes (or would: a dry run)."""
+
+    session: str
+    last_entry: str | None
+    entries: int
+
+
+class Pruned(TypedDict):
+    """`nxc transcript prune` (`TranscriptStore.prune`; a session's first flush too)."""
+
+    keep_days: int
+    cutoff: str | None
+    dry_run: bool
+    sessions: list[ExpiredSession]
+    entries: int
+
+
+class Appended(TypedDict):
+    """What `TranscriptStore.append` stored (a supervisor's flush, `nxc transcript append`)."""
+
+    session: str
+    stored: int
+    first_seq: int | None  # None: nothing stored
+    last_seq: int | None
+    pruned: NotRequired[Pruned]  # the session's first flush pruned expired sessions
+
+
+class TranscriptHit(TypedDict):
+    """One `nxc transcript search` hit (`TranscriptStore.search`)."""
+
+    session: str
+    seq: int
+    kind: str
+    at: str | None
+    persona: str | None  # None: the session is not on this machine's list
+    snippet: str  # the matching text, the words in [brackets]
+
+
+class ChainBounds(TypedDict):
+    """The chain a session started from here joins, and its resume bounds
+    (`chain.chain_bounds`; recorded with the session: `SessionRecord`)."""
+
+    chain: str | None  # None: it starts a chain
+    max_thread_resumes: int | None  # None: the default applies
+    max_chain_resumes: int | None
+
+
+class RunOutcome(TypedDict):
+    """One run of a runtime (`supervisor.run_once`)."""
+
+    code: int | None  # None: it did not start
+    why: str | None  # it failed to start, or was killed (the round timeout)
+    failure: str | None  # the cause in words when it exited non-zero
+    stderr: str  # the tail of its stderr
+
+
+class Said(TypedDict):
+    """A member's answer in a round (`rounds._answers`, in member order): what
+    `session_prompt.blocks` writes as a ``<message from="...">`` block."""
+
+    sender: str
+    body: str

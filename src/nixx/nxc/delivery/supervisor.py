@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from nixx.nxc.delivery.launcher import Deliverer
-    from nixx.nxc.delivery.shapes import Entry, Refusal, RunSpec, SessionRecord, Wake
+    from nixx.nxc.delivery.shapes import Entry, Refusal, RunOutcome, RunSpec, SessionRecord, Wake
 
 FLUSH_EVERY = 20
 STDERR_TAIL = 2_000
@@ -141,9 +141,9 @@ def _last_line(text: str) -> str:
     return lines[-1] if lines else ""
 
 
-def run_once(d: Deliverer, spec: RunSpec, transcript: _Transcript) -> dict[str, Any]:
-    """Run the runtime once. → {code (None: it did not start), why (it failed to start or
-    was killed), failure (the cause in words when it exited non-zero), stderr (tail)}."""
+def run_once(d: Deliverer, spec: RunSpec, transcript: _Transcript) -> RunOutcome:
+    """Run the runtime once (`RunOutcome`: its exit code, why it failed to start or was
+    killed, the cause of a non-zero exit in words, its stderr's tail)."""
     folder = os.path.dirname(spec["_run_file"])
     stderr_path = os.path.join(folder, "stderr.log")
     transcript.last_error = None

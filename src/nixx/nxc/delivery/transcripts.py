@@ -40,7 +40,15 @@ if TYPE_CHECKING:
 
     from apsw import Connection
 
-    from nixx.nxc.delivery.shapes import Entry, StoredEntry, TranscriptView
+    from nixx.nxc.delivery.shapes import (
+        Appended,
+        Entry,
+        ExpiredSession,
+        Pruned,
+        StoredEntry,
+        TranscriptHit,
+        TranscriptView,
+    )
 
 KINDS = ("session_init", "assistant", "thinking", "tool_use", "tool_result", "result", "error")
 THINKING_CAP = 4_000
@@ -119,7 +127,7 @@ def normalise(entry: Any, now_ms: int) -> Entry:
             "data": data}
 
 
-def _expired(row: tuple[Any, ...], iso: Callable[[int | None], str | None]) -> dict[str, Any]:
+def _expired(row: tuple[Any, ...], iso: Callable[[int | None], str | None]) -> ExpiredSession:
     """A `transcript_sessions` row (session_id, last_at, entries) as a prune lists it."""
     return {"session": row[0], "last_entry": iso(row[1]), "entries": row[2]}
 
@@ -133,7 +141,7 @@ class TranscriptStore:
         self.now = now
         self.keep_days = keep_days
 
-    def append(self, session: str, entries: list[Any]) -> dict[str, Any]:
+    def append(self, session: str, entries: list[Any]) -> Appended:
         """Store a batch atomically; seq continues the session's sequence. The first flush
         of a session that has no entries yet prunes expired sessions first."""
         now = self.now()
@@ -144,7 +152,7 @@ class TranscriptStore:
             except ValueError as exc:
                 raise ValidationError(f"transcript entry {i}: {exc}; nothing was stored",
                                       param="entries") from None
-        pruned: dict[str, Any] | None = None
+        pruned: Pruned | None = None
         with self.local.transaction() as conn:
             known = conn.execute("SELECT entries FROM transcript_sessions WHERE session_id = ?",
                                  (session,)).fetchone()
@@ -174,14 +182,14 @@ class TranscriptStore:
                     " entries = entries + excluded.entries",
                     (session, first, last, len(rows)),
                 )
-        out: dict[str, Any] = {"session": session, "stored": len(rows),
+        out: Appended = {"session": session, "stored": len(rows),
                                "first_seq": top + 1 if rows else None,
                                "last_seq": seq if rows else None}
         if pruned is not None:
             out["pruned"] = pruned
         return out
 
-    def _prune(self, conn: Connection, now: int, keep_days: int, *, dry_run: bool) -> dict[str, Any]:
+    def _prune(self, conn: Connection, now: int, keep_days: int, *, dry_run: bool) -> Pruned:
         cutoff = now - keep_days * DAY_MS
         rows = conn.execute(
             "SELECT session_id, last_at, entries FROM transcript_sessions WHERE last_at < ?"
@@ -190,14 +198,17 @@ class TranscriptStore:
         from nixx.nxc.durations import iso
 
         sessions = [_expired(r, iso) for r in rows]
+        entries = 0
+        for s in sessions:
+            entries += s["entries"]
         if not dry_run:
             for r in rows:
                 conn.execute("DELETE FROM transcript WHERE session_id = ?", (r[0],))
                 conn.execute("DELETE FROM transcript_sessions WHERE session_id = ?", (r[0],))
         return {"keep_days": keep_days, "cutoff": iso(cutoff), "dry_run": dry_run,
-                "sessions": sessions, "entries": sum(r[2] for r in rows)}
+                "sessions": sessions, "entries": entries}
 
-    def prune(self, *, keep_days: int | None = None, dry_run: bool = False) -> dict[str, Any]:
+    def prune(self, *, keep_days: int | None = None, dry_run: bool = False) -> Pruned:
         keep = self.keep_days if keep_days is None else keep_days
         if keep < 0:
             raise ValidationError("--keep-days must be 0 or more", param="keep_days")
@@ -234,7 +245,7 @@ class TranscriptStore:
                                "(transcripts are device-local)", param="session")
         return {"session": session, "entries": nest(flat), "count": len(flat)}
 
-    def search(self, query: str, *, limit: int = 20) -> list[dict[str, Any]]:
+    def search(self, query: str, *, limit: int = 20) -> list[TranscriptHit]:
         from nixx.nxc.search import fts_query
 
         match = fts_query(query)
