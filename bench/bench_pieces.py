@@ -62,7 +62,8 @@ class WithPieces:
     """One loaded conversation's rows' cosines, with or without their pieces."""
 
     def __init__(self, ld: br.Loaded, embedder: br.CachedEmbedder, args: argparse.Namespace):
-        self.ld, self.share = ld, args.share
+        self.ld, self.share, self.min_piece = ld, args.share, args.min_piece
+        self.rescore = args.rescore
         owner: list[int] = []
         texts: list[str] = []
         for r in ld.rows:
@@ -76,10 +77,12 @@ class WithPieces:
     def hits(self, qvec: np.ndarray, use_pieces: bool) -> list[BufferHit]:
         base = dict(zip(self.ld.ids.tolist(), (self.ld.matrix @ qvec).tolist(), strict=True))
         best = dict(base)
+        if self.rescore:
+            best = dict(sorted(base.items(), key=lambda kv: (-kv[1], kv[0]))[: self.rescore])
         if use_pieces and len(self.owner):
             for rid, cos in zip(self.owner.tolist(), (self.matrix @ qvec).tolist(), strict=True):
-                lifted = base[rid] + self.share * (cos - base[rid])
-                best[rid] = max(best[rid], lifted)
+                if rid in best and cos >= self.min_piece:
+                    best[rid] = max(best[rid], base[rid] + self.share * (cos - base[rid]))
         top = sorted(best.items(), key=lambda kv: (-kv[1], kv[0]))[:DEPTH]
         return [BufferHit(row=self.ld.by_id[rid], score=cos) for rid, cos in top]
 
@@ -116,6 +119,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--label", action=argparse.BooleanOptionalAction, default=True)
     ap.add_argument("--share", type=float, default=1.0)
     ap.add_argument("--min-chars", type=int, default=0)
+    ap.add_argument("--rescore", type=int, default=0,
+                    help="pieces re-score only the row vectors' best N (0: every row)")
+    ap.add_argument("--min-piece", type=float, default=-1.0,
+                    help="a piece lifts its row only from this cosine up")
     args = ap.parse_args(argv)
     embedder = br.CachedEmbedder()
     for name, (module, seeds) in br.SETS.items():

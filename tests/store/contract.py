@@ -301,6 +301,57 @@ class StoreContract:
         out = search.search_store(store, "parrot at the vet", other[None], limit=3)
         assert out[0].id == rare.id
 
+    def test_a_rows_sentence_lifts_it_above_rows_only_vaguely_near(self, store: MemoryStore):
+        from nixx.memory import search
+
+        store.bind_embedder(MODEL, DIM)
+        query = unit(1.0)
+        # a turn of three sentences: its whole vector is diluted (cosine 0.3), one sentence
+        # says what the question asks (0.9); ten other rows sit at cosine 0.5
+        turn = store.append_buffer(
+            "user", "Tamara: Hey! Doing well, thanks. We got back from the Dolomites. You?", "api"
+        )
+        others = [store.append_buffer("user", f"Deborah: thought {i}", "api") for i in range(10)]
+        greeting, trip = unit(0.1, 1.0), unit(0.9, 0.436)
+        store.add_buffer_vectors(
+            [(turn.id, unit(0.3, 0.954)), *[(r.id, unit(0.5, 0, 0.866)) for r in others]],
+            {turn.id: np.stack([greeting, trip])},
+        )
+        assert store.search_buffer_vectors(query, limit=1)[0].row.id != turn.id
+        hits = search.row_vector_hits(store, query, 6, piece_floor=0.4)  # 12 candidates
+        assert hits[0].row.id == turn.id
+        assert hits[0].score == pytest.approx(0.9, abs=0.01)  # its sentence's cosine
+        out = search.search_store(store, "where were they?", query[None], limit=3)
+        assert out[0].id == turn.id
+        # a sentence below the floor lifts nothing: the rows keep their own order
+        hits = search.row_vector_hits(store, query, 6, piece_floor=0.95)
+        assert turn.id not in [h.row.id for h in hits]
+        assert search.row_vector_hits(store, query, 3, piece_floor=None) == (
+            store.search_buffer_vectors(query, limit=3)
+        )
+
+    def test_pieces_are_stored_replaced_and_forgotten_with_the_rows_vector(
+        self, store: MemoryStore
+    ):
+        store.bind_embedder(MODEL, DIM)
+        ids = fill_buffer(store, 3)
+        two = np.stack([unit(1, 2), unit(0, 0, 3)])
+        store.add_buffer_vectors(
+            [(ids[0], unit(1)), (ids[1], unit(0, 1)), (ids[2], unit(0, 0, 1))], {ids[1]: two}
+        )
+        found = store.buffer_pieces(ids)
+        assert list(found) == [ids[1]] and found[ids[1]].shape == (2, DIM)
+        assert np.allclose(found[ids[1]], two, atol=1e-3)  # float16 as stored
+        assert found[ids[1]].dtype == np.float32
+        with pytest.raises(ValidationError, match="pieces"):
+            store.add_buffer_vectors([(ids[0], unit(1))], {ids[0]: np.ones((1, DIM + 1))})
+        # a new vector without pieces drops the old pieces; forgetting the row drops both
+        store.add_buffer_vectors([(ids[1], unit(0, 1))])
+        assert store.buffer_pieces(ids) == {}
+        store.add_buffer_vectors([(ids[2], unit(0, 0, 1))], {ids[2]: two})
+        store.forget("buffer", buffer_ids=[ids[2]])
+        assert store.buffer_pieces(ids) == {} and store.buffer_pieces([]) == {}
+
     def test_rows_saying_the_same_collapse_into_one_result(self, store: MemoryStore):
         from nixx.memory import search
 
@@ -690,9 +741,12 @@ class StoreContract:
         assert store.search_buffer_vectors(unit(1, 0), limit=1)  # warm any index
         batches: list[list[int]] = []
 
-        def buffer_text(rows):
+        def buffer_text(rows):  # each row's vector text, then its pieces' (the first row: one)
             batches.append([r.id for r in rows])
-            return [f"text {r.content.split()[-1]}" for r in rows]
+            return [
+                [f"text {r.content.split()[-1]}"] + (["text 5"] if r.id == ids[0] else [])
+                for r in rows
+            ]
 
         def embed(texts):  # "text i" → e(i)
             out = np.zeros((len(texts), 8), np.float32)
@@ -708,6 +762,8 @@ class StoreContract:
             top = store.search_buffer_vectors(e[i], limit=1)[0]
             assert top.row.id == ids[i] and top.score == pytest.approx(1.0)
         assert store.buffer_vector_stats() == {"embedded": 3, "pending": 0}
+        pieces = store.buffer_pieces(ids)
+        assert list(pieces) == [ids[0]] and pieces[ids[0]].tolist() == [e[5].tolist()]
         # without buffer_text the row vectors are dropped, for the queue to make again
         assert store.reindex(embed, "new-model", 8) == 0
         assert store.buffer_vector_stats() == {"embedded": 0, "pending": 3}
@@ -722,7 +778,7 @@ class StoreContract:
             raise RuntimeError("embedding backend died")
 
         with pytest.raises(RuntimeError):
-            store.reindex(failing, "new-model", 4, buffer_text=lambda rows: ["x"] * len(rows))
+            store.reindex(failing, "new-model", 4, buffer_text=lambda rows: [["x"]] * len(rows))
         assert store.buffer_vector_stats() == {"embedded": 2, "pending": 0}
         assert store.search_buffer_vectors(unit(0, 1), limit=1)[0].row.id == ids[1]
 

@@ -317,6 +317,7 @@ class Recall:
                 self._embed_query,
                 lambda vector: self._wide(vector) if wide else ([], 0),
                 pool=self._pool(),
+                piece_floor=self.params.piece_floor,
             )
 
     def finish(

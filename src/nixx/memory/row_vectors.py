@@ -3,7 +3,8 @@
 A turn writes its rows and calls `notify()`; the queue's own thread then embeds the
 rows that have no vector yet (oldest first, in batches), off the turn's path: a turn
 never waits for it. What is embedded for a row is `nixx.memory.row_text.embedding_text`
-of the row and its neighbours.
+of the row and its neighbours, and each of its sentences when it has several (its pieces,
+`nixx.memory.pieces`), in the same batch.
 
 - **Backfill**: `start()` (server start) wakes the thread at once, so a store written
   before row vectors existed, or while the embedder was down, is embedded in the
@@ -37,6 +38,7 @@ from typing import TypedDict
 
 import numpy as np
 
+from nixx.memory.pieces import split
 from nixx.memory.row_text import embedding_text
 from nixx.priority import (
     BACKGROUND_NICE,
@@ -93,6 +95,12 @@ def texts_for(store: MemoryStore, rows: Sequence[BufferRow]) -> list[str]:
             after.append(r)
         out.append(embedding_text(row, [*before, *after]))
     return out
+
+
+def row_texts_for(store: MemoryStore, rows: Sequence[BufferRow]) -> list[list[str]]:
+    """Each row's texts to embed: its vector's (`texts_for`), then its pieces'
+    (`nixx.memory.pieces.split`)."""
+    return [[text, *split(row.content)] for row, text in zip(rows, texts_for(store, rows), strict=True)]
 
 
 
@@ -226,13 +234,17 @@ class RowVectors:
                     self.foreground.wait_quiet(self.quiet, self.max_wait)
                     if self._closed:
                         break
-                texts = texts_for(self.store, rows)
+                texts = row_texts_for(self.store, rows)
                 started = time.perf_counter()
-                vectors = self.embed(texts)
+                vectors = self.embed([t for row_texts in texts for t in row_texts])
                 self.embed_seconds += time.perf_counter() - started
-                self.store.add_buffer_vectors(
-                    [(row.id, vec) for row, vec in zip(rows, vectors, strict=True)]
-                )
+                items, pieces, k = [], {}, 0
+                for row, row_texts in zip(rows, texts, strict=True):
+                    items.append((row.id, vectors[k]))
+                    if len(row_texts) > 1:
+                        pieces[row.id] = vectors[k + 1 : k + len(row_texts)]
+                    k += len(row_texts)
+                self.store.add_buffer_vectors(items, pieces)
             except Exception as exc:  # the queue must never take the server down
                 message = getattr(exc, "message", None) or f"{type(exc).__name__}: {exc}"
                 if message != self.error:

@@ -41,6 +41,7 @@ from typing import Any, Generic, TypeVar
 
 import numpy as np
 
+from nixx.memory import pieces
 from nixx.store.base import MemoryStore
 from nixx.store.fts_query import fts5_match, query_terms
 from nixx.store.records import BufferHit, BufferRow, MemoryHit, Summary, SummaryHit
@@ -59,6 +60,9 @@ class FusionParams:
     period_boost: float = 0.5  # relative boost of rows inside a period the question names
     depth: int = 50  # candidates taken from each ranker
     neighbours_of: int = 10  # the best this many rows lend evidence to rows no ranker found
+    # a row's sentence (`nixx.memory.pieces`) lifts its cosine from this cosine up: the
+    # model's recall floor (`params_for`; None: no lift)
+    piece_floor: float | None = 0.40
 
     def vector_evidence(self, cosine: float | None) -> float:
         """A cosine on the 0..1 scale of evidence (0 at `cos_lo`, 1 at `cos_hi`)."""
@@ -77,10 +81,10 @@ def params_for(model: str, base: FusionParams = DEFAULT_PARAMS) -> FusionParams:
     """`base` with the cosine scale calibrated for embedding `model` (`nixx.embed`)."""
     from dataclasses import replace
 
-    from nixx.embed import cosine_scale
+    from nixx.embed import cosine_scale, default_row_floor
 
     lo, hi = cosine_scale(model)
-    return replace(base, cos_lo=lo, cos_hi=hi)
+    return replace(base, cos_lo=lo, cos_hi=hi, piece_floor=default_row_floor(model))
 
 
 @dataclass
@@ -356,6 +360,22 @@ def texts_to_embed(query: str, common: Sequence[str] = ()) -> list[str]:
     return [vector_text(t, common) for t in [query] + ([rel[2]] if rel else [])]
 
 
+def row_vector_hits(
+    store: MemoryStore,
+    vector: np.ndarray,
+    depth: int,
+    before_id: int | None = None,
+    piece_floor: float | None = DEFAULT_PARAMS.piece_floor,
+) -> list[BufferHit]:
+    """The `depth` rows nearest `vector`: the store's nearest twice as many by their row
+    vectors, each lifted by its best sentence (`nixx.memory.pieces.lift`)."""
+    if piece_floor is None:
+        return store.search_buffer_vectors(vector, limit=depth, before_id=before_id)
+    hits = store.search_buffer_vectors(vector, limit=2 * depth, before_id=before_id)
+    found = store.buffer_pieces([h.row.id for h in hits])
+    return pieces.lift(hits, found, vector, floor=piece_floor, limit=depth)
+
+
 def text_side(
     store: MemoryStore, query: str, depth: int
 ) -> tuple[list[BufferHit], list[BufferHit]]:
@@ -370,15 +390,16 @@ def vector_side(
     vectors: np.ndarray | None,
     depth: int,
     before_id: int | None,
+    piece_floor: float | None = DEFAULT_PARAMS.piece_floor,
 ) -> tuple[list[BufferHit], list[SummaryHit], list[BufferHit]]:
     if vectors is None or len(vectors) == 0:
         return [], [], []
-    vec = store.search_buffer_vectors(vectors[0], limit=depth, before_id=before_id)
+    vec = row_vector_hits(store, vectors[0], depth, before_id, piece_floor)
     summaries = store.search_summaries(
         vectors[0], limit=depth, threshold=None, before_buffer_id=before_id
     )
     anchor = (
-        store.search_buffer_vectors(vectors[1], limit=depth, before_id=before_id)
+        row_vector_hits(store, vectors[1], depth, before_id, piece_floor)
         if len(vectors) > 1
         else []
     )
@@ -428,6 +449,7 @@ def run_rankers(
     pool: Executor,
     depth: int = DEFAULT_PARAMS.depth,
     before_id: int | None = None,
+    piece_floor: float | None = DEFAULT_PARAMS.piece_floor,
 ) -> Rankers[S]:
     """The rankers of a question, each on its own thread where it can overlap: full text
     on `pool` while this thread embeds the question (`embed`: None when the embedder is
@@ -444,11 +466,9 @@ def run_rankers(
         if vectors is not None and len(vectors):
             out.vector, out.vector_query = vectors[0], texts[0]
             summary_side = pool.submit(summaries, out.vector)
-            out.vec = store.search_buffer_vectors(vectors[0], limit=depth, before_id=before_id)
+            out.vec = row_vector_hits(store, vectors[0], depth, before_id, piece_floor)
             if len(texts) > 1:
-                out.anchor_vec = store.search_buffer_vectors(
-                    vectors[1], limit=depth, before_id=before_id
-                )
+                out.anchor_vec = row_vector_hits(store, vectors[1], depth, before_id, piece_floor)
             out.summaries = summary_side.result()
     finally:
         out.fts, out.anchor_fts = text.result()
@@ -475,7 +495,9 @@ def search_store(
     out. Each buffer result gets up to `context` rows either side of it (same session) as
     `context`."""
     fts, anchor_fts = text_side(store, query, params.depth)
-    vec, summaries, anchor_vec = vector_side(store, vectors, params.depth, before_id)
+    vec, summaries, anchor_vec = vector_side(
+        store, vectors, params.depth, before_id, params.piece_floor
+    )
     return combine(
         query,
         fts,

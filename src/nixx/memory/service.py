@@ -461,6 +461,7 @@ class NixxService:
                     ),
                     pool=self.ranker_pool,
                     depth=depth,
+                    piece_floor=self.recall.params.piece_floor,
                 )
                 summaries = answers.summaries or []
                 results = answers.combine(

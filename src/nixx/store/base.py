@@ -34,6 +34,7 @@ from nixx.store.engine import (
     Engine,
     NewSource,
     NewSummary,
+    RowVector,
     Tx,
     VectorQuery,
 )
@@ -44,9 +45,12 @@ from nixx.store.portable import (
     RawRecord,
     as_vector,
     buffer_record,
+    checked_pieces,
     forget_record,
     header_record,
     memory_record,
+    pieces_blob,
+    pieces_of,
     source_record,
     summary_record,
 )
@@ -155,11 +159,12 @@ class MemoryStore:
         *,
         batch_size: int = 64,
         progress: Callable[[int, int], None] | None = None,
-        buffer_text: Callable[[Sequence[BufferRow]], list[str]] | None = None,
+        buffer_text: Callable[[Sequence[BufferRow]], list[list[str]]] | None = None,
     ) -> int:
         """Re-embed every summary and memory with `embed` and record (model, dim).
         Buffer row vectors are re-embedded too when `buffer_text` is given (it maps a
-        batch of non-marker rows, in id order, to the texts to embed), else dropped
+        batch of non-marker rows, in id order, to the texts to embed: for each row its
+        vector's text, then its pieces', `nixx.memory.pieces`), else dropped
         (they are derived data: the background queue makes them again).
         Atomic: on failure the old vectors and embedder stay. Returns vectors written.
 
@@ -172,19 +177,18 @@ class MemoryStore:
         job.total = sum(len(t) for t in texts.values()) + len(rows)
         job.report()
         vectors = {table: job.embed(list(texts[table].items())) for table in CONTENT_TABLES}
-        row_vectors: dict[int, np.ndarray] = {}
+        row_vectors: list[RowVector] = []
         for start in range(0, len(rows), job.batch_size):
             batch = rows[start : start + job.batch_size]
             assert buffer_text is not None
-            batch_texts = buffer_text(batch)
-            row_vectors |= job.embed(list(zip([r.id for r in batch], batch_texts, strict=True)))
+            row_vectors += job.embed_rows(batch, buffer_text(batch))
         with self._engine.write() as tx:
             tx.lock("embedder")
             tx.start_reindex()
             # Buffer vectors are derived data: re-embedded here when `buffer_text` is
             # given, else dropped for the background queue to make again.
             tx.clear_buffer_vectors()
-            written = tx.put_buffer_vectors(list(row_vectors.items())) if row_vectors else 0
+            written = tx.put_buffer_vectors(row_vectors) if row_vectors else 0
             for table in CONTENT_TABLES:
                 written += self._reindex_table(tx, job, table, texts[table], vectors[table])
             tx.finish_reindex(model, job.dim)
@@ -298,10 +302,16 @@ class MemoryStore:
         with self._engine.read() as tx:
             return tx.rows_without_vector(limit, after_id)
 
-    def add_buffer_vectors(self, items: Sequence[tuple[int, np.ndarray]]) -> int:
+    def add_buffer_vectors(
+        self,
+        items: Sequence[tuple[int, np.ndarray]],
+        pieces: Mapping[int, np.ndarray] | None = None,
+    ) -> int:
         """Store (buffer id, vector) pairs in one transaction, replacing a row's earlier
-        vector. Ids of missing or marker rows are skipped. Returns the vectors stored.
-        Raises `EmbedderMismatch` on a wrong dimension."""
+        vector, with the rows' `pieces` (buffer id -> a k x dim matrix, one vector per
+        sentence: `nixx.memory.pieces`; a row missing from it has none). Ids of missing or
+        marker rows are skipped. Returns the vectors stored. Raises `EmbedderMismatch` on
+        a wrong dimension."""
         if not items:
             return 0
         ids = [int(i) for i, _ in items]
@@ -309,9 +319,24 @@ class MemoryStore:
             vectors = self._vectors(
                 tx, [v for _, v in items], [f"buffer row {i} embedding" for i in ids]
             )
-            written = tx.put_buffer_vectors(list(zip(ids, vectors, strict=True)))
+            rows = [
+                RowVector(i, vec, checked_pieces(pieces, i, vec.shape[0]))
+                for i, vec in zip(ids, vectors, strict=True)
+            ]
+            written = tx.put_buffer_vectors(rows)
         self._engine.after_write("buffer_vectors")
         return written
+
+    def buffer_pieces(self, ids: Sequence[int]) -> dict[int, np.ndarray]:
+        """The piece vectors (k x dim, float32) of those of `ids` that have any."""
+        if not ids:
+            return {}
+        with self._engine.read() as tx:
+            found = tx.buffer_pieces(ids)
+            info = tx.embedder() if found else None
+        if info is None:
+            return {}
+        return {i: pieces_of(data, info.dim) for i, data in found.items()}
 
     def search_buffer_vectors(
         self, embedding: np.ndarray, *, limit: int, before_id: int | None = None
@@ -694,6 +719,22 @@ class _Reindex:
             out.update((row_id, vec) for (row_id, _), vec in zip(batch, vectors, strict=True))
             self.done += len(batch)
             self.report()
+        return out
+
+    def embed_rows(self, rows: Sequence[BufferRow], texts: Sequence[list[str]]) -> list[RowVector]:
+        """One batch of buffer rows: each row's texts (its vector's, then its pieces')
+        embedded in one call; a row counts once towards the progress."""
+        flat = [(k, t) for k, t in enumerate(t for row_texts in texts for t in row_texts)]
+        done = self.done
+        vectors = self.embed(flat)
+        self.done = done + len(rows)
+        self.report()
+        out, k = [], 0
+        for row, row_texts in zip(rows, texts, strict=True):
+            n = len(row_texts)
+            pieces = np.stack([vectors[j] for j in range(k + 1, k + n)]) if n > 1 else None
+            out.append(RowVector(row.id, vectors[k], None if pieces is None else pieces_blob(pieces)))
+            k += n
         return out
 
 

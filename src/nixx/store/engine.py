@@ -25,7 +25,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 import numpy as np
 
@@ -80,6 +80,15 @@ class NewSource:
     start_id: int | None
     end_id: int | None
     meta: JsonObject
+
+
+class RowVector(NamedTuple):
+    """A buffer row's vector as written: the row's id, its vector, and its pieces
+    (`portable.pieces_blob`; None: a row of one sentence)."""
+
+    id: int
+    vector: np.ndarray
+    pieces: bytes | None = None
 
 
 @dataclass(frozen=True)
@@ -182,9 +191,13 @@ class Tx(ABC):
     def rows_without_vector(self, limit: int, after_id: int) -> list[BufferRow]: ...
 
     @abstractmethod
-    def put_buffer_vectors(self, items: Sequence[tuple[int, np.ndarray]]) -> int:
-        """Store or replace the vectors of the rows that exist and are not markers;
-        return how many were stored."""
+    def put_buffer_vectors(self, items: Sequence[RowVector]) -> int:
+        """Store or replace the vectors (and pieces) of the rows that exist and are not
+        markers; return how many were stored."""
+
+    @abstractmethod
+    def buffer_pieces(self, ids: Sequence[int]) -> dict[int, bytes]:
+        """The stored pieces (`portable.pieces_blob`) of those of `ids` that have any."""
 
     @abstractmethod
     def clear_buffer_vectors(self) -> None: ...

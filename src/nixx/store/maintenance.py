@@ -144,7 +144,7 @@ def reindex_store(
     progress: Callable[[int, int], None] | None = None,
 ) -> ReindexReport:
     """Re-embed every summary, memory and buffer row of the store at `url` with `embedder`."""
-    from nixx.memory.row_vectors import texts_for
+    from nixx.memory.row_vectors import row_texts_for
 
     store = open_store(url)
     try:
@@ -155,7 +155,7 @@ def reindex_store(
             embedder.dim,
             batch_size=batch_size,
             progress=progress,
-            buffer_text=lambda rows: texts_for(store, rows),
+            buffer_text=lambda rows: row_texts_for(store, rows),
         )
         from nixx.store.sqlite import SQLiteStore
 

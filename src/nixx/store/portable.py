@@ -182,6 +182,32 @@ def as_vector(embedding: Any, dim: int | None, *, what: str = "embedding") -> np
     return vec
 
 
+def pieces_blob(pieces: np.ndarray) -> bytes:
+    """A row's piece vectors (k x dim) as stored: float16 little-endian, row after row
+    (half the bytes of float32; a piece only lifts a row's cosine, `nixx.memory.pieces`)."""
+    return np.ascontiguousarray(pieces, dtype="<f2").tobytes()
+
+
+def pieces_of(data: bytes, dim: int) -> np.ndarray:
+    """`pieces_blob`'s bytes as a (k, dim) float32 matrix."""
+    return np.frombuffer(data, dtype="<f2").astype(np.float32).reshape(-1, dim)
+
+
+def checked_pieces(pieces: Mapping[int, np.ndarray] | None, row_id: int, dim: int) -> bytes | None:
+    """Row `row_id`'s pieces from `pieces` (buffer id -> k x dim) as stored, checked like
+    its vector; None when it has none."""
+    found = None if pieces is None else pieces.get(row_id)
+    if found is None or len(found) == 0:
+        return None
+    matrix = np.asarray(found, dtype=np.float32)
+    if matrix.ndim != 2 or matrix.shape[1] != dim or not np.isfinite(matrix).all():
+        raise ValidationError(
+            f"buffer row {row_id} pieces must be finite {dim}-dimensional vectors, "
+            f"got shape {matrix.shape}"
+        )
+    return pieces_blob(matrix)
+
+
 def vector_to_list(vec: np.ndarray) -> list[float]:
     """JSON floats that round-trip to the same float32 values."""
     values: list[float] = np.asarray(vec, dtype=np.float32).tolist()

@@ -19,7 +19,7 @@ import psycopg
 from psycopg.types.json import Jsonb
 
 from nixx.store import sql_queries as shared
-from nixx.store.engine import ChunkRow, NewSource, NewSummary, Section
+from nixx.store.engine import ChunkRow, NewSource, NewSummary, RowVector, Section
 from nixx.store.postgres_load import Loader
 from nixx.store.postgres_schema import lock_vector_tables, narrow_vectors, widen_vectors
 from nixx.store.records import BufferRow, JsonObject, Memory, Source, Summary
@@ -152,23 +152,32 @@ class PostgresTx(shared.SqlTx):
         return [ROWS.buffer_row(r) for r in self._all(sql, (list(ids),))]
 
     # ---- buffer row vectors -----------------------------------------------------------
-    def put_buffer_vectors(self, items: Sequence[tuple[int, np.ndarray]]) -> int:
+    def put_buffer_vectors(self, items: Sequence[RowVector]) -> int:
         existing = {
             r[0]
             for r in self.conn.execute(
                 "SELECT id FROM buffer WHERE id = ANY(%s) AND role <> 'marker'",
-                ([i for i, _ in items],),
+                ([item.id for item in items],),
             )
         }
-        rows = [(i, vec) for i, vec in items if i in existing]
+        rows = [(i, vec, pieces) for i, vec, pieces in items if i in existing]
         if rows:
             with self.conn.cursor() as cur:
                 cur.executemany(
-                    "INSERT INTO buffer_vectors (buffer_id, embedding) VALUES (%s, %s::vector) "
-                    "ON CONFLICT (buffer_id) DO UPDATE SET embedding = EXCLUDED.embedding",
+                    "INSERT INTO buffer_vectors (buffer_id, embedding, pieces) "
+                    "VALUES (%s, %s::vector, %s) ON CONFLICT (buffer_id) DO UPDATE "
+                    "SET embedding = EXCLUDED.embedding, pieces = EXCLUDED.pieces",
                     rows,
                 )
         return len(rows)
+
+    def buffer_pieces(self, ids: Sequence[int]) -> dict[int, bytes]:
+        rows = self.conn.execute(
+            "SELECT buffer_id, pieces FROM buffer_vectors "
+            "WHERE buffer_id = ANY(%s::bigint[]) AND pieces IS NOT NULL",
+            ([int(i) for i in ids],),
+        )
+        return {int(r[0]): bytes(r[1]) for r in rows}
 
     # ---- summaries --------------------------------------------------------------------
     def insert_summary(self, new: NewSummary) -> Summary:

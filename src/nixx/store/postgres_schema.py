@@ -129,6 +129,12 @@ ALTER TABLE buffer ADD CONSTRAINT buffer_origin_check
     CHECK (origin IN ('tui', 'vscode', 'api', 'responses', 'anthropic'));
 """
 
+V5_ROW_PIECES = """
+-- A buffer row's sentence pieces beside its vector (nixx.memory.pieces): float16 vectors,
+-- one per sentence, stacked; NULL for a row of one sentence.
+ALTER TABLE buffer_vectors ADD COLUMN pieces bytea;
+"""
+
 
 def _script(sql: str) -> Callable[[Any], None]:
     def apply(conn: Any) -> None:
@@ -142,6 +148,7 @@ MIGRATIONS.add("initial schema", _script(V1_INITIAL))
 MIGRATIONS.add("buffer row vectors", _script(V2_BUFFER_VECTORS))
 MIGRATIONS.add("forget log", _script(V3_FORGETTING))
 MIGRATIONS.add("dialect origins", _script(V4_DIALECT_ORIGINS))
+MIGRATIONS.add("row pieces", _script(V5_ROW_PIECES))
 
 LATEST = MIGRATIONS.head
 

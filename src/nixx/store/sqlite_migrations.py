@@ -241,3 +241,11 @@ def m004_dialect_origins(conn: apsw.Connection) -> None:
 
         raise SchemaError("the buffer table's origin constraint is not the one nixx created; "
                           "it was left as it is")
+
+
+@migration
+def m005_row_pieces(conn: apsw.Connection) -> None:
+    """A buffer row's sentence pieces beside its vector (`nixx.memory.pieces`): the
+    vectors of a row of two or more sentences, one per sentence, float16, stacked; NULL
+    for a row of one sentence (and for vectors written before: `nixx reindex` adds them)."""
+    conn.execute("ALTER TABLE buffer_vectors ADD COLUMN pieces BLOB")

@@ -18,7 +18,7 @@ import apsw
 import numpy as np
 
 from nixx.errors import ValidationError
-from nixx.store.engine import ChunkRow, NewSource, NewSummary, Section
+from nixx.store.engine import ChunkRow, NewSource, NewSummary, RowVector, Section
 from nixx.store.portable import as_vector, utc_now
 from nixx.store.records import BufferRow, JsonObject, Memory, Source, Summary
 from nixx.store.sql_queries import (
@@ -157,18 +157,29 @@ class SQLiteTx(SqlTx):
         return rows
 
     # ---- buffer row vectors -----------------------------------------------------------
-    def put_buffer_vectors(self, items: Sequence[tuple[int, np.ndarray]]) -> int:
+    def put_buffer_vectors(self, items: Sequence[RowVector]) -> int:
         written = 0
-        for row_id, vec in items:
+        for row_id, vec, pieces in items:
             # a new vector replaces the old one under a new seq (the index follows)
             self.conn.execute("DELETE FROM buffer_vectors WHERE buffer_id = ?", (row_id,))
             self.conn.execute(
-                "INSERT INTO buffer_vectors (buffer_id, embedding) SELECT ?, ? "
+                "INSERT INTO buffer_vectors (buffer_id, embedding, pieces) SELECT ?, ?, ? "
                 "WHERE EXISTS (SELECT 1 FROM buffer WHERE id = ? AND role != 'marker')",
-                (row_id, blob(vec), row_id),
+                (row_id, blob(vec), pieces, row_id),
             )
             written += self.conn.changes()
         return written
+
+    def buffer_pieces(self, ids: Sequence[int]) -> dict[int, bytes]:
+        out: dict[int, bytes] = {}
+        for start in range(0, len(ids), 500):
+            part = [int(i) for i in ids[start : start + 500]]
+            sql = (
+                "SELECT buffer_id, pieces FROM buffer_vectors WHERE pieces IS NOT NULL "
+                f"AND buffer_id IN ({','.join('?' * len(part))})"
+            )
+            out.update((int(r[0]), bytes(r[1])) for r in self.conn.execute(sql, part))
+        return out
 
     # ---- summaries --------------------------------------------------------------------
     def insert_summary(self, new: NewSummary) -> Summary:

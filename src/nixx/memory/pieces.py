@@ -1,0 +1,83 @@
+"""A buffer row's sentences, each with a vector of its own: its pieces.
+
+A row's vector is made from the whole row (`nixx.memory.row_text`). A turn that mixes a
+greeting, a fact and a question back ("Hey Deborah! Doing well, thanks. We got back from
+hiking in the Dolomites. How about you?") carries the fact in one sentence of several,
+and the row's vector dilutes it; a question about the fact is nearer the sentence than
+the row. So a row of two or more sentences also stores one vector per sentence
+(`split`: three words or more each, the row's "Name: " label kept), written with the
+row's vector by the background queue (`nixx.memory.row_vectors`) and `nixx reindex`.
+
+The row-vector ranker then reads a row's cosine as its best piece's when that is higher
+and the piece itself reaches the model's recall floor (`lift`): a generic sentence of a
+long answer ("it may be a stray worth mentioning to a local shelter") does not speak for
+its row below the floor. Only the row vectors' best candidates are lifted (the store's
+nearest rows, twice the depth the fusion takes), so the search reads the pieces of about a
+hundred rows, never scans them all. Measured on both benchmark sets
+(`bench/bench_pieces.py`; docs/performance.md, "A vector per sentence of a long row").
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+
+from nixx.store.records import BufferHit
+
+# a sentence ends at . ! or ? before a space, or at a dash between spaces
+_SPLIT = re.compile(r"(?<=[.!?])\s+|\s+[—–-]\s+")
+# a speaker's label at the start of a row in a chat between people ("Deborah: ...")
+_LABEL = re.compile(r"^[A-Z][\w'’-]{0,30}:\s")
+MIN_WORDS = 3  # a shorter piece joins the next one ("Hey Deborah!" is no sentence of its own)
+MAX_PIECES = 8  # a long row's first pieces only (a pasted document is not a turn)
+
+
+def split(content: str) -> list[str]:
+    """The pieces of a row: its sentences of `MIN_WORDS` words or more (a shorter one
+    joins the next, a short tail the last), each with the row's "Name: " label; [] for a
+    row of one sentence."""
+    m = _LABEL.match(content)
+    label, body = (m.group(0), content[m.end() :]) if m else ("", content)
+    out: list[str] = []
+    pending = ""
+    for part in _SPLIT.split(body):
+        pending = f"{pending} {part.strip()}".strip()
+        if len(pending.split()) >= MIN_WORDS:
+            out.append(pending)
+            pending = ""
+    if pending and out:
+        out[-1] = f"{out[-1]} {pending}"
+    if len(out) < 2:
+        return []
+    return [label + piece for piece in out[:MAX_PIECES]]
+
+
+def lift(
+    hits: Sequence[BufferHit],
+    pieces: Mapping[int, np.ndarray],
+    query: np.ndarray,
+    *,
+    floor: float,
+    limit: int,
+) -> list[BufferHit]:
+    """`hits` (a row-vector search, cosines as scores) with each row's cosine raised to
+    its best piece's when that is higher and at least `floor`; the best `limit`, best
+    first (ties by id)."""
+    if not pieces:
+        return list(hits[:limit])
+    q = np.asarray(query, dtype=np.float32)
+    q = q / (float(np.linalg.norm(q)) or 1.0)
+    out = []
+    for hit in hits:
+        matrix = pieces.get(hit.row.id)
+        score = hit.score
+        if matrix is not None and len(matrix):
+            norms = np.linalg.norm(matrix, axis=1)
+            best = float(np.max((matrix @ q) / np.where(norms > 0, norms, 1.0)))
+            if best >= floor and best > score:
+                score = best
+        out.append(BufferHit(row=hit.row, score=score))
+    out.sort(key=lambda h: (-h.score, h.row.id))
+    return out[:limit]
