@@ -57,18 +57,26 @@ def corpus(rows: int, speakers: bool) -> tuple[list[dict], list[str]]:
     return records, asked
 
 
-def seed(db: Path, rows: int, summaries: int, model: str, speakers: bool = False) -> list[str]:
-    """The store described above; returns the questions."""
+def seed(
+    db: Path, rows: int, summaries: int, model: str, speakers: bool = False, pieces: bool = True
+) -> list[str]:
+    """The store described above; returns the questions. With `pieces`, every third row
+    also has two sentence vectors (`nixx.memory.pieces`; the two-person benchmark sets
+    hold 0.6-0.8 pieces a row), drawn like the row vectors."""
     records, typical = corpus(rows, speakers)
     vectors = Clustered(seed=1).draw(rows)
+    extra = Clustered(seed=2).draw(2 * len(range(0, rows, 3))) if pieces else None
     rng = random.Random(7)
 
     def all_records():
         yield records[0]
         yield {"type": "embedder", "model": model, "dim": 384}
         yield {"type": "state", "key": "episodic.interval", "value": 10**9}
-        for rec, vec in zip(records[1:], vectors, strict=True):
-            yield {**rec, "embedding": vec.tolist()}
+        for i, (rec, vec) in enumerate(zip(records[1:], vectors, strict=True)):
+            out = {**rec, "embedding": vec.tolist()}
+            if extra is not None and i % 3 == 0:
+                out["pieces"] = extra[2 * (i // 3) : 2 * (i // 3) + 2].tolist()
+            yield out
         span = max(1, rows // max(1, summaries))
         for j in range(summaries):
             text = sentence(rng, 30)
@@ -111,6 +119,10 @@ def main() -> int:
         action="store_true",
         help="rows and questions carry two speakers' names (seed a store of its own)",
     )
+    ap.add_argument(
+        "--no-pieces", action="store_true",
+        help="seed no sentence vectors (a store as before them; seed a store of its own)",
+    )
     args = ap.parse_args()
 
     tmp = Path(tempfile.mkdtemp(prefix="nixx-bench-search-"))
@@ -120,7 +132,7 @@ def main() -> int:
     questions = corpus(args.rows, args.speakers)[1] if reuse else []
     if not reuse and not args.empty:
         t0 = time.perf_counter()
-        questions = seed(db, args.rows, args.summaries, model, args.speakers)
+        questions = seed(db, args.rows, args.summaries, model, args.speakers, not args.no_pieces)
         print(f"seeded in {time.perf_counter() - t0:.0f}s: {db}")
     if args.seed_only:
         return 0

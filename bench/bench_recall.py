@@ -46,7 +46,7 @@ import dialogue_data  # noqa: E402
 import recall_data  # noqa: E402
 from recall_data import Conversation, Question  # noqa: E402
 
-from nixx.memory import search  # noqa: E402
+from nixx.memory import pieces, search  # noqa: E402
 from nixx.memory.search import FusionParams  # noqa: E402
 from nixx.store.portable import format_timestamp, header_record  # noqa: E402
 from nixx.store.records import BufferHit, BufferRow  # noqa: E402
@@ -249,7 +249,17 @@ class Loaded:
         self.ids = np.array(list(texts), dtype=np.int64)
         self.matrix = embedder.embed(list(texts.values()))
         store.bind_embedder(embedder.model, embedder.dim)
-        store.add_buffer_vectors(list(zip(self.ids.tolist(), self.matrix, strict=True)))
+        # each row's sentences, as the queue embeds them (`nixx.memory.pieces`)
+        split = {r.id: pieces.split(r.content) for r in self.rows if r.role != "marker"}
+        flat = [t for rid in texts for t in split[rid]]
+        vectors = iter(embedder.embed(flat) if flat else [])
+        self.pieces = {
+            rid: np.stack([next(vectors) for _ in split[rid]]) for rid in texts if split[rid]
+        }
+        store.add_buffer_vectors(
+            list(zip(self.ids.tolist(), self.matrix, strict=True)), self.pieces
+        )
+        self.piece_floor = search.params_for(embedder.model).piece_floor
         self.by_id = {r.id: r for r in self.rows}
         # the questions as the search embeds them: without the store's common words
         # (`search.vector_text`); `whole` as they were embedded before that, to compare
@@ -264,7 +274,8 @@ class Loaded:
         self.now = datetime_of(self.rows[-1].created_at) + timedelta(days=1)
 
     def vec_hits(self, qvec: np.ndarray, limit: int = 50) -> list[BufferHit]:
-        return self.store.search_buffer_vectors(qvec, limit=limit)
+        """The vector ranker as the search runs it (row vectors lifted by their pieces)."""
+        return search.row_vector_hits(self.store, qvec, limit, piece_floor=self.piece_floor)
 
     def cosines(self, qvec: np.ndarray) -> dict[int, float]:
         """Every row's cosine to a question (for the floor calibration)."""

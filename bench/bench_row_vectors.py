@@ -4,6 +4,11 @@ a SQLite store of `--rows` chat rows without vectors (bench_search.fts_corpus te
 scripted backend's /v1/embeddings over HTTP), as the server's backfill does.
 
     .venv/bin/python bench/bench_row_vectors.py [--rows 3000] [--embed local|openai] [--batch 32]
+        [--dialogue]
+
+`--dialogue`: the two-friend benchmark conversations instead (`dialogue_data`, seed 7,
+2,820 rows of "Name: text", half of them two sentences or more: each row's sentences are
+embedded too, `nixx.memory.pieces`).
 
 Prints rows/s end to end (texts, embedding, the store's writes and index) and the share
 spent inside embed().
@@ -25,14 +30,28 @@ from nixx.memory.row_vectors import RowVectors  # noqa: E402
 from nixx.store import open_store  # noqa: E402
 
 
+def dialogue_records() -> list[dict]:
+    import dialogue_data
+
+    from nixx.store.portable import format_timestamp, header_record
+
+    rows = [r for c in dialogue_data.build(seed=7) for r in c.rows]
+    return [header_record()] + [
+        {"type": "buffer", "id": i, "role": r.role, "content": r.content, "origin": "tui",
+         "created_at": format_timestamp(r.created_at), "meta": {}}
+        for i, r in enumerate(rows, 1)
+    ]
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--rows", type=int, default=3000)
     ap.add_argument("--embed", choices=("local", "openai"), default="local")
     ap.add_argument("--batch", type=int, default=32)
+    ap.add_argument("--dialogue", action="store_true", help="the two-friend conversations")
     args = ap.parse_args()
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # as nixx serve runs
-    records, _, _ = fts_corpus(args.rows)
+    records = dialogue_records() if args.dialogue else fts_corpus(args.rows)[0]
     tmp = Path(tempfile.mkdtemp(prefix="nixx-rowvec-"))
     store = open_store(f"sqlite:///{tmp / 'nixx.db'}")
     store.import_records(records)

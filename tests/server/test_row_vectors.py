@@ -9,6 +9,7 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
+import numpy as np
 import pytest
 from fastapi.testclient import TestClient
 
@@ -243,3 +244,55 @@ def test_export_import_carries_row_vectors(
         nixx = Nixx(client)
         assert flush(nixx)["pending"] == 0
     assert len(llm.embed_requests) == before
+
+
+MIXED = "Doing well, thanks! We got back from hiking in the Dolomites last week. How about you?"
+
+
+def test_a_row_of_several_sentences_gets_its_pieces_through_queue_reindex_and_export(
+    make_settings: Any, llm: FakeLLM, db_url: str, tmp_path: Any
+) -> None:
+    from nixx.memory import pieces, search
+
+    expected = pieces.split(MIXED)
+    assert len(expected) == 3
+    settings = make_settings(db_url=db_url)
+    with TestClient(base_url=LOCAL, app=create_app(settings)) as client:
+        nixx = Nixx(client)
+        talk(nixx, [MIXED])
+        flush(nixx)
+    embedded = [t for body in llm.embed_requests for t in body["input"]]
+    assert set(expected) <= set(embedded)
+
+    def check(url: str) -> None:
+        store = open_store(url)
+        try:
+            [user] = [r for r in store.get_buffer(1) if r.content == MIXED]
+            found = store.buffer_pieces([user.id])[user.id]
+            want = np.stack([FakeLLM.embedding_of(t) for t in expected])
+            assert np.allclose(found, want, atol=2e-3)  # float16 as stored
+            # the row is found by its second sentence, at that sentence's cosine
+            trip = FakeLLM.embedding_of(expected[1])
+            [hit] = search.row_vector_hits(store, trip, 1, piece_floor=0.4)
+            assert hit.row.id == user.id and hit.score == pytest.approx(1.0, abs=1e-2)
+        finally:
+            store.close()
+
+    check(db_url)
+    other = make_embedder(make_settings(db_url=db_url, embed_model="other-embed"))
+    try:
+        before = len(llm.embed_requests)
+        reindex_store(db_url, other, batch_size=4)
+    finally:
+        other.close()
+    assert set(expected) <= {t for body in llm.embed_requests[before:] for t in body["input"]}
+    check(db_url)
+    source, target_url = open_store(db_url), f"sqlite:///{tmp_path}/imported.db"
+    target = open_store(target_url)
+    try:
+        write_export(source, tmp_path / "export.jsonl")
+        read_export(target, tmp_path / "export.jsonl")
+    finally:
+        source.close()
+        target.close()
+    check(target_url)

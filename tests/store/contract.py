@@ -318,16 +318,18 @@ class StoreContract:
             {turn.id: np.stack([greeting, trip])},
         )
         assert store.search_buffer_vectors(query, limit=1)[0].row.id != turn.id
-        hits = search.row_vector_hits(store, query, 6, piece_floor=0.4)  # 12 candidates
+        hits = search.row_vector_hits(store, query, 11, piece_floor=0.4)  # all 11 rows
         assert hits[0].row.id == turn.id
         assert hits[0].score == pytest.approx(0.9, abs=0.01)  # its sentence's cosine
         out = search.search_store(store, "where were they?", query[None], limit=3)
         assert out[0].id == turn.id
         # a sentence below the floor lifts nothing: the rows keep their own order
-        hits = search.row_vector_hits(store, query, 6, piece_floor=0.95)
-        assert turn.id not in [h.row.id for h in hits]
-        assert search.row_vector_hits(store, query, 3, piece_floor=None) == (
-            store.search_buffer_vectors(query, limit=3)
+        hits = search.row_vector_hits(store, query, 11, piece_floor=0.95)
+        assert hits[-1].row.id == turn.id and hits[-1].score == pytest.approx(0.3, abs=0.01)
+        # only the rows the row vectors found are lifted (the fusion's depth)
+        assert turn.id not in [h.row.id for h in search.row_vector_hits(store, query, 6)]
+        assert search.row_vector_hits(store, query, 11, piece_floor=None) == (
+            store.search_buffer_vectors(query, limit=11)
         )
 
     def test_pieces_are_stored_replaced_and_forgotten_with_the_rows_vector(
@@ -905,7 +907,9 @@ class StoreContract:
         ids = fill_buffer(store, 3)
         store.append_buffer("marker", "", "tui")
         store.append_buffer("assistant", 'naïve ✓ "quoted"', "vscode", meta={"incomplete": True})
-        store.add_buffer_vectors([(ids[0], random_units(1, 12)[0]), (ids[2], unit(0, 1))])
+        store.add_buffer_vectors(
+            [(ids[0], random_units(1, 12)[0]), (ids[2], unit(0, 1))], {ids[0]: random_units(2, 14)}
+        )
         store.add_summary(
             "sum",
             random_units(1, 9)[0],
@@ -945,6 +949,7 @@ class StoreContract:
         assert np.array_equal(np.asarray(summary["embedding"], np.float32), random_units(1, 9)[0])
         buffer = [r for r in records if r["type"] == "buffer"]
         assert [("embedding" in r) for r in buffer] == [True, False, True, False, False]
+        assert [len(r.get("pieces", [])) for r in buffer] == [2, 0, 0, 0, 0]
         assert np.array_equal(
             np.asarray(buffer[0]["embedding"], np.float32), random_units(1, 12)[0]
         )
@@ -961,6 +966,8 @@ class StoreContract:
         assert second_store.search_buffer("naïve quoted")[0].row.meta == {"incomplete": True}
         assert second_store.search_buffer_vectors(unit(0, 1), limit=1)[0].row.id == buffer[2]["id"]
         assert second_store.buffer_vector_stats() == {"embedded": 2, "pending": 2}
+        pieces = second_store.buffer_pieces([buffer[0]["id"]])[buffer[0]["id"]]
+        assert np.allclose(pieces, random_units(2, 14), atol=2e-3)
         new = second_store.append_buffer("user", "after import", "api")
         assert new.id > max(r["id"] for r in records if r["type"] == "buffer")
         new_src = second_store.add_source("later", "document", [])

@@ -451,6 +451,8 @@ def _fill(store, rng: np.random.Generator) -> None:
         store.append_buffer("marker", "--- session ---", "vscode"),
         store.append_buffer("user", 'quotes " and \\ backslash', "api", {"z": 1, "a": [1, 2.5]}),
     ]
+    # a row vector with its pieces (the other rows have none)
+    store.add_buffer_vectors([(rows[1].id, unit(rng, 1)[0])], {rows[1].id: unit(rng, 2)})
     store.add_summary(
         "They chose PostgreSQL.",
         unit(rng, 1)[0],

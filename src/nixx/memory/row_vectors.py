@@ -100,7 +100,8 @@ def texts_for(store: MemoryStore, rows: Sequence[BufferRow]) -> list[str]:
 def row_texts_for(store: MemoryStore, rows: Sequence[BufferRow]) -> list[list[str]]:
     """Each row's texts to embed: its vector's (`texts_for`), then its pieces'
     (`nixx.memory.pieces.split`)."""
-    return [[text, *split(row.content)] for row, text in zip(rows, texts_for(store, rows), strict=True)]
+    texts = texts_for(store, rows)
+    return [[text, *split(row.content)] for row, text in zip(rows, texts, strict=True)]
 
 
 

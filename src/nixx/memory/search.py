@@ -367,11 +367,11 @@ def row_vector_hits(
     before_id: int | None = None,
     piece_floor: float | None = DEFAULT_PARAMS.piece_floor,
 ) -> list[BufferHit]:
-    """The `depth` rows nearest `vector`: the store's nearest twice as many by their row
-    vectors, each lifted by its best sentence (`nixx.memory.pieces.lift`)."""
-    if piece_floor is None:
-        return store.search_buffer_vectors(vector, limit=depth, before_id=before_id)
-    hits = store.search_buffer_vectors(vector, limit=2 * depth, before_id=before_id)
+    """The `depth` rows nearest `vector` by their row vectors, each lifted by its best
+    sentence (`nixx.memory.pieces.lift`) and ordered again."""
+    hits = store.search_buffer_vectors(vector, limit=depth, before_id=before_id)
+    if piece_floor is None or not hits:
+        return hits
     found = store.buffer_pieces([h.row.id for h in hits])
     return pieces.lift(hits, found, vector, floor=piece_floor, limit=depth)
 

@@ -661,8 +661,9 @@ class MemoryStore:
                 yield {"type": "embedder", "model": info.model, "dim": info.dim}
             for key, value in tx.all_state():
                 yield {"type": "state", "key": key, "value": value}
-            for row, vec in tx.export_buffer():
-                yield buffer_record(row, vec)
+            for row, vec, pieces in tx.export_buffer():
+                kept = None if pieces is None or vec is None else pieces_of(pieces, len(vec))
+                yield buffer_record(row, vec, kept)
             yield from map(summary_record, tx.export_summaries())
             yield from map(source_record, tx.export_sources())
             yield from map(memory_record, tx.export_memories())
@@ -708,34 +709,38 @@ class _Reindex:
         out: dict[int, np.ndarray] = {}
         for start in range(0, len(items), self.batch_size):
             batch = items[start : start + self.batch_size]
-            vectors = np.asarray(self.embed_fn([text for _, text in batch]), dtype=np.float32)
-            if vectors.shape != (len(batch), self.dim):
-                raise EmbedderMismatch(
-                    f"the embedder returned vectors of shape {vectors.shape}, expected "
-                    f"({len(batch)}, {self.dim}); check the model's dimension"
-                )
-            if not np.isfinite(vectors).all():
-                raise ValidationError("the embedder returned NaN or infinite values")
+            vectors = self._checked([text for _, text in batch])
             out.update((row_id, vec) for (row_id, _), vec in zip(batch, vectors, strict=True))
             self.done += len(batch)
             self.report()
         return out
 
-    def embed_rows(self, rows: Sequence[BufferRow], texts: Sequence[list[str]]) -> list[RowVector]:
+    def embed_rows(
+        self, rows: Sequence[BufferRow], texts: Sequence[list[str]]
+    ) -> list[RowVector]:
         """One batch of buffer rows: each row's texts (its vector's, then its pieces')
         embedded in one call; a row counts once towards the progress."""
-        flat = [(k, t) for k, t in enumerate(t for row_texts in texts for t in row_texts)]
-        done = self.done
-        vectors = self.embed(flat)
-        self.done = done + len(rows)
-        self.report()
+        vectors = self._checked([t for row_texts in texts for t in row_texts])
         out, k = [], 0
         for row, row_texts in zip(rows, texts, strict=True):
             n = len(row_texts)
-            pieces = np.stack([vectors[j] for j in range(k + 1, k + n)]) if n > 1 else None
-            out.append(RowVector(row.id, vectors[k], None if pieces is None else pieces_blob(pieces)))
+            pieces = pieces_blob(vectors[k + 1 : k + n]) if n > 1 else None
+            out.append(RowVector(row.id, vectors[k], pieces))
             k += n
+        self.done += len(rows)
+        self.report()
         return out
+
+    def _checked(self, texts: list[str]) -> np.ndarray:
+        vectors = np.asarray(self.embed_fn(texts), dtype=np.float32)
+        if vectors.shape != (len(texts), self.dim):
+            raise EmbedderMismatch(
+                f"the embedder returned vectors of shape {vectors.shape}, expected "
+                f"({len(texts)}, {self.dim}); check the model's dimension"
+            )
+        if not np.isfinite(vectors).all():
+            raise ValidationError("the embedder returned NaN or infinite values")
+        return vectors
 
 
 def retried_user_row(

@@ -341,7 +341,8 @@ class Tx(ABC):
 
     # ---- export / import --------------------------------------------------------------
     @abstractmethod
-    def export_buffer(self) -> Iterator[tuple[BufferRow, np.ndarray | None]]: ...
+    def export_buffer(self) -> Iterator[tuple[BufferRow, np.ndarray | None, bytes | None]]:
+        """Every buffer row, with its vector and its pieces (`portable.pieces_blob`)."""
 
     @abstractmethod
     def export_summaries(self) -> Iterator[Summary]: ...

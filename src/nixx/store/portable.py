@@ -71,6 +71,7 @@ class BufferRecord(TypedDict):
     created_at: str
     meta: dict[str, Any]  # the row's JSON metadata, as stored
     embedding: NotRequired[list[float]]
+    pieces: NotRequired[list[list[float]]]  # its sentences' vectors (nixx.memory.pieces)
 
 
 class SummaryRecord(TypedDict):
@@ -199,13 +200,23 @@ def checked_pieces(pieces: Mapping[int, np.ndarray] | None, row_id: int, dim: in
     found = None if pieces is None else pieces.get(row_id)
     if found is None or len(found) == 0:
         return None
-    matrix = np.asarray(found, dtype=np.float32)
+    try:
+        matrix = np.asarray(found, dtype=np.float32)
+    except (TypeError, ValueError):
+        matrix = np.empty((0, 0), np.float32)  # ragged or not numbers: the error below
     if matrix.ndim != 2 or matrix.shape[1] != dim or not np.isfinite(matrix).all():
         raise ValidationError(
             f"buffer row {row_id} pieces must be finite {dim}-dimensional vectors, "
             f"got shape {matrix.shape}"
         )
     return pieces_blob(matrix)
+
+
+def record_pieces(rec: RawRecord, dim: int | None) -> bytes | None:
+    """An imported buffer record's pieces as stored (None: it has none)."""
+    if not rec.get("pieces") or dim is None:
+        return None
+    return checked_pieces({int(rec["id"]): rec["pieces"]}, int(rec["id"]), dim)
 
 
 def vector_to_list(vec: np.ndarray) -> list[float]:
@@ -218,8 +229,11 @@ def vectors_from_records(values: Sequence[Sequence[float]]) -> np.ndarray:
     return np.asarray(values, dtype=np.float32)
 
 
-def buffer_record(b: BufferRow, embedding: np.ndarray | None = None) -> BufferRecord:
-    """A buffer row's record; `embedding` (its row vector) only when it has one."""
+def buffer_record(
+    b: BufferRow, embedding: np.ndarray | None = None, pieces: np.ndarray | None = None
+) -> BufferRecord:
+    """A buffer row's record; `embedding` (its row vector) and `pieces` (its sentences'
+    vectors) only when it has them."""
     record: BufferRecord = {
         "type": "buffer",
         "id": b.id,
@@ -231,6 +245,8 @@ def buffer_record(b: BufferRow, embedding: np.ndarray | None = None) -> BufferRe
     }
     if embedding is not None:
         record["embedding"] = vector_to_list(embedding)
+    if embedding is not None and pieces is not None:
+        record["pieces"] = [vector_to_list(p) for p in pieces]
     return record
 
 

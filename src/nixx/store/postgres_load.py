@@ -12,6 +12,7 @@ import psycopg
 from psycopg.types.json import Jsonb
 
 from nixx.errors import EmbedderMismatch, ValidationError
+from nixx.store.portable import record_pieces
 from nixx.store.postgres_schema import narrow_vectors, widen_vectors
 from nixx.store.records import EmbeddingInfo
 
@@ -83,9 +84,14 @@ class Loader:
         if kind == "buffer" and vectored:
             with conn.cursor() as cur:
                 cur.executemany(
-                    "INSERT INTO buffer_vectors (buffer_id, embedding) VALUES (%s, %s::vector)",
+                    "INSERT INTO buffer_vectors (buffer_id, embedding, pieces) "
+                    "VALUES (%s, %s::vector, %s)",
                     [
-                        (r["id"], _vector_param(r["embedding"], f"buffer {r['id']}"))
+                        (
+                            r["id"],
+                            _vector_param(r["embedding"], f"buffer {r['id']}"),
+                            record_pieces(r, self.dim),
+                        )
                         for r in vectored
                     ],
                 )

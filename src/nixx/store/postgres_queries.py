@@ -261,13 +261,14 @@ class PostgresTx(shared.SqlTx):
             cur.execute(sql)
             yield from cur
 
-    def export_buffer(self) -> Iterator[tuple[BufferRow, np.ndarray | None]]:
+    def export_buffer(self) -> Iterator[tuple[BufferRow, np.ndarray | None, bytes | None]]:
         for r in self._stream(
             f"SELECT {', '.join('b.' + c for c in shared.BUFFER_COLS.split(', '))}, "
-            "vector_send(v.embedding) FROM buffer b "
+            "vector_send(v.embedding), v.pieces FROM buffer b "
             "LEFT JOIN buffer_vectors v ON v.buffer_id = b.id ORDER BY b.id"
         ):
-            yield ROWS.buffer_row(r), None if r[6] is None else parse_vector(r[6])
+            vec = None if r[6] is None else parse_vector(r[6])
+            yield ROWS.buffer_row(r), vec, None if r[7] is None else bytes(r[7])
 
     def export_summaries(self) -> Iterator[Summary]:
         sql = f"SELECT {shared.SUMMARY_COLS}, {VEC_OUT} FROM summaries ORDER BY id"

@@ -19,7 +19,7 @@ import numpy as np
 
 from nixx.errors import ValidationError
 from nixx.store.engine import ChunkRow, NewSource, NewSummary, RowVector, Section
-from nixx.store.portable import as_vector, utc_now
+from nixx.store.portable import as_vector, record_pieces, utc_now
 from nixx.store.records import BufferRow, JsonObject, Memory, Source, Summary
 from nixx.store.sql_queries import (
     BUFFER_COLS,
@@ -243,12 +243,14 @@ class SQLiteTx(SqlTx):
         return self.conn.last_insert_rowid(), at
 
     # ---- export / import --------------------------------------------------------------
-    def export_buffer(self) -> Iterator[tuple[BufferRow, np.ndarray | None]]:
+    def export_buffer(self) -> Iterator[tuple[BufferRow, np.ndarray | None, bytes | None]]:
         for r in self.conn.execute(
-            "SELECT b.id, b.role, b.content, b.origin, b.created_at, b.meta, v.embedding "
-            "FROM buffer b LEFT JOIN buffer_vectors v ON v.buffer_id = b.id ORDER BY b.id"
+            "SELECT b.id, b.role, b.content, b.origin, b.created_at, b.meta, v.embedding, "
+            "v.pieces FROM buffer b LEFT JOIN buffer_vectors v ON v.buffer_id = b.id "
+            "ORDER BY b.id"
         ):
-            yield ROWS.buffer_row(r[:6]), None if r[6] is None else np.frombuffer(r[6], dtype="<f4")
+            vec = None if r[6] is None else np.frombuffer(r[6], dtype="<f4")
+            yield ROWS.buffer_row(r[:6]), vec, None if r[7] is None else bytes(r[7])
 
     def export_summaries(self) -> Iterator[Summary]:
         for r in self.conn.execute(f"SELECT {SUMMARY_VEC_COLS} FROM summaries ORDER BY id"):
@@ -292,9 +294,10 @@ class SQLiteTx(SqlTx):
             sql, row = _INSERTS[kind]
             self.conn.execute(sql, row(self, rec))
             if kind == "buffer" and rec.get("embedding") is not None and rec["role"] != "marker":
+                vec = self._vector(rec, "buffer")
                 self.conn.execute(
-                    "INSERT INTO buffer_vectors (buffer_id, embedding) VALUES (?, ?)",
-                    (int(rec["id"]), self._vector(rec, "buffer")),
+                    "INSERT INTO buffer_vectors (buffer_id, embedding, pieces) VALUES (?, ?, ?)",
+                    (int(rec["id"]), vec, record_pieces(rec, self._import_dim)),
                 )
         else:
             raise ValidationError(f"unknown export record type {kind!r}")
