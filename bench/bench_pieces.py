@@ -1,4 +1,4 @@
-"""A vector per sentence of a long row, measured beside the shipped search (not built).
+"""A vector per sentence of a long row: the experiment that chose `nixx.memory.pieces`.
 
     .venv/bin/python bench/bench_pieces.py [--label|--no-label] [--share 1.0] [--min-chars 0]
 
@@ -11,7 +11,10 @@ unless `--no-label`), and lets a row's cosine be its best piece's when that is h
 (`--share`: only that share of the step up). Both the vectors alone and the fused search
 (`search.combine`, the shipped fusion, exact cosines over the set's rows) are run with
 and without pieces, on every set and seed of `bench_recall.py`, from its embedding cache.
-Figures and the decision: docs/performance.md ("A vector per sentence of a long row").
+Its own split (`--label`, `--min-chars`) and lift (`--share`, `--min-piece`, `--rescore`)
+compare variants; what ships (`nixx.memory.pieces`: the floor, the best 50) is measured by
+`bench_recall.py` through the store. Figures and the decision: docs/performance.md ("A
+vector per sentence of a long row").
 """
 
 from __future__ import annotations
