@@ -11,8 +11,8 @@ unless `--no-label`), and lets a row's cosine be its best piece's when that is h
 (`--share`: only that share of the step up). Both the vectors alone and the fused search
 (`search.combine`, the shipped fusion, exact cosines over the set's rows) are run with
 and without pieces, on every set and seed of `bench_recall.py`, from its embedding cache.
-Its own split (`--label`, `--min-chars`) and lift (`--share`, `--min-piece`, `--rescore`)
-compare variants; what ships (`nixx.memory.pieces`: the floor, the best 50) is measured by
+The split is the shipped one (`--no-label`, `--min-chars` vary it); its own lift
+(`--share`, `--min-piece`, `--rescore`) compares variants; what ships (`nixx.memory.pieces`: the floor, the best 50) is measured by
 `bench_recall.py` through the store. Figures and the decision: docs/performance.md ("A
 vector per sentence of a long row").
 """
@@ -32,33 +32,23 @@ import bench_recall as br  # noqa: E402
 
 from nixx.embed import default_row_floor  # noqa: E402
 from nixx.memory import row_text, search  # noqa: E402
+from nixx.memory.pieces import split  # noqa: E402
 from nixx.memory.service import SEARCH_FLOOR_SHARE  # noqa: E402
 from nixx.store.records import BufferHit  # noqa: E402
 
-SPLIT = re.compile(r"(?<=[.!?])\s+|\s+[—–-]\s+")
 LABEL = re.compile(r"^([A-Z][\w'’-]{0,30}):\s")
 DEPTH = 50
 
 
 def pieces(content: str, *, label: bool, min_chars: int) -> list[str]:
-    """The row's sentences (a piece under three words joins the next); [] for a row of
-    one sentence or shorter than `min_chars`."""
+    """The row's sentences as the queue splits them (`nixx.memory.pieces.split`), with or
+    without the row's "Name: " label; [] for a row of one sentence or shorter than
+    `min_chars`."""
     if len(content) < min_chars:
         return []
+    out = split(content)
     m = LABEL.match(content)
-    head, body = (m.group(0), content[m.end() :]) if m else ("", content)
-    out: list[str] = []
-    buf = ""
-    for part in SPLIT.split(body):
-        buf = f"{buf} {part.strip()}".strip()
-        if len(buf.split()) >= 3:
-            out.append(buf)
-            buf = ""
-    if buf and out:
-        out[-1] = f"{out[-1]} {buf}"
-    if len(out) < 2:
-        return []
-    return [head + p if label else p for p in out]
+    return out if label or not m else [p[m.end() :] for p in out]
 
 
 class WithPieces:

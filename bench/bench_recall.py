@@ -32,6 +32,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -486,7 +487,7 @@ def floor_report(loaded_all: list[Loaded], embedder: CachedEmbedder, params: Fus
     over the fused top 20, budget 600 tokens): what each cosine floor injects."""
     from recall_data import UNRELATED
 
-    from nixx.memory.recall import select
+    from nixx.memory.recall import SENTENCE_MARGIN, select
 
     def ask(ld: Loaded, texts: Sequence[str]) -> list[list[search.Result]]:
         """The fused top 20 of questions nothing in the conversation answers."""
@@ -546,16 +547,34 @@ def floor_report(loaded_all: list[Loaded], embedder: CachedEmbedder, params: Fus
     n_rel = sum(1 for _, ev in asked if ev is not None)
     n_un = len(asked) - n_rel
     total_ev = sum(len(ev) for _, ev in asked if ev)
-    rules = {
-        "cosine or words (shipped)": lambda r, floor: True,
-        "cosine alone (before)": lambda r, floor: (r.cosine or 0.0) >= floor,
+    def by_sentence(margin: float) -> Callable[[search.Result, float], search.Result | None]:
+        """Admit a row on its best sentence at `margin` over the row floor (and not at
+        the shipped `SENTENCE_MARGIN`)."""
+
+        def admit(r: search.Result, floor: float) -> search.Result:
+            s = r.sentence_cosine
+            if s is None or s < floor + margin or s <= (r.cosine or 0.0):
+                return replace(r, sentence_cosine=None)
+            return replace(r, cosine=s, sentence_cosine=None)
+
+        return admit
+
+    # each rule maps a result to what `select` sees (None: left out)
+    rules: dict[str, Callable[[search.Result, float], search.Result | None]] = {
+        f"cosine, words or a sentence at +{SENTENCE_MARGIN:.2f} (shipped)": lambda r, floor: r,
+        "cosine or words (no sentence)": lambda r, floor: replace(r, sentence_cosine=None),
+        "cosine alone (before)": lambda r, floor: (
+            replace(r, sentence_cosine=None) if (r.cosine or 0.0) >= floor else None
+        ),
+        **{f"or a sentence at +{m:.2f}": by_sentence(m) for m in (0.0, 0.05, 0.15)},
     }
     for floor in (0.3, 0.35, 0.4, 0.45, 0.5, 0.55):
         for rule, admits in rules.items():
             ev_in = q_in = u_any = u_items = 0
 
             def injected(out: list[search.Result], floor: float = floor, admits=admits) -> list:
-                kept = [r for r in out if r.kind != "buffer" or admits(r, floor)]
+                seen = [admits(r, floor) if r.kind == "buffer" else r for r in out]
+                kept = [r for r in seen if r is not None]
                 return select(
                     kept, row_floor=floor, summary_threshold=1.0, budget_tokens=600, max_summaries=0
                 )

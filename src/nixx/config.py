@@ -190,7 +190,8 @@ class Settings(BaseSettings):
         description="Minimum cosine similarity for a summary or a buffer row to be recalled "
         "into a turn. Empty: the embedder's calibrated defaults (summaries: 0.4 for "
         "mxbai-embed-large, 0.3 for all-MiniLM-L6-v2; buffer rows: 0.40 for all-MiniLM-L6-v2, "
-        "else the summary value).",
+        "else the summary value). A buffer row's best sentence recalls it at 0.10 over the "
+        "row floor.",
     )
     recall_limit: int = Field(
         default=3, ge=0, description="At most this many summaries are recalled per turn."

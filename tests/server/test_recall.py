@@ -163,6 +163,32 @@ def test_paraphrase_reaches_the_model_and_unrelated_injects_nothing(
     assert ctx["recalled"] == [] and ctx["considered"] > 0 and ctx["row_floor"] == 0.4
 
 
+
+def test_a_turn_recalls_a_row_by_the_sentence_that_answers(local: Nixx, llm: FakeLLM) -> None:
+    """A turn of small talk around one fact: the whole row is under the row floor for a
+    question about the fact, its sentence about it well over floor + margin
+    (`recall.SENTENCE_MARGIN`), so the turn recalls the row and says why."""
+    from nixx.memory.recall import SENTENCE_MARGIN
+
+    row = (
+        "Ugh, Mondays. Traffic was awful and I spilled coffee on my shirt. My sister adopted "
+        "a retired greyhound from the racing rescue. Have you eaten yet?"
+    )
+    say(local, llm, row, "Not yet!")
+    say(local, llm, "can you suggest a podcast for my commute", "Try The Rest Is History.")
+    local.client.post("/v1/buffer/clear")
+    embedded(local)
+    question = "What kind of dog did her sibling take home?"  # no word of the row
+    ctx = local.client.get("/v1/debug/context", params={"query": question}).json()
+    [item] = [x for x in ctx["recalled"] if x["id"] == 1]
+    assert item["cosine"] < ctx["row_floor"], item
+    assert item["sentence_cosine"] >= ctx["row_floor"] + SENTENCE_MARGIN, item
+    found = local.client.post("/v1/episodic/search", json={"query": question, "limit": 3}).json()
+    assert found["results"][0]["id"] == 1
+    assert found["results"][0]["sentence_cosine"] == pytest.approx(item["sentence_cosine"])
+    say(local, llm, question, "A greyhound.")
+    assert "greyhound from the racing rescue" in system_of(llm)
+
 # ---- the fused search, on both store backends ---------------------------------------------
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
 def both(request: pytest.FixtureRequest, make_settings: Any, tmp_path: Any) -> Iterator[Nixx]:

@@ -302,7 +302,7 @@ class StoreContract:
         assert out[0].id == rare.id
 
     def test_a_rows_sentence_lifts_it_above_rows_only_vaguely_near(self, store: MemoryStore):
-        from nixx.memory import search
+        from nixx.memory import recall, search
 
         store.bind_embedder(MODEL, DIM)
         query = unit(1.0)
@@ -320,12 +320,23 @@ class StoreContract:
         assert store.search_buffer_vectors(query, limit=1)[0].row.id != turn.id
         hits = search.row_vector_hits(store, query, 11, piece_floor=0.4)  # all 11 rows
         assert hits[0].row.id == turn.id
-        assert hits[0].score == pytest.approx(0.9, abs=0.01)  # its sentence's cosine
+        # ranked by its sentence's cosine; its own stays its score
+        assert hits[0].sentence == pytest.approx(0.9, abs=0.01)
+        assert hits[0].score == pytest.approx(0.3, abs=0.01)
+        assert all(h.sentence is None for h in hits[1:])
         out = search.search_store(store, "where were they?", query[None], limit=3)
         assert out[0].id == turn.id
+        assert out[0].cosine == pytest.approx(0.3, abs=0.01)
+        assert out[0].sentence_cosine == pytest.approx(0.9, abs=0.01)
+        # a search's cosine floor reads the sentence; recall's row floor reads it with a
+        # margin over the floor (0.9 against 0.4 + 0.1 and 0.85 + 0.1)
+        assert search.search_store(store, "where?", query[None], limit=1, min_cosine=0.8)
+        assert recall.above_row_floor(out[0], 0.4)
+        assert not recall.above_row_floor(out[0], 0.85)
         # a sentence below the floor lifts nothing: the rows keep their own order
         hits = search.row_vector_hits(store, query, 11, piece_floor=0.95)
         assert hits[-1].row.id == turn.id and hits[-1].score == pytest.approx(0.3, abs=0.01)
+        assert hits[-1].sentence is None
         # only the rows the row vectors found are lifted (the fusion's depth)
         assert turn.id not in [h.row.id for h in search.row_vector_hits(store, query, 6)]
         assert search.row_vector_hits(store, query, 11, piece_floor=None) == (

@@ -8,10 +8,14 @@ the row. So a row of two or more sentences also stores one vector per sentence
 (`split`: three words or more each, the row's "Name: " label kept), written with the
 row's vector by the background queue (`nixx.memory.row_vectors`) and `nixx reindex`.
 
-The row-vector ranker then reads a row's cosine as its best piece's when that is higher
+The row-vector ranker then ranks a row by its best piece's cosine when that is higher
 and the piece itself reaches the model's recall floor (`lift`): a generic sentence of a
 long answer ("it may be a stray worth mentioning to a local shelter") does not speak for
-its row below the floor. Only the rows the row vectors found are lifted (the depth the
+its row below the floor. The row keeps its own cosine as its score and carries the
+sentence's beside it (`BufferHit.sentence`): the fusion weighs the higher of the two,
+while recall admits a row on its own cosine (or its words) only, so a sentence that
+lifts a row in the ranking does not also let it into a turn (measured: admitting on the
+sentence doubled the unrelated questions that inject a row; docs/performance.md). Only the rows the row vectors found are lifted (the depth the
 fusion takes, 50), so the search reads the pieces of those rows, never scans them all:
 on both benchmark sets lifting the best 50 keeps what lifting every row gains (and asking
 the index for 100 cost 1.6 ms a search at 100k rows). Measured on both benchmark sets
@@ -63,9 +67,9 @@ def lift(
     floor: float,
     limit: int,
 ) -> list[BufferHit]:
-    """`hits` (a row-vector search, cosines as scores) with each row's cosine raised to
-    its best piece's when that is higher and at least `floor`; the best `limit`, best
-    first (ties by id)."""
+    """`hits` (a row-vector search, cosines as scores) ordered again with each row ranked
+    by its best piece's cosine when that is higher and at least `floor` (kept as the
+    hit's `sentence`, its `score` unchanged); the best `limit`, best first (ties by id)."""
     if not pieces:
         return list(hits[:limit])
     owners = [i for i, h in enumerate(hits) if h.row.id in pieces]
@@ -79,12 +83,9 @@ def lift(
     # each owner's best piece: the maximum over its slice of `cosines`
     starts = np.cumsum([0] + [len(m) for m in matrices[:-1]])
     best = np.maximum.reduceat(cosines, starts)
-    scores = [h.score for h in hits]
+    out = list(hits)
     for i, b in zip(owners, best.tolist(), strict=True):
-        if b >= floor and b > scores[i]:
-            scores[i] = b
-    order = sorted(range(len(hits)), key=lambda i: (-scores[i], hits[i].row.id))[:limit]
-    return [
-        hits[i] if scores[i] == hits[i].score else BufferHit(row=hits[i].row, score=scores[i])
-        for i in order
-    ]
+        if b >= floor and b > hits[i].score:
+            out[i] = BufferHit(row=hits[i].row, score=hits[i].score, sentence=b)
+    out.sort(key=lambda h: (-h.rank_score, h.row.id))
+    return out[:limit]

@@ -72,6 +72,14 @@ RECALL_CANDIDATES = 20
 # bench/bench_recall.py --floor on both sets: 0.6 recalls more evidence than the cosine
 # floor alone and no more unrelated rows (0.5 lets some in).
 WORD_FLOOR = 0.6
+# A row whose best sentence (`nixx.memory.pieces`) is this much over the row floor is
+# recalled on it. A row's sentences are shorter than the row and it has several, so the
+# best of them runs nearer an unrelated question than a whole row does: at the row floor
+# itself they doubled the unrelated questions that inject something (assistant set 6-7 % ->
+# 12-15 %); at 0.10 over it, on all six benchmark runs, no more unrelated questions inject
+# anything and up to 2.2 points more of the evidence rows are recalled (none more on the
+# assistant set; bench/bench_recall.py --floor, docs/performance.md).
+SENTENCE_MARGIN = 0.10
 
 
 def default_threshold(model: str) -> float:
@@ -98,6 +106,8 @@ class RecalledInfo(TypedDict):
     id: int
     score: float
     cosine: float | None
+    # a row's best sentence's cosine, when it lifted the row (null: none did)
+    sentence_cosine: float | None
     created_at: str
     buffer_ids: list[int]
     why: dict[str, float]
@@ -166,6 +176,7 @@ class Recalled:
     buffer_ids: list[int] = field(default_factory=list)
     # why it was chosen: the evidence its score is made of (`nixx.memory.search.Result.why`)
     why: dict[str, float] = field(default_factory=dict)
+    sentence_cosine: float | None = None  # a row's best sentence's (`Result.sentence_cosine`)
 
     def info(self) -> RecalledInfo:
         return {
@@ -173,6 +184,7 @@ class Recalled:
             "id": self.id,
             "score": self.score,
             "cosine": self.cosine,
+            "sentence_cosine": self.sentence_cosine,
             "created_at": self.created_at,
             "buffer_ids": self.buffer_ids,
             "why": self.why,
@@ -528,11 +540,16 @@ def above_row_floor(result: Result, row_floor: float) -> bool:
     """Whether `result` is a buffer row that may be recalled (and so needs its
     neighbouring rows): its cosine to the question as the vector ranker asked it (without
     the store's common words, `nixx.memory.search.vector_text`: a speaker's name is no
-    evidence that a row is about the question) reaches the row floor, or it carries
-    `WORD_FLOOR` of the question's term weight."""
+    evidence that a row is about the question) reaches the row floor, its best sentence's
+    reaches `SENTENCE_MARGIN` over it, or it carries `WORD_FLOOR` of the question's term
+    weight."""
     if result.kind != "buffer":
         return False
-    return (result.cosine or 0.0) >= row_floor or (result.bm25 or 0.0) >= WORD_FLOOR
+    return (
+        (result.cosine or 0.0) >= row_floor
+        or (result.sentence_cosine or 0.0) >= row_floor + SENTENCE_MARGIN
+        or (result.bm25 or 0.0) >= WORD_FLOOR
+    )
 
 
 def select(
@@ -544,7 +561,8 @@ def select(
     max_summaries: int,
 ) -> list[Recalled]:
     """The recalled items: results at or above their floor (a buffer row: its cosine
-    against `row_floor`, or `WORD_FLOOR` of the question's words; a summary: its cosine
+    against `row_floor`, its best sentence's against `row_floor + SENTENCE_MARGIN`, or
+    `WORD_FLOOR` of the question's words; a summary: its cosine
     against `summary_threshold`), in search's order, within the budget (an item that does
     not fit is skipped, a smaller one after it may still fit). Rows next to an excerpt
     already taken join it."""
@@ -615,6 +633,7 @@ def _as_recalled(
             out.append(Recalled(
                 "buffer", first.row.id, first.score, first.cosine, first.created_at,
                 format_excerpt(rows), [r.id for r in rows], dict(first.why),
+                sentence_cosine=first.sentence_cosine,
             ))
     return out
 

@@ -98,6 +98,9 @@ class Result:
     summary: Summary | None = None
     context: list[BufferRow] = field(default_factory=list)
     cosine: float | None = None  # the row's or summary's vector similarity to the query
+    # a row's best sentence's cosine, when higher than the row's and at the model's floor
+    # (`nixx.memory.pieces`): the vector evidence is the higher of the two
+    sentence_cosine: float | None = None
     # the row's full-text score: the share of the question's term weight it carries (BM25;
     # None: no shared term)
     bm25: float | None = None
@@ -207,6 +210,7 @@ class _Candidates:
     rows: dict[int, BufferRow] = field(default_factory=dict)
     ranks: dict[int, dict[str, int]] = field(default_factory=dict)
     cosine: dict[int, float] = field(default_factory=dict)
+    sentence: dict[int, float] = field(default_factory=dict)  # a lifting sentence's cosine
     bm25: dict[int, float] = field(default_factory=dict)
     why: dict[int, dict[str, float]] = field(default_factory=dict)
     base: dict[int, float] = field(default_factory=dict)  # own evidence, before lending
@@ -218,6 +222,8 @@ class _Candidates:
             self.rows.setdefault(hit.row.id, hit.row)
             self.ranks.setdefault(hit.row.id, {}).setdefault(name, rank)
             scores.setdefault(hit.row.id, hit.score)
+            if hit.sentence is not None:
+                self.sentence.setdefault(hit.row.id, hit.sentence)
 
     def weigh(self) -> None:
         """Each row's own evidence: its words and its vector, on one 0..1 scale each."""
@@ -227,7 +233,7 @@ class _Candidates:
             if rid in self.bm25:
                 parts["words"] = p.w_words * min(1.0, self.bm25[rid])
             if rid in self.cosine:
-                parts["vector"] = p.w_vec * p.vector_evidence(self.cosine[rid])
+                parts["vector"] = p.w_vec * p.vector_evidence(self.nearness(rid))
             self.base[rid] = sum(parts.values())
 
     def add_neighbours(self, rows_near: Callable[[list[int]], Sequence[BufferRow]]) -> None:
@@ -263,6 +269,7 @@ class _Candidates:
             created_at=row.created_at,
             row=row,
             cosine=self.cosine.get(rid),
+            sentence_cosine=self.sentence.get(rid),
             bm25=self.bm25.get(rid),
             ranks=self.ranks[rid],
             why=self.why[rid],
@@ -272,7 +279,11 @@ class _Candidates:
         """A row sharing no word, lent nothing and nearer than `min_cosine` is not shown."""
         if min_cosine is None or rid in self.bm25 or "neighbour" in self.why[rid]:
             return False
-        return self.cosine.get(rid, 0.0) < min_cosine
+        return self.nearness(rid) < min_cosine
+
+    def nearness(self, rid: int) -> float:
+        """A row's vector evidence: its cosine, or its lifting sentence's if higher."""
+        return max(self.cosine.get(rid, 0.0), self.sentence.get(rid, 0.0))
 
 
 def _summary_result(hit: SummaryHit, rank: int, score: float) -> Result:

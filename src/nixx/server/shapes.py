@@ -70,6 +70,7 @@ class SummaryHitJson(SummaryJson):
 class _Why(TypedDict):
     score: float
     cosine: float | None
+    sentence_cosine: float | None
     bm25: float | None
     ranks: dict[str, int]
     why: dict[str, float]
@@ -166,6 +167,7 @@ def result(r: Result) -> ResultJson:
     why: _Why = {
         "score": r.score,
         "cosine": r.cosine,
+        "sentence_cosine": r.sentence_cosine,
         "bm25": r.bm25,
         "ranks": dict(r.ranks),
         "why": dict(r.why),

@@ -41,6 +41,14 @@ class BufferRow:
 class BufferHit:
     row: BufferRow
     score: float  # higher is better: full text, BM25-style (backend scale); vectors, cosine
+    # the row-vector ranker only: its best sentence's cosine, when that lifted the row
+    # (`nixx.memory.pieces.lift`; the row is ranked by the higher of the two)
+    sentence: float | None = None
+
+    @property
+    def rank_score(self) -> float:
+        """What the row is ranked by: its score, or its sentence's cosine if higher."""
+        return self.score if self.sentence is None else max(self.score, self.sentence)
 
 
 @dataclass(frozen=True)

@@ -237,6 +237,9 @@ def context_view(body: dict[str, Any]) -> RenderableType:
                 what = f"{hit.get('kind', 'summary')} {hit.get('id', '')}".strip()
                 cosine = hit.get("cosine")
                 why = f"cosine {cosine:.2f} " if isinstance(cosine, int | float) else ""
+                sentence = hit.get("sentence_cosine")
+                if isinstance(sentence, int | float):
+                    why += f"(sentence {sentence:.2f}) "
                 parts.append(
                     Text.assemble(
                         "  • ",
