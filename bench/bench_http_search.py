@@ -74,7 +74,8 @@ def seed(
         yield {"type": "state", "key": "episodic.interval", "value": 10**9}
         for i, (rec, vec) in enumerate(zip(records[1:], vectors, strict=True)):
             out = {**rec, "embedding": vec.tolist()}
-            if extra is not None and i % 3 == 0:
+            out["pieces"] = []  # split, none (the server has no sentences to embed)...
+            if extra is not None and i % 3 == 0:  # ...or two sentences
                 out["pieces"] = extra[2 * (i // 3) : 2 * (i // 3) + 2].tolist()
             yield out
         span = max(1, rows // max(1, summaries))

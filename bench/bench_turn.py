@@ -115,6 +115,7 @@ def seed(
             if row_vectors:
                 v = vec_rng.standard_normal(dim).astype(np.float32)
                 record["embedding"] = (v / np.linalg.norm(v)).tolist()
+                record["pieces"] = []  # split, none: the server has no sentences to embed
             yield record
         span = max(1, rows // max(1, summaries))
         for j in range(summaries):

@@ -297,3 +297,42 @@ def test_a_row_of_several_sentences_gets_its_pieces_through_queue_reindex_and_ex
         source.close()
         target.close()
     check(target_url)
+
+
+def test_rows_from_before_pieces_get_theirs_when_the_server_starts(
+    make_settings: Any, llm: FakeLLM, db_url: str
+) -> None:
+    """A store whose rows have vectors but were never split (written before pieces, or
+    imported from an export without them): the queue splits them in the background, embeds
+    only the sentences, marks a row of one sentence as having none, and does it once."""
+    from nixx.memory import pieces
+
+    store = open_store(db_url)
+    try:
+        store.bind_embedder("fake-embed", 384)
+        mixed = store.append_buffer("user", MIXED, "api")
+        short = store.append_buffer("assistant", TEXTS[0], "api")
+        store.add_buffer_vectors(
+            [(r.id, FakeLLM.embedding_of(r.content)) for r in (mixed, short)]
+        )
+        assert len(store.buffer_rows_without_pieces(10)) == 2
+    finally:
+        store.close()
+    llm.fail_next_embeddings = 1  # the first try fails: retried, nothing lost
+    with TestClient(base_url=LOCAL, app=create_app(make_settings(db_url=db_url))) as client:
+        nixx = Nixx(client)
+        queue = nixx.service.row_vectors
+        queue.retry_min = 0.01
+        deadline = time.monotonic() + 60
+        while queue.store.buffer_rows_without_pieces(10) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert queue.store.buffer_rows_without_pieces(10) == []
+        assert vector_status(nixx)["error"] is None
+        # the sentences were embedded (twice: the failed try and its retry), the rows'
+        # vectors were not (they had them)
+        assert [body["input"] for body in llm.embed_requests] == [pieces.split(MIXED)] * 2
+        found = queue.store.buffer_pieces([mixed.id, short.id])
+        assert list(found) == [mixed.id] and found[mixed.id].shape == (3, 384)
+        before = len(llm.embed_requests)
+        flush(nixx)  # a flush looks again: nothing is left to split
+        assert len(llm.embed_requests) == before

@@ -365,6 +365,30 @@ class StoreContract:
         store.forget("buffer", buffer_ids=[ids[2]])
         assert store.buffer_pieces(ids) == {} and store.buffer_pieces([]) == {}
 
+    def test_rows_never_split_are_listed_until_given_their_pieces(self, store: MemoryStore):
+        store.bind_embedder(MODEL, DIM)
+        ids = fill_buffer(store, 4)
+        two = np.stack([unit(1, 2), unit(0, 0, 3)])
+        # vectors without pieces (a store or an export from before them): not split yet
+        store.add_buffer_vectors([(i, unit(1)) for i in ids[:3]])
+        # the queue's write: split, one row with pieces, the other with none
+        store.add_buffer_vectors([(ids[3], unit(0, 1))], {})
+        assert [r.id for r in store.buffer_rows_without_pieces(10)] == ids[:3]
+        assert [r.id for r in store.buffer_rows_without_pieces(1, after_id=ids[0])] == [ids[1]]
+        assert store.buffer_rows_without_pieces(0) == []
+        with pytest.raises(ValidationError, match="pieces"):
+            store.add_buffer_pieces({ids[0]: np.ones((1, DIM + 1))})
+        assert store.add_buffer_pieces({ids[0]: two, ids[1]: np.empty((0, DIM))}) == 2
+        assert [r.id for r in store.buffer_rows_without_pieces(10)] == [ids[2]]
+        assert list(store.buffer_pieces(ids)) == [ids[0]]
+        # rows given theirs already keep them (a reindex may have written newer ones)
+        assert store.add_buffer_pieces({ids[0]: two[:1], ids[3]: two}) == 0
+        assert store.buffer_pieces([ids[0]])[ids[0]].shape == (2, DIM)
+        # an export keeps the difference: no "pieces" (never split) against [] (none)
+        records = {r["id"]: r for r in store.export_records() if r["type"] == "buffer"}
+        assert "pieces" not in records[ids[2]] and records[ids[1]]["pieces"] == []
+        assert len(records[ids[0]]["pieces"]) == 2
+
     def test_rows_saying_the_same_collapse_into_one_result(self, store: MemoryStore):
         from nixx.memory import search
 

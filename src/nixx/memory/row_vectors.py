@@ -19,6 +19,10 @@ of the row and its neighbours, and each of its sentences when it has several (it
   every row is known to have a vector; when the store says rows are still pending
   below it (a `nixx reindex` dropped the vectors, another process wrote rows) the
   cursor goes back to the start.
+- **Sentences of older rows**: once no row lacks a vector, the rows that have one but
+  were never split (a store from before pieces, an import of an export without them:
+  `MemoryStore.buffer_rows_without_pieces`) get their pieces, and a row of one sentence
+  is marked as having none; checked at start and at every `flush()`.
 
     queue = RowVectors(store, service.embed_rows)
     queue.start()
@@ -140,6 +144,9 @@ class RowVectors:
         self.embedded_total = 0  # rows embedded by this process
         self.embed_seconds = 0.0  # time spent in embed() for them
         self._cursor = 0  # every non-marker row with id <= cursor has a vector
+        self._pieces_cursor = 0  # every row with id <= it that has a vector was split
+        self._pieces_done = False  # no row is left to split (until start or flush)
+        self._vectors_failed = False  # the last drain's vector pass failed
         self._checked_at = 0.0  # monotonic time of the last count below the cursor
         self._wake = threading.Event()
         self._drain_lock = threading.Lock()  # one drain at a time (thread or flush)
@@ -187,7 +194,7 @@ class RowVectors:
         """Embed every row pending now (from the first row: `nixx reindex` may have
         dropped vectors), in a worker thread; returns `status()`. With the embedder
         failing it returns at once with the error set (the rows stay pending)."""
-        self._cursor = 0
+        self._cursor, self._pieces_cursor, self._pieces_done = 0, 0, False
         await asyncio.to_thread(self.drain)
         return await asyncio.to_thread(self._settled_status)
 
@@ -204,12 +211,52 @@ class RowVectors:
         with self._drain_lock:
             self._running = True
             try:
-                return self._drain(yielding)
+                done = self._drain(yielding)
+                if not self._vectors_failed and not self._pieces_done:
+                    self._split_older(yielding)
+                return done
             finally:
                 self._running = False
 
+    def _split_older(self, yielding: bool) -> None:
+        """Give rows with a vector but no pieces theirs (the module docstring)."""
+        done = 0
+        while not self._closed:
+            try:
+                rows = self.store.buffer_rows_without_pieces(
+                    self.batch_size, after_id=self._pieces_cursor
+                )
+                if not rows:
+                    self._pieces_done = True
+                    break
+                if done == 0 and len(rows) == self.batch_size:
+                    log.info("giving older buffer rows a vector per sentence in the background")
+                if yielding and self.foreground is not None:
+                    self.foreground.wait_quiet(self.quiet, self.max_wait)
+                texts = [split(row.content) for row in rows]
+                flat = [t for row_texts in texts for t in row_texts]
+                vectors = self.embed(flat) if flat else np.empty((0, 0), np.float32)
+                pieces, k = {}, 0
+                for row, row_texts in zip(rows, texts, strict=True):
+                    pieces[row.id] = vectors[k : k + len(row_texts)]
+                    k += len(row_texts)
+                self.store.add_buffer_pieces(pieces)
+            except Exception as exc:  # as in `_drain`: retried after a back-off
+                message = getattr(exc, "message", None) or f"{type(exc).__name__}: {exc}"
+                if message != self.error:
+                    log.warning("splitting buffer rows failed (will retry): %s", message)
+                self.error = message
+                self._failures += 1
+                return
+            self._pieces_cursor = rows[-1].id
+            self.error, self._failures = None, 0
+            done += len(rows)
+        if done > self.batch_size:
+            log.info("sentence vectors: %d older rows split", done)
+
     def _drain(self, yielding: bool) -> int:
         done = 0
+        self._vectors_failed = False
         reset = False
         last_log = time.monotonic()
         total_pending: int | None = None
@@ -252,6 +299,7 @@ class RowVectors:
                     log.warning("embedding buffer rows failed (will retry): %s", message)
                 self.error = message
                 self._failures += 1
+                self._vectors_failed = True
                 return done
             self._cursor = rows[-1].id
             self.error = None

@@ -309,7 +309,8 @@ class MemoryStore:
     ) -> int:
         """Store (buffer id, vector) pairs in one transaction, replacing a row's earlier
         vector, with the rows' `pieces` (buffer id -> a k x dim matrix, one vector per
-        sentence: `nixx.memory.pieces`; a row missing from it has none). Ids of missing or
+        sentence: `nixx.memory.pieces`; a row missing from it has none; None: the rows are
+        not split, `add_buffer_pieces` gives them theirs later). Ids of missing or
         marker rows are skipped. Returns the vectors stored. Raises `EmbedderMismatch` on
         a wrong dimension."""
         if not items:
@@ -327,16 +328,28 @@ class MemoryStore:
         self._engine.after_write("buffer_vectors")
         return written
 
+    def buffer_rows_without_pieces(self, limit: int, *, after_id: int = 0) -> list[BufferRow]:
+        """Up to `limit` rows with id > after_id whose vector has no pieces yet (a store or
+        an import from before them), oldest first: the queue's second work list."""
+        with self._engine.read() as tx:
+            return tx.rows_without_pieces(limit, after_id) if limit > 0 else []
+
+    def add_buffer_pieces(self, pieces: Mapping[int, np.ndarray]) -> int:
+        """Give rows whose vector has no pieces yet their `pieces` (buffer id -> k x dim;
+        an empty matrix: the row has none). Returns how many rows were given them."""
+        with self._engine.write() as tx:
+            info = tx.embedder()
+            if info is None or not pieces:
+                return 0
+            blobs = [(i, checked_pieces(pieces, i, info.dim) or b"") for i in pieces]
+            return tx.put_buffer_pieces(blobs)
+
     def buffer_pieces(self, ids: Sequence[int]) -> dict[int, np.ndarray]:
         """The piece vectors (k x dim, float32) of those of `ids` that have any."""
-        if not ids:
-            return {}
         with self._engine.read() as tx:
-            found = tx.buffer_pieces(ids)
+            found = tx.buffer_pieces(ids) if ids else {}
             info = tx.embedder() if found else None
-        if info is None:
-            return {}
-        return {i: pieces_of(data, info.dim) for i, data in found.items()}
+        return {i: pieces_of(d, info.dim) for i, d in found.items() if d} if info else {}
 
     def search_buffer_vectors(
         self, embedding: np.ndarray, *, limit: int, before_id: int | None = None
@@ -724,7 +737,7 @@ class _Reindex:
         out, k = [], 0
         for row, row_texts in zip(rows, texts, strict=True):
             n = len(row_texts)
-            pieces = pieces_blob(vectors[k + 1 : k + n]) if n > 1 else None
+            pieces = pieces_blob(vectors[k + 1 : k + n]) if n > 1 else b""
             out.append(RowVector(row.id, vectors[k], pieces))
             k += n
         self.done += len(rows)

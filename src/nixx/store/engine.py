@@ -200,6 +200,14 @@ class Tx(ABC):
         """The stored pieces (`portable.pieces_blob`) of those of `ids` that have any."""
 
     @abstractmethod
+    def rows_without_pieces(self, limit: int, after_id: int) -> list[BufferRow]:
+        """Rows whose vector has no pieces yet (NULL: not split), oldest first."""
+
+    @abstractmethod
+    def put_buffer_pieces(self, items: Sequence[tuple[int, bytes]]) -> int:
+        """Set the pieces of rows whose vector has none yet; return how many were set."""
+
+    @abstractmethod
     def clear_buffer_vectors(self) -> None: ...
 
     @abstractmethod

@@ -196,10 +196,13 @@ def pieces_of(data: bytes, dim: int) -> np.ndarray:
 
 def checked_pieces(pieces: Mapping[int, np.ndarray] | None, row_id: int, dim: int) -> bytes | None:
     """Row `row_id`'s pieces from `pieces` (buffer id -> k x dim) as stored, checked like
-    its vector; None when it has none."""
-    found = None if pieces is None else pieces.get(row_id)
-    if found is None or len(found) == 0:
+    its vector: b"" when the row is not in `pieces` or has none (it was split: one
+    sentence), None when `pieces` is None (not split yet: the queue splits it later)."""
+    if pieces is None:
         return None
+    found = pieces.get(row_id)
+    if found is None or len(found) == 0:
+        return b""
     try:
         matrix = np.asarray(found, dtype=np.float32)
     except (TypeError, ValueError):
@@ -213,8 +216,9 @@ def checked_pieces(pieces: Mapping[int, np.ndarray] | None, row_id: int, dim: in
 
 
 def record_pieces(rec: RawRecord, dim: int | None) -> bytes | None:
-    """An imported buffer record's pieces as stored (None: it has none)."""
-    if not rec.get("pieces") or dim is None:
+    """An imported buffer record's pieces as stored (b"": none, the row was split; None:
+    the record has no "pieces", it was not split)."""
+    if "pieces" not in rec or rec["pieces"] is None or dim is None:
         return None
     return checked_pieces({int(rec["id"]): rec["pieces"]}, int(rec["id"]), dim)
 

@@ -54,6 +54,9 @@ STATEMENTS = {
     "without_vector": f"SELECT {_B} FROM buffer b WHERE id > ? AND role != 'marker' "
     "AND NOT EXISTS (SELECT 1 FROM buffer_vectors v WHERE v.buffer_id = b.id) "
     "ORDER BY id LIMIT ?",
+    "without_pieces": f"SELECT {_B} FROM buffer b WHERE id > ? AND EXISTS (SELECT 1 FROM "
+    "buffer_vectors v WHERE v.buffer_id = b.id AND v.pieces IS NULL) ORDER BY id LIMIT ?",
+    "set_pieces": "UPDATE buffer_vectors SET pieces = ? WHERE buffer_id = ? AND pieces IS NULL",
     "clear_buffer_vectors": "DELETE FROM buffer_vectors",
     "episodic_vectors": "SELECT EXISTS (SELECT 1 FROM buffer_vectors) "
     "OR EXISTS (SELECT 1 FROM summaries)",
@@ -257,6 +260,12 @@ class SqlTx(Tx):
 
     def rows_without_vector(self, limit: int, after_id: int) -> list[BufferRow]:
         return self._rows("without_vector", (after_id, limit))
+
+    def rows_without_pieces(self, limit: int, after_id: int) -> list[BufferRow]:
+        return self._rows("without_pieces", (after_id, limit))
+
+    def put_buffer_pieces(self, items: Sequence[tuple[int, bytes]]) -> int:
+        return sum(self._run(self.sql["set_pieces"], (data, row_id)) for row_id, data in items)
 
     def clear_buffer_vectors(self) -> None:
         self._run(self.sql["clear_buffer_vectors"])
