@@ -13,12 +13,13 @@ and the piece itself reaches the model's recall floor (`lift`): a generic senten
 long answer ("it may be a stray worth mentioning to a local shelter") does not speak for
 its row below the floor. The row keeps its own cosine as its score and carries the
 sentence's beside it (`BufferHit.sentence`): the fusion weighs the higher of the two,
-while recall admits a row on its own cosine (or its words) only, so a sentence that
-lifts a row in the ranking does not also let it into a turn (measured: admitting on the
-sentence doubled the unrelated questions that inject a row; docs/performance.md). Only the rows the row vectors found are lifted (the depth the
-fusion takes, 50), so the search reads the pieces of those rows, never scans them all:
-on both benchmark sets lifting the best 50 keeps what lifting every row gains (and asking
-the index for 100 cost 1.6 ms a search at 100k rows). Measured on both benchmark sets
+while recall lets a row into a turn on its sentence only at a margin over the row floor
+(`nixx.memory.recall.SENTENCE_MARGIN`: at the floor itself the sentences doubled the
+unrelated questions that inject a row; docs/performance.md). Only the rows the row
+vectors found are lifted (the depth the fusion takes, 50), so the search reads the
+pieces of those rows, never scans them all: on both benchmark sets lifting the best 50
+keeps what lifting every row gains (and asking the index for 100 cost 1.6 ms a search at
+100k rows). Measured on both benchmark sets
 (`bench/bench_pieces.py`; docs/performance.md, "A vector per sentence of a long row").
 """
 

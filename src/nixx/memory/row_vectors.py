@@ -233,6 +233,8 @@ class RowVectors:
                     log.info("giving older buffer rows a vector per sentence in the background")
                 if yielding and self.foreground is not None:
                     self.foreground.wait_quiet(self.quiet, self.max_wait)
+                    if self._closed:
+                        break
                 texts = [split(row.content) for row in rows]
                 flat = [t for row_texts in texts for t in row_texts]
                 vectors = self.embed(flat) if flat else np.empty((0, 0), np.float32)
