@@ -109,6 +109,14 @@ def row_texts_for(store: MemoryStore, rows: Sequence[BufferRow]) -> list[list[st
 
 
 
+def embed_per_row(embed: EmbedFn, texts: Sequence[list[str]]) -> list[np.ndarray]:
+    """Each row's texts embedded in one call: one (len(texts[i]), dim) matrix a row."""
+    flat = [t for row_texts in texts for t in row_texts]
+    vectors = embed(flat) if flat else np.empty((0, 0), np.float32)
+    ends = np.cumsum([len(row_texts) for row_texts in texts])
+    return [vectors[end - len(row_texts) : end] for end, row_texts in zip(ends, texts, strict=True)]
+
+
 class VectorStatus(TypedDict):
     embedded: int  # non-marker rows with a vector
     pending: int  # and without
@@ -235,20 +243,12 @@ class RowVectors:
                     self.foreground.wait_quiet(self.quiet, self.max_wait)
                     if self._closed:
                         break
-                texts = [split(row.content) for row in rows]
-                flat = [t for row_texts in texts for t in row_texts]
-                vectors = self.embed(flat) if flat else np.empty((0, 0), np.float32)
-                pieces, k = {}, 0
-                for row, row_texts in zip(rows, texts, strict=True):
-                    pieces[row.id] = vectors[k : k + len(row_texts)]
-                    k += len(row_texts)
-                self.store.add_buffer_pieces(pieces)
+                per_row = embed_per_row(self.embed, [split(row.content) for row in rows])
+                self.store.add_buffer_pieces(
+                    {row.id: m for row, m in zip(rows, per_row, strict=True)}
+                )
             except Exception as exc:  # as in `_drain`: retried after a back-off
-                message = getattr(exc, "message", None) or f"{type(exc).__name__}: {exc}"
-                if message != self.error:
-                    log.warning("splitting buffer rows failed (will retry): %s", message)
-                self.error = message
-                self._failures += 1
+                self._failed("splitting buffer rows", exc)
                 return
             self._pieces_cursor = rows[-1].id
             self.error, self._failures = None, 0
@@ -286,21 +286,15 @@ class RowVectors:
                         break
                 texts = row_texts_for(self.store, rows)
                 started = time.perf_counter()
-                vectors = self.embed([t for row_texts in texts for t in row_texts])
+                per_row = embed_per_row(self.embed, texts)
                 self.embed_seconds += time.perf_counter() - started
-                items, pieces, k = [], {}, 0
-                for row, row_texts in zip(rows, texts, strict=True):
-                    items.append((row.id, vectors[k]))
-                    if len(row_texts) > 1:
-                        pieces[row.id] = vectors[k + 1 : k + len(row_texts)]
-                    k += len(row_texts)
-                self.store.add_buffer_vectors(items, pieces)
+                # a row's first vector is its own, the rest its pieces (it may have none)
+                self.store.add_buffer_vectors(
+                    [(row.id, m[0]) for row, m in zip(rows, per_row, strict=True)],
+                    {row.id: m[1:] for row, m in zip(rows, per_row, strict=True) if len(m) > 1},
+                )
             except Exception as exc:  # the queue must never take the server down
-                message = getattr(exc, "message", None) or f"{type(exc).__name__}: {exc}"
-                if message != self.error:
-                    log.warning("embedding buffer rows failed (will retry): %s", message)
-                self.error = message
-                self._failures += 1
+                self._failed("embedding buffer rows", exc)
                 self._vectors_failed = True
                 return done
             self._cursor = rows[-1].id
@@ -315,6 +309,14 @@ class RowVectors:
         if total_pending and total_pending > 10 * self.batch_size:
             log.info("buffer row vectors: backfill done (%d rows embedded)", done)
         return done
+
+    def _failed(self, what: str, exc: Exception) -> None:
+        """A batch failed: keep the error (logged once while it repeats) for the retry."""
+        message = getattr(exc, "message", None) or f"{type(exc).__name__}: {exc}"
+        if message != self.error:
+            log.warning("%s failed (will retry): %s", what, message)
+        self.error = message
+        self._failures += 1
 
     def _loop(self) -> None:
         lower_thread_priority(self.nice)  # below the request threads: turns come first
