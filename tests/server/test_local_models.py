@@ -13,6 +13,7 @@ from typing import Any
 import httpx
 import pytest
 
+from nixx.llm.slot import TASK_NOTE
 from nixx.memory.history import estimate_tokens, text_of
 from nixx.memory.prompts import INTENT_FRAMING, INTENT_PROMPT, SUMMARY_PROMPT
 from nixx.testing.fake_llm import FakeLLM, Reply
@@ -356,34 +357,145 @@ def test_one_slot_interrupting_backend_loses_no_answer(make_settings: Any) -> No
             assert httpx.get(f"{url}/v1/intent").json()["intent"] == "Chatting about lorem."
 
 
-def test_nixx_own_calls_leave_the_users_prefix_in_a_one_slot_cache(
+def test_nixx_own_calls_continue_the_conversation_in_a_one_slot_cache(
     nixx: Nixx, llm: FakeLLM
 ) -> None:
-    """A one-slot backend holds one evaluated prompt: after nixx's own call (the intent
-    here) the latest conversation is sent again, answer appended, one token asked, so the
-    next turn's prompt begins with what the backend holds."""
+    """A one-slot backend holds one evaluated prompt: nixx's own call (the intent here) is
+    sent as the conversation (the turn's request, its answer appended) with the task as
+    one more user message, so the backend evaluates only the task and the next turn's
+    prompt still begins with what it holds: nothing is sent again."""
     llm.props = {"default_generation_settings": {"n_ctx": 4096}, "total_slots": 1}
     first = nixx.chat("we are planning the garden")
     answer = first.json()["choices"][0]["message"]["content"]
     nixx.idle()
     turn = llm.chat_requests[-1]
+    conversation = [*turn["messages"], {"role": "assistant", "content": answer}]
     assert nixx.client.post("/v1/intent/derive").status_code == 200
     nixx.idle()
-    restore = llm.chat_requests[-1]
-    assert restore["messages"] == [*turn["messages"], {"role": "assistant", "content": answer}]
-    assert restore["max_tokens"] == 1
-    assert nixx.service.llm.gate.restores == 1
+    own = llm.chat_requests[-1]
+    assert own["messages"][:-1] == conversation
+    task = own["messages"][-1]
+    assert task["role"] == "user" and task["content"].startswith(TASK_NOTE)
+    assert INTENT_PROMPT in task["content"] and "we are planning the garden" in task["content"]
+    assert own["max_tokens"] == 100 and own.get("tools") == turn.get("tools")
+    assert nixx.service.llm.gate.restores == 0
+    status = nixx.client.get("/v1/episodic/status").json()["background"]
+    assert (status["continued"], status["alone"], status["restores"]) == (1, 0, 0)
     history = [{"role": "user", "content": "we are planning the garden"},
                {"role": "assistant", "content": answer}]
-    nixx.chat("and the tomatoes?", history=history)
-    nxt = llm.chat_requests[-1]
-    assert nxt["messages"][: len(restore["messages"])] == restore["messages"]
-    # nothing to restore when no call of nixx's own came between two turns
-    nixx.idle()
     count = len(llm.chat_requests)
-    nixx.chat("and the peppers?", history=history)
+    nixx.chat("and the tomatoes?", history=history)
     nixx.idle()
     assert len(llm.chat_requests) == count + 1
+    assert llm.chat_requests[-1]["messages"][: len(conversation)] == conversation
+
+
+def test_an_own_call_that_does_not_fit_is_sent_alone_and_the_conversation_again_in_slices(
+    nixx: Nixx, llm: FakeLLM
+) -> None:
+    """When the conversation, the task and its answer would not fit the context, the own
+    call goes alone (it replaces the backend's cache) and the conversation is sent again
+    after it, a slice at a time, one token asked of each: a turn that comes meanwhile
+    waits for one slice at most, and what the slices sent stays evaluated."""
+    llm.props = {"default_generation_settings": {"n_ctx": 1400}, "total_slots": 1}
+    history: list[dict[str, Any]] = []
+    for n in range(6):
+        history += [{"role": "user", "content": f"note {n}: " + "the beds need compost. " * 20},
+                    {"role": "assistant", "content": f"noted {n}: " + "compost is good. " * 20}]
+    r = nixx.chat("what do the beds need?", history=history, max_tokens=64)
+    assert r.status_code == 200, r.text
+    nixx.idle()
+    turn = llm.chat_requests[-1]
+    conversation = [*turn["messages"],
+                    {"role": "assistant", "content": r.json()["choices"][0]["message"]["content"]}]
+    count = len(llm.chat_requests)
+    assert nixx.client.post("/v1/intent/derive").status_code == 200
+    nixx.idle()
+    own, *restore = llm.chat_requests[count:]
+    assert [m["role"] for m in own["messages"]] == ["system", "user"]  # alone
+    assert restore[-1]["messages"] == conversation and restore[-1]["max_tokens"] == 1
+    assert len(restore) >= 3, [len(str(b["messages"])) for b in restore]
+    sent = 0
+    for body in restore:
+        *whole, last = body["messages"]
+        assert body["max_tokens"] == 1
+        assert whole == conversation[: len(whole)]  # a prefix of the conversation
+        assert conversation[len(whole)]["content"].startswith(last["content"])
+        size = sum(len(str(m["content"])) for m in body["messages"])
+        assert size > sent
+        sent = size
+    assert nixx.service.llm.gate.restores == 1
+    status = nixx.client.get("/v1/episodic/status").json()["background"]
+    assert (status["continued"], status["alone"], status["restores"]) == (0, 1, 1)
+
+
+def _long_history() -> list[dict[str, Any]]:
+    history: list[dict[str, Any]] = []
+    for n in range(5):
+        history += [{"role": "user", "content": f"note {n}: " + "the beds need compost. " * 20},
+                    {"role": "assistant", "content": f"noted {n}: " + "compost is good. " * 20}]
+    return history
+
+
+def test_a_turn_waits_for_the_slice_in_flight_and_the_own_call_yields_then_finishes(
+    make_settings: Any, llm: FakeLLM
+) -> None:
+    """One slot (llama.cpp's /props say so). nixx's own call goes in slices, one token
+    asked of each: a user's turn that comes while one is evaluated waits for that slice —
+    stopping it would win nothing, the server finishes a prompt it has begun — and is never
+    sent beside it; the call yields and runs again after the turn. After `PATIENCE` yields
+    it runs to its end, the next turn waiting for it."""
+    import queue
+
+    from nixx.llm.gate import PATIENCE
+    from nixx.server.app import create_app
+    from nixx.testing.live_server import LiveServer
+
+    llm.props = {"default_generation_settings": {"n_ctx": 8192}, "total_slots": 1}
+    held: queue.Queue[int] = queue.Queue()  # a slice arrived and is being evaluated
+    permits = threading.Semaphore(0)  # its evaluation ends
+
+    def responder(body: dict[str, Any]) -> Reply:
+        if body.get("max_tokens") == 1:
+            held.put(1)
+            permits.acquire(timeout=30)
+        if INTENT_PROMPT in str(body["messages"][-1]["content"]):
+            return Reply(content="Composting the beds.")
+        return Reply(content="the whole answer, every word of it")
+
+    llm.responder = responder
+    with LiveServer(create_app(make_settings(background_quiet=0))) as server:
+        url = server.base_url
+        gate = server.service.llm.gate
+        history = _long_history()
+        chat = {"model": "m", "messages": [*history, {"role": "user", "content": "ok?"}]}
+        assert httpx.post(f"{url}/v1/chat/completions", json=chat, timeout=30).is_success
+        for message in history:  # the session's rows: the intent's material is long
+            server.service.store.append_buffer(message["role"], message["content"])
+        derive: list[Any] = []
+        asked = threading.Thread(
+            target=lambda: derive.append(httpx.post(f"{url}/v1/intent/derive", timeout=60)))
+        asked.start()
+        for n in range(PATIENCE + 1):
+            held.get(timeout=30)  # a slice is being evaluated
+            assert gate.info()["late"] == (n == PATIENCE)
+            count = len(llm.chat_requests)
+            answers: list[Any] = []
+            turn = threading.Thread(target=lambda out=answers: out.append(
+                httpx.post(f"{url}/v1/chat/completions", json=chat, timeout=60)))
+            turn.start()
+            time.sleep(0.3)  # room for a turn that would not wait (the asserts hold either way)
+            assert len(llm.chat_requests) == count  # the turn waits for the slice
+            permits.release(1 if n < PATIENCE else 100)  # late: the whole call, then the turn
+            turn.join(60)
+            assert answers[0].json()["choices"][0]["message"]["content"] == (
+                "the whole answer, every word of it")
+        asked.join(60)
+        assert derive[0].json()["intent"] == "Composting the beds."
+        assert llm.peak_in_flight == 1  # never a turn beside a call of nixx's own
+        assert gate.preemptions == PATIENCE and gate.late_runs == 1
+        info = httpx.get(f"{url}/v1/episodic/status").json()["background"]
+        assert (info["preemptions"], info["late_runs"]) == (PATIENCE, 1)
 
 
 def test_what_the_backend_says_of_itself_is_asked_once(nixx: Nixx, llm: FakeLLM) -> None:

@@ -17,6 +17,7 @@ reused for every call. Failures become nixx errors:
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any, NotRequired, TypedDict, cast
@@ -24,8 +25,9 @@ from typing import TYPE_CHECKING, Any, NotRequired, TypedDict, cast
 import httpx
 
 from nixx.errors import BackendError, BackendUnavailable
+from nixx.llm import slot
 from nixx.llm.facts import BackendFacts, probe
-from nixx.llm.gate import BackendGate
+from nixx.llm.gate import BackendGate, Step, Steps
 from nixx.llm.stream import StreamAccumulator, check_chunk, check_completion
 from nixx.secret import reveal
 from nixx.sse import aparse_lines
@@ -208,6 +210,7 @@ class ChatClient(_Errors):
             transport=transport,
         )
         self.gate = BackendGate(slots, quiet=quiet)
+        self.slot = slot.Slot()  # what a one-slot backend holds (`nixx.llm.slot`)
         self._slots_set = slots is not None
         self._facts: dict[str, BackendFacts] = {}
         self._probed: dict[str, Any] = {}  # what the backend answered a probe (`probe_json`)
@@ -268,31 +271,67 @@ class ChatClient(_Errors):
         facts.context_length, facts.source = length, source
 
     async def background(
-        self, body: dict[str, Any], *, budget: float, what: str
+        self, body: dict[str, Any], *, budget: float, what: str, context: int | None = None
     ) -> dict[str, Any]:
         """One of nixx's own completions (a summary, the intent): through the `gate`, so
         it runs only while no user's turn does, within `budget` seconds (the caller
         bounds the answer with ``max_tokens``); streamed from the backend, returned whole
-        (`create`'s shape)."""
-        return await self.gate.background(lambda: self._streamed(body), budget=budget, what=what)
+        (`create`'s shape). On a one-slot backend it continues the user's conversation
+        and is sent in slices (`nixx.llm.slot`), when it fits `context` tokens (else the
+        context learned for its model)."""
+        return await self.gate.background(
+            lambda: self._own_steps(body, context), budget=budget, what=what)
+
+    def _own_steps(self, body: dict[str, Any], context: int | None) -> Steps[dict[str, Any]]:
+        """One attempt at an own call, laid out for what the backend holds now."""
+        if not self.gate.keeps_prefix:
+            return Steps((), lambda: self._streamed(body))
+        length = context or self.known_context(str(body.get("model")))[0]
+        request = self.slot.continuation(body, length)
+        if request is None:
+            self.slot.alone += 1
+            request = body
+        else:
+            self.slot.continued += 1
+        return Steps(self._warm_steps(request), lambda: self._streamed(request),
+                     continues=request is not body)
+
+    def _warm_steps(self, request: dict[str, Any]) -> list[Step]:
+        """Requests for one token that fill the backend's cache with `request`'s prompt a
+        slice at a time (cut when they run, from what the backend holds then)."""
+        target = request["messages"]
+        plain = {k: v for k, v in request.items() if k not in ("max_tokens", "messages")}
+        steps: list[Step] = []
+        for prefix in slot.slices(self.slot.held, target, self.slot.size.chars):
+            async def warm(prefix: list[dict[str, Any]] = prefix) -> object:
+                before = slot.shared(self.slot.held, prefix)
+                new = sum(len(slot.text_of(m)) for m in prefix[before[0]:]) - before[1]
+                started = asyncio.get_running_loop().time()
+                result = await self._streamed({**plain, "messages": prefix, "max_tokens": 1})
+                self.slot.size.observe(new, asyncio.get_running_loop().time() - started)
+                return result
+            steps.append(warm)
+        return steps
 
     def keep_prefix(self, request: dict[str, Any], answer: str, *, budget: float) -> None:
         """After a user's turn: `request` (what was sent) with `answer` appended is what
         the backend's prefix cache should hold for the next turn. On a one-slot backend
-        the gate sends it again once nixx's own calls have displaced it (`nixx.llm.gate`),
-        asking for one token: the backend evaluates the conversation, ready for the next
-        message (which begins with exactly this)."""
+        nixx's own calls continue it (`background`); one that could not displaced it, and
+        the gate sends it again, in slices of one token asked each (`nixx.llm.gate`): the
+        backend evaluates the conversation, ready for the next message (which begins with
+        exactly this)."""
         if not answer:
             self.gate.keep(None, budget=budget)
             return
-        body = {k: v for k, v in request.items()
-                if k not in ("max_completion_tokens", "n", "stream_options", "logprobs",
-                             "top_logprobs", "response_format", "stop")}
-        body["messages"] = [*request["messages"], {"role": "assistant", "content": answer}]
-        body["max_tokens"] = 1
+        self.slot.keep(request, answer)
+        conversation = self.slot.conversation
 
-        async def restore() -> object:
-            return await self._streamed(body)
+        def restore() -> list[Step]:
+            assert conversation is not None
+            target = conversation["messages"]
+            last = {**conversation, "max_tokens": 1}
+            return [*self._warm_steps({**conversation, "max_tokens": 1}),
+                    lambda: self._streamed({**last, "messages": target})]
 
         self.gate.keep(restore, budget=budget)
 
@@ -335,6 +374,10 @@ class ChatClient(_Errors):
         request = self._http.build_request(
             "POST", "/chat/completions", json={**body, "stream": True}
         )
+        messages = body.get("messages")
+        if isinstance(messages, list):
+            self.slot.sent(messages)
+        answer: list[str] = []  # its text, for what a one-slot backend holds after it
         try:
             response = await self._http.send(request, stream=True)
         except httpx.HTTPError as exc:
@@ -368,6 +411,9 @@ class ChatClient(_Errors):
                     for choice in chunk.get("choices") or []:
                         if choice.get("finish_reason"):
                             finished = True
+                        text = (choice.get("delta") or {}).get("content")
+                        if isinstance(text, str):
+                            answer.append(text)
                     yield chunk
             except httpx.TimeoutException:
                 raise BackendError(
@@ -394,5 +440,7 @@ class ChatClient(_Errors):
                     "the stream from the LLM backend ended before the answer was complete",
                     code="stream_interrupted",
                 )
+            if isinstance(messages, list):
+                self.slot.answered(messages, "".join(answer))
         finally:
             await response.aclose()

@@ -6,28 +6,32 @@ turn then either makes the turn wait (the user watches a summary being written) 
 llama-cpp-python's default ``interrupt_requests``, cuts the turn's stream. So
 (`BackendGate`):
 
-- a user's turn (`user_turn`) runs at once; where the backend has one slot it stops
-  nixx's own call in flight (its connection is closed: the backend stops generating),
-  which is sent again, whole, once no turn runs;
 - nixx's own calls (`background`: summaries, intent, source summaries, channel round
   summaries) run one at a time, only while no user's turn runs, each within its time
-  budget (the caller bounds its answer with ``max_tokens`` as well);
-- where the backend is known to have one slot, they start only once no user's turn has
-  run for `quiet` seconds (``NIXX_BACKGROUND_QUIET``): a local server cannot stop a prompt
-  it has begun to evaluate, so a summary started the moment a turn ended would hold the
-  slot — and replace its cache — when the user's next message comes right after.
+  budget (the caller bounds its answer with ``max_tokens`` as well); where the backend is
+  known to have one slot, only once no user's turn has run for `quiet` seconds
+  (``NIXX_BACKGROUND_QUIET``);
+- a call is `Steps`: requests that fill the backend's cache a slice at a time, one token
+  asked of each (`nixx.llm.slot`), then the call itself. A user's turn (`user_turn`) that
+  comes meanwhile **waits for the slice in flight** — a local server cannot stop a prompt
+  it has begun, so stopping the request would waste it and win nothing — and the call
+  yields after it; **stops the call itself** while it generates (its connection closed:
+  the server stops generating). A call that yielded runs again, whole, once no turn runs;
+- **a call that has yielded `PATIENCE` times runs to its end** the next time: a user's
+  turn that comes then waits for it (at most its bounded answer). Summaries and the intent
+  then happen while a person keeps talking, at a bounded cost, instead of never;
+- what waits, what runs, how often calls yielded and ran late: `info` (the status).
 
 `slots` is the backend's: learned (llama.cpp's ``/props`` ``total_slots``; llama-cpp-python,
 which always has one) or set (``NIXX_CHAT_SLOTS``); unknown counts as one.
 
 **The user's prefix is kept** (`keep`): a backend with one slot holds one evaluated prompt
-(its prefix cache). nixx's own call replaces it with a summary's prompt, and the user's
-next turn is then evaluated whole — seconds on a CPU model, growing with the history.
-So, where the backend is known to have one slot, once nixx's own calls are done and none
-waits, the gate sends the latest user request again (its answer appended, one token
-asked: `ChatClient.keep_prefix`) while no turn runs: the backend's cache holds the
-conversation again when the user's next message comes. A turn that starts meanwhile
-stops it (the turn's own prompt is the prefix then) and it is not sent again.
+(its prefix cache). nixx's own calls there continue the conversation (`Steps.continues`),
+so the backend still holds it after them. One that could not (no conversation yet, or it
+would not fit the context) replaced it; then, once nixx's own calls are done and none
+waits, the gate sends the latest user request again (its answer appended), in slices, one
+token asked of each, while no turn runs. A turn that starts meanwhile stops it (what the
+slices evaluated stays: the turn's prompt begins with it) and it is not sent again.
 """
 
 from __future__ import annotations
@@ -35,14 +39,50 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import TypeVar
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Generic, TypedDict, TypeVar
 
 from nixx.errors import BackendError
 
 T = TypeVar("T")
 
 log = logging.getLogger(__name__)
+
+PATIENCE = 2  # times a call yields to users' turns before it runs to its end
+TURN_WAIT = 300.0  # seconds a user's turn waits at most for a slice or a late call
+
+Step = Callable[[], Awaitable[object]]
+
+
+@dataclass(frozen=True)
+class Steps(Generic[T]):
+    """One attempt at one of nixx's own calls: `warm` fill the backend's cache (one token
+    asked of each), then `answer` is the call; `continues`: the backend still holds the
+    user's conversation after it (no need to send it again)."""
+
+    warm: Sequence[Step]
+    answer: Callable[[], Awaitable[T]]
+    continues: bool = False
+
+
+class GateInfo(TypedDict):
+    """What the gate is doing (``background`` in ``GET /v1/episodic/status``)."""
+
+    running: str | None  # the own call in flight ("a summary"), if any
+    late: bool  # it yielded PATIENCE times: it runs to its end, a turn waits for it
+    waiting: list[str]  # own calls waiting for their turn, oldest first
+    waiting_seconds: float  # how long the oldest has waited
+    preemptions: int  # times an own call yielded to a user's turn
+    late_runs: int  # own calls run to their end past a user's turn
+    restores: int  # times the conversation was sent again for the backend's cache
+    continued: int  # own calls sent as a continuation of the conversation (one slot)
+    alone: int  # own calls sent on their own
+
+
+class _Yielded(Exception):
+    """The attempt gave the slot to a user's turn."""
 
 
 class BackendGate:
@@ -51,18 +91,23 @@ class BackendGate:
         self.quiet = quiet
         self._last_user = float("-inf")  # loop time the latest user's turn ended
         self._users = 0
+        self._turns = 0  # users' turns begun
         self._no_users = asyncio.Event()
         self._no_users.set()
-        self._running: set[asyncio.Task[object]] = set()
-        self._preempted: set[asyncio.Task[object]] = set()
+        # nixx's requests in flight -> whether a user's turn stops it (else waits for it)
+        self._running: dict[asyncio.Future[object], bool] = {}
+        self._preempted: set[asyncio.Future[object]] = set()
         self._one: asyncio.Lock | None = None
-        self._waiting = 0  # nixx's own calls waiting for another of them to end
-        self._paused = 0  # nixx's own calls waiting for the users' turns to end
-        self.preemptions = 0  # nixx's own calls stopped for a user's turn (status, tests)
+        self._queued: dict[object, tuple[str, float]] = {}  # own calls waiting: (what, since)
+        self._paused = 0  # own calls waiting for the users' turns to end
+        self.current: str | None = None
+        self._late = False
+        self.preemptions = 0
+        self.late_runs = 0
         # keeping the user's prefix (`keep`)
-        self._restore: Callable[[], Awaitable[object]] | None = None
+        self._restore: Callable[[], Sequence[Step]] | None = None
         self._restore_budget = 120.0
-        self._displaced = False  # nixx's own call ran since the user's latest request
+        self._displaced = False  # an own call replaced the conversation in the cache
         self._restoring: asyncio.Task[None] | None = None
         self.restores = 0  # the user's conversation sent again (status, tests)
 
@@ -73,7 +118,7 @@ class BackendGate:
     @property
     def waiting(self) -> int:
         """nixx's own calls waiting for their turn (a user's turn, or another of them)."""
-        return self._waiting + self._paused
+        return len(self._queued) + self._paused
 
     @property
     def background_running(self) -> bool:
@@ -84,9 +129,21 @@ class BackendGate:
         """Whether the backend is known to hold one prompt at a time (one slot)."""
         return self.slots == 1
 
-    def keep(self, restore: Callable[[], Awaitable[object]] | None, *, budget: float) -> None:
-        """After a user's turn: `restore` sends its request again (answer appended), for
-        when nixx's own calls have taken the backend's one cache; None: nothing to keep."""
+    def info(self, continued: int = 0, alone: int = 0) -> GateInfo:
+        now = time.monotonic()
+        queued = sorted(self._queued.values(), key=lambda q: q[1])
+        return {
+            "running": self.current, "late": self._late,
+            "waiting": [what for what, _ in queued],
+            "waiting_seconds": round(now - queued[0][1], 1) if queued else 0.0,
+            "preemptions": self.preemptions, "late_runs": self.late_runs,
+            "restores": self.restores, "continued": continued, "alone": alone,
+        }
+
+    def keep(self, restore: Callable[[], Sequence[Step]] | None, *, budget: float) -> None:
+        """After a user's turn: `restore` gives the requests that send its conversation
+        again, in slices (for when an own call has replaced it in the backend's one
+        cache); None: nothing to keep."""
         self._restore, self._restore_budget = restore, budget
         self._displaced = False
 
@@ -105,16 +162,18 @@ class BackendGate:
     async def user_turn(self) -> AsyncIterator[None]:
         """Around the backend calls of a user's turn."""
         self._users += 1
+        self._turns += 1
         self._no_users.clear()
-        self._displaced = False  # the turn's own prompt is what the backend holds next
         try:
             if (self.slots or 1) <= 1 and self._running:
-                for task in list(self._running):
-                    self._preempted.add(task)
-                    task.cancel()
-                    self.preemptions += 1
-                # the cancelled call's connection is closed once its task has ended
-                await asyncio.wait(list(self._running), timeout=5.0)
+                for task, stoppable in list(self._running.items()):
+                    if stoppable:
+                        self._preempted.add(task)
+                        task.cancel()
+                # a slice in flight, or a call running late, goes on to its end (the
+                # backend evaluates it anyway); a stopped call ends at its next token
+                await asyncio.wait(list(self._running), timeout=TURN_WAIT)
+            self._displaced = False  # the turn's own prompt is what the backend holds next
             yield
         finally:
             self._users -= 1
@@ -133,31 +192,100 @@ class BackendGate:
             await asyncio.sleep(left)
 
     async def background(
-        self, call: Callable[[], Awaitable[T]], *, budget: float, what: str
+        self, plan: Callable[[], Steps[T]], *, budget: float, what: str
     ) -> T:
-        """Run `call` (one of nixx's own backend calls) when no user's turn runs, within
-        `budget` seconds of running; stopped for a user's turn, it runs again after."""
+        """Run one of nixx's own calls — `plan` lays out each attempt — when no user's
+        turn runs, each attempt within `budget` seconds of running; one that yields to a
+        user's turn runs again after it (to its end once it has yielded `PATIENCE` times)."""
         if self._one is None:
             self._one = asyncio.Lock()
-        self._waiting += 1
-        waiting = True
+        ticket = object()
+        self._queued[ticket] = (what, time.monotonic())
         try:
             async with self._one:
-                self._waiting -= 1
-                waiting = False
+                del self._queued[ticket]
                 try:
-                    return await self._run(call, budget=budget, what=what)
+                    return await self._run(plan, budget=budget, what=what)
                 finally:
-                    if self.keeps_prefix and self._restore is not None:
-                        self._displaced = True  # the backend holds nixx's prompt now
+                    self.current, self._late = None, False
         finally:
-            if waiting:
-                self._waiting -= 1
+            self._queued.pop(ticket, None)
             self._after_background()
+
+    async def _run(self, plan: Callable[[], Steps[T]], *, budget: float, what: str) -> T:
+        yielded = 0
+        while True:
+            self._paused += 1
+            try:
+                await self._free()
+            finally:
+                self._paused -= 1
+            steps = plan()
+            self.current, self._late = what, yielded >= PATIENCE
+            turns = self._turns
+            try:
+                async with asyncio.timeout(budget):
+                    if self._late:
+                        result = await self._late_attempt(steps)
+                    else:
+                        result = await self._attempt(steps, turns)
+            except _Yielded:
+                yielded += 1
+                self.preemptions += 1
+                continue
+            except TimeoutError:
+                raise BackendError(
+                    f"nixx's own call to the LLM backend ({what}) took longer than its "
+                    f"time budget of {budget:g}s and was stopped "
+                    "(NIXX_BACKGROUND_TIMEOUT)",
+                    code="timeout",
+                ) from None
+            if self._late and self._turns != turns:
+                self.late_runs += 1  # a user's turn waited for it
+            if self.keeps_prefix and not steps.continues and self._restore is not None:
+                self._displaced = True  # the backend holds nixx's prompt now
+            return result
+
+    async def _attempt(self, steps: Steps[T], turns: int) -> T:
+        """Each slice, then the call, yielding to a user's turn between them; the call
+        itself is stopped by one."""
+        for warm in steps.warm:
+            if self._turns != turns:
+                raise _Yielded
+            await self._step(warm, stoppable=False)
+        if self._turns != turns:
+            raise _Yielded
+        return await self._step(steps.answer, stoppable=True)
+
+    async def _late_attempt(self, steps: Steps[T]) -> T:
+        """The whole attempt as one request in flight that a user's turn waits for."""
+
+        async def whole() -> T:
+            for warm in steps.warm:
+                await warm()
+            return await steps.answer()
+
+        return await self._step(whole, stoppable=False)
+
+    async def _step(self, call: Callable[[], Awaitable[T]], *, stoppable: bool) -> T:
+        task: asyncio.Future[T] = asyncio.ensure_future(call())
+        self._running[task] = stoppable  # type: ignore[index]
+        try:
+            return await asyncio.shield(task)
+        except asyncio.CancelledError:
+            if task in self._preempted and not _cancelling():
+                raise _Yielded from None  # a user's turn took the slot: again once it is done
+            task.cancel()
+            with contextlib.suppress(BaseException):
+                await task
+            raise
+        finally:
+            self._running.pop(task, None)  # type: ignore[arg-type]
+            self._preempted.discard(task)  # type: ignore[arg-type]
 
     def _after_background(self) -> None:
         """Once nixx's own calls are done and none waits: the user's prefix back."""
-        if self._waiting or not self._displaced or self._restore is None:
+        if self._queued or not self._displaced or self._restore is None:
             return
         if self._restoring is not None and not self._restoring.done():
             return
@@ -168,59 +296,23 @@ class BackendGate:
         async with self._one:
             await self._free()
             restore = self._restore
-            if not self._displaced or restore is None or self._waiting:
+            if not self._displaced or restore is None or self._queued:
                 return  # a turn ran meanwhile, or more of nixx's own calls come first
-            task: asyncio.Task[object] = asyncio.ensure_future(restore())
-            self._running.add(task)
+            turns = self._turns
             try:
                 async with asyncio.timeout(self._restore_budget):
-                    await asyncio.shield(task)
+                    for warm in restore():
+                        if self._turns != turns:
+                            return  # the turn's prompt begins with what the slices sent
+                        await self._step(warm, stoppable=False)
                 self._displaced = False
                 self.restores += 1
-            except asyncio.CancelledError:
-                if task in self._preempted and not _cancelling():
-                    return  # a user's turn took the slot: its own prompt is the prefix now
-                task.cancel()
-                raise
+            except _Yielded:
+                return
             except Exception as exc:  # noqa: BLE001 - only a cache lost: never a failure
-                task.cancel()
                 self._displaced = False
                 log.info("the conversation could not be sent again for the backend's "
                          "prefix cache: %s", getattr(exc, "message", None) or exc)
-            finally:
-                self._running.discard(task)
-                self._preempted.discard(task)
-
-    async def _run(self, call: Callable[[], Awaitable[T]], *, budget: float, what: str) -> T:
-        while True:
-            self._paused += 1
-            try:
-                await self._free()
-            finally:
-                self._paused -= 1
-            task: asyncio.Task[T] = asyncio.ensure_future(call())
-            self._running.add(task)  # type: ignore[arg-type]
-            try:
-                async with asyncio.timeout(budget):
-                    return await asyncio.shield(task)
-            except TimeoutError:
-                task.cancel()
-                with contextlib.suppress(BaseException):
-                    await task
-                raise BackendError(
-                    f"nixx's own call to the LLM backend ({what}) took longer than its "
-                    f"time budget of {budget:g}s and was stopped "
-                    "(NIXX_BACKGROUND_TIMEOUT)",
-                    code="timeout",
-                ) from None
-            except asyncio.CancelledError:
-                if task in self._preempted and not _cancelling():
-                    continue  # a user's turn took the slot: again once it is done
-                task.cancel()
-                raise
-            finally:
-                self._running.discard(task)  # type: ignore[arg-type]
-                self._preempted.discard(task)  # type: ignore[arg-type]
 
 
 def _cancelling() -> bool:

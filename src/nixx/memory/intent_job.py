@@ -81,15 +81,17 @@ class IntentJob:
             )
             if not rows:
                 raise ValidationError("no messages in the current session to derive an intent from")
+            model = await self.calls.model()
             data = await self.calls.llm.background(
                 {
-                    "model": await self.calls.model(),
+                    "model": model,
                     "messages": intent_state.intent_messages(rows),
                     "temperature": intent_state.TEMPERATURE,
                     "max_tokens": intent_state.MAX_TOKENS,
                 },
                 budget=self.calls.budget,
                 what="the intent",
+                context=(await self.calls.context_length(model))[0],
             )
             answer = (data["choices"][0].get("message") or {}).get("content") or ""
             text = intent_state.clean_answer(answer)

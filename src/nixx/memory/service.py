@@ -38,6 +38,7 @@ from nixx.config import Settings, config_file_note
 from nixx.embed.base import Embedder
 from nixx.errors import BackendError, NotFound
 from nixx.llm.client import ChatClient, ModelEntry, ModelList
+from nixx.llm.gate import GateInfo
 from nixx.memory import forget as forgetting
 from nixx.memory import intent as intent_state
 from nixx.memory import search as fused
@@ -432,6 +433,7 @@ class NixxService:
             "context_length_source": source,
             "backend_slots": self.llm.gate.slots,
             "prefix_restores": self.llm.gate.restores,
+            "background": self.llm.gate.info(self.llm.slot.continued, self.llm.slot.alone),
             "summary_running": self.jobs.running(SUMMARY_JOB),
             "summary_error": self.jobs.last_error.get(SUMMARY_JOB),
             "intent_error": self.jobs.last_error.get(INTENT_JOB),
@@ -661,6 +663,7 @@ class MemoryStatus(EpisodicStatus):
     context_length_source: str
     backend_slots: int | None
     prefix_restores: int  # times the one-slot backend's cache was given the user's prefix back
+    background: GateInfo  # nixx's own calls: running, waiting, yielded, run late
     summary_running: bool
     summary_error: str | None
     intent_error: str | None

@@ -163,6 +163,7 @@ class Summaries:
             rows,
             max_chars=await self.calls.input_chars(model),
             budget=self.calls.budget,
+            context=(await self.calls.context_length(model))[0],
         )
         vector = (await self.embed([draft.summary]))[0]
 

@@ -160,11 +160,13 @@ def merge_tags(user_tags: Sequence[str], model_tags: Sequence[str]) -> list[str]
 
 
 async def summarise(
-    llm: Any, model: str, rows: Sequence[BufferRow], *, max_chars: int, budget: float
+    llm: Any, model: str, rows: Sequence[BufferRow], *, max_chars: int, budget: float,
+    context: int | None = None,
 ) -> tuple[SummaryDraft, list[BufferRow]]:
     """Ask the backend for a summary of `rows` (as one of nixx's own calls: bounded by
     `MAX_TOKENS` and `budget` seconds, yielding to users' turns: `ChatClient.background`),
-    with bounded retries. Returns the draft and the rows it covers: a backend that refuses
+    with bounded retries (`context`: the model's context length, for the layout of an
+    own call on a one-slot backend: `ChatClient.background`). Returns the draft and the rows it covers: a backend that refuses
     the request for its length gets it again shortened (the first half of the rows, or a
     shorter transcript of one row); a retry is always the original request (with
     `SUMMARY_RETRY` after an unusable answer), never the failed answer.
@@ -182,7 +184,7 @@ async def summarise(
             "max_tokens": MAX_TOKENS,
         }
         try:
-            data = await llm.background(body, budget=budget, what="a summary")
+            data = await llm.background(body, budget=budget, what="a summary", context=context)
         except BackendUnavailable:
             raise
         except BackendError as exc:
@@ -191,6 +193,7 @@ async def summarise(
                 learned = context_from_error(exc.message)
                 if learned:
                     llm.learn_context(model, learned, "the backend's refusal")
+                    context = min(context or learned, learned)
                 if len(rows) > 1:
                     rows = rows[: max(1, len(rows) // 2)]
                 else:

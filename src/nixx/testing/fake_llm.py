@@ -23,6 +23,12 @@ It can be told to behave as a local server does (llama.cpp, llama-cpp-python):
   held at once (arrived, not yet answered), waiting ones included.
 - ``Reply(done_after=n)`` ends that one stream after `n` content chunks with ``[DONE]``
   and no finish reason.
+- ``FakeLLM(cache=PromptCache(...))`` keeps one evaluated prompt as a llama slot does:
+  a request is evaluated from where its tokens differ from what the slot holds (its
+  prompt and what it generated), at ``eval_rate`` tokens a second, and the evaluation
+  finishes even when the client hangs up (a local server cannot stop it); generation
+  takes ``1 / gen_rate`` seconds a token. `PromptCache.evaluations` records (tokens
+  taken from the cache, tokens evaluated) of each request, as llama-cpp-python logs them.
 - ``props`` (llama.cpp's ``GET /props``), ``show`` (Ollama's ``POST /api/show``) and
   ``model_fields`` (extra fields of each ``/v1/models`` entry, e.g. vLLM's
   ``max_model_len``) answer what those backends tell about the model; unset, those routes
@@ -78,6 +84,68 @@ class Reply:
 
 
 @dataclass
+class Evaluation:
+    """What a `PromptCache` did with one request's prompt."""
+
+    cached: int  # tokens taken from what the slot held
+    evaluated: int  # tokens evaluated
+    body: dict[str, Any]  # the request
+
+    @property
+    def messages(self) -> list[dict[str, Any]]:
+        return list(self.body.get("messages") or [])
+
+
+class PromptCache:
+    """The one prompt a llama slot holds, over a toy chat template: a token is a word,
+    each message is ``<|role|> words <|end|>``, the tools' JSON words come first and the
+    prompt ends with ``<|assistant|>``. Prefixes behave as a real tokeniser's do for text
+    cut before a space."""
+
+    def __init__(self, eval_rate: float = 2000.0, gen_rate: float = 200.0) -> None:
+        self.eval_rate = eval_rate
+        self.gen_rate = gen_rate
+        self.held: list[str] = []
+        self.evaluations: list[Evaluation] = []
+        self._lock = threading.Lock()
+
+    @staticmethod
+    def tokens(body: dict[str, Any]) -> list[str]:
+        out: list[str] = []
+        if body.get("tools"):
+            out += json.dumps(body["tools"]).split()
+        for message in body.get("messages", []):
+            out.append(f"<|{message.get('role')}|>")
+            out += _text_of(message.get("content")).split()
+            if message.get("tool_calls"):
+                out += json.dumps(message["tool_calls"]).split()
+            out.append("<|end|>")
+        return [*out, "<|assistant|>"]
+
+    def evaluate(self, body: dict[str, Any]) -> None:
+        """Evaluate the prompt: sleeps for the tokens past the shared prefix (all of them,
+        whatever the client does meanwhile), then holds it."""
+        prompt = self.tokens(body)
+        with self._lock:
+            shared = 0
+            for a, b in zip(self.held, prompt[:-1], strict=False):
+                if a != b:
+                    break
+                shared += 1
+            self.evaluations.append(
+                Evaluation(shared, len(prompt) - shared, body))
+        time.sleep((len(prompt) - shared) / self.eval_rate)
+        with self._lock:
+            self.held = prompt
+
+    def generated(self, piece: str) -> None:
+        """One piece generated (a word: one token): its time, and the slot holds it."""
+        time.sleep(1.0 / self.gen_rate)
+        with self._lock:
+            self.held += piece.split()
+
+
+@dataclass
 class Recorded:
     method: str
     path: str
@@ -127,8 +195,10 @@ class FakeLLM:
         model: str = "fake-model",
         slots: int | None = None,
         interrupt: bool = False,
+        cache: PromptCache | None = None,
     ) -> None:
         self.embed_dim = embed_dim
+        self.cache = cache
         # llama.cpp's `GET /props`, Ollama's `POST /api/show`, extra `/v1/models` fields
         self.props: dict[str, Any] | None = None
         self.show: dict[str, Any] | None = None
@@ -356,7 +426,13 @@ class _Handler(BaseHTTPRequestHandler):
             },
         )
 
+    _max_tokens: int | None = None
+
     def _chat(self, body: dict[str, Any]) -> None:
+        bound = body.get("max_tokens")
+        self._max_tokens = bound if isinstance(bound, int) and bound > 0 else None
+        if self.fake.cache is not None:
+            self.fake.cache.evaluate(body)
         reply = self.fake._next_reply(body)
         if reply.status != 200:
             if reply.delay:
@@ -432,6 +508,9 @@ class _Handler(BaseHTTPRequestHandler):
 
         send(chunk({"role": "assistant", "content": ""}))
         pieces = re.findall(r"\S+\s*|\s+", reply.content or "")
+        bound = self.fake.cache is not None and self._max_tokens is not None
+        if bound and len(pieces) > (self._max_tokens or 0):
+            pieces, finish = pieces[: self._max_tokens], "length"  # a slot's answer is bounded
 
         def done_unfinished() -> None:
             send("[DONE]")
@@ -454,6 +533,8 @@ class _Handler(BaseHTTPRequestHandler):
                 return
             if reply.delay:
                 time.sleep(reply.delay)
+            if self.fake.cache is not None:
+                self.fake.cache.generated(piece)
             send(chunk({"content": piece}))
         for raw in reply.raw_chunks or []:
             send(raw)
