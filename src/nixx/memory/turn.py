@@ -199,9 +199,9 @@ class _Offer:
     nxc persona (its tools are the client's, confined by nxc); with ``off`` never; with
     ``on`` always; with ``auto`` only when the client sent no tools of its own — a coding
     agent (Codex CLI, Claude Code) runs its tools behind its sandbox and permission
-    prompts, and nixx's would run behind them (issue 39) — and the backend is not known to
-    leave a tool call as text (llama-cpp-python, issue 38: every answer came back as a
-    call written out)."""
+    prompts, and nixx's would run inside nixx, past both (issue 39) — and the backend is
+    not known to leave a tool call as text (llama-cpp-python, issue 38: every answer came
+    back as a call written out)."""
 
     client: list[dict[str, Any]]
     client_names: set[str]
