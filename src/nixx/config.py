@@ -238,6 +238,17 @@ class Settings(BaseSettings):
     tool_max_rounds: int = Field(
         default=8, gt=0, description="Tool-call rounds per turn before nixx stops and answers."
     )
+    # Named for the chat turn it is about (beside `chat_base_url`, ...), not `tools_*`:
+    # those say which of nixx's tools there are; this says on which turns they are offered.
+    chat_tools: Literal["auto", "on", "off"] = Field(
+        default="auto",
+        description="When a chat turn offers the model nixx's own tools (files, transcript). "
+        "`auto`: only when the client sent no tools of its own (a coding agent brings its "
+        "own, run behind its own sandbox) and the backend is not known to leave tool calls "
+        "as text (llama-cpp-python; llama.cpp's `/props` or Ollama's model saying no). `on`: "
+        "on every turn, beside the client's tools. `off`: never. `tool_choice: \"none\"` "
+        "and nxc personas never get them.",
+    )
     system_prompt: str | None = Field(
         default=None, description="Replaces nixx's built-in base system prompt."
     )

@@ -13,6 +13,7 @@ def test_every_prompt_is_quoted_verbatim() -> None:
     text = DOC.read_text()
     for name in (
         "SYSTEM_PROMPT",
+        "TOOLS_PROMPT",
         "INTENT_FRAMING",
         "RECALL_FRAMING",
         "SUMMARY_PROMPT",

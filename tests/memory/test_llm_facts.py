@@ -48,3 +48,28 @@ def test_the_shapes_of_each_backend() -> None:
                         "parameters": "stop <end>\nnum_ctx 8192"})
     assert ollama is not None and ollama.context_length == 8192
     assert from_show({"model_info": {"general.architecture": "llama"}}) is None
+
+
+def test_whether_each_backend_parses_tool_calls() -> None:
+    """None: the backend did not say (taken as yes); False: a call would come back as text."""
+    caps = {"supports_tools": True, "supports_tool_calls": False}
+    props = from_props({"default_generation_settings": {"n_ctx": 4096}, "chat_template_caps": caps})
+    assert props is not None and (props.context_length, props.tool_calls) == (4096, False)
+    assert props.tool_calls_source == "llama.cpp /props chat_template_caps"
+    # capabilities alone are worth keeping; `supports_tools` when the other is missing
+    only = from_props({"chat_template_caps": {"supports_tools": True}})
+    assert only is not None and (only.context_length, only.tool_calls) == (None, True)
+    plain = from_props({"default_generation_settings": {"n_ctx": 4096}})
+    assert plain is not None and plain.tool_calls is None
+    lcp = from_models({"data": [{"id": "m", "owned_by": "me", "permissions": []}]}, "m")
+    assert lcp is not None and (lcp.tool_calls, lcp.tool_calls_source) == (False,
+                                                                          "llama-cpp-python")
+    vllm = from_models({"data": [{"id": "a", "max_model_len": 32768}]}, "a")
+    assert vllm is not None and vllm.tool_calls is None
+    tools = from_show({"capabilities": ["completion", "tools"],
+                       "model_info": {"qwen3.context_length": 40960}})
+    assert tools is not None and (tools.context_length, tools.tool_calls) == (40960, True)
+    none = from_show({"capabilities": ["completion", "vision"]})
+    assert none is not None and (none.context_length, none.tool_calls) == (None, False)
+    older = from_show({"model_info": {"gemma3.context_length": 8192}})  # no capabilities
+    assert older is not None and older.tool_calls is None

@@ -122,6 +122,15 @@ def oai(live: LiveServer) -> Any:
     return openai.OpenAI(base_url=live.base_url + "/v1", api_key="unused", max_retries=0)
 
 
+def offered_prompt() -> str:
+    """The system message of a turn that offers nixx's own tools (the default for a client
+    that sent none, to a backend that says nothing of tool calls): the base prompt, then
+    the sentence that names the tools."""
+    from nixx.memory.prompts import SYSTEM_PROMPT, TOOLS_PROMPT
+
+    return f"{SYSTEM_PROMPT} {TOOLS_PROMPT}"
+
+
 def sent_memory(request: dict[str, Any]) -> str:
     """The memory nixx added to a request it sent (the `cache` layout: after the text of
     the latest user message, behind `MEMORY_NOTE`); "" when none."""

@@ -12,7 +12,7 @@ from nixx.memory.prompts import INTENT_FRAMING, MEMORY_NOTE, RECALL_FRAMING, SYS
 from nixx.testing.fake_llm import FakeLLM, Reply, ToolCall
 from nixx.testing.live_server import LOCAL
 
-from .conftest import Nixx, sent_prompt
+from .conftest import Nixx, offered_prompt, sent_prompt
 
 INTENT_BLOCK = "## Current Intent\n" + INTENT_FRAMING + "\n\n"
 
@@ -55,7 +55,8 @@ def test_non_streaming_turn_answers_openai_shape_and_writes_buffer_once(
     ]
     # the backend got nixx's system prompt first, then the user's message
     sent = llm.chat_requests[-1]["messages"]
-    assert sent[0] == {"role": "system", "content": SYSTEM_PROMPT}
+    # (the tools sentence too: nixx's tools are offered, the client sent none)
+    assert sent[0] == {"role": "system", "content": offered_prompt()}
     assert sent[1:] == [{"role": "user", "content": "hi nixx"}]
 
 
@@ -118,7 +119,7 @@ def test_content_as_parts_and_null_and_client_system_message(nixx: Nixx, llm: Fa
     r = nixx.client.post("/v1/chat/completions", json={"model": "m", "messages": messages})
     assert r.status_code == 200, r.text
     sent = llm.chat_requests[-1]["messages"]
-    assert sent[0] == {"role": "system", "content": SYSTEM_PROMPT + "\n\nAnswer in French."}
+    assert sent[0] == {"role": "system", "content": offered_prompt() + "\n\nAnswer in French."}
     assert sent[-1] == {"role": "user", "content": "part one\npart two"}
     assert nixx.rows()[0]["content"] == "part one\npart two"
 
@@ -147,7 +148,7 @@ def test_intent_and_recalled_summaries_in_exact_order(nixx: Nixx, llm: FakeLLM) 
     summary_day = nixx.service.store.list_summaries()[-1].created_at[:10]
     # best first: the row itself (full text and vectors agree), then the summary of it
     assert system == (
-        SYSTEM_PROMPT
+        offered_prompt()
         + "\n\n" + INTENT_BLOCK + "Speed up vector search."
         + "\n\n## Recalled Memories\n"
         + RECALL_FRAMING
@@ -158,8 +159,9 @@ def test_intent_and_recalled_summaries_in_exact_order(nixx: Nixx, llm: FakeLLM) 
     # where (the `cache` layout): the base prompt alone is the system message, the memory
     # follows the user's words in their message
     sent = llm.chat_requests[-1]["messages"]
-    assert sent[0] == {"role": "system", "content": SYSTEM_PROMPT}
-    memory = system.removeprefix(SYSTEM_PROMPT + "\n\n")
+    # (the tools sentence too: nixx's tools are offered, the client sent none)
+    assert sent[0] == {"role": "system", "content": offered_prompt()}
+    memory = system.removeprefix(offered_prompt() + "\n\n")
     assert sent[-1] == {"role": "user", "content": f"{query}\n\n{MEMORY_NOTE}\n\n{memory}"}
     assert nixx.rows()[-2]["content"] == query  # the buffer keeps the user's words only
     assert r.json()["nixx"]["recalled_summaries"] == [1]
@@ -242,7 +244,8 @@ def test_client_tools_pass_through_and_calls_return_to_client(nixx: Nixx, llm: F
     assert call["id"] == "call_w" and call["function"]["name"] == "get_weather"
     assert json.loads(call["function"]["arguments"]) == {"city": "Oslo"}
     offered = [t["function"]["name"] for t in llm.chat_requests[-1]["tools"]]
-    assert offered[0] == "get_weather" and "read_file" in offered
+    # a client that brings its own tools gets none of nixx's (`chat_tools = "auto"`)
+    assert offered == ["get_weather"]
     # the client answers the call: no new user row, the tool result reaches the backend
     llm.queue(Reply(content="It is sunny in Oslo."))
     messages = [
@@ -354,6 +357,7 @@ def test_developer_message_merged_and_tool_choice_none(nixx: Nixx, llm: FakeLLM)
     )
     assert r.status_code == 200
     sent = llm.chat_requests[-1]
+    # no tools offered, none named: the base prompt without the tools sentence
     assert sent["messages"][0] == {"role": "system", "content": SYSTEM_PROMPT + "\n\nBe terse."}
     assert sent["messages"][1:] == messages[1:]  # a later system message stays where it was
     assert "tools" not in sent and "tool_choice" not in sent

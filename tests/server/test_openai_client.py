@@ -9,9 +9,10 @@ import numpy as np
 import openai
 import pytest
 
-from nixx.memory.prompts import SYSTEM_PROMPT
 from nixx.testing.fake_llm import FakeLLM, Reply, ToolCall
 from nixx.testing.live_server import LiveServer
+
+from .conftest import offered_prompt
 
 
 def rows(live: LiveServer) -> list[Any]:
@@ -27,7 +28,7 @@ def test_non_streaming_turn(oai: openai.OpenAI, llm: FakeLLM, live: LiveServer) 
     )
     assert reply.choices[0].message.content == "Paris."
     assert reply.choices[0].finish_reason == "stop"
-    assert llm.chat_requests[-1]["messages"][0] == {"role": "system", "content": SYSTEM_PROMPT}
+    assert llm.chat_requests[-1]["messages"][0] == {"role": "system", "content": offered_prompt()}
     assert [(r.role, r.content, r.origin) for r in rows(live)] == [
         ("user", "capital of France?", "vscode"),
         ("assistant", "Paris.", "vscode"),

@@ -83,6 +83,8 @@ def test_codex_exec_runs_a_task_through_the_responses_api(
     first, second = llm.chat_requests[-2:]
     offered = [t["function"]["name"] for t in first["tools"]]
     assert "exec_command" in offered
+    # Codex brings its tools (and its sandbox): none of nixx's beside them (issue 39)
+    assert not {"read_file", "write_file", "list_dir", "delete_file"} & set(offered)
     assert first["messages"][-1] == {"role": "user", "content": "what does notes.txt say?"}
     result = second["messages"][-1]
     assert (result["role"], result["tool_call_id"]) == ("tool", "call_cat")
@@ -139,6 +141,10 @@ def test_claude_print_mode_runs_a_task_through_the_messages_api(
     assert round_trip[-2]["tool_calls"][0]["function"]["name"] == "Read"
     assert "what does notes.txt say?" in json.dumps(round_trip[-3])
     assert "the staging database is called heron" in results[0]["content"]  # Read ran
+    # a request that brought Claude Code's tools got none of nixx's beside them
+    for body in llm.chat_requests:
+        names = {t["function"]["name"] for t in body.get("tools") or []}
+        assert "Read" not in names or not {"read_file", "write_file"} & names
     hits = search(live, "the staging database is heron")
     assert ("assistant", "anthropic") in {(h.get("role"), h.get("origin")) for h in hits}
     asked = search(live, "what does notes.txt say")

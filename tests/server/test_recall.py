@@ -12,13 +12,13 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from nixx.memory.prompts import RECALL_FRAMING, RECALL_HEADING, SYSTEM_PROMPT
+from nixx.memory.prompts import RECALL_FRAMING, RECALL_HEADING
 from nixx.server.app import create_app
 from nixx.testing.fake_llm import FakeLLM, Reply
 from nixx.testing.live_server import LOCAL
 from nixx.testing.pg_fixtures import *  # noqa: F403 - pg_server / pg_url fixtures
 
-from .conftest import Nixx, sent_prompt
+from .conftest import Nixx, offered_prompt, sent_prompt
 
 BOATHOUSE = "the spare key to the boathouse is hidden under the blue flowerpot"
 
@@ -51,7 +51,7 @@ def test_boathouse_key_after_clear_reaches_the_model(nixx: Nixx, llm: FakeLLM) -
     r = say(nixx, llm, "where did I say the boathouse key is hidden?", "Under the flowerpot.")
     day = nixx.rows()[0]["created_at"][:10]
     assert system_of(llm) == (
-        SYSTEM_PROMPT
+        offered_prompt()
         + f"\n\n{RECALL_HEADING}\n{RECALL_FRAMING}\n\n"
         + f"- {day}, buffer #1:\n  user: {BOATHOUSE}"
     )
@@ -152,13 +152,13 @@ def test_paraphrase_reaches_the_model_and_unrelated_injects_nothing(
     say(local, llm, "which instrument is my kid learning?", "The violin.")
     day = local.rows()[0]["created_at"][:10]
     assert system_of(llm) == (
-        SYSTEM_PROMPT
+        offered_prompt()
         + f"\n\n{RECALL_HEADING}\n{RECALL_FRAMING}\n\n"
         + f"- {day}, buffer #1:\n  user: my daughter started violin lessons this week"
     )
     # an unrelated question: nothing clears the calibrated floor, nothing is injected
     say(local, llm, "what is the boiling point of liquid nitrogen?", "-196 °C.")
-    assert system_of(llm) == SYSTEM_PROMPT
+    assert system_of(llm) == offered_prompt()
     ctx = local.client.get("/v1/debug/context", params={"query": "how do bees make honey?"}).json()
     assert ctx["recalled"] == [] and ctx["considered"] > 0 and ctx["row_floor"] == 0.4
 

@@ -7,11 +7,11 @@ import json
 from typing import Any
 
 from nixx import __version__
-from nixx.memory.prompts import INTENT_FRAMING, SYSTEM_PROMPT
+from nixx.memory.prompts import INTENT_FRAMING, SYSTEM_PROMPT, TOOLS_PROMPT
 from nixx.testing.fake_llm import FakeLLM, Reply
 from nixx.testing.live_server import LOCAL
 
-from .conftest import Nixx, sent_memory
+from .conftest import Nixx, offered_prompt, sent_memory
 from .test_chat import add_summary
 
 ENDPOINTS = {
@@ -106,7 +106,11 @@ def test_debug_context_is_what_the_next_turn_sends(nixx: Nixx, llm: FakeLLM) -> 
     ctx = nixx.client.get("/v1/debug/context").json()
     # the `cache` layout: the system message, and the memory after the user's words
     assert ctx["layout"] == "cache"
-    assert ctx["system_prompt"] == request["messages"][0]["content"] == SYSTEM_PROMPT
+    assert ctx["system_prompt"] == SYSTEM_PROMPT
+    # the request offered nixx's tools (the client sent none): the sentence naming them
+    # follows the base prompt; the next turn's depends on its request (`tools_prompt`)
+    assert request["messages"][0]["content"] == offered_prompt()
+    assert ctx["tools_prompt"] == TOOLS_PROMPT
     sent = sent_memory(request)
     intent = "## Current Intent\n" + INTENT_FRAMING + "\n\nShip the release."
     assert ctx["memory_block"] == sent and intent in sent

@@ -7,8 +7,14 @@ You are nixx, a personal AI assistant with long-term memory. Everything said in 
 conversations is kept: older exchanges are summarised, and what was said before is \
 recalled below (verbatim excerpts and summaries) when it matters, and the user's current intent is tracked across \
 sessions. Use that memory when it helps, say so when you rely on it, and never invent \
-memories you were not given. You can read and change files in the user's workspace and \
-search the conversation transcript with the tools offered to you. Be direct and concise."""
+memories you were not given. Be direct and concise."""
+
+# Added after the base prompt (SYSTEM_PROMPT; not after a NIXX_SYSTEM_PROMPT) only on a
+# request that offers nixx's own tools (`nixx.memory.turn`, NIXX_CHAT_TOOLS): a model told
+# of tools it was not given writes calls as text.
+TOOLS_PROMPT = """\
+You can read and change files in the user's workspace and search the conversation \
+transcript with the tools offered to you."""
 
 INTENT_HEADING = "## Current Intent"
 

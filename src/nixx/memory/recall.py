@@ -52,6 +52,7 @@ from nixx.memory.prompts import (
     RECALL_FRAMING,
     RECALL_HEADING,
     SYSTEM_PROMPT,
+    TOOLS_PROMPT,
 )
 from nixx.memory.search import Result
 from nixx.priority import Foreground
@@ -122,6 +123,7 @@ class RecallInfo(TypedDict):
     memory_block: str
     layout: str  # "system" | "cache"
     base_prompt: str
+    tools_prompt: str  # added after the base prompt when nixx's tools are offered ("": never)
     intent: str | None
     recall_enabled: bool
     threshold: float | None
@@ -216,6 +218,19 @@ class RecallContext:
     # (`nixx.memory.turn`); "" under the `system` layout (they are in `system_prompt`)
     memory_block: str = ""
     layout: str = "system"
+    # what follows the base prompt on a request that offers nixx's own tools (`TOOLS_PROMPT`;
+    # "" under a NIXX_SYSTEM_PROMPT, which replaces both, or with NIXX_CHAT_TOOLS off)
+    tools_prompt: str = ""
+
+    def system_message(self, tools: bool) -> str:
+        """The system message nixx sends: `system_prompt`, with `tools_prompt` right after
+        the base prompt when `tools` (nixx's own tools are offered on this request). Its
+        start is the same every turn of a conversation that keeps its tools (the prompt
+        layout's prefix, docs/memory.md)."""
+        if not tools or not self.tools_prompt:
+            return self.system_prompt
+        base = self.base_prompt.strip()
+        return f"{base} {self.tools_prompt}{self.system_prompt[len(base):]}"
 
     def info(self) -> RecallInfo:
         """The explanation of this recall (/v1/debug/context; the web context page)."""
@@ -224,6 +239,7 @@ class RecallContext:
             "memory_block": self.memory_block,
             "layout": self.layout,
             "base_prompt": self.base_prompt,
+            "tools_prompt": self.tools_prompt,
             "intent": self.intent,
             "recall_enabled": self.recall_enabled,
             "threshold": self.threshold,
@@ -292,6 +308,13 @@ class Recall:
     @property
     def base_prompt(self) -> str:
         return self.settings.system_prompt or SYSTEM_PROMPT
+
+    @property
+    def tools_prompt(self) -> str:
+        """What follows the base prompt when nixx's tools are offered (`TOOLS_PROMPT`): none
+        after the user's own prompt, nor when the tools are never offered."""
+        never = self.settings.system_prompt or self.settings.chat_tools == "off"
+        return "" if never else TOOLS_PROMPT
 
     @property
     def threshold(self) -> float:
@@ -406,6 +429,7 @@ class Recall:
             word_floor=WORD_FLOOR,
             budget_tokens=self.settings.recall_tokens,
             considered=considered,
+            tools_prompt=self.tools_prompt,
         )
 
     def for_next_turn(

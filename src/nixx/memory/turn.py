@@ -16,7 +16,11 @@
 4. The backend is called (always streamed, so a cut keeps what was produced). Content
    is yielded as it arrives. Calls to nixx's own tools are run here and fed back, at
    most `tool_max_rounds` rounds; calls to tools the client sent end the turn with
-   ``finish_reason="tool_calls"`` so the client runs them.
+   ``finish_reason="tool_calls"`` so the client runs them. nixx's own tools are offered
+   only where they work and are wanted (`_Offer`, ``chat_tools``): by default not beside a
+   client's own tools (a coding agent runs its tools behind its own sandbox), nor to a
+   backend known to leave tool calls as text (`nixx.llm.facts`); the system message
+   mentions them only when they are offered.
 5. The answer is written to the buffer (marked ``{"incomplete": true}`` when the stream
    broke or the client went away), then summaries and intent are scheduled in the
    background.
@@ -189,7 +193,15 @@ class _Request:
 @dataclass(frozen=True)
 class _Offer:
     """The tools a round may offer: the client's, then nixx's own (a client tool shadows
-    a nixx tool of its name), and the request keys passed through to the backend."""
+    a nixx tool of its name), and the request keys passed through to the backend.
+
+    nixx's own are offered (``chat_tools``) never with ``tool_choice: "none"`` or for an
+    nxc persona (its tools are the client's, confined by nxc); with ``off`` never; with
+    ``on`` always; with ``auto`` only when the client sent no tools of its own — a coding
+    agent (Codex CLI, Claude Code) runs its tools behind its sandbox and permission
+    prompts, and nixx's would run inside nixx, past both (issue 39) — and the backend is
+    not known to leave a tool call as text (llama-cpp-python, issue 38: every answer came
+    back as a call written out)."""
 
     client: list[dict[str, Any]]
     client_names: set[str]
@@ -197,13 +209,30 @@ class _Offer:
     passthrough: dict[str, Any]
 
     @classmethod
-    def of(cls, parts: TurnParts, body: dict[str, Any], agent: str | None) -> _Offer:
+    async def of(
+        cls, parts: TurnParts, body: dict[str, Any], agent: str | None, model: str
+    ) -> _Offer:
         client = list(body.get("tools") or [])
         names = {_tool_name(t) for t in client if isinstance(t, dict)}
         nixx: list[ToolSpec] = []
-        if parts.tools is not None and body.get("tool_choice") != "none" and agent is None:
+        if parts.tools is not None and await _offers_own_tools(parts, body, agent, model):
             nixx = [s for s in parts.tools.specs() if s["function"]["name"] not in names]
         return cls(client, names, nixx, {k: v for k, v in body.items() if k not in _OWN_KEYS})
+
+
+async def _offers_own_tools(
+    parts: TurnParts, body: dict[str, Any], agent: str | None, model: str
+) -> bool:
+    """Whether this request gets nixx's own tools (`_Offer`); the backend is asked what it
+    says of itself (once per model, kept: `nixx.llm.facts`) only when that decides it."""
+    setting = parts.settings.chat_tools
+    if setting == "off" or body.get("tool_choice") == "none" or agent is not None:
+        return False
+    if setting == "on":
+        return True
+    if body.get("tools"):
+        return False
+    return (await parts.llm.facts(model)).tool_calls is not False
 
 
 @dataclass
@@ -284,14 +313,15 @@ async def run_turn(
     user_row_id, ctx = await _write_and_recall(parts, request, origin, info)
     model = await parts.resolve_model(body.get("model"))
     info["model"] = model
-    # 2. the prompt's memory placed (the prompt layout)
-    prompt = _Prompt.lay_out(parts, request, ctx)
+    # 2. the prompt's memory placed (the prompt layout), the tools named when offered
+    offer = await _Offer.of(parts, body, agent, model)
+    prompt = _Prompt.lay_out(parts, request, ctx, tools=bool(offer.nixx))
     # 3. the history trimmed to the context (again after a refusal that names a smaller one)
     context = _Context(*await parts.context_length(model))
     convo = prompt.fit(context.length)
     # 4. the backend called, round after round of tools
     progress = _Progress(model)
-    rounds = _call_backend(parts, request, prompt, convo, context, progress)
+    rounds = _call_backend(parts, request, offer, prompt, convo, context, progress)
     try:
         async for event in rounds:
             yield event
@@ -390,8 +420,10 @@ class _Prompt:
         self.trimmed = 0
 
     @classmethod
-    def lay_out(cls, parts: TurnParts, request: _Request, ctx: RecallContext) -> _Prompt:
-        system = ctx.system_prompt
+    def lay_out(
+        cls, parts: TurnParts, request: _Request, ctx: RecallContext, *, tools: bool
+    ) -> _Prompt:
+        system = ctx.system_message(tools)
         extra = [text_of(m.get("content")) for m in request.leading
                  if text_of(m.get("content")).strip()]
         if extra:
@@ -451,14 +483,13 @@ def _round_request(
 
 
 async def _call_backend(
-    parts: TurnParts, request: _Request, prompt: _Prompt, convo: list[dict[str, Any]],
-    context: _Context, progress: _Progress,
+    parts: TurnParts, request: _Request, offer: _Offer, prompt: _Prompt,
+    convo: list[dict[str, Any]], context: _Context, progress: _Progress,
 ) -> AsyncGenerator[Delta | ToolRun | ClientToolCalls, None]:
     """Step 4: the backend called, always streamed (a cut keeps what was produced), the
     user's turn first (nixx's own calls wait, or are stopped: `nixx.llm.gate`). Calls to
     nixx's own tools run here and are fed back, at most `tool_max_rounds` rounds; a call
     to a tool the client sent ends the turn (``finish_reason="tool_calls"``)."""
-    offer = _Offer.of(parts, request.body, request.agent)
     model = progress.model
     max_rounds = parts.settings.tool_max_rounds
     round_no, retried = 0, False
