@@ -12,7 +12,9 @@
    backend's prefix cache keeps it; ``system`` puts it in the system message after the
    base prompt, as the seed did. System/developer messages the client put first are
    appended to the system message, so the backend gets exactly one leading system message.
-3. The history is trimmed newest-first to the context budget.
+3. The history is trimmed newest-first to the context budget (the answer's share: what
+   the client asked for, at most half the window). The ``max_tokens`` sent is cut to
+   what the prompt leaves of the window (`_clamp`; the routes say so in a header).
 4. The backend is called (always streamed, so a cut keeps what was produced). Content
    is yielded as it arrives. Calls to nixx's own tools are run here and fed back, at
    most `tool_max_rounds` rounds; calls to tools the client sent end the turn with
@@ -37,6 +39,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Coroutine
 from concurrent.futures import Future, InvalidStateError
@@ -82,6 +85,7 @@ class TurnInfo(TypedDict, total=False):
 
     model: str
     user_row_id: int | None
+    max_tokens_clamped: int  # the answer's max_tokens sent, cut to what fits (`_clamp`)
 
 
 @dataclass(frozen=True)
@@ -158,6 +162,7 @@ class _Progress:
     exhausted: bool = False  # the tool rounds ran out
     failure: str | None = None
     assistant_row_id: int | None = None
+    clamped: int | None = None  # the answer's max_tokens cut to what fits (`_clamp`)
 
     @property
     def content(self) -> str:
@@ -262,30 +267,83 @@ def _kept(text: str | None, remembered: Callable[[str], str]) -> str | None:
     return kept if kept.strip() else text
 
 
-def _reserve(body: dict[str, Any], context_length: int) -> int:
+def _asked(body: dict[str, Any]) -> int | None:
+    """The answer's length the client asked for (``max_completion_tokens``, else
+    ``max_tokens``; the dialects translate theirs to ``max_tokens``)."""
     for key in ("max_completion_tokens", "max_tokens"):
         value = body.get(key)
         if isinstance(value, int) and value > 0:
             return value
-    return min(1024, context_length // 4)
+    return None
+
+
+def _least(body: dict[str, Any], context_length: int) -> int:
+    """The answer's share when nothing is asked, and the least a message must leave."""
+    return min(_asked(body) or 1024, 1024, context_length // 4)
+
+
+def _reserve(body: dict[str, Any], context_length: int) -> int:
+    """The answer's share of the context while the history is fitted: what the client
+    asked for, but at most half the window — coding agents ask for 32,000 or 128,000
+    tokens whatever the model, and the answer then gets what the sent prompt leaves
+    (`_clamp`) — else min(1024, a quarter of the window)."""
+    asked = _asked(body)
+    return min(asked, context_length // 2) if asked else _least(body, context_length)
 
 
 def _check_fits(messages: list[dict[str, Any]], body: dict[str, Any], context_length: int) -> None:
-    """Refuse, before anything is stored or sent, a last message that alone is larger
-    than the context window less the answer's reserve: trimming keeps the last message
+    """Refuse, before anything is stored or sent, a last message that alone leaves less
+    than the answer's least share of the context window: trimming keeps the last message
     always, so it would go to the backend whole (a 10 MiB message did, to an 8,192-token
-    model), and be stored, indexed, embedded and summarised on the way."""
+    model), and be stored, indexed, embedded and summarised on the way. A large
+    ``max_tokens`` is never the cause: it is cut to what fits (`_clamp`)."""
     if not messages:
         return
-    room = context_length - _reserve(body, context_length)
+    least = _least(body, context_length)
+    room = max(context_length - least, 0)
     cost = estimate_tokens(messages[-1])
     if cost > room:
         raise ContextLengthExceeded(
-            f"the last message is about {cost} tokens; the backend's context window is "
-            f"{context_length} (NIXX_CHAT_CONTEXT_LENGTH), {room} of them for the messages "
-            "once the answer's share is kept: send less",
+            f"the last message is about {cost} tokens and does not fit: the backend's "
+            f"context window is {context_length} tokens (NIXX_CHAT_CONTEXT_LENGTH) and at "
+            f"least {least} of them are kept for the answer, so a message may take {room}. "
+            "Send a shorter message, or set NIXX_CHAT_CONTEXT_LENGTH to the backend's real "
+            "window if it is larger (a larger max_tokens, or Claude Code's "
+            "CLAUDE_CODE_MAX_OUTPUT_TOKENS, is cut to what fits and is not the cause)",
             param=f"messages.{len(messages) - 1}.content",
         )
+
+
+def _clamp(sent: dict[str, Any], context: _Context, progress: _Progress) -> None:
+    """Cut the answer's ``max_tokens`` (``max_completion_tokens``) in `sent` to what the
+    context leaves after the prompt and tools sent, as gateways do: a backend refuses, or
+    stops at its window, a request whose prompt and answer pass it. `progress.clamped`
+    says what was sent (the routes answer it as ``x-nixx-max-tokens-clamped``). When the
+    prompt alone (by nixx's estimate) leaves less than the answer's least share, that
+    share is sent and the backend decides: nixx's figure for the window may be low."""
+    asked = _asked(sent)
+    if asked is None:
+        return
+    used = sum(estimate_tokens(m) for m in sent["messages"])
+    used += len(json.dumps(sent.get("tools") or [])) // 4
+    room = context.length - used
+    if asked <= room:
+        return
+    least = _least(sent, context.length)
+    given = max(room, least)
+    if given >= asked:
+        return
+    if room < least:
+        log.warning("the prompt and tools sent are ~%d tokens of a %d-token context (%s): "
+                    "the answer is given %d", used, context.length, context.source, given)
+    if progress.clamped != given:
+        log.info("max_tokens %d asked, %d sent: the context (%d tokens, %s) leaves no more "
+                 "after the ~%d-token prompt", asked, given, context.length, context.source,
+                 used)
+    for key in ("max_completion_tokens", "max_tokens"):
+        if key in sent:
+            sent[key] = given
+    progress.clamped = given
 
 
 async def run_turn(
@@ -324,6 +382,8 @@ async def run_turn(
     rounds = _call_backend(parts, request, offer, prompt, convo, context, progress)
     try:
         async for event in rounds:
+            if progress.clamped is not None:
+                info["max_tokens_clamped"] = progress.clamped
             yield event
     except NixxError as exc:
         progress.failure = exc.message
@@ -500,6 +560,7 @@ async def _call_backend(
             acc = StreamAccumulator()
             separate = bool(progress.parts)
             sent = _round_request(request, offer, model, convo, offered, round_no)
+            _clamp(sent, context, progress)
             try:
                 async for chunk in parts.llm.stream(sent):
                     text = acc.add(chunk)

@@ -11,6 +11,16 @@ last-resort 500):
 `NixxError`s answer their `http_status` (``code`` is their `kind`); request validation
 failures answer 400 (never FastAPI's 422); unknown routes 404; anything unexpected a
 500 that names no internals (`ErrorBarrier`, which also keeps the connection open).
+
+Whether to try again (`retry_headers`): clients retry on their own (Anthropic's and
+OpenAI's SDKs, and Claude Code above them, retry 401, 409, 5xx and ``overloaded_error``
+with backoff: Claude Code retried a 503 for 184 s before it showed the message, and a
+wrong key past 100 s). An answer no retry will fix carries ``x-should-retry: false``,
+which those clients obey before their own rules: every 4xx but 408, 409 and 429 (a wrong
+key included), the backend refusing connections (503 ``backend_unavailable``), and the
+backend's own 4xx (502). ``overloaded_error`` (503, ``Retry-After``) is only for real
+busyness: nixx at its in-flight budget (``server_busy``) or the backend answering 429 or
+503 (``backend_busy``, `answer_of`). No error answers an empty message.
 """
 
 from __future__ import annotations
@@ -24,7 +34,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from nixx.errors import NixxError
+from nixx.errors import BackendError, NixxError
 
 log = logging.getLogger(__name__)
 
@@ -40,8 +50,36 @@ _TYPES = {
     503: "backend_unavailable",
 }
 # codes whose status is shared with another cause: the type says which one it is (a 503
-# `server_busy` is nixx itself at its in-flight budget, not the backend being unreachable)
-_CODE_TYPES = {"server_busy": "overloaded_error"}
+# `server_busy` is nixx itself at its in-flight budget, `backend_busy` the backend saying
+# it is, neither the backend being unreachable)
+BUSY_CODES = ("server_busy", "backend_busy")
+_CODE_TYPES = {code: "overloaded_error" for code in BUSY_CODES}
+RETRY_HEADER = "x-should-retry"
+BACKEND_BUSY_RETRY_AFTER = "2"  # seconds; the backend's own Retry-After is not kept
+_RETRIED_4XX = (408, 409, 429)  # the clients' own rule: these may pass on a retry
+
+
+def retry_headers(
+    status: int, code: str | None = None, backend_status: int | None = None
+) -> dict[str, str]:
+    """``x-should-retry: false`` on an answer no retry will fix, ``Retry-After`` on a
+    busy backend (the module's docstring)."""
+    if code == "backend_busy":
+        return {"retry-after": BACKEND_BUSY_RETRY_AFTER}
+    if code in BUSY_CODES:
+        return {}
+    final = (400 <= status < 500 and status not in _RETRIED_4XX) or code == "backend_unavailable"
+    if backend_status is not None and 400 <= backend_status < 500:
+        final = final or backend_status not in _RETRIED_4XX
+    return {RETRY_HEADER: "false"} if final else {}
+
+
+def answer_of(exc: NixxError) -> tuple[int, str]:
+    """The status and code a `NixxError` is answered with: its own, but a backend that
+    answered 429 or 503 is busy (503 ``backend_busy``, ``overloaded_error``), not broken."""
+    if isinstance(exc, BackendError) and exc.details.get("status") in (429, 503):
+        return 503, "backend_busy"
+    return exc.http_status, exc.kind
 
 
 def error_type(status: int, code: str | None = None) -> str:
@@ -65,14 +103,24 @@ _ANTHROPIC_TYPES = {
     404: "not_found_error",
     413: "request_too_large",
     429: "rate_limit_error",
-    503: "overloaded_error",
 }
 
 
-def anthropic_envelope(message: str, status: int) -> dict[str, Any]:
-    """Anthropic's error body (its ``error.type`` for the HTTP status)."""
-    kind = _ANTHROPIC_TYPES.get(status, "api_error" if status >= 500 else "invalid_request_error")
-    return {"type": "error", "error": {"type": kind, "message": message}}
+def anthropic_envelope(message: str, status: int, code: str | None = None) -> dict[str, Any]:
+    """Anthropic's error body: its ``error.type`` for the HTTP status; a 503 is
+    ``overloaded_error`` only when something is busy (`BUSY_CODES`), else ``api_error``
+    (a backend that refuses connections is not overloaded, and clients retry that type)."""
+    if code in BUSY_CODES:
+        kind = "overloaded_error"
+    else:
+        kind = _ANTHROPIC_TYPES.get(status, "api_error" if status >= 500
+                                    else "invalid_request_error")
+    return {"type": "error", "error": {"type": kind, "message": _said(message, status)}}
+
+
+def _said(message: str, status: int) -> str:
+    """`message`, never empty."""
+    return message.strip() or f"HTTP {status} with no further detail (see the server log)"
 
 
 def is_anthropic(path: str) -> bool:
@@ -84,8 +132,8 @@ def envelope_for(
 ) -> dict[str, Any]:
     """The error body a client of `path` reads: Anthropic's on its routes, else OpenAI's."""
     if is_anthropic(path):
-        return anthropic_envelope(message, status)
-    return envelope(message, status, param=param, code=code)
+        return anthropic_envelope(message, status, code)
+    return envelope(_said(message, status), status, param=param, code=code)
 
 
 def error_response(
@@ -96,11 +144,12 @@ def error_response(
     code: str | None = None,
     headers: dict[str, str] | None = None,
     path: str = "",
+    backend_status: int | None = None,
 ) -> JSONResponse:
     return JSONResponse(
         envelope_for(path, message, status, param=param, code=code),
         status_code=status,
-        headers=headers,
+        headers={**retry_headers(status, code, backend_status), **(headers or {})},
     )
 
 
@@ -116,8 +165,9 @@ async def send_error(
     """Answer the envelope straight over ASGI `send` (for plain ASGI middlewares that
     refuse a request before the app sees it); `path` picks the shape (`envelope_for`)."""
     body = json.dumps(envelope_for(path, message, status, code=code)).encode()
+    retry = [(k.encode(), v.encode()) for k, v in retry_headers(status, code).items()]
     await send_response(
-        send, status, body, [(b"content-type", b"application/json"), *(headers or [])]
+        send, status, body, [(b"content-type", b"application/json"), *retry, *(headers or [])]
     )
 
 
@@ -201,9 +251,11 @@ def install_error_handlers(app: FastAPI) -> None:
     async def _nixx(request: Request, exc: NixxError) -> JSONResponse:
         if exc.http_status >= 500:
             log.warning("%s %s: %s", request.method, request.url.path, exc.message)
-        body = envelope_for(request.url.path, exc.message, exc.http_status, param=exc.param,
-                            code=exc.kind)
-        return JSONResponse(body, status_code=exc.http_status)
+        status, code = answer_of(exc)
+        backend = exc.details.get("status") if isinstance(exc, BackendError) else None
+        return error_response(exc.message, status, param=exc.param, code=code,
+                              path=request.url.path,
+                              backend_status=backend if isinstance(backend, int) else None)
 
     @app.exception_handler(RequestValidationError)
     async def _validation(request: Request, exc: RequestValidationError) -> JSONResponse:

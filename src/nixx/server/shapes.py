@@ -19,7 +19,7 @@ from nixx.store.records import (
 if TYPE_CHECKING:
     from nixx.memory.recall import RecalledBrief
     from nixx.memory.search import Result
-    from nixx.memory.turn import Finished
+    from nixx.memory.turn import Finished, TurnInfo
 
 
 class ToolRunJson(TypedDict):
@@ -129,6 +129,20 @@ def turn_memory(done: Finished) -> TurnMemoryJson:
             {"id": r.id, "name": r.name, "arguments": r.arguments} for r in done.tool_runs
         ],
     }
+
+
+CLAMP_HEADER = "x-nixx-max-tokens-clamped"
+STREAM_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+
+
+def turn_headers(info: TurnInfo, *, stream: bool = False) -> dict[str, str]:
+    """The headers of a turn's answer (every dialect): ``x-nixx-max-tokens-clamped: <n>``
+    when the answer's ``max_tokens`` was cut to what the context leaves (the client asked
+    for more; `nixx.memory.turn._clamp`), and the event stream's own."""
+    headers = dict(STREAM_HEADERS) if stream else {}
+    if "max_tokens_clamped" in info:
+        headers[CLAMP_HEADER] = str(info["max_tokens_clamped"])
+    return headers
 
 
 def row(r: BufferRow) -> RowJson:

@@ -3,9 +3,14 @@
 Request → chat request:
 
 - ``system`` (a string or text blocks) is the leading system message.
+- ``{"role": "system"}`` messages inside ``messages`` (Claude Code sends them from
+  2.1.154; 2.1.197, what npm installs on Node 20, does not retry without them) are
+  taken: before the first user or assistant message they follow ``system`` in the
+  leading system message; later ones stay in place as ``<system-reminder>`` spans on
+  the user's side (`nixx.server.dialects.system`, whose docstring says why).
 - ``<system-reminder>…</system-reminder>`` spans (the harness text Claude Code puts in the
   user's message: environment, file lists, reminders) go to the backend but are not
-  stored in the user's buffer row nor recalled against (`remembered`); a message that is
+  stored in the user's buffer row nor recalled against (`system.remembered`); a message that is
   only reminders is stored whole.
 - ``messages``: content a string or blocks. ``text`` blocks are text; ``image`` blocks
   (``base64`` or ``url`` sources) become ``image_url`` parts; an assistant's ``tool_use``
@@ -33,7 +38,6 @@ when the client's tools were called, ``max_tokens`` at the token limit, else
 from __future__ import annotations
 
 import json
-import re
 import secrets
 from collections.abc import AsyncIterator
 from typing import Any, Literal
@@ -43,20 +47,15 @@ from pydantic import BaseModel, ConfigDict, Field
 from nixx.errors import NixxError, ValidationError
 from nixx.memory.history import estimate_tokens
 from nixx.memory.turn import ClientToolCalls, Delta, Finished
-from nixx.server.errors import anthropic_envelope
+from nixx.server.dialects.system import place_system
+from nixx.server.errors import answer_of, anthropic_envelope
 
 STOP_REASONS = {"tool_calls": "tool_use", "length": "max_tokens"}
-_REMINDER = re.compile(r"<system-reminder>.*?</system-reminder>\s*", re.S)
-
-
-def remembered(text: str) -> str:
-    """The user's text without the client's ``<system-reminder>`` spans."""
-    return _REMINDER.sub("", text).strip()
 
 
 class AnthropicMessage(BaseModel):
     model_config = ConfigDict(extra="allow")
-    role: Literal["user", "assistant"]
+    role: Literal["user", "assistant", "system"]
     content: str | list[dict[str, Any]]
 
 
@@ -150,6 +149,9 @@ def to_messages(messages: list[AnthropicMessage]) -> list[dict[str, Any]]:
         if isinstance(message.content, str):
             out.append({"role": message.role, "content": message.content})
             continue
+        if message.role == "system":
+            out.append({"role": "system", "content": _system(message.content, where)})
+            continue
         blocks = message.content
         if message.role == "user":
             out.extend(_tool_result(b, f"{where}.{j}") for j, b in enumerate(blocks)
@@ -176,10 +178,10 @@ def to_messages(messages: list[AnthropicMessage]) -> list[dict[str, Any]]:
     return out
 
 
-def _system(system: str | list[dict[str, Any]] | None) -> str:
+def _system(system: str | list[dict[str, Any]] | None, where: str = "system") -> str:
     if system is None or isinstance(system, str):
         return system or ""
-    return "\n".join(p["text"] for p in _parts(system, "system") if p["type"] == "text")
+    return "\n".join(p["text"] for p in _parts(system, where) if p["type"] == "text")
 
 
 def _tools(tools: list[dict[str, Any]] | None) -> list[dict[str, Any]]:
@@ -221,7 +223,7 @@ def chat_request(body: MessagesRequest) -> dict[str, Any]:
     system = _system(body.system)
     if system:
         messages.insert(0, {"role": "system", "content": system})
-    chat: dict[str, Any] = {"messages": messages, "max_tokens": body.max_tokens}
+    chat: dict[str, Any] = {"messages": place_system(messages), "max_tokens": body.max_tokens}
     if body.model:
         chat["model"] = body.model
     tools = _tools(body.tools)
@@ -333,6 +335,7 @@ async def stream(
             except StopAsyncIteration:
                 break
     except NixxError as exc:
-        yield _event("error", error=anthropic_envelope(exc.message, exc.http_status)["error"])
+        status, code = answer_of(exc)
+        yield _event("error", error=anthropic_envelope(exc.message, status, code)["error"])
     finally:
         await events.aclose()  # type: ignore[attr-defined]

@@ -10,6 +10,10 @@ Request → chat request:
   never produces them, and the backend could not read them.
 - ``instructions`` is the leading system message (not carried to a continuation, as at
   OpenAI); ``previous_response_id`` puts the stored conversation before ``input``.
+- ``system`` and ``developer`` messages (Codex sends ``developer`` items) before the
+  first user or assistant message follow ``instructions`` in the leading system message;
+  later ones stay in place as ``<system-reminder>`` spans on the user's side, kept out of
+  the user's buffer row (`nixx.server.dialects.system`, whose docstring says why).
 - ``tools``: function tools become chat tools; other kinds (``web_search``,
   ``file_search``, ``custom``, ``local_shell``, ``mcp``, ...) are dropped — the model is
   not told of tools nothing would run. ``tool_choice`` maps onto chat's (a choice of a
@@ -40,6 +44,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from nixx.errors import NixxError, ValidationError
 from nixx.memory.turn import ClientToolCalls, Delta, Finished
+from nixx.server.dialects.system import place_system
 
 ROLES = ("user", "assistant", "system", "developer")
 _TEXT_PARTS = ("input_text", "output_text", "text")
@@ -219,7 +224,7 @@ def chat_request(
     if not messages:
         raise ValidationError("input is required (a string or a list of items)", param="input")
     tools = _tools(body.tools)
-    chat: dict[str, Any] = {"messages": messages}
+    chat: dict[str, Any] = {"messages": place_system(messages)}
     if body.model:
         chat["model"] = body.model
     if tools:

@@ -19,7 +19,7 @@ import time
 from collections.abc import AsyncIterator
 from typing import Any, Literal
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Response
 from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -34,7 +34,7 @@ from nixx.memory.turn import (
 )
 from nixx.server.deps import AgentDep, OriginDep, ServiceDep
 from nixx.server.errors import nixx_error_body
-from nixx.server.shapes import turn_memory
+from nixx.server.shapes import turn_headers, turn_memory
 
 router = APIRouter(tags=["chat"])
 
@@ -168,6 +168,7 @@ async def chat_completions(
     service: ServiceDep,
     origin: OriginDep,
     agent: AgentDep,
+    response: Response,
 ) -> Any:
     """One turn with memory: recall, intent, tools, and the buffer written once."""
     _check_tools(body.tools)
@@ -187,7 +188,7 @@ async def chat_completions(
         return StreamingResponse(
             _stream(events, first, str(info.get("model") or ""), include_usage),
             media_type="text/event-stream",
-            headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+            headers=turn_headers(info, stream=True),
         )
 
     done: Finished | None = None
@@ -213,6 +214,7 @@ async def chat_completions(
     if usage is not None:  # omitted, not 0/0/0, when the backend reported none
         reply["usage"] = usage
     reply["nixx"] = turn_memory(done)
+    response.headers.update(turn_headers(info))
     return reply
 
 

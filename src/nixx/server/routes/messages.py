@@ -12,13 +12,14 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Response
 from fastapi.responses import StreamingResponse
 
 from nixx.memory.turn import Finished, TurnInfo
 from nixx.server.deps import AgentDep, ServiceDep, origin_or
 from nixx.server.dialects import anthropic
-from nixx.server.shapes import turn_memory
+from nixx.server.dialects.system import remembered
+from nixx.server.shapes import turn_headers, turn_memory
 
 router = APIRouter(tags=["messages"])
 ORIGIN = "anthropic"
@@ -39,11 +40,12 @@ async def create_message(
     service: ServiceDep,
     origin: Annotated[str, origin_or(ORIGIN)],
     agent: AgentDep,
+    response: Response,
 ) -> Any:
     """One turn with memory, in Anthropic's Messages shapes."""
     chat = anthropic.chat_request(body)
     info: TurnInfo = {}
-    events = service.turn(chat, origin, info, agent=agent, remembered=anthropic.remembered)
+    events = service.turn(chat, origin, info, agent=agent, remembered=remembered)
     if body.stream:
         try:
             first = await events.__anext__()
@@ -54,13 +56,14 @@ async def create_message(
         return StreamingResponse(
             anthropic.stream(events, first, model, turn_memory),
             media_type="text/event-stream",
-            headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+            headers=turn_headers(info, stream=True),
         )
     done: Finished | None = None
     async for event in events:
         if isinstance(event, Finished):
             done = event
     assert done is not None
+    response.headers.update(turn_headers(info))
     return {**anthropic.message(done, body.model or ""), "nixx": turn_memory(done)}
 
 

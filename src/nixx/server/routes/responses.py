@@ -13,12 +13,14 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from fastapi import APIRouter
+from fastapi import Response as HTTPResponse
 from fastapi.responses import StreamingResponse
 
 from nixx.memory.turn import Finished, TurnInfo
 from nixx.server.deps import AgentDep, ServiceDep, origin_or
 from nixx.server.dialects.responses import Response, ResponsesRequest, chat_request, input_messages
-from nixx.server.shapes import turn_memory
+from nixx.server.dialects.system import remembered
+from nixx.server.shapes import turn_headers, turn_memory
 
 router = APIRouter(tags=["responses"])
 ORIGIN = "responses"
@@ -39,6 +41,7 @@ async def create_response(
     service: ServiceDep,
     origin: Annotated[str, origin_or(ORIGIN)],
     agent: AgentDep,
+    reply: HTTPResponse,
 ) -> Any:
     """One turn with memory, in the Responses API's shapes."""
     history: list[dict[str, Any]] = []
@@ -52,7 +55,8 @@ async def create_response(
         record = {"id": response.id, "previous": body.previous_response_id, "input": added}
         answer_meta = {"response": record}
     info: TurnInfo = {}
-    events = service.turn(chat, origin, info, agent=agent, answer_meta=answer_meta)
+    events = service.turn(chat, origin, info, agent=agent, answer_meta=answer_meta,
+                          remembered=remembered)
 
     async def on_done(done: Finished) -> dict[str, Any]:
         if body.store and done.assistant_row_id is not None:
@@ -70,11 +74,12 @@ async def create_response(
         return StreamingResponse(
             response.stream(events, first, on_done),
             media_type="text/event-stream",
-            headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+            headers=turn_headers(info, stream=True),
         )
     done: Finished | None = None
     async for event in events:
         if isinstance(event, Finished):
             done = event
     assert done is not None
+    reply.headers.update(turn_headers(info))
     return {**response.finish(done), **(await on_done(done))}
