@@ -60,7 +60,7 @@ def test_derive_now_uses_last_rows_of_session_cut_to_500_chars(
         nixx.chat("old session message")
         client.post("/v1/buffer/clear")
         nixx.chat("x" * 2000)
-        nixx.chat("second")
+        nixx.chat("second: the memory server")
         r = client.post("/v1/intent/derive")
         assert r.status_code == 200, r.text
         assert r.json() == {
@@ -70,13 +70,14 @@ def test_derive_now_uses_last_rows_of_session_cut_to_500_chars(
         }
         request = [b for b in llm.chat_requests if is_intent_request(b)][-1]
         lines = request["messages"][1]["content"].splitlines()
-        assert lines == ["Assistant: noted", "User: second", "Assistant: noted"]  # last 3 rows
+        assert lines == ["Assistant: noted", "User: second: the memory server",
+                         "Assistant: noted"]  # the last 3 rows
         assert "old session" not in request["messages"][1]["content"]
-        nixx.chat("y" * 2000)
+        nixx.chat("memory server " + "y" * 2000)
         client.post("/v1/intent/derive")
         request = [b for b in llm.chat_requests if is_intent_request(b)][-1]
         lines = request["messages"][1]["content"].splitlines()
-        assert lines[1] == "User: " + "y" * 500 + "…"
+        assert lines[1] == "User: " + ("memory server " + "y" * 2000)[:500] + "…"
 
 
 def test_derived_on_schedule_and_after_restart(make_settings: Any, llm: FakeLLM) -> None:
@@ -84,14 +85,14 @@ def test_derived_on_schedule_and_after_restart(make_settings: Any, llm: FakeLLM)
     llm.responder = responder("Planning a trip to Norway.")
     with TestClient(base_url=LOCAL, app=create_app(settings)) as client:
         nixx = Nixx(client)
-        nixx.chat("first")  # 2 rows
+        nixx.chat("first: a trip")  # 2 rows
         nixx.idle()
         assert client.get("/v1/intent").json()["intent"] is None
-        nixx.chat("second")  # 4 rows: due
+        nixx.chat("second: Norway")  # 4 rows: due
         nixx.idle()
         assert client.get("/v1/intent").json()["intent"] == "Planning a trip to Norway."
         assert len([b for b in llm.chat_requests if is_intent_request(b)]) == 1
-        nixx.chat("third")  # 2 rows since the derivation: not due
+        nixx.chat("third: ferries")  # 2 rows since the derivation: not due
         nixx.idle()
         assert len([b for b in llm.chat_requests if is_intent_request(b)]) == 1
     llm.responder = responder("Booking ferries in Norway.")
@@ -99,7 +100,7 @@ def test_derived_on_schedule_and_after_restart(make_settings: Any, llm: FakeLLM)
         nixx = Nixx(client)
         # the intent survived the restart and is in the prompt
         assert client.get("/v1/intent").json()["intent"] == "Planning a trip to Norway."
-        nixx.chat("fourth")
+        nixx.chat("fourth: booking")
         assert (
             INTENT_BLOCK + "Planning a trip to Norway."
             in sent_prompt([b for b in llm.chat_requests if not is_intent_request(b)][-1])
@@ -121,7 +122,7 @@ def test_intent_derivation_does_not_hold_the_turn(make_settings: Any, llm: FakeL
     llm.responder = respond
     with TestClient(base_url=LOCAL, app=create_app(make_settings(intent_interval=2))) as client:
         nixx = Nixx(client)
-        r = nixx.chat("go", stream=True)
+        r = nixx.chat("go on testing", stream=True)
         assert r.status_code == 200 and "[DONE]" in r.text
         assert client.get("/v1/intent").json()["intent"] is None
         release.set()
@@ -152,3 +153,35 @@ def test_a_derived_intent_loses_its_control_characters(nixx: Nixx, llm: FakeLLM)
     r = nixx.client.post("/v1/intent/derive")
     assert r.status_code == 200, r.text
     assert nixx.client.get("/v1/intent").json()["intent"] == "Working on the docs."
+
+
+def test_an_intent_from_outside_the_conversation_is_refused_and_reported(
+    make_settings: Any, llm: FakeLLM
+) -> None:
+    """What issue 38 saw from a small model after a conversation about beekeeping: the
+    prompt's own example, stored and injected into every turn. An answer that shares no
+    word with the messages, or only repeats the instructions, is refused: nothing is
+    stored, and the status says why."""
+    answers = iter([
+        "The user is currently working on building a FastAPI memory server. Now adding "
+        "streaming tests.",
+        "State what the user is currently working on and trying to achieve.",
+        "Planning a beekeeping course in Ghent; now choosing the hives.",
+    ])
+    llm.responder = lambda body: (Reply(content=next(answers)) if is_intent_request(body)
+                                  else Reply(content="noted"))
+    with TestClient(base_url=LOCAL, app=create_app(make_settings(intent_interval=2))) as client:
+        nixx = Nixx(client)
+        nixx.chat("I keep bees in Ghent and want to teach a course to beginners.")
+        nixx.idle()
+        status = client.get("/v1/episodic/status").json()
+        assert client.get("/v1/intent").json()["intent"] is None
+        assert "shares no word with the messages" in status["intent_error"]
+        assert status["intent_failures"] == 1
+        r = client.post("/v1/intent/derive")
+        assert r.status_code == 502 and "only repeats the instructions" in r.text
+        assert client.get("/v1/intent").json()["intent"] is None
+        r = client.post("/v1/intent/derive")
+        assert r.json()["intent"] == "Planning a beekeeping course in Ghent; now choosing the hives."
+    # the prompt itself carries no example a model could take for the conversation
+    assert "FastAPI" not in INTENT_PROMPT and "for example" not in INTENT_PROMPT

@@ -40,7 +40,7 @@ def test_manual_intent_is_not_replaced_by_automatic_derivation(
     set_ = nixx.client.post("/v1/intent", json={"intent": "Writing the tax return."}).json()
     assert set_["source"] == "manual" and set_["updated_at"]
     for n in range(4):
-        assert nixx.chat(f"message {n}").status_code == 200
+        assert nixx.chat(f"message {n} about the trip").status_code == 200
         nixx.idle()
     got = nixx.client.get("/v1/intent").json()
     assert (got["intent"], got["source"]) == ("Writing the tax return.", "manual")
@@ -51,7 +51,7 @@ def test_manual_intent_is_not_replaced_by_automatic_derivation(
     nixx.client.post("/v1/intent", json={"intent": "Back to taxes."})
     nixx.client.delete("/v1/intent")
     for n in range(2):
-        nixx.chat(f"later {n}")
+        nixx.chat(f"later {n}: the trip")
         nixx.idle()
     got = nixx.client.get("/v1/intent").json()
     assert (got["intent"], got["source"]) == ("Planning a trip.", "derived")

@@ -282,7 +282,8 @@ def test_nixx_own_calls_wait_while_a_users_turn_runs(make_settings: Any, llm: Fa
     try:
         with LiveServer(create_app(make_settings())) as server:
             url = server.base_url
-            chat = {"model": "m", "messages": [{"role": "user", "content": "slow turn"}]}
+            chat = {"model": "m",
+                    "messages": [{"role": "user", "content": "slow turn: testing the gate"}]}
             turn = threading.Thread(
                 target=lambda: httpx.post(f"{url}/v1/chat/completions", json=chat, timeout=30)
             )
@@ -685,7 +686,7 @@ def test_a_source_longer_than_the_context_is_summarised_whole(nixx: Nixx, llm: F
 
 
 def test_a_derived_intent_is_bounded(nixx: Nixx, llm: FakeLLM) -> None:
-    nixx.chat("we are planning the release")
+    nixx.chat("we are planning the release, word by word")
     monologue = ("The user is working on a release. " * 3) + "x" * 500
     llm.queue(Reply(content=monologue))
     r = nixx.client.post("/v1/intent/derive")

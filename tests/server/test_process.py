@@ -88,7 +88,8 @@ def test_serve_process_restart_keeps_memory_and_intent(
     try:
         client = openai.OpenAI(base_url=base + "/v1", api_key="x", max_retries=0)
         reply = client.chat.completions.create(
-            model="fake-model", messages=[{"role": "user", "content": "å være: to be"}]
+            model="fake-model",
+            messages=[{"role": "user", "content": "Norwegian verbs: å være, to be"}]
         )
         assert reply.choices[0].message.content == "ok"
         intent = wait_for(lambda: httpx.get(base + "/v1/intent").json()["intent"])
@@ -102,7 +103,7 @@ def test_serve_process_restart_keeps_memory_and_intent(
         assert httpx.get(base + "/v1/intent").json()["intent"] == "Learning Norwegian verbs."
         rows = httpx.get(base + "/v1/buffer/session").json()["rows"]
         assert [(r["role"], r["content"]) for r in rows] == [
-            ("user", "å være: to be"),
+            ("user", "Norwegian verbs: å være, to be"),
             ("assistant", "ok"),
         ]
         client = openai.OpenAI(base_url=base + "/v1", api_key="x", max_retries=0)

@@ -21,6 +21,7 @@ from datetime import UTC, datetime
 from typing import NotRequired, TypedDict, cast
 
 from nixx.errors import BackendError, ValidationError
+from nixx.llm.slot import TASK_NOTE
 from nixx.memory.prompts import INTENT_PROMPT
 from nixx.store.base import MemoryStore
 from nixx.store.records import BufferRow
@@ -134,6 +135,44 @@ def intent_messages(rows: Sequence[BufferRow]) -> list[dict[str, str]]:
         {"role": "system", "content": INTENT_PROMPT},
         {"role": "user", "content": "\n".join(lines)},
     ]
+
+
+# words that say nothing of what a conversation is about (with the prompt's own words,
+# they do not count as sharing something with the messages: `check_grounded`)
+_COMMON_WORDS = """
+about after again also because been before being between both could does doing done each even
+every from have having here into just like make making many more most much need needs next
+only other over same should some such than that their them then there these they this those
+through under very want wants were what when where which while will with would your yours
+user users assistant
+"""
+_COMMON = frozenset(_COMMON_WORDS.split())
+_WORD = re.compile(r"[^\W\d_]{4,}")
+
+
+def _stems(text: str) -> set[str]:
+    """The words of `text` that can say what it is about, cut to five letters (so that
+    "beekeeping" and "beekeepers", "planning" and "planned" meet)."""
+    return {w[:5] for w in _WORD.findall(text.lower()) if w not in _COMMON}
+
+
+def check_grounded(text: str, rows: Sequence[BufferRow]) -> None:
+    """Refuse a derived intent that did not come from the conversation: one that says
+    nothing the prompt did not (it repeats the instructions), or shares no word with the
+    messages it was derived from (a model answering with an example, or another
+    conversation). `BackendError` (code ``intent_refused``): nothing is stored, the job's
+    error says why (the status, the TUI's status line, /ui)."""
+    own = _stems(text) - _stems(INTENT_PROMPT) - _stems(TASK_NOTE)
+    why = ""
+    if not own:
+        why = "it only repeats the instructions"
+    elif not own & _stems(" ".join(row.content for row in rows)):
+        why = "it shares no word with the messages it was derived from"
+    if why:
+        raise BackendError(
+            f"the backend's intent {text[:160]!r} was refused: {why}; the intent stays as it "
+            "was and is derived again after the next messages",
+            code="intent_refused")
 
 
 def clean_answer(answer: str) -> str:

@@ -95,6 +95,7 @@ class IntentJob:
             )
             answer = (data["choices"][0].get("message") or {}).get("content") or ""
             text = intent_state.clean_answer(answer)
+            intent_state.check_grounded(text, rows)
 
             def save(rows: list[BufferRow] = rows, text: str = text) -> IntentValue:
                 value = intent_state.set_intent(

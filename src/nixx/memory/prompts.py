@@ -72,5 +72,5 @@ conclusions), not that a conversation took place. Answer with the summary text o
 INTENT_PROMPT = """\
 Below are the latest messages of a conversation between a user and their AI assistant. \
 In one or two sentences, state what the user is currently working on and trying to \
-achieve, as a plain statement (for example: "Building a FastAPI memory server; now \
-adding streaming tests."). Answer with those sentences only, no preamble."""
+achieve, in the conversation's own words: what they are doing, then the step they are on \
+now. Answer with those sentences only, no preamble."""
