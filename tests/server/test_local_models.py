@@ -296,6 +296,8 @@ def test_nixx_own_calls_wait_while_a_users_turn_runs(make_settings: Any, llm: Fa
             asked.start()
             time.sleep(0.5)  # room for a call that does not wait (the assert holds either way)
             assert len(llm.chat_requests) == 1  # the intent waits for the turn
+            waiting = httpx.get(f"{url}/v1/episodic/status").json()["background"]
+            assert waiting["waiting"] == ["the intent"] and waiting["running"] is None
             go.set()
             turn.join(30)
             asked.join(30)
@@ -480,6 +482,8 @@ def test_a_turn_waits_for_the_slice_in_flight_and_the_own_call_yields_then_finis
         for n in range(PATIENCE + 1):
             held.get(timeout=30)  # a slice is being evaluated
             assert gate.info()["late"] == (n == PATIENCE)
+            stalls = httpx.get(f"{url}/v1/episodic/status").json()["stalls"]
+            assert (n == PATIENCE) == any("runs to its end" in s for s in stalls), stalls
             count = len(llm.chat_requests)
             answers: list[Any] = []
             turn = threading.Thread(target=lambda out=answers: out.append(
@@ -745,3 +749,25 @@ def test_a_summary_that_keeps_failing_is_shown_with_its_reason(nixx: Nixx, llm: 
     page = nixx.client.get("/ui/summaries").text
     assert "The summary keeps failing" in page and "maximum context length is 64 tokens" in page
     assert "No summaries yet" in page
+
+
+def test_an_overdue_summary_is_shown_as_held_up(nixx: Nixx, llm: FakeLLM) -> None:
+    """Issue 38: 1,554 unsummarised words against a 1,000 interval and every status said
+    all was well. Twice the interval unsummarised is shown, in the status, `nixx chat`'s
+    status line and every /ui page."""
+    from nixx.tui.widgets import StatusInfo, render_status, stalled_text
+
+    llm.responder = lambda body: (Reply(status=503, error="busy") if _is_summary(body)
+                                  else Reply(content="fine"))
+    nixx.client.post("/v1/episodic/config", json={"interval": 4})
+    nixx.chat("one two three")
+    nixx.idle()
+    assert nixx.client.get("/v1/episodic/status").json()["stalls"] == []
+    nixx.chat("four five six seven eight")
+    nixx.idle()
+    status = nixx.client.get("/v1/episodic/status").json()
+    assert [s for s in status["stalls"] if s.startswith("summary overdue")], status["stalls"]
+    line = render_status(StatusInfo(stalled=stalled_text(status))).plain
+    assert "summary overdue" in line
+    page = nixx.client.get("/ui/summaries").text
+    assert "Held up: summary overdue" in page

@@ -128,7 +128,7 @@ def test_a_person_pausing_to_read_keeps_the_cache_and_gets_summaries(make_settin
             # what was made while the person talked, before anything is waited for
             status = httpx.get(f"{server.base_url}/v1/episodic/status").json()
             summaries = httpx.get(f"{server.base_url}/v1/episodic/summaries").json()["summaries"]
-            intent = httpx.get(f"{server.base_url}/v1/intent").json()["intent"]
+            intent = httpx.get(f"{server.base_url}/v1/intent").json()
 
     turns = [cache.evaluations[i] for i in turn_requests]
     assert len(turns) == len(MESSAGES), [len(t.messages) for t in turns]

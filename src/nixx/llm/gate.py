@@ -81,6 +81,14 @@ class GateInfo(TypedDict):
     alone: int  # own calls sent on their own
 
 
+@dataclass(eq=False)
+class _Ticket:
+    """One own call waiting for its turn: what it is, since when (`time.monotonic`)."""
+
+    what: str
+    since: float
+
+
 class _Yielded(Exception):
     """The attempt gave the slot to a user's turn."""
 
@@ -98,8 +106,7 @@ class BackendGate:
         self._running: dict[asyncio.Future[object], bool] = {}
         self._preempted: set[asyncio.Future[object]] = set()
         self._one: asyncio.Lock | None = None
-        self._queued: dict[object, tuple[str, float]] = {}  # own calls waiting: (what, since)
-        self._paused = 0  # own calls waiting for the users' turns to end
+        self._queued: set[_Ticket] = set()  # own calls waiting (for another, or a pause)
         self.current: str | None = None
         self._late = False
         self.preemptions = 0
@@ -118,7 +125,7 @@ class BackendGate:
     @property
     def waiting(self) -> int:
         """nixx's own calls waiting for their turn (a user's turn, or another of them)."""
-        return len(self._queued) + self._paused
+        return len(self._queued)
 
     @property
     def background_running(self) -> bool:
@@ -131,11 +138,11 @@ class BackendGate:
 
     def info(self, continued: int = 0, alone: int = 0) -> GateInfo:
         now = time.monotonic()
-        queued = sorted(self._queued.values(), key=lambda q: q[1])
+        queued = sorted(self._queued, key=lambda q: q.since)
         return {
             "running": self.current, "late": self._late,
-            "waiting": [what for what, _ in queued],
-            "waiting_seconds": round(now - queued[0][1], 1) if queued else 0.0,
+            "waiting": [q.what for q in queued],
+            "waiting_seconds": round(now - queued[0].since, 1) if queued else 0.0,
             "preemptions": self.preemptions, "late_runs": self.late_runs,
             "restores": self.restores, "continued": continued, "alone": alone,
         }
@@ -199,27 +206,28 @@ class BackendGate:
         user's turn runs again after it (to its end once it has yielded `PATIENCE` times)."""
         if self._one is None:
             self._one = asyncio.Lock()
-        ticket = object()
-        self._queued[ticket] = (what, time.monotonic())
+        ticket = _Ticket(what, time.monotonic())
+        self._queued.add(ticket)
         try:
             async with self._one:
-                del self._queued[ticket]
                 try:
-                    return await self._run(plan, budget=budget, what=what)
+                    return await self._run(plan, ticket, budget=budget)
                 finally:
                     self.current, self._late = None, False
         finally:
-            self._queued.pop(ticket, None)
+            self._queued.discard(ticket)
             self._after_background()
 
-    async def _run(self, plan: Callable[[], Steps[T]], *, budget: float, what: str) -> T:
-        yielded = 0
+    async def _run(
+        self, plan: Callable[[], Steps[T]], ticket: _Ticket, *, budget: float
+    ) -> T:
+        what, yielded = ticket.what, 0
         while True:
-            self._paused += 1
+            self._queued.add(ticket)  # waiting (again) for a pause
             try:
                 await self._free()
             finally:
-                self._paused -= 1
+                self._queued.discard(ticket)
             steps = plan()
             self.current, self._late = what, yielded >= PATIENCE
             turns = self._turns

@@ -50,6 +50,8 @@ class Episodic:
         self.store = store
         # (last summarised id, newest row id counted, unsummarised words) - see summary_due
         self._due_cache: tuple[int, int, int] | None = None
+        # (unsummarised words, the interval) as the last check after a turn found them
+        self.backlog: tuple[int, int] | None = None
 
     # ---- switches -------------------------------------------------------------------
     def interval(self) -> int:
@@ -132,7 +134,9 @@ class Episodic:
             words = sum(r.words for r in rows)
             seen_id = max([last, *(r.id for r in rows)])
         self._due_cache = (last, seen_id, words)
-        if words < self.interval():
+        interval = self.interval()
+        self.backlog = (words, interval)
+        if words < interval:
             return False, []
         return True, self.store.unsummarised()
 

@@ -38,7 +38,7 @@ from nixx.config import Settings, config_file_note
 from nixx.embed.base import Embedder
 from nixx.errors import BackendError, NotFound
 from nixx.llm.client import ChatClient, ModelEntry, ModelList
-from nixx.llm.gate import GateInfo
+from nixx.llm.gate import PATIENCE, GateInfo
 from nixx.memory import forget as forgetting
 from nixx.memory import intent as intent_state
 from nixx.memory import search as fused
@@ -74,6 +74,7 @@ SUMMARY_JOB = summary_job.JOB
 # 0.011 of R@10 at 0.2; docs/performance.md)
 SEARCH_FLOOR_SHARE = 0.4
 RESPONSE_KEY = "response:"  # state key prefix: a stored response id -> its answer row id
+STALL_SECONDS = 30.0  # an own call waiting this long for a pause counts as held up
 MAX_RESPONSE_CHAIN = 10_000  # previous_response_id links walked at most
 
 
@@ -419,6 +420,26 @@ class NixxService:
             if (error := self.jobs.last_error.get(kind))
         }
 
+    def stalls(self, backlog: tuple[int, int] | None = None) -> list[str]:
+        """What holds nixx's own work up, in words, for the status, `nixx chat`'s status
+        line and every /ui page: a call running late (a turn waits for it), calls waiting
+        for a pause longer than `STALL_SECONDS`, a summary overdue (twice the interval of
+        words unsummarised). `backlog`: (unsummarised words, interval); else as the last
+        check after a turn found them."""
+        info = self.llm.gate.info()
+        out = []
+        if info["running"] and info["late"]:
+            out.append(f"{info['running']} gave way to {PATIENCE} turns and now runs to its "
+                       "end: the next turn waits for it")
+        if info["waiting"] and info["waiting_seconds"] >= STALL_SECONDS:
+            out.append(f"{', '.join(info['waiting'])} waiting for a pause in the conversation "
+                       f"for {info['waiting_seconds']:.0f} s")
+        words, interval = backlog or self.episodic.backlog or (0, 0)
+        if interval and words >= 2 * interval:
+            out.append(f"summary overdue: {words} words unsummarised, one is made every "
+                       f"{interval}")
+        return out
+
     # ---- episodic search and status ----------------------------------------------------
     async def status(self) -> MemoryStatus:
         episodic = await self.run(self.episodic.status)
@@ -434,6 +455,7 @@ class NixxService:
             "backend_slots": self.llm.gate.slots,
             "prefix_restores": self.llm.gate.restores,
             "background": self.llm.gate.info(self.llm.slot.continued, self.llm.slot.alone),
+            "stalls": self.stalls((episodic["unsummarised_words"], episodic["interval"])),
             "summary_running": self.jobs.running(SUMMARY_JOB),
             "summary_error": self.jobs.last_error.get(SUMMARY_JOB),
             "intent_error": self.jobs.last_error.get(INTENT_JOB),
@@ -664,6 +686,7 @@ class MemoryStatus(EpisodicStatus):
     backend_slots: int | None
     prefix_restores: int  # times the one-slot backend's cache was given the user's prefix back
     background: GateInfo  # nixx's own calls: running, waiting, yielded, run late
+    stalls: list[str]  # what holds them up, in words (`NixxService.stalls`)
     summary_running: bool
     summary_error: str | None
     intent_error: str | None

@@ -40,7 +40,10 @@ from nixx.tui.widgets import (
     ToolLine,
     UserMessage,
     failing_text,
+    stalled_text,
 )
+
+STATUS_EVERY = 10.0  # seconds between two looks at the server's status while idle
 
 CSS = """
 Screen { layout: vertical; }
@@ -133,6 +136,8 @@ class NixxApp(App[None]):
         self.status.set(server=self.server_label)
         self.prompt.focus()
         self.startup()
+        # while the user reads: background work held up shows without a turn (`stalls`)
+        self.set_interval(STATUS_EVERY, self.refresh_status_later)
 
     async def on_unmount(self) -> None:
         await self.client.aclose()
@@ -208,6 +213,7 @@ class NixxApp(App[None]):
             intent=intent.text if intent else None,
             intent_source=intent.source if intent else None,
             failing=failing_text(status),
+            stalled=stalled_text(status),
         )
 
     @work(group="status")

@@ -134,6 +134,7 @@ class StatusInfo:
     context_length: int | None = None
     busy: str = ""
     failing: str = ""  # background work that keeps failing, with its reason
+    stalled: str = ""  # background work held up (the server's ``stalls``)
 
 
 def failing_text(status: dict[str, object]) -> str:
@@ -147,6 +148,12 @@ def failing_text(status: dict[str, object]) -> str:
             times = f" ({count}x)" if isinstance(count, int) and count > 1 else ""
             parts.append(f"{kind} failing{times}: {error}")
     return "; ".join(parts)
+
+
+def stalled_text(status: dict[str, object]) -> str:
+    """What holds the background work up (the server's ``stalls``), for the status line."""
+    stalls = status.get("stalls")
+    return "; ".join(str(s) for s in stalls) if isinstance(stalls, list) else ""
 
 
 class StatusBar(Static):
@@ -183,6 +190,8 @@ def render_status(info: StatusInfo) -> Text:
         text.append(f"  {info.busy}…", style="italic")
     if info.failing:
         text.append(f"  ⚠ {info.failing}", style="bold red")
+    if info.stalled:
+        text.append(f"  ⏳ {info.stalled}", style="yellow")
     text.append(
         "  intent"
         + (f" ({info.intent_source})" if info.intent and info.intent_source else "")

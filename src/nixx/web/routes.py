@@ -90,6 +90,7 @@ def render(request: Request, name: str, code: int = 200, **context: Any) -> HTML
     context["path"] = request.url.path
     service = getattr(request.app.state, "service", None)
     context["failing"] = service.failing() if service is not None else {}
+    context["stalls"] = service.stalls() if service is not None else []
     response: HTMLResponse = _templates(request).TemplateResponse(
         request, name, context, status_code=code
     )
