@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from .conftest import source_path
+
 EXISTING = {
     ".mcp.json": {"mcpServers": {"github": {"command": "gh-mcp", "args": []}},
                   "other": {"kept": True}},
@@ -25,10 +27,26 @@ NXS = str(Path(sys.executable).parent / "nxs")
 CODEX = '# my codex settings\nmodel = "o4"\n\n[mcp_servers.docs]\ncommand = "docs-mcp"\n'
 
 
-def run(tool: str, *args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    env = {"PATH": "/usr/bin:/bin", "HOME": str(cwd)}
+URL = "http://127.0.0.1:8420"  # the default settings' server
+
+
+def store(cwd: Path) -> Path:
+    """The test's NIXX_HOME: beside the project, in the test's tmp_path (whichever folder
+    below it the command runs in)."""
+    return next(p for p in (cwd, *cwd.parents) if p.name.startswith("test_")) / "nixx-home"
+
+
+def run(tool: str, *args: str, cwd: Path,
+        env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(cwd), "NIXX_HOME": str(store(cwd)),
+           **source_path(), **(env or {})}
     return subprocess.run([sys.executable, "-m", f"nixx.cli.{tool}", *args], cwd=cwd, env=env,
                           capture_output=True, text=True, timeout=60)
+
+
+def reach(cwd: Path) -> dict[str, str]:
+    """The env every entry carries: the home and the server's URL."""
+    return {"NIXX_HOME": str(store(cwd).resolve()), "NIXX_MCP_URL": URL}
 
 
 @pytest.fixture
@@ -62,11 +80,11 @@ def test_mcp_install_twice_keeps_other_entries_and_adds_one_nixx(repo: Path) -> 
     assert claude["other"] == {"kept": True}
     assert claude["mcpServers"] == {
         "github": {"command": "gh-mcp", "args": []},
-        "nixx": {"type": "stdio", "command": NIXX, "args": ["mcp"]},
+        "nixx": {"type": "stdio", "command": NIXX, "args": ["mcp"], "env": reach(repo)},
     }
     cursor = json.loads((repo / ".cursor/mcp.json").read_text())["mcpServers"]
     assert cursor == {"db": {"url": "http://127.0.0.1:9/mcp"},
-                      "nixx": {"command": NIXX, "args": ["mcp"]}}
+                      "nixx": {"command": NIXX, "args": ["mcp"], "env": reach(repo)}}
     gemini = json.loads((repo / ".gemini/settings.json").read_text())
     assert gemini["theme"] == "Dracula" and set(gemini["mcpServers"]) == {"git", "nixx"}
     codex_text = (repo / ".codex/config.toml").read_text()
@@ -74,20 +92,23 @@ def test_mcp_install_twice_keeps_other_entries_and_adds_one_nixx(repo: Path) -> 
     codex = tomllib.loads(codex_text)
     assert codex["model"] == "o4"
     assert codex["mcp_servers"] == {"docs": {"command": "docs-mcp"},
-                                    "nixx": {"command": NIXX, "args": ["mcp"]}}
+                                    "nixx": {"command": NIXX, "args": ["mcp"], "env": reach(repo)}}
 
 
 def test_mcp_install_dry_run_one_client_and_refusals(repo: Path, tmp_path: Path) -> None:
     dry = run("nixx", "mcp", "install", "--client", "claude-code", "--dry-run", cwd=repo)
-    assert dry.returncode == 0 and dry.stdout == "claude-code: would add the nixx entry to .mcp.json\n"
+    assert dry.returncode == 0 and dry.stdout.splitlines()[0] == \
+        "claude-code: would add the nixx entry to .mcp.json"
+    assert dry.stdout.splitlines()[1] == (f"the entries reach {URL} with NIXX_HOME="
+                                          f"{store(repo).resolve()}; the API key: none is set")
     assert json.loads((repo / ".mcp.json").read_text()) == EXISTING[".mcp.json"]
 
     empty = tmp_path / "empty"
     empty.mkdir()
     made = run("nixx", "mcp", "install", "--client", "cursor", "--client", "codex", cwd=empty)
     assert made.returncode == 0, made.stderr
-    assert made.stdout.splitlines() == ["cursor: created .cursor/mcp.json",
-                                        "codex: created .codex/config.toml"]
+    assert made.stdout.splitlines()[:2] == ["cursor: created .cursor/mcp.json",
+                                            "codex: created .codex/config.toml"]
     assert not (empty / ".mcp.json").exists()
 
     theirs = {"mcpServers": {"nixx": {"command": "/opt/nixx/bin/nixx", "args": ["mcp"]}}}
