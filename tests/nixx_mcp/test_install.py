@@ -246,7 +246,7 @@ def test_each_client_entry_carries_the_home_the_url_and_the_key_by_name(tmp_path
     base = {"NIXX_HOME": str(store(project).resolve()), "NIXX_MCP_URL": "http://127.0.0.1:9123"}
     servers = {rel: json.loads((project / rel).read_text())["mcpServers"]["nixx"]["env"]
                for rel in (".mcp.json", ".cursor/mcp.json", ".gemini/settings.json")}
-    assert servers == {".mcp.json": {**base, "NIXX_API_KEY": "${NIXX_API_KEY}"},
+    assert servers == {".mcp.json": {**base, "NIXX_API_KEY": "${NIXX_API_KEY:-}"},
                        ".cursor/mcp.json": {**base, "NIXX_API_KEY": "${env:NIXX_API_KEY}"},
                        ".gemini/settings.json": {**base, "NIXX_API_KEY": "${NIXX_API_KEY}"}}
     codex = tomllib.loads((project / ".codex/config.toml").read_text())["mcp_servers"]["nixx"]

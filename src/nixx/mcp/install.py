@@ -67,7 +67,7 @@ GEMINI_SETTINGS = os.path.join(".gemini", "settings.json")
 
 KEY = "NIXX_API_KEY"
 # how each JSON client's `env` names a variable of its own environment (their docs)
-KEY_REFERENCE = {"claude-code": "${NIXX_API_KEY}", "cursor": "${env:NIXX_API_KEY}",
+KEY_REFERENCE = {"claude-code": "${NIXX_API_KEY:-}", "cursor": "${env:NIXX_API_KEY}",
                  "gemini": "${NIXX_API_KEY}"}
 
 
