@@ -61,6 +61,13 @@ class Settings(BaseSettings):
         description="When set, every request must carry `Authorization: Bearer <key>` "
         "(`/health` excepted). Required to bind a non-loopback address.",
     )
+    mcp_url: str = Field(
+        default="",
+        description="The nixx server `nixx mcp` reaches for its memory tools (`nixx mcp install` "
+        "writes it into each client's entry). When set, `nixx mcp` never starts a server of "
+        "its own: it connects there, or its tools fail saying whom they tried. Empty: "
+        "`http://NIXX_HOST:NIXX_PORT`, started on the first memory call when none answers.",
+    )
     max_request_bytes: int = Field(
         default=16 * 1024 * 1024,
         gt=0,

@@ -61,8 +61,17 @@ def live(llm: FakeLLM, project: Path) -> Iterator[LiveServer]:
         yield server
 
 
+def source_path() -> dict[str, str]:
+    """`PYTHONPATH` as this test run has it, for a subprocess: the tree under test, not
+    the one the venv installed."""
+    import os
+
+    paths = [os.path.abspath(p) for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    return {"PYTHONPATH": os.pathsep.join(paths)} if paths else {}
+
+
 def mcp_env(nixx_home: Path, **extra: str) -> dict[str, str]:
-    return {"NIXX_HOME": str(nixx_home), **extra}
+    return {"NIXX_HOME": str(nixx_home), **source_path(), **extra}
 
 
 @contextlib.asynccontextmanager

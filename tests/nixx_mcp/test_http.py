@@ -27,9 +27,27 @@ def test_mcp_endpoint_refuses_requests_without_the_key(live: LiveServer) -> None
     url = live.base_url + "/mcp"
     missing = httpx.post(url, json=INIT, headers=HEADERS)
     assert missing.status_code == 401
-    assert "NIXX_API_KEY" in missing.json()["error"]["message"]
+    # a JSON-RPC error an MCP client shows, answering the request's id, and no OAuth
+    # challenge (with WWW-Authenticate, clients start OAuth instead of showing it)
+    assert "www-authenticate" not in missing.headers
+    assert missing.headers["content-type"] == "application/json"
+    answer = missing.json()
+    assert answer["jsonrpc"] == "2.0" and answer["id"] == 1
+    assert answer["error"]["code"] == -32001
+    assert "missing API key" in answer["error"]["message"]
+    assert "Authorization: Bearer <NIXX_API_KEY>" in answer["error"]["message"]
+    assert answer["error"]["data"] == {"type": "invalid_api_key",
+                                       "header": "Authorization: Bearer <key>",
+                                       "setting": "NIXX_API_KEY"}
     wrong = httpx.post(url, json=INIT, headers={**HEADERS, "Authorization": "Bearer nope"})
-    assert wrong.status_code == 401 and wrong.json()["error"]["code"] == "invalid_api_key"
+    assert wrong.status_code == 401 and "wrong API key" in wrong.json()["error"]["message"]
+    assert wrong.json()["error"]["data"]["type"] == "invalid_api_key"
+    garbled = httpx.post(url, content=b"{not json", headers=HEADERS)
+    assert garbled.status_code == 401 and garbled.json()["id"] is None
+    # other routes keep the API's envelope and the Bearer challenge
+    other = httpx.get(live.base_url + "/v1/intent")
+    assert other.status_code == 401 and other.headers["www-authenticate"] == "Bearer"
+    assert other.json()["error"]["code"] == "invalid_api_key"
     right = httpx.post(url, json=INIT, headers={**HEADERS, "Authorization": f"Bearer {API_KEY}"},
                        timeout=60)  # the first /mcp request builds the MCP server
     assert right.status_code == 200, right.text
@@ -40,9 +58,9 @@ def test_mcp_endpoint_refuses_requests_without_the_key(live: LiveServer) -> None
         async with http_client(url, None, statuses) as client:
             await client.list_tools()
 
-    with pytest.raises(BaseException) as caught:  # the SDK gives up
+    with pytest.raises(BaseException) as caught:  # the SDK gives up, saying why
         asyncio.run(sdk_without_key())
-    assert "error response" in repr(caught.value)
+    assert "missing API key" in repr(caught.value) and "NIXX_API_KEY" in repr(caught.value)
     assert statuses and set(statuses) == {401}
 
 

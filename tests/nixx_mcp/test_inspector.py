@@ -16,7 +16,7 @@ from nixx.mcp.tools import MEMORY_TOOLS
 from nixx.testing.clients import ClientUnavailable, npm_tool
 from nixx.testing.live_server import LiveServer
 
-from .conftest import API_KEY
+from .conftest import API_KEY, source_path
 
 pytestmark = pytest.mark.slow  # npm install once (cached), then node and `nixx mcp` processes
 
@@ -42,20 +42,28 @@ def test_inspector_runs_nixx_from_the_installed_config_without_the_venv_on_path(
     })
     assert turn.status_code == 200, turn.text
 
-    installed = subprocess.run(
-        [sys.executable, "-m", "nixx.cli.nixx", "mcp", "install", "--client", "claude-code"],
-        cwd=project, env={"PATH": BARE_PATH, "HOME": str(tmp_path)}, capture_output=True,
-        text=True, timeout=60)
-    assert installed.returncode == 0, installed.stderr
-    assert "warning" not in installed.stderr
-    entry = json.loads((project / ".mcp.json").read_text())["mcpServers"]["nixx"]
-    assert Path(entry["command"]).is_absolute()
-
-    # the client's shell: no venv on PATH, a HOME whose nixx config names the server
+    # the user's shell: no venv on PATH, a HOME whose nixx config names the server
     home = tmp_path / "client-home"
     config = home / ".local" / "share" / "nixx" / "config.toml"
     config.parent.mkdir(parents=True)
     config.write_text(f'port = {live.port}\napi_key = "{API_KEY}"\n')
+    installed = subprocess.run(
+        [sys.executable, "-m", "nixx.cli.nixx", "mcp", "install", "--client", "claude-code"],
+        cwd=project, env={"PATH": BARE_PATH, "HOME": str(home), **source_path()},
+        capture_output=True, text=True, timeout=60)
+    assert installed.returncode == 0, installed.stderr
+    assert "warning" not in installed.stderr
+    entry = json.loads((project / ".mcp.json").read_text())["mcpServers"]["nixx"]
+    assert Path(entry["command"]).is_absolute()
+    assert entry["env"] == {"NIXX_HOME": str(config.parent.resolve()),
+                            "NIXX_MCP_URL": f"http://127.0.0.1:{live.port}"}
+
+    if source_path():  # a run with PYTHONPATH (a worktree): the entry's nixx runs that tree
+        written = json.loads((project / ".mcp.json").read_text())
+        written["mcpServers"]["nixx"]["env"].update(source_path())
+        (project / ".mcp.json").write_text(json.dumps(written))
+
+    # the client starts it with what the entry carries (the key is read from that home)
     env = {"PATH": BARE_PATH, "HOME": str(home)}
 
     def inspect(*args: str) -> dict:

@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from .conftest import source_path
+
 EXISTING = {
     ".mcp.json": {"mcpServers": {"github": {"command": "gh-mcp", "args": []}},
                   "other": {"kept": True}},
@@ -25,10 +27,26 @@ NXS = str(Path(sys.executable).parent / "nxs")
 CODEX = '# my codex settings\nmodel = "o4"\n\n[mcp_servers.docs]\ncommand = "docs-mcp"\n'
 
 
-def run(tool: str, *args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    env = {"PATH": "/usr/bin:/bin", "HOME": str(cwd)}
+URL = "http://127.0.0.1:8420"  # the default settings' server
+
+
+def store(cwd: Path) -> Path:
+    """The test's NIXX_HOME: beside the project, in the test's tmp_path (whichever folder
+    below it the command runs in)."""
+    return next(p for p in (cwd, *cwd.parents) if p.name.startswith("test_")) / "nixx-home"
+
+
+def run(tool: str, *args: str, cwd: Path,
+        env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(cwd), "NIXX_HOME": str(store(cwd)),
+           **source_path(), **(env or {})}
     return subprocess.run([sys.executable, "-m", f"nixx.cli.{tool}", *args], cwd=cwd, env=env,
                           capture_output=True, text=True, timeout=60)
+
+
+def reach(cwd: Path) -> dict[str, str]:
+    """The env every entry carries: the home and the server's URL."""
+    return {"NIXX_HOME": str(store(cwd).resolve()), "NIXX_MCP_URL": URL}
 
 
 @pytest.fixture
@@ -62,11 +80,11 @@ def test_mcp_install_twice_keeps_other_entries_and_adds_one_nixx(repo: Path) -> 
     assert claude["other"] == {"kept": True}
     assert claude["mcpServers"] == {
         "github": {"command": "gh-mcp", "args": []},
-        "nixx": {"type": "stdio", "command": NIXX, "args": ["mcp"]},
+        "nixx": {"type": "stdio", "command": NIXX, "args": ["mcp"], "env": reach(repo)},
     }
     cursor = json.loads((repo / ".cursor/mcp.json").read_text())["mcpServers"]
     assert cursor == {"db": {"url": "http://127.0.0.1:9/mcp"},
-                      "nixx": {"command": NIXX, "args": ["mcp"]}}
+                      "nixx": {"command": NIXX, "args": ["mcp"], "env": reach(repo)}}
     gemini = json.loads((repo / ".gemini/settings.json").read_text())
     assert gemini["theme"] == "Dracula" and set(gemini["mcpServers"]) == {"git", "nixx"}
     codex_text = (repo / ".codex/config.toml").read_text()
@@ -74,20 +92,23 @@ def test_mcp_install_twice_keeps_other_entries_and_adds_one_nixx(repo: Path) -> 
     codex = tomllib.loads(codex_text)
     assert codex["model"] == "o4"
     assert codex["mcp_servers"] == {"docs": {"command": "docs-mcp"},
-                                    "nixx": {"command": NIXX, "args": ["mcp"]}}
+                                    "nixx": {"command": NIXX, "args": ["mcp"], "env": reach(repo)}}
 
 
 def test_mcp_install_dry_run_one_client_and_refusals(repo: Path, tmp_path: Path) -> None:
     dry = run("nixx", "mcp", "install", "--client", "claude-code", "--dry-run", cwd=repo)
-    assert dry.returncode == 0 and dry.stdout == "claude-code: would add the nixx entry to .mcp.json\n"
+    assert dry.returncode == 0 and dry.stdout.splitlines()[0] == \
+        "claude-code: would add the nixx entry to .mcp.json"
+    assert dry.stdout.splitlines()[1] == (f"the entries reach {URL} with NIXX_HOME="
+                                          f"{store(repo).resolve()}; the API key: none is set")
     assert json.loads((repo / ".mcp.json").read_text()) == EXISTING[".mcp.json"]
 
     empty = tmp_path / "empty"
     empty.mkdir()
     made = run("nixx", "mcp", "install", "--client", "cursor", "--client", "codex", cwd=empty)
     assert made.returncode == 0, made.stderr
-    assert made.stdout.splitlines() == ["cursor: created .cursor/mcp.json",
-                                        "codex: created .codex/config.toml"]
+    assert made.stdout.splitlines()[:2] == ["cursor: created .cursor/mcp.json",
+                                            "codex: created .codex/config.toml"]
     assert not (empty / ".mcp.json").exists()
 
     theirs = {"mcpServers": {"nixx": {"command": "/opt/nixx/bin/nixx", "args": ["mcp"]}}}
@@ -210,3 +231,82 @@ def test_no_runnable_executable_is_a_warning_and_the_bare_name(tmp_path: Path) -
                              "to start it\n"
     assert json.loads((project / ".cursor/mcp.json").read_text())["mcpServers"]["nixx"][
         "command"] == str(broken)
+
+
+def test_each_client_entry_carries_the_home_the_url_and_the_key_by_name(tmp_path: Path) -> None:
+    """The key set in the environment only: Codex forwards it by name (`env_vars`), the JSON
+    clients get their own reference syntax; its value is in no file."""
+    project = tmp_path / "p"
+    (project / ".git").mkdir(parents=True)
+    key = "only-in-my-shell-0123456789"
+    env = {"NIXX_API_KEY": key, "NIXX_PORT": "9123"}
+    done = run("nixx", "mcp", "install", "--json", cwd=project, env=env)
+    assert done.returncode == 0, done.stderr
+    assert {c["key"] for c in json.loads(done.stdout)["changes"]} == {"environment"}
+    base = {"NIXX_HOME": str(store(project).resolve()), "NIXX_MCP_URL": "http://127.0.0.1:9123"}
+    servers = {rel: json.loads((project / rel).read_text())["mcpServers"]["nixx"]["env"]
+               for rel in (".mcp.json", ".cursor/mcp.json", ".gemini/settings.json")}
+    assert servers == {".mcp.json": {**base, "NIXX_API_KEY": "${NIXX_API_KEY:-}"},
+                       ".cursor/mcp.json": {**base, "NIXX_API_KEY": "${env:NIXX_API_KEY}"},
+                       ".gemini/settings.json": {**base, "NIXX_API_KEY": "${NIXX_API_KEY}"}}
+    codex = tomllib.loads((project / ".codex/config.toml").read_text())["mcp_servers"]["nixx"]
+    assert codex == {"command": NIXX, "args": ["mcp"], "env": base, "env_vars": ["NIXX_API_KEY"]}
+    assert not any(key in (project / rel).read_text() for rel in FILES_WRITTEN)
+
+    # the key in the home's config.toml: nothing about it is written (nixx mcp reads it there)
+    store(project).mkdir(exist_ok=True)
+    (store(project) / "config.toml").write_text(f'api_key = "{key}"\n')
+    again = run("nixx", "mcp", "install", "--json", "--client", "codex", "--client", "cursor",
+                cwd=project, env={"NIXX_PORT": "9123"})
+    assert [(c["action"], c["key"]) for c in json.loads(again.stdout)["changes"]] == [
+        ("replaced", "config"), ("replaced", "config")]
+    assert json.loads((project / ".cursor/mcp.json").read_text())["mcpServers"]["nixx"][
+        "env"] == base
+    codex_text = (project / ".codex/config.toml").read_text()
+    assert tomllib.loads(codex_text)["mcp_servers"]["nixx"] == {
+        "command": NIXX, "args": ["mcp"], "env": base}
+    assert codex_text.count("[mcp_servers.nixx]") == 1
+
+
+FILES_WRITTEN = (".mcp.json", ".cursor/mcp.json", ".gemini/settings.json", ".codex/config.toml")
+
+
+def test_with_key_writes_the_value_and_says_so(tmp_path: Path) -> None:
+    project = tmp_path / "p"
+    (project / ".git").mkdir(parents=True)
+    key = "written-on-purpose-0123456789"
+    done = run("nixx", "mcp", "install", "--with-key", "--client", "gemini", "--client", "codex",
+               cwd=project, env={"NIXX_API_KEY": key})
+    assert done.returncode == 0, done.stderr
+    assert "now holds the API key in plain text (--with-key)" in done.stderr
+    assert "the API key: written in plain text (--with-key)" in done.stdout
+    assert json.loads((project / ".gemini/settings.json").read_text())["mcpServers"]["nixx"][
+        "env"]["NIXX_API_KEY"] == key
+    codex = tomllib.loads((project / ".codex/config.toml").read_text())["mcp_servers"]["nixx"]
+    assert codex["env"]["NIXX_API_KEY"] == key and "env_vars" not in codex
+    listed = run("nixx", "mcp", "install", "--json", "--with-key", "--client", "gemini",
+                 cwd=project, env={"NIXX_API_KEY": key})
+    assert json.loads(listed.stdout)["changes"][0]["env"]["NIXX_API_KEY"] == "***"
+
+
+def test_entries_earlier_versions_wrote_gain_their_env(repo: Path) -> None:
+    """The entry without `env` that nixx wrote before (JSON and the Codex table) is
+    brought up to date in place; another program's table stays as it is."""
+    (repo / ".mcp.json").write_text(json.dumps(
+        {"mcpServers": {"nixx": {"type": "stdio", "command": NIXX, "args": ["mcp"]}}}))
+    old = f'[mcp_servers.nixx]\ncommand = "{NIXX}"\nargs = ["mcp"]\n'
+    (repo / ".codex/config.toml").write_text(CODEX + "\n" + old + "\n[tools]\nweb = true\n")
+    out = run("nixx", "mcp", "install", "--client", "claude-code", "--client", "codex",
+              "--json", cwd=repo)
+    assert [c["action"] for c in json.loads(out.stdout)["changes"]] == ["replaced", "replaced"]
+    assert json.loads((repo / ".mcp.json").read_text())["mcpServers"]["nixx"]["env"] == reach(repo)
+    codex = tomllib.loads((repo / ".codex/config.toml").read_text())
+    assert codex["mcp_servers"]["nixx"]["env"] == reach(repo)
+    assert codex["tools"] == {"web": True} and codex["model"] == "o4"
+    assert codex["mcp_servers"]["docs"] == {"command": "docs-mcp"}
+
+    theirs = CODEX + '\n[mcp_servers.nixx]\ncommand = "/opt/nixx"\nargs = ["mcp"]\n'
+    (repo / ".codex/config.toml").write_text(theirs)
+    kept = run("nixx", "mcp", "install", "--client", "codex", cwd=repo)
+    assert "kept the existing nixx entry" in kept.stdout
+    assert (repo / ".codex/config.toml").read_text() == theirs

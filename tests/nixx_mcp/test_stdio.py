@@ -179,7 +179,15 @@ def test_stdio_starts_the_nixx_server_on_the_first_memory_call_and_stops_it(
             assert not server_answers(url), "the server must not start before a memory tool"
             await call(client, "intent_set", {"intent": "Testing autostart."})
             assert server_answers(url)
-            assert (await call(client, "intent_get"))["intent"] == "Testing autostart."
+            got = await call(client, "intent_get")
+            assert got["intent"] == "Testing autostart."
+            # a server nixx mcp started: every result names the store it read
+            db = str(nixx_home / "nixx.db")
+            assert got["store"]["database"] == db and got["store"]["home"] == str(nixx_home)
+            assert "started by nixx mcp" in got["store"]["server"]
+            empty = await call(client, "memory_search", {"query": "what did we decide"})
+            assert empty["results"] == [] and empty["note"].startswith(f"no results in {db} ")
+            assert "NIXX_MCP_URL" in empty["note"]
 
     asyncio.run(scenario())
     assert not server_answers(url), "the server started for nixx mcp stops with it"

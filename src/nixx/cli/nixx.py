@@ -54,7 +54,7 @@ def _mcp_install(args: argparse.Namespace) -> int:
 
     root = init_root()
     changes = install_servers(root, resolve_clients(args.client), dry_run=args.dry_run,
-                              force=args.force)
+                              force=args.force, with_key=args.with_key)
     for warning in warnings(changes):
         print(f"warning: {warning}", file=sys.stderr)
     if args.json:
@@ -62,6 +62,15 @@ def _mcp_install(args: argparse.Namespace) -> int:
         return 0
     _print_changes(changes, root)
     return 0
+
+
+KEY_NOTES = {
+    "none": "none is set",
+    "config": "read by nixx mcp from $NIXX_HOME/config.toml (not written)",
+    "environment": "passed by name from the client's environment (NIXX_API_KEY must be set "
+                   "where the client starts)",
+    "written": "written in plain text (--with-key)",
+}
 
 
 def _print_changes(changes: list[Change], root: str) -> None:
@@ -80,6 +89,10 @@ def _print_changes(changes: list[Change], root: str) -> None:
         else:
             verb = (would if c["dry_run"] else done)[c["action"]]
         print(f"{c['client']}: {verb} {rel}")
+    if changes and "env" in changes[0]:
+        env, key = changes[0]["env"], changes[0].get("key")
+        print(f"the entries reach {env.get('NIXX_MCP_URL')} with NIXX_HOME={env.get('NIXX_HOME')}; "
+              f"the API key: {KEY_NOTES.get(key or 'none', key)}")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -120,6 +133,9 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument("--dry-run", action="store_true", help="print what would change, write nothing")
     q.add_argument("--force", action="store_true",
                    help="replace a nixx entry that differs from nixx's own")
+    q.add_argument("--with-key", action="store_true",
+                   help="write the API key's value into the entries (plain text; only for a "
+                   "client that cannot see NIXX_API_KEY in its own environment)")
     q.add_argument("--json", action="store_true", default=argparse.SUPPRESS,
                    help="machine-readable output (same as `nixx --json mcp install`)")
     q.set_defaults(func=_mcp)

@@ -8,6 +8,8 @@ the API key and the Host/Origin/JSON check like every other route (`nixx.server.
 `nixx.server.guard`: the SDK's own DNS-rebinding check is off, since it covered only some
 bound addresses). It runs stateless: every request stands alone, so there is no table of
 sessions for clients to fill (the SDK's 10,000-session cap once locked every client out).
+A request without the key gets a 401 whose body is a JSON-RPC error naming the header and
+`NIXX_API_KEY`, and no OAuth challenge (`refuse_key`).
 """
 
 from __future__ import annotations
@@ -20,6 +22,38 @@ from typing import Any
 from nixx.config import Settings
 
 PATH = "/mcp"
+KEY_ERROR = -32001  # JSON-RPC "server error" range: the request lacks the API key
+MAX_PEEK = 64 * 1024  # bytes of a refused request read to answer with its id
+
+
+async def refuse_key(receive: Any, send: Any, message: str) -> None:
+    """401 for an `/mcp` request without the right key, as a JSON-RPC error naming the
+    header and the setting (``error.data``), answering the request's id when its body
+    says it. No ``WWW-Authenticate``: with one, MCP clients take the 401 for an OAuth
+    server (Codex's rmcp reports "auth required" and suggests `codex mcp login`, dropping
+    the body; a ``resource_metadata`` parameter starts OAuth discovery, MCP
+    authorization spec); without it they show this error (docs/mcp.md, "Security")."""
+    from nixx.server.errors import send_response
+
+    body, more = b"", True
+    while more and len(body) <= MAX_PEEK:
+        event = await receive()
+        if event["type"] != "http.request":
+            break
+        body += event.get("body", b"")
+        more = event.get("more_body", False)
+    try:
+        request = json.loads(body) if len(body) <= MAX_PEEK else None
+    except ValueError:
+        request = None
+    rid = request.get("id") if isinstance(request, dict) else None
+    error = {"code": KEY_ERROR, "message": f"nixx: {message}; set it in the client's entry "
+             "for this server (headers), see docs/mcp.md",
+             "data": {"type": "invalid_api_key", "header": "Authorization: Bearer <key>",
+                      "setting": "NIXX_API_KEY"}}
+    out = json.dumps({"jsonrpc": "2.0", "id": rid if isinstance(rid, (str, int)) else None,
+                      "error": error}).encode()
+    await send_response(send, 401, out, [(b"content-type", b"application/json")])
 INTERNAL_URL = "http://127.0.0.1"  # in process (an ASGI transport): a loopback Host
 
 

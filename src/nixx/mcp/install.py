@@ -12,6 +12,16 @@ Session-start hooks (`nxs init`): `hooks.SessionStart` in Claude Code's
 Gemini CLI's `.gemini/settings.json` `nxs prime --hook gemini` (the same block as the JSON
 Gemini reads: `hookSpecificOutput.additionalContext`).
 
+Each entry carries what `nixx mcp` needs to reach the user's server, since a client may
+pass its servers only part of its environment (Codex: HOME, LANG, PATH, PWD, SHELL, TERM):
+`env` with `NIXX_HOME` (the home the installer's settings use, whose config.toml holds the
+port and key) and `NIXX_MCP_URL` (where `nixx serve` is reached with those settings), so
+`nixx mcp` connects there or says it cannot. The API key is never written by value unless
+asked (`with_key`): a key read from `config.toml` needs nothing (the entry names the home);
+a key set only in the environment is passed by name — Codex `env_vars = ["NIXX_API_KEY"]`,
+a reference the client expands for the JSON files (`KEY_REFERENCE`). With `with_key` the
+value is written and each change warns that the file now holds it in plain text.
+
 The command written is the absolute path of the executable (`executable`: the one beside
 the running interpreter — a venv's ``bin/`` — else the one on PATH), since a client
 started from another shell does not have the venv on its PATH; it is run once
@@ -20,7 +30,10 @@ run (the bare name is then written). An entry or hook nixx wrote before with the
 name is replaced by the absolute one.
 
 Every change merges with what is there: other servers, hooks and settings are kept; an
-existing `nixx` entry is left as it is unless `force`; a file that does not parse is an
+existing `nixx` entry is replaced when nixx wrote it (its command is this one or the bare
+name, its args `["mcp"]`: an older entry without `env` is brought up to date), else left as
+it is unless `force` (a Codex table is rewritten only when it is nixx's own and has no
+sub-tables); a file that does not parse is an
 error naming it, and nothing is written. A second run changes nothing. Files are replaced
 atomically (written beside, then renamed).
 """
@@ -52,12 +65,26 @@ CLAUDE_SETTINGS = os.path.join(".claude", "settings.json")
 GEMINI_SETTINGS = os.path.join(".gemini", "settings.json")
 
 
+KEY = "NIXX_API_KEY"
+# how each JSON client's `env` names a variable of its own environment (their docs)
+KEY_REFERENCE = {"claude-code": "${NIXX_API_KEY:-}", "cursor": "${env:NIXX_API_KEY}",
+                 "gemini": "${NIXX_API_KEY}"}
+
+
 class ServerEntry(TypedDict):
     """The `nixx` entry of a client's `mcpServers` (`server_entry`)."""
 
     type: NotRequired[str]  # Claude Code's "stdio"
     command: str
     args: list[str]
+    env: NotRequired[dict[str, str]]
+
+
+class Reach(TypedDict):
+    """What an entry carries to reach the user's server (`reach`)."""
+
+    env: dict[str, str]  # NIXX_HOME, NIXX_MCP_URL (and the key's value with `with_key`)
+    key: str  # "config" (in $NIXX_HOME/config.toml), "environment", "written" or "none"
 
 
 class Change(TypedDict):
@@ -73,6 +100,8 @@ class Change(TypedDict):
     command: str  # what was (or would be) written
     warning: str | None  # why the command may not run in the client
     hook: NotRequired[str]  # install_hooks: the hook's event ("SessionStart")
+    env: NotRequired[dict[str, str]]  # install_servers: the entry's env, the key masked
+    key: NotRequired[str]  # install_servers: how the entry authenticates (`Reach`)
 
 
 def executable(name: str) -> tuple[str, str | None]:
@@ -99,10 +128,50 @@ def executable(name: str) -> tuple[str, str | None]:
     return path, None
 
 
-def server_entry(client: str, command: str = COMMAND) -> ServerEntry:
+def reach(*, with_key: bool = False) -> Reach:
+    """The home and server URL of the installer's settings (environment, then
+    `$NIXX_HOME/config.toml`), and where the API key comes from: `"config"` when the
+    file in that home sets it (`nixx mcp` reads it there), `"environment"` when only
+    `NIXX_API_KEY` does (passed by name), `"written"` with `with_key`, else `"none"`."""
+    from nixx.config import _config_keys, config_file_path, load_settings
+    from nixx.local_server import default_url
+    from nixx.secret import reveal
+
+    settings = load_settings()
+    env = {"NIXX_HOME": str(settings.home.resolve()), "NIXX_MCP_URL": default_url(settings)}
+    value = reveal(settings.api_key)
+    if not value:
+        return {"env": env, "key": "none"}
+    if with_key:
+        return {"env": {**env, KEY: value}, "key": "written"}
+    in_file = bool(_config_keys(config_file_path()).get("api_key"))
+    return {"env": env, "key": "config" if in_file and KEY not in os.environ else
+            "environment"}
+
+
+def server_entry(client: str, command: str = COMMAND,
+                 env: dict[str, str] | None = None, key: str = "none") -> ServerEntry:
+    """The JSON clients' entry: `env` as given, plus the key by reference when it is in
+    the environment only. No `env` (and `key` "none"): the bare entry of older versions."""
+    entry: ServerEntry = {"command": command, "args": list(ARGS)}
     if client == "claude-code":
-        return {"type": "stdio", "command": command, "args": list(ARGS)}
-    return {"command": command, "args": list(ARGS)}
+        entry = {"type": "stdio", **entry}
+    if env or key == "environment":
+        entry["env"] = {**(env or {})}
+        if key == "environment":
+            entry["env"][KEY] = KEY_REFERENCE[client]
+    return entry
+
+
+def _ours(old: Any, command: str) -> bool:
+    """Whether an existing entry is one nixx wrote (this command or the bare name, args
+    `["mcp"]`, nothing but type/command/args/env): replaced without `force`."""
+    return (isinstance(old, dict) and old.get("command") in (command, COMMAND)
+            and old.get("args") == ARGS and set(old) <= {"type", "command", "args", "env"})
+
+
+def _masked(env: dict[str, str]) -> dict[str, str]:
+    return {k: ("***" if k == KEY and not v.startswith("$") else v) for k, v in env.items()}
 
 
 def warnings(changes: list[Change]) -> list[str]:
@@ -121,36 +190,42 @@ def resolve_clients(names: list[str] | None) -> list[str]:
 
 
 def install_servers(root: str, clients: list[str], *, dry_run: bool = False,
-                    force: bool = False) -> list[Change]:
+                    force: bool = False, with_key: bool = False) -> list[Change]:
     """Add the `nixx` server entry to each client's project file under `root`. Each
-    change carries ``command`` (what was written) and ``warning`` (None, or why the
-    command may not run)."""
+    change carries ``command`` (what was written), ``env`` (the key masked), ``key`` (how
+    the entry authenticates, `reach`) and ``warning`` (None, or why the command may not
+    run, or that the key was written in plain text)."""
     command, warning = executable(COMMAND)
+    target = reach(with_key=with_key)
     changes: list[Change] = []
     for client in clients:
         path = os.path.join(root, FILES[client])
         if client == "codex":
-            action = _toml_server(path, command, dry_run=dry_run, force=force)
+            action = _toml_server(path, command, target, dry_run=dry_run, force=force)
         else:
-            entry = server_entry(client, command)
-            bare = server_entry(client)
+            entry = server_entry(client, command, target["env"], target["key"])
 
-            def add(data: dict[str, Any], entry: ServerEntry = entry, path: str = path,
-                    bare: ServerEntry = bare) -> str:
+            def add(data: dict[str, Any], entry: ServerEntry = entry, path: str = path) -> str:
                 servers = data.setdefault("mcpServers", {})
                 if not isinstance(servers, dict):
                     raise ConfigError(f'"mcpServers" is not an object in {path}: fix the file first')
                 old = servers.get(SERVER_NAME)
                 if old == entry:
                     return "unchanged"
-                if old is not None and old != bare and not force:
+                if old is not None and not _ours(old, entry["command"]) and not force:
                     return "kept"
                 servers[SERVER_NAME] = entry
                 return "replaced" if old is not None else "added"
 
             action = _merge_json(path, add, dry_run=dry_run)
+        note = warning
+        if target["key"] == "written" and action not in ("unchanged", "kept"):
+            note = ((warning + "; ") if warning else "") + (
+                f"{path} now holds the API key in plain text (--with-key): keep it out of "
+                "version control")
         changes.append({"client": client, "file": path, "action": action,
-                        "dry_run": dry_run, "command": command, "warning": warning})
+                        "dry_run": dry_run, "command": command, "warning": note,
+                        "env": _masked(target["env"]), "key": target["key"]})
     return changes
 
 
@@ -227,11 +302,25 @@ def _merge_json(path: str, change: Callable[[dict[str, Any]], str], *, dry_run: 
     return "created" if text is None else action
 
 
-def _toml_server(path: str, command: str, *, dry_run: bool, force: bool) -> str:
+def toml_table(command: str, target: Reach) -> str:
+    """Codex's `[mcp_servers.nixx]`: `env` inline, and `env_vars` naming the key when it
+    is in the environment only (Codex forwards a listed variable from its own
+    environment; none other reaches the server)."""
+    env = ", ".join(f"{k} = {json.dumps(v)}" for k, v in target["env"].items())
+    table = (f"[mcp_servers.{SERVER_NAME}]\ncommand = {json.dumps(command)}\n"
+             f"args = {json.dumps(ARGS)}\nenv = {{ {env} }}\n")
+    if target["key"] == "environment":
+        table += f"env_vars = {json.dumps([KEY])}\n"
+    return table
+
+
+def _toml_server(path: str, command: str, target: Reach, *, dry_run: bool,
+                 force: bool) -> str:
     import tomllib
 
     text = _read(path)
-    table = f"[mcp_servers.{SERVER_NAME}]\ncommand = {json.dumps(command)}\nargs = {json.dumps(ARGS)}\n"
+    table = toml_table(command, target)
+    new = (text or "")
     if text is not None:
         try:
             data = tomllib.loads(text)
@@ -243,19 +332,54 @@ def _toml_server(path: str, command: str, *, dry_run: bool, force: bool) -> str:
             raise ConfigError(f"mcp_servers is not a table in {path}: fix the file first")
         old = servers.get(SERVER_NAME)
         if old is not None:
-            if isinstance(old, dict) and old.get("command") == command and old.get("args") == ARGS:
+            if old == tomllib.loads(table)["mcp_servers"][SERVER_NAME]:
                 return "unchanged"
-            if not force:
-                return "kept"
-            raise ConfigError(f"{path} has its own [mcp_servers.{SERVER_NAME}]: nixx does not "
-                              "rewrite TOML tables, edit it by hand (see docs/mcp.md)")
+            rewritten = _replace_table(text, table) if _ours_toml(old, command) else None
+            if rewritten is None:
+                if not force:
+                    return "kept"
+                raise ConfigError(f"{path} has its own [mcp_servers.{SERVER_NAME}]: nixx does "
+                                  "not rewrite it, edit it by hand (see docs/mcp.md)")
+            if not dry_run:
+                _write(path, rewritten)
+            return "replaced"
     if dry_run:
         return "added" if text is not None else "created"
-    new = (text or "")
     if new and not new.endswith("\n"):
         new += "\n"
     _write(path, new + ("\n" if new else "") + table)
     return "added" if text is not None else "created"
+
+
+def _ours_toml(old: Any, command: str) -> bool:
+    return (isinstance(old, dict) and old.get("command") in (command, COMMAND)
+            and old.get("args") == ARGS and set(old) <= {"command", "args", "env", "env_vars"}
+            and all(isinstance(v, str) for v in (old.get("env") or {}).values()))
+
+
+def _replace_table(text: str, table: str) -> str | None:
+    """`text` with nixx's `[mcp_servers.nixx]` table (header to the next header) replaced
+    by `table`; None when the table has sub-tables or is not written as one block (then
+    nixx leaves it to the user), or the result would not parse as expected."""
+    import re
+    import tomllib
+
+    header = re.compile(rf"^\s*\[mcp_servers\.{SERVER_NAME}\]\s*(#.*)?$", re.M)
+    if re.search(rf"^\s*\[+\s*mcp_servers\.{SERVER_NAME}\.", text, re.M):
+        return None
+    found = list(header.finditer(text))
+    if len(found) != 1:
+        return None
+    start = found[0].start()
+    after = re.search(r"^\s*\[", text[found[0].end():], re.M)
+    end = found[0].end() + after.start() if after else len(text)
+    block_end = "\n" if after else ""
+    out = text[:start] + table + block_end + text[end:].lstrip("\n")
+    try:
+        parsed = tomllib.loads(out)["mcp_servers"][SERVER_NAME]
+    except (tomllib.TOMLDecodeError, KeyError):
+        return None
+    return out if parsed == tomllib.loads(table)["mcp_servers"][SERVER_NAME] else None
 
 
 def _write(path: str, text: str) -> None:

@@ -5,6 +5,8 @@ registered when a `MemoryAPI` is given; agent-chat tools (`nxc_*`) when `ChatToo
 Every tool takes JSON-schema'd arguments and returns one JSON object, sent as text and as
 structured content. A refused call (bad arguments, a nixx error, a server that refuses)
 is a tool error whose text says what to do; nothing raised in a tool crashes the server.
+A memory result from a server `nixx mcp` started itself names the store it read
+(`MemoryAPI.annotate`), and an empty search says "no results in <store>".
 """
 
 from __future__ import annotations
@@ -105,12 +107,14 @@ def _memory_tools(server: MCPServer, api: MemoryAPI, path_base: str | None) -> N
         """Search past conversations (the episodic memory: every turn, and the summaries of
         earlier sessions). Returns the server's answer to POST /v1/episodic/search: the hits
         with their buffer ids (open the turns around one with transcript_view)."""
-        return await api.request("POST", "/v1/episodic/search", json={"query": query, "limit": limit})
+        found = await api.request("POST", "/v1/episodic/search", json={"query": query, "limit": limit})
+        hits = sum(len(found.get(k) or []) for k in ("results", "buffer", "summaries"))
+        return api.annotate(found, hits=hits)
 
     async def intent_get() -> Json:
         """The user's current intent (what they are working on), with where it came from
         (`manual` when set, else derived from the conversation) and when it changed."""
-        return await api.request("GET", "/v1/intent")
+        return api.annotate(await api.request("GET", "/v1/intent"))
 
     async def intent_set(
         # 1000: what the server takes (nixx.memory.intent.MAX_CHARS), said in the schema
@@ -118,7 +122,7 @@ def _memory_tools(server: MCPServer, api: MemoryAPI, path_base: str | None) -> N
                                      description="One or two sentences on what the user is working on.")],
     ) -> Json:
         """Set the current intent; nixx adds it, framed as data, to every chat turn."""
-        return await api.request("POST", "/v1/intent", json={"intent": intent})
+        return api.annotate(await api.request("POST", "/v1/intent", json={"intent": intent}))
 
     async def transcript_view(
         start: Annotated[int, Field(ge=1, description="First buffer id (from a memory_search hit).")],
@@ -129,7 +133,8 @@ def _memory_tools(server: MCPServer, api: MemoryAPI, path_base: str | None) -> N
         params: Json = {"start": start, "limit": limit}
         if end is not None:
             params["end"] = end
-        return await api.request("GET", "/v1/episodic/transcript", params=params)
+        rows = await api.request("GET", "/v1/episodic/transcript", params=params)
+        return api.annotate(rows, hits=len(rows.get("rows") or []))
 
     for fn in (memory_search, intent_get, intent_set, transcript_view):
         _add(server, fn)
@@ -156,7 +161,7 @@ def _semantic_tools(server: MCPServer, api: MemoryAPI, path_base: str | None) ->
         body: Json = {"text": text, "name": name}
         if tags:
             body["tags"] = tags
-        return await api.request("POST", "/v1/ingest", json=body)
+        return api.annotate(await api.request("POST", "/v1/ingest", json=body))
 
     async def sources_search(
         query: Annotated[str, Field(min_length=1, max_length=4000, description="What to look for.")],
@@ -164,7 +169,8 @@ def _semantic_tools(server: MCPServer, api: MemoryAPI, path_base: str | None) ->
     ) -> Json:
         """Search semantic memory (notes, ingested files and pages) by meaning; the best
         chunks first, each with its source."""
-        return await api.request("POST", "/v1/sources/search", json={"query": query, "limit": limit})
+        found = await api.request("POST", "/v1/sources/search", json={"query": query, "limit": limit})
+        return api.annotate(found, hits=len(found.get("results") or []))
 
     async def ingest(
         path: Annotated[str | None, Field(
@@ -188,8 +194,8 @@ def _semantic_tools(server: MCPServer, api: MemoryAPI, path_base: str | None) ->
             body["path"] = path
         else:
             body["url"] = url
-        return await api.request("POST", "/v1/ingest",
-                                 json={k: v for k, v in body.items() if v is not None})
+        return api.annotate(await api.request(
+            "POST", "/v1/ingest", json={k: v for k, v in body.items() if v is not None}))
 
     for fn in (memory_remember, sources_search, ingest):
         _add(server, fn)

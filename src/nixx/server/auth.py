@@ -1,7 +1,8 @@
 """API-key check: with NIXX_API_KEY set, every request but ``/health`` must carry
 ``Authorization: Bearer <key>`` or ``x-api-key: <key>`` (Anthropic's header, which its
 SDK and Claude Code send); others get 401 with the error envelope of the path
-(`nixx.server.errors.envelope_for`).
+(`nixx.server.errors.envelope_for`); on ``/mcp`` a JSON-RPC error an MCP client shows,
+without the OAuth challenge (`nixx.mcp.http.refuse_key`).
 The web page (``/`` and ``/ui/...``) also accepts a signed-in browser's session cookie
 (`nixx.web.security.Sessions`), and sends a browser without one to the sign-in form.
 A plain ASGI middleware (it does not buffer responses, so streaming is untouched)."""
@@ -59,6 +60,11 @@ class APIKeyMiddleware:
             if not header and api_key is None
             else "wrong API key: send Authorization: Bearer <NIXX_API_KEY> (or x-api-key)"
         )
+        if path == "/mcp" or path.startswith("/mcp/"):
+            from nixx.mcp.http import refuse_key
+
+            await refuse_key(receive, send, message)
+            return
         await send_error(
             send, message, 401, code="invalid_api_key",
             headers=[(b"www-authenticate", b"Bearer")], path=path,
