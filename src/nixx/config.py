@@ -115,23 +115,24 @@ class Settings(BaseSettings):
         ge=0,
         description="How many requests the chat backend serves at once. 0: what the backend "
         "says (llama.cpp's `/props` `total_slots`), else 1. With one slot nixx's own calls "
-        "(summaries, intent, source summaries) never run beside a user's turn: a turn stops "
-        "one in flight, which runs again after.",
+        "(summaries, intent, source summaries) never run beside a user's turn: a turn waits "
+        "for the slice in flight or stops the call's answer, and the call runs again after.",
     )
     chat_keep_prefix: bool = Field(
         default=True,
-        description="On a backend with one slot (learned, or `chat_slots = 1`): once nixx's "
-        "own calls have taken its prompt cache, send the latest conversation again (one "
-        "token asked) while no turn runs, so the next turn's prompt is not evaluated whole. "
-        "Off: the next turn after a summary or intent evaluates the whole history.",
+        description="On a backend with one slot (learned, or `chat_slots = 1`): when one of "
+        "nixx's own calls could not continue the conversation (it would not fit the context) "
+        "and so took the backend's prompt cache, send the latest conversation again, in "
+        "slices of one token asked each, while no turn runs, so the next turn's prompt is "
+        "not evaluated whole. Off: that next turn evaluates the whole history.",
     )
     background_quiet: float = Field(
-        default=3.0,
+        default=1.0,
         ge=0,
         description="On a backend with one slot: seconds without a user's turn before nixx's "
-        "own calls start. A local server cannot stop a prompt it has begun to evaluate; a "
-        "summary begun the moment a turn ended would hold the slot, and replace its prompt "
-        "cache, when the next message follows at once. 0: they start as soon as no turn runs.",
+        "own calls start. They go in slices of about a second of the backend's work, so a "
+        "message sent meanwhile waits for one slice at most; this keeps even that from a "
+        "message sent right after an answer. 0: they start as soon as no turn runs.",
     )
     background_timeout: float = Field(
         default=120.0,

@@ -23,3 +23,10 @@ def test_every_prompt_is_quoted_verbatim() -> None:
         "SOURCE_SUMMARY_PROMPT",
     ):
         assert f"### `{name}`\n\n```text\n{getattr(prompts, name)}\n```" in text, name
+
+
+
+def test_the_note_before_an_own_call_continuing_a_conversation_is_quoted() -> None:
+    from nixx.llm.slot import TASK_NOTE
+
+    assert f"```text\n{TASK_NOTE}\n```" in DOC.read_text()

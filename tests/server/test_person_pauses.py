@@ -12,7 +12,6 @@ summary and the intent are made while the person keeps talking."""
 
 from __future__ import annotations
 
-import random
 import time
 from typing import Any
 
@@ -21,37 +20,11 @@ import httpx
 from nixx.llm.slot import TASK_NOTE
 from nixx.memory.prompts import INTENT_PROMPT, SUMMARY_PROMPT
 from nixx.testing.fake_llm import FakeLLM, PromptCache, Reply, user_words
+from nixx.testing.person import MESSAGES, pauses
 
 SCALE = 0.1  # seconds of the test per second of a person's time
 EVAL_RATE, GEN_RATE = 200.0, 20.0  # tokens a second: a small model on a laptop's CPU
 
-MESSAGES = [
-    "Hi! I'm Maaike, I keep bees in Ghent and I want to run a beginners' course in spring.",
-    "The course would be six Saturday mornings at the community garden near the Coupure.",
-    "How many people can one beekeeper teach at a hive without chaos, do you think?",
-    "Good point about veils. We have eight spare veils and three full suits.",
-    "My partner Joris says we should charge forty euros. Is that too much for Ghent?",
-    "Ha, fair. The city gives a small grant for nature education, maybe that helps.",
-    "What should the first Saturday cover? I was thinking hive anatomy and safety.",
-    "We'll use a Dadant hive for the demo, that's what most Belgian keepers use.",
-    "Could you draft a short checklist for opening a hive with beginners?",
-    "Nice. Add 'light the smoker before you put gloves on', people always forget.",
-    "Week three I'd like to do swarm prevention. May is swarm season here.",
-    "Do you know a simple way to explain queen cells to people who never saw one?",
-    "I love the comparison with a waiting list. I'll steal that.",
-    "Joris found a supplier in Lokeren for foundation wax, cheaper than online.",
-    "What do I do if someone in the group turns out to be allergic to stings?",
-    "The community garden has a first-aid kit but no epinephrine pen.",
-    "OK, I'll ask every participant about allergies in the sign-up form.",
-    "For the last Saturday I'd like a small honey tasting. Three local honeys.",
-    "Linden, chestnut and a spring flower honey from our own hives.",
-    "Should I print handouts or just send a PDF after each session?",
-    "A PDF it is. Can you remind me what we planned for week three?",
-    "And how many veils did I say we have?",
-    "Let's make the sign-up form today. What fields does it need?",
-    "Thanks. Last thing: a name for the course. Something not too cute.",
-    "'Bees on Saturday' is perfect. Thank you for all the help!",
-]
 
 
 def _answer(words: str) -> str:
@@ -102,7 +75,6 @@ def test_a_person_pausing_to_read_keeps_the_cache_and_gets_summaries(make_settin
         from nixx.server.app import create_app
         from nixx.testing.live_server import LiveServer
 
-        pauses = random.Random(38)
         history: list[dict[str, Any]] = []
         turn_requests: list[int] = []  # index into cache.evaluations of each turn's request
         said: set[str] = set()
@@ -111,9 +83,10 @@ def test_a_person_pausing_to_read_keeps_the_cache_and_gets_summaries(make_settin
 
             client = openai.OpenAI(base_url=server.base_url + "/v1", api_key="x",
                                    max_retries=0, timeout=120)
+            pausing = pauses()
             for n, message in enumerate(MESSAGES):
                 if n:
-                    time.sleep(pauses.uniform(1.0, 12.0) * SCALE)  # reading the answer
+                    time.sleep(next(pausing) * SCALE)  # reading the answer
                 said.add(message)
                 history.append({"role": "user", "content": message})
                 before = len(cache.evaluations)

@@ -265,6 +265,10 @@ class ChatClient(_Errors):
         facts = self._facts.get(model)
         return (facts.context_length, facts.source) if facts else (None, "")
 
+    def known_facts(self, model: str) -> BackendFacts | None:
+        """What was learned of `model`, without asking (None: nothing yet)."""
+        return self._facts.get(model)
+
     def learn_context(self, model: str, length: int, source: str) -> None:
         """The backend refused a request for its length and named it."""
         facts = self._facts.setdefault(model, BackendFacts())

@@ -446,6 +446,7 @@ class NixxService:
         # what is known already: a status is never the one to ask the backend
         model = self.settings.chat_model or self._last_model
         length, source = self.context_length_of(self.llm.known_context(model))
+        facts = self.llm.known_facts(model)
         return {
             **episodic,
             "threshold": self.recall.threshold,
@@ -453,6 +454,8 @@ class NixxService:
             "context_length": length,
             "context_length_source": source,
             "backend_slots": self.llm.gate.slots,
+            "chat_tools": self.settings.chat_tools,
+            "backend_tool_calls": facts.tool_calls if facts else None,
             "prefix_restores": self.llm.gate.restores,
             "background": self.llm.gate.info(self.llm.slot.continued, self.llm.slot.alone),
             "stalls": self.stalls((episodic["unsummarised_words"], episodic["interval"])),
@@ -684,6 +687,8 @@ class MemoryStatus(EpisodicStatus):
     context_length: int
     context_length_source: str
     backend_slots: int | None
+    chat_tools: str  # the setting: auto | on | off
+    backend_tool_calls: bool | None  # whether the backend parses tool calls (None: not said)
     prefix_restores: int  # times the one-slot backend's cache was given the user's prefix back
     background: GateInfo  # nixx's own calls: running, waiting, yielded, run late
     stalls: list[str]  # what holds them up, in words (`NixxService.stalls`)
