@@ -317,17 +317,22 @@ class ChatClient(_Errors):
             steps.append(warm)
         return steps
 
-    def keep_prefix(self, request: dict[str, Any], answer: str, *, budget: float) -> None:
+    def keep_prefix(
+        self, request: dict[str, Any], answer: str, *, budget: float, resend: bool = True
+    ) -> None:
         """After a user's turn: `request` (what was sent) with `answer` appended is what
         the backend's prefix cache should hold for the next turn. On a one-slot backend
         nixx's own calls continue it (`background`); one that could not displaced it, and
         the gate sends it again, in slices of one token asked each (`nixx.llm.gate`): the
         backend evaluates the conversation, ready for the next message (which begins with
-        exactly this)."""
+        exactly this; not with `resend` off)."""
         if not answer:
             self.gate.keep(None, budget=budget)
             return
         self.slot.keep(request, answer)
+        if not resend:
+            self.gate.keep(None, budget=budget)
+            return
         conversation = self.slot.conversation
 
         def restore() -> list[Step]:

@@ -99,7 +99,7 @@ def slices(held: Sequence[Message], target: Sequence[Message], size: int) -> lis
             text = text_of(target[m])
             left = len(text) - ch
             if left <= budget:
-                budget -= max(left, 1)
+                budget -= left  # an empty message costs no budget: the next one does
                 m, ch = m + 1, 0
                 continue
             if isinstance(target[m].get("content"), str) and not target[m].get("tool_calls"):
@@ -183,5 +183,7 @@ class Slot:
             return None
         out = {**convo, **{k: v for k, v in own.items() if k not in ("messages", "model")}}
         out["messages"] = [*convo["messages"], task]
+        if out.get("tools") and out.get("tool_choice") not in (None, "auto", "none"):
+            out["tool_choice"] = "auto"  # the turn forced a call; the task wants text
         return out
 

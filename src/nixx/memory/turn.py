@@ -589,10 +589,11 @@ async def _call_backend(
             calls = acc.tool_calls()
             if not calls:
                 progress.finish = acc.finish_reason or "stop"
-                if round_no == 1 and parts.settings.chat_keep_prefix:
-                    # what the backend's cache should hold for the next turn (`nixx.llm.gate`)
+                if round_no == 1:
+                    # what the backend's cache should hold for the next turn (`nixx.llm.slot`)
                     parts.llm.keep_prefix(sent, acc.content,
-                                          budget=parts.settings.background_timeout)
+                                          budget=parts.settings.background_timeout,
+                                          resend=parts.settings.chat_keep_prefix)
                 break
             theirs = [c for c in calls if c["function"]["name"] in offer.client_names]
             if theirs:
