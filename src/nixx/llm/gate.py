@@ -18,8 +18,10 @@ llama-cpp-python's default ``interrupt_requests``, cuts the turn's stream. So
   yields after it; **stops the call itself** while it generates (its connection closed:
   the server stops generating). A call that yielded runs again, whole, once no turn runs;
 - **a call that has yielded `PATIENCE` times runs to its end** the next time: a user's
-  turn that comes then waits for it (at most its bounded answer). Summaries and the intent
-  then happen while a person keeps talking, at a bounded cost, instead of never;
+  turn that comes then waits for it (at most its bounded answer) — but no more than one
+  turn in `LATE_EVERY` is made to wait so (a model that never gives a usable summary would
+  otherwise make one in two wait). Summaries and the intent then happen while a person
+  keeps talking, at a bounded cost, instead of never;
 - what waits, what runs, how often calls yielded and ran late: `info` (the status).
 
 `slots` is the backend's: learned (llama.cpp's ``/props`` ``total_slots``; llama-cpp-python,
@@ -51,6 +53,7 @@ T = TypeVar("T")
 log = logging.getLogger(__name__)
 
 PATIENCE = 2  # times a call yields to users' turns before it runs to its end
+LATE_EVERY = 10  # users' turns from one call run late (a turn waited for it) to the next
 TURN_WAIT = 300.0  # seconds a user's turn waits at most for a slice or a late call
 
 Step = Callable[[], Awaitable[object]]
@@ -111,6 +114,7 @@ class BackendGate:
         self._late = False
         self.preemptions = 0
         self.late_runs = 0
+        self._late_turn = -LATE_EVERY  # `_turns` when a turn last waited for a late call
         # keeping the user's prefix (`keep`)
         self._restore: Callable[[], Sequence[Step]] | None = None
         self._restore_budget = 120.0
@@ -229,7 +233,8 @@ class BackendGate:
             finally:
                 self._queued.discard(ticket)
             steps = plan()
-            self.current, self._late = what, yielded >= PATIENCE
+            late = yielded >= PATIENCE and self._turns - self._late_turn >= LATE_EVERY
+            self.current, self._late = what, late
             turns = self._turns
             try:
                 async with asyncio.timeout(budget):
@@ -250,6 +255,7 @@ class BackendGate:
                 ) from None
             if self._late and self._turns != turns:
                 self.late_runs += 1  # a user's turn waited for it
+                self._late_turn = self._turns
             if self.keeps_prefix and not steps.continues and self._restore is not None:
                 self._displaced = True  # the backend holds nixx's prompt now
             return result

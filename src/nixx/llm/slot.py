@@ -37,7 +37,7 @@ TASK_NOTE = (
     "(This message comes from nixx, the memory system, not from the user: it is a task for "
     "you. Do exactly what it asks and answer only that; the conversation goes on after it.)"
 )
-SLICE_SECONDS = 1.0  # what one slice should cost the backend to evaluate
+SLICE_SECONDS = 0.5  # what one slice should cost the backend to evaluate
 FIRST_SLICE = 1024  # characters, before anything was measured
 MIN_SLICE, MAX_SLICE = 128, 32768  # characters
 CHARS_PER_TOKEN = 3  # cautious: small models' tokenisers give fewer than English's 4
