@@ -38,7 +38,7 @@ from __future__ import annotations
 import re
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, MutableMapping
 from typing import Any
 
 import anyio
@@ -61,7 +61,7 @@ def json_items(body: bytes) -> int:
     return bare.count(b"{") + bare.count(b"[")
 
 
-def hold_bytes(scope: dict[str, Any]) -> Callable[[int], bool]:
+def hold_bytes(scope: MutableMapping[str, Any]) -> Callable[[int], bool]:
     """The request's way to hold `n` more bytes in the in-flight budget until it ends:
     True when they fit (or the request is alone), False when the budget is full. Without
     the middleware (an app built for a test) every hold fits."""
@@ -161,7 +161,7 @@ class RequestSizeLimit:
         )
         await send_error(
             send, message, 503, code="server_busy",
-            headers=[(b"retry-after", b"1"), (b"connection", b"close")],
+            headers=[(b"connection", b"close")],  # Retry-After: `retry_headers`
             path=scope.get("path") or "",
         )
 
