@@ -234,3 +234,28 @@ def test_system_reminders_go_to_the_backend_but_are_not_remembered(
     assert [(r.role, r.content) for r in rows(live)] == [
         ("user", "which day is the demo?"), ("assistant", "Tuesday."),
         ("user", reminder), ("assistant", "noted")]
+
+
+def test_usage_carries_cached_tokens_and_is_estimated_without_counts(
+    claude: anthropic.Anthropic, llm: FakeLLM
+) -> None:
+    """The backend's `prompt_tokens_details.cached_tokens` is Anthropic's
+    `cache_read_input_tokens` (and out of `input_tokens`, as Anthropic counts them),
+    streamed or not; a backend that counts nothing gets nixx's estimate, marked."""
+    llm.queue(Reply(content="cached", cached_tokens=5))
+    reply = claude.messages.create(model="fake-model", max_tokens=50,
+                                   messages=[{"role": "user", "content": "hello there"}])
+    sent = llm.chat_requests[-1]
+    prompt = sum(len(str(m["content"]).split()) for m in sent["messages"])  # FakeLLM's count
+    assert reply.usage.cache_read_input_tokens == 5
+    assert reply.usage.input_tokens == prompt - 5
+    llm.queue(Reply(content="streamed cached", cached_tokens=3))
+    with claude.messages.stream(model="fake-model", max_tokens=50,
+                                messages=[{"role": "user", "content": "again"}]) as stream:
+        final = stream.get_final_message()
+    assert final.usage.cache_read_input_tokens == 3
+    llm.queue(Reply(content="no counts", usage=False))
+    guessed = claude.messages.create(model="fake-model", max_tokens=50,
+                                     messages=[{"role": "user", "content": "count"}])
+    assert guessed.usage.input_tokens > 10 and guessed.usage.output_tokens == 3
+    assert guessed.usage.model_dump()["estimated"] is True

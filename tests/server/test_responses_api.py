@@ -215,3 +215,18 @@ def test_a_forgotten_response_cannot_be_continued(
     with pytest.raises(openai.NotFoundError, match="forgotten"):
         oai.responses.create(model="fake-model", previous_response_id=response.id,
                              input="what was it?")
+
+
+def test_usage_carries_cached_tokens_and_is_estimated_without_counts(
+    oai: openai.OpenAI, llm: FakeLLM
+) -> None:
+    llm.queue(Reply(content="cached", cached_tokens=4))
+    response = oai.responses.create(model="fake-model", input="hello")
+    assert response.usage is not None
+    assert response.usage.input_tokens_details.cached_tokens == 4
+    llm.queue(Reply(content="no counts", usage=False))
+    stream = oai.responses.create(model="fake-model", input="again", stream=True)
+    final = [e for e in stream if e.type == "response.completed"][0].response
+    assert final.usage is not None and final.usage.input_tokens > 10
+    assert final.usage.output_tokens == 3
+    assert final.usage.model_dump()["estimated"] is True

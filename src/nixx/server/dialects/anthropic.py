@@ -264,10 +264,22 @@ def _tool_use(call: dict[str, Any]) -> dict[str, Any]:
     return {"type": "tool_use", "id": call.get("id"), "name": fn["name"], "input": given}
 
 
-def _usage(done: Finished | None) -> dict[str, int]:
+def _usage(done: Finished | None) -> dict[str, Any]:
+    """Anthropic's usage of the turn's counts: ``input_tokens`` are those the backend's
+    cache did not hold (``cache_read_input_tokens`` are those it did; Anthropic counts
+    them apart, OpenAI's ``prompt_tokens`` includes them); nixx's estimate when the
+    backend sent none, marked ``estimated: true``."""
     counted = done.usage if done is not None else {}
-    return {"input_tokens": counted.get("prompt_tokens", 0),
-            "output_tokens": counted.get("completion_tokens", 0)}
+    cached = counted.get("cached_tokens", 0)
+    usage: dict[str, Any] = {
+        "input_tokens": max(counted.get("prompt_tokens", 0) - cached, 0),
+        "cache_creation_input_tokens": 0,
+        "cache_read_input_tokens": cached,
+        "output_tokens": counted.get("completion_tokens", 0),
+    }
+    if counted.get("estimated"):
+        usage["estimated"] = True
+    return usage
 
 
 def message(done: Finished, model: str) -> dict[str, Any]:

@@ -247,14 +247,19 @@ def chat_request(
 
 
 def usage(counted: dict[str, int]) -> dict[str, Any]:
+    """The Responses usage of the turn's counts: the backend's (``cached_tokens`` its
+    cache held), else nixx's estimate, marked ``estimated: true``."""
     prompt, completion = counted.get("prompt_tokens", 0), counted.get("completion_tokens", 0)
-    return {
+    out: dict[str, Any] = {
         "input_tokens": prompt,
-        "input_tokens_details": {"cached_tokens": 0},
+        "input_tokens_details": {"cached_tokens": counted.get("cached_tokens", 0)},
         "output_tokens": completion,
         "output_tokens_details": {"reasoning_tokens": 0},
         "total_tokens": counted.get("total_tokens", prompt + completion),
     }
+    if counted.get("estimated"):
+        out["estimated"] = True
+    return out
 
 
 class Response:
