@@ -455,7 +455,7 @@ class _Handler(BaseHTTPRequestHandler):
             len(_text_of(m.get("content")).split()) for m in body.get("messages", [])
         )
         completion_tokens = len((reply.content or "").split())
-        usage = {
+        usage: dict[str, Any] = {
             "prompt_tokens": prompt_tokens,
             "completion_tokens": completion_tokens,
             "total_tokens": prompt_tokens + completion_tokens,
