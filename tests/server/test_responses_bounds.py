@@ -26,7 +26,10 @@ WINDOW = 8192
 
 @pytest.fixture
 def served(make_settings: Any) -> Iterator[LiveServer]:
-    with LiveServer(create_app(make_settings(chat_context_length=WINDOW))) as live:
+    # no summary or intent: the scripted answers are the turns' (sizes the test counts)
+    settings = make_settings(chat_context_length=WINDOW, summary_interval=10**9,
+                             intent_interval=10**9)
+    with LiveServer(create_app(settings)) as live:
         yield live
 
 
@@ -111,7 +114,8 @@ def test_a_continuation_past_the_inflight_budget_is_told_to_retry(
     """A continuation's body is 200 bytes, but what it loads is not: while another body
     holds most of NIXX_MAX_INFLIGHT_BYTES, a continuation of a 30 KB chain is a 503
     server_busy with Retry-After; alone, it is served."""
-    settings = make_settings(chat_context_length=WINDOW, max_inflight_bytes=60_000)
+    settings = make_settings(chat_context_length=WINDOW, max_inflight_bytes=60_000,
+                             summary_interval=10**9, intent_interval=10**9)
     with LiveServer(create_app(settings)) as live:
         oai = client(live)
         ids = _chain(oai, llm, 3, 2_000)
