@@ -81,6 +81,13 @@ class Settings(BaseSettings):
         "request that would pass it is answered 503 with `Retry-After` (one request alone is "
         "always served). Bounds the memory concurrent large requests take.",
     )
+    max_json_items: int = Field(
+        default=100_000,
+        gt=0,
+        description="Most JSON objects and arrays one request body may hold (content blocks, "
+        "parts, items, messages, tool schemas: all counted). A body with more is answered 400 "
+        "before it is parsed: millions of empty blocks in a few MiB take gigabytes once parsed.",
+    )
     request_timeout: float = Field(
         default=60.0,
         gt=0,

@@ -20,6 +20,7 @@ shows a notice.
     ├── BackendError               backend         502
     │   └── BackendUnavailable     backend_unavailable 503
     ├── ModelMissing               model_missing   500
+    ├── ServerBusy                 server_busy     503
     ├── SyncError                  sync            502
     └── WorkspaceError             workspace       400
         └── NoWorkspace            no_workspace    404
@@ -127,6 +128,13 @@ class ModelMissing(NixxError):
     """Local model files are not installed."""
 
     kind = "model_missing"
+
+
+class ServerBusy(NixxError):
+    """nixx itself is at its in-flight budget (`NIXX_MAX_INFLIGHT_BYTES`): retry soon."""
+
+    kind = "server_busy"
+    http_status = 503
 
 
 class SyncError(NixxError):

@@ -14,6 +14,7 @@ import httpx
 import pytest
 
 from nixx.server.app import create_app
+from nixx.testing.fake_llm import Reply
 from nixx.testing.live_server import LiveServer
 
 LIMIT = 64 * 1024
@@ -301,3 +302,44 @@ def test_the_header_time_limit_holds_on_both_of_uvicorns_protocols(
             with sock:
                 assert sock.recv(100) == b""  # closed without an answer
         assert httpx.get(live.base_url + "/health").status_code == 200
+
+
+def test_a_body_of_too_many_json_items_is_refused_before_it_is_parsed(
+    make_settings: Any, llm: Any
+) -> None:
+    """Millions of empty content blocks take gigabytes once parsed (2.6 GB for 15 MiB on
+    /v1/messages): a body with more objects and arrays than NIXX_MAX_JSON_ITEMS is a 400
+    naming the limit on every dialect, in its own error shape, before the app parses it
+    (the backend is never called, nothing is stored). Braces inside strings do not count,
+    and a body within the limit is served."""
+    settings = make_settings(max_json_items=1_000, chat_context_length=100_000)
+    blocks = [{"type": "text", "text": ""}] * 1_200
+    bodies = {
+        "/v1/messages": {"model": "m", "max_tokens": 10,
+                         "messages": [{"role": "user", "content": blocks}]},
+        "/v1/responses": {"model": "m", "input": [
+            {"role": "user", "content": [{"type": "input_text", "text": ""}] * 1_200}]},
+        "/v1/chat/completions": {"model": "m", "messages": [
+            {"role": "user", "content": blocks}]},
+        "/v1/intent": {"intent": [[]] * 1_200},
+    }
+    with LiveServer(create_app(settings)) as live, httpx.Client(
+        base_url=live.base_url, timeout=30
+    ) as client:
+        for path, body in bodies.items():
+            r = client.post(path, json=body)
+            assert r.status_code == 400, (path, r.text)
+            assert "NIXX_MAX_JSON_ITEMS" in r.text and "1000" in r.text, r.text
+            if path == "/v1/messages":
+                assert r.json()["error"]["type"] == "invalid_request_error"
+            else:
+                assert r.json()["error"]["code"] == "too_many_items"
+            assert r.headers.get("connection") != "close"
+        assert llm.chat_requests == []
+        stored = live.call(lambda: live.service.run(live.service.store.get_buffer, 1))
+        assert stored == []
+        # 2,000 braces in a string are text, not items: served
+        llm.queue(Reply(content="fine"))
+        r = client.post("/v1/chat/completions", json={
+            "model": "m", "messages": [{"role": "user", "content": "{[" * 1_000 + '\\"{'}]})
+        assert r.status_code == 200, r.text

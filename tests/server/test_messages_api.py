@@ -234,3 +234,48 @@ def test_system_reminders_go_to_the_backend_but_are_not_remembered(
     assert [(r.role, r.content) for r in rows(live)] == [
         ("user", "which day is the demo?"), ("assistant", "Tuesday."),
         ("user", reminder), ("assistant", "noted")]
+
+
+def test_usage_carries_cached_tokens_and_is_estimated_without_counts(
+    claude: anthropic.Anthropic, llm: FakeLLM
+) -> None:
+    """The backend's `prompt_tokens_details.cached_tokens` is Anthropic's
+    `cache_read_input_tokens` (and out of `input_tokens`, as Anthropic counts them),
+    streamed or not; a backend that counts nothing gets nixx's estimate, marked."""
+    llm.queue(Reply(content="cached", cached_tokens=5))
+    reply = claude.messages.create(model="fake-model", max_tokens=50,
+                                   messages=[{"role": "user", "content": "hello there"}])
+    sent = llm.chat_requests[-1]
+    prompt = sum(len(str(m["content"]).split()) for m in sent["messages"])  # FakeLLM's count
+    assert reply.usage.cache_read_input_tokens == 5
+    assert reply.usage.input_tokens == prompt - 5
+    llm.queue(Reply(content="streamed cached", cached_tokens=3))
+    with claude.messages.stream(model="fake-model", max_tokens=50,
+                                messages=[{"role": "user", "content": "again"}]) as stream:
+        final = stream.get_final_message()
+    assert final.usage.cache_read_input_tokens == 3
+    llm.queue(Reply(content="no counts", usage=False))
+    guessed = claude.messages.create(model="fake-model", max_tokens=50,
+                                     messages=[{"role": "user", "content": "count"}])
+    assert guessed.usage.input_tokens > 10 and guessed.usage.output_tokens == 3
+    assert guessed.usage.model_dump()["estimated"] is True
+
+
+def test_document_blocks_are_text_or_refused(claude: anthropic.Anthropic, llm: FakeLLM) -> None:
+    """A plain-text `document` block reaches the backend as text (it was dropped in
+    silence); a base64 PDF is a 400 naming what is taken, before the backend is called."""
+    llm.queue(Reply(content="read it"))
+    claude.messages.create(model="fake-model", max_tokens=50, messages=[{"role": "user", "content": [
+        {"type": "document", "title": "notes.txt",
+         "source": {"type": "text", "media_type": "text/plain", "data": "the key is under the mat"}},
+        {"type": "text", "text": "where is the key?"}]}])
+    sent = llm.chat_requests[-1]["messages"][-1]["content"]
+    assert sent.startswith("notes.txt\n\nthe key is under the mat\nwhere is the key?")
+    calls = len(llm.chat_requests)
+    with pytest.raises(anthropic.BadRequestError) as info:
+        claude.messages.create(model="fake-model", max_tokens=50, messages=[{"role": "user", "content": [
+            {"type": "document", "source": {"type": "base64", "media_type": "application/pdf",
+                                            "data": "JVBERi0xLjQK"}},
+            {"type": "text", "text": "summarise"}]}])
+    assert "document" in str(info.value) and "plain text" in str(info.value)
+    assert len(llm.chat_requests) == calls

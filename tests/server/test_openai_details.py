@@ -24,13 +24,20 @@ def test_models_retrieve(oai: openai.OpenAI, llm: FakeLLM) -> None:
     assert "fake-model, org/other-model" in error["message"]
 
 
-def test_usage_is_omitted_when_the_backend_sent_none(oai: openai.OpenAI, llm: FakeLLM) -> None:
+def test_usage_is_estimated_when_the_backend_sent_none(
+    oai: openai.OpenAI, llm: FakeLLM
+) -> None:
+    """`llm --no-stream` fails on a chat completion without `usage`, Codex showed "tokens
+    used 0": without the backend's counts, nixx's estimate is sent, marked as such."""
     llm.queue(Reply(content="no counts here", usage=False))
     reply = oai.chat.completions.create(
         model="fake-model", messages=[{"role": "user", "content": "hi"}]
     )
     assert reply.choices[0].message.content == "no counts here"
-    assert reply.usage is None
+    assert reply.usage is not None and reply.usage.prompt_tokens > 10  # the system prompt
+    assert reply.usage.completion_tokens == len("no counts here") // 4 + 1
+    assert reply.usage.total_tokens == reply.usage.prompt_tokens + reply.usage.completion_tokens
+    assert reply.model_dump()["usage"]["estimated"] is True
     llm.queue(Reply(content="streamed, no counts", usage=False))
     chunks = list(
         oai.chat.completions.create(
@@ -40,12 +47,17 @@ def test_usage_is_omitted_when_the_backend_sent_none(oai: openai.OpenAI, llm: Fa
             stream_options={"include_usage": True},
         )
     )
-    assert all(c.usage is None for c in chunks)
-    # a backend that counts: the counts come through
+    counted = [c.usage for c in chunks if c.usage is not None]
+    assert len(counted) == 1 and counted[0].model_dump()["estimated"] is True
+    # a backend that counts: its counts come through, cached tokens too, not marked
+    llm.queue(Reply(content="counted", cached_tokens=7))
     reply = oai.chat.completions.create(
         model="fake-model", messages=[{"role": "user", "content": "count me"}]
     )
     assert reply.usage is not None and reply.usage.prompt_tokens > 0
+    assert reply.usage.prompt_tokens_details is not None
+    assert reply.usage.prompt_tokens_details.cached_tokens == 7
+    assert "estimated" not in reply.model_dump()["usage"]
 
 
 def test_unknown_field_names_the_nearest_with_param(live: LiveServer) -> None:

@@ -215,3 +215,54 @@ def test_a_forgotten_response_cannot_be_continued(
     with pytest.raises(openai.NotFoundError, match="forgotten"):
         oai.responses.create(model="fake-model", previous_response_id=response.id,
                              input="what was it?")
+
+
+def test_usage_carries_cached_tokens_and_is_estimated_without_counts(
+    oai: openai.OpenAI, llm: FakeLLM
+) -> None:
+    llm.queue(Reply(content="cached", cached_tokens=4))
+    response = oai.responses.create(model="fake-model", input="hello")
+    assert response.usage is not None
+    assert response.usage.input_tokens_details.cached_tokens == 4
+    llm.queue(Reply(content="no counts", usage=False))
+    stream = oai.responses.create(model="fake-model", input="again", stream=True)
+    final = [e for e in stream if e.type == "response.completed"][0].response
+    assert final.usage is not None and final.usage.input_tokens > 10
+    assert final.usage.output_tokens == 3
+    assert final.usage.model_dump()["estimated"] is True
+
+
+def test_a_stored_response_is_read_listed_and_deleted(
+    oai: openai.OpenAI, llm: FakeLLM, live: LiveServer
+) -> None:
+    """`client.responses.retrieve`, `.input_items.list` and `.delete` on a stored response
+    (404 before: the routes did not exist); after the delete it is a 404 and cannot be
+    continued, and the turn's buffer rows stay."""
+    llm.queue(Reply(tool_calls=[ToolCall("get_weather", {"city": "Oslo"}, id="call_r1")],
+                    cached_tokens=2))
+    first = oai.responses.create(model="fake-model", tools=[WEATHER], input=[
+        {"role": "developer", "content": "be brief"},
+        {"role": "user", "content": "weather in Oslo?"}])
+    got = oai.responses.retrieve(first.id)
+    assert got.id == first.id and got.status == "completed" and got.model == "fake-model"
+    assert [(o.type, o.call_id) for o in got.output] == [("function_call", "call_r1")]
+    assert got.usage is not None and got.usage.input_tokens_details.cached_tokens == 2
+    llm.queue(Reply(content="Sunny."))
+    second = oai.responses.create(model="fake-model", previous_response_id=first.id, input=[
+        {"type": "function_call_output", "call_id": "call_r1", "output": "sunny, 20 C"}])
+    assert oai.responses.retrieve(second.id).output_text == "Sunny."
+    items = oai.responses.input_items.list(first.id, order="asc")
+    assert [i.type for i in items.data] == ["message", "message"]
+    assert [i.role for i in items.data] == ["developer", "user"]  # type: ignore[union-attr]
+    assert items.data[1].content[0].text == "weather in Oslo?"  # type: ignore[union-attr]
+    newest = oai.responses.input_items.list(second.id)
+    assert newest.data[0].type == "function_call_output"
+    assert newest.data[0].output == "sunny, 20 C"  # type: ignore[union-attr]
+    oai.responses.delete(first.id)
+    for call in (lambda: oai.responses.retrieve(first.id),
+                 lambda: oai.responses.input_items.list(first.id),
+                 lambda: oai.responses.create(model="fake-model", input="more",
+                                              previous_response_id=first.id)):
+        with pytest.raises(openai.NotFoundError):
+            call()
+    assert "weather in Oslo?" in [r.content for r in rows(live)]

@@ -254,10 +254,27 @@ def _tool_name(tool: Any) -> str:
 
 
 def _add_usage(total: dict[str, int], usage: dict[str, Any] | None) -> None:
+    """Add one round's token counts to the turn's; ``cached_tokens`` is the backend's
+    ``prompt_tokens_details.cached_tokens`` (the prompt's tokens its cache held)."""
     for key in ("prompt_tokens", "completion_tokens", "total_tokens"):
         value = (usage or {}).get(key)
         if isinstance(value, int):
             total[key] = total.get(key, 0) + value
+    details = (usage or {}).get("prompt_tokens_details")
+    cached = details.get("cached_tokens") if isinstance(details, dict) else None
+    if isinstance(cached, int):
+        total["cached_tokens"] = total.get("cached_tokens", 0) + cached
+
+
+def _estimated_usage(convo: list[dict[str, Any]], offer: _Offer, content: str) -> dict[str, int]:
+    """nixx's own counts (characters / 4, as its context budget counts) for a backend that
+    reported none, marked ``estimated``: clients read ``usage`` on every answer (``llm``
+    fails without it, Codex showed "tokens used 0")."""
+    prompt = sum(estimate_tokens(m) for m in convo)
+    prompt += len(json.dumps([*offer.client, *offer.nixx])) // 4 if offer.client or offer.nixx else 0
+    completion = len(content) // 4 + (1 if content else 0)
+    return {"prompt_tokens": prompt, "completion_tokens": completion,
+            "total_tokens": prompt + completion, "estimated": 1}
 
 
 def _kept(text: str | None, remembered: Callable[[str], str]) -> str | None:
@@ -403,7 +420,7 @@ async def run_turn(
         finish_reason=progress.finish,
         model=progress.model,
         content=progress.content,
-        usage=progress.usage,
+        usage=progress.usage or _estimated_usage(convo, offer, progress.content),
         tool_runs=progress.tool_runs,
         client_tool_calls=progress.client_calls,
         recall_info=ctx.answer_info(),

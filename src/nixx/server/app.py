@@ -75,7 +75,8 @@ def create_app(settings: Settings) -> FastAPI:
     include_routes(app)
     app.add_middleware(RequestSizeLimit, max_bytes=settings.max_request_bytes,
                        body_timeout=settings.request_timeout,
-                       max_inflight=settings.max_inflight_bytes)
+                       max_inflight=settings.max_inflight_bytes,
+                       max_items=settings.max_json_items)
     from nixx.mcp.http import PATH, MCPEndpoint
 
     # an ASGI app, not a request handler: Starlette runs a non-function endpoint as one

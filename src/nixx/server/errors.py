@@ -56,6 +56,7 @@ BUSY_CODES = ("server_busy", "backend_busy")
 _CODE_TYPES = {code: "overloaded_error" for code in BUSY_CODES}
 RETRY_HEADER = "x-should-retry"
 BACKEND_BUSY_RETRY_AFTER = "2"  # seconds; the backend's own Retry-After is not kept
+SERVER_BUSY_RETRY_AFTER = "1"  # nixx's own budget frees as soon as a request ends
 _RETRIED_4XX = (408, 409, 429)  # the clients' own rule: these may pass on a retry
 
 
@@ -66,6 +67,8 @@ def retry_headers(
     busy backend (the module's docstring)."""
     if code == "backend_busy":
         return {"retry-after": BACKEND_BUSY_RETRY_AFTER}
+    if code == "server_busy":
+        return {"retry-after": SERVER_BUSY_RETRY_AFTER}
     if code in BUSY_CODES:
         return {}
     final = (400 <= status < 500 and status not in _RETRIED_4XX) or code == "backend_unavailable"

@@ -18,11 +18,27 @@ before the 503 (it is within the size limit and nothing of it is kept): closing 
 unread would reset the connection, and the client would never see the answer telling it to
 retry. Responses are not buffered, so streaming is untouched; the
 time limit ends with the body (a streaming answer may take as long as it takes).
+
+Two more bounds on what a request costs once it is parsed:
+
+- a JSON body holding more than ``NIXX_MAX_JSON_ITEMS`` objects and arrays is answered
+  400 ``too_many_items`` before the app parses it: 15 MiB of empty content blocks is
+  600,000 objects, several hundred MB as Python dicts and more again once validated and
+  translated (2.6 GB measured on ``/v1/messages``). The braces are counted as the body
+  arrives (a count of ``{`` and ``[`` bytes, C speed); only a body whose count passes the
+  limit is counted again without the braces inside strings (`json_items`), once whole;
+- a route that expands a small request into more (a Responses continuation loads the
+  stored conversation it continues) holds those bytes in the same in-flight budget as the
+  bodies: `hold_bytes` (``scope["nixx.hold"]``) takes them or says no, and they are given
+  back when the request ends.
 """
 
 from __future__ import annotations
 
+import re
+import threading
 import time
+from collections.abc import Callable, MutableMapping
 from typing import Any
 
 import anyio
@@ -34,16 +50,37 @@ from nixx.server.errors import send_error
 # connection; a larger one is answered at once, before a byte of it is read.
 LINGER_BYTES = 64 * 1024 * 1024
 LINGER_SECONDS = 5.0
+HOLD_KEY = "nixx.hold"  # the scope key of a request's `hold_bytes`
+# a JSON string, escapes included (unrolled: no backtracking)
+_JSON_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"')
+
+
+def json_items(body: bytes) -> int:
+    """The objects and arrays in a JSON `body`: its ``{`` and ``[`` outside strings."""
+    bare = _JSON_STRING.sub(b"", body)
+    return bare.count(b"{") + bare.count(b"[")
+
+
+def hold_bytes(scope: MutableMapping[str, Any]) -> Callable[[int], bool]:
+    """The request's way to hold `n` more bytes in the in-flight budget until it ends:
+    True when they fit (or the request is alone), False when the budget is full. Without
+    the middleware (an app built for a test) every hold fits."""
+    hold = scope.get(HOLD_KEY)
+    return hold if callable(hold) else (lambda n: True)
 
 
 class RequestSizeLimit:
     def __init__(self, app: Any, max_bytes: int, body_timeout: float = 60.0,
-                 max_inflight: int | None = None) -> None:
+                 max_inflight: int | None = None, max_items: int | None = None) -> None:
         self.app = app
         self.max_bytes = max_bytes
         self.body_timeout = body_timeout
         self.max_inflight = max_inflight if max_inflight is not None else 4 * max_bytes
-        self.inflight = 0  # body bytes of the requests being served (declared or seen)
+        self.max_items = max_items
+        # body bytes of the requests being served (declared or seen), and what routes hold
+        # besides (`hold_bytes`; from worker threads too, hence the lock)
+        self.inflight = 0
+        self._lock = threading.Lock()
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] != "http":
@@ -70,55 +107,21 @@ class RequestSizeLimit:
             await self._drain(receive, time.monotonic() + self.body_timeout, cap=self.max_bytes)
             await self._busy(send, scope)
             return
-        state = {"seen": 0, "held": max(declared, 0), "started": False, "refused": False,
-                 "whole": False}
-        self.inflight += state["held"]
-        deadline = time.monotonic() + self.body_timeout
-
-        async def limited_receive() -> dict[str, Any]:
-            if state["refused"]:
-                return {"type": "http.disconnect"}
-            if state["whole"]:
-                return await receive()  # after the body: waiting for a disconnect is fine
-            message = None
-            with anyio.move_on_after(max(deadline - time.monotonic(), 0)):
-                message = await receive()
-            if message is None:
-                await refuse(self._too_slow)
-                return {"type": "http.disconnect"}
-            if message["type"] == "http.request":
-                if not message.get("more_body"):
-                    state["whole"] = True
-                state["seen"] += len(message.get("body") or b"")
-                if state["seen"] > self.max_bytes:
-                    await refuse(self._refuse)
-                    return {"type": "http.disconnect"}
-                if state["seen"] > state["held"]:  # a chunked body: held as it arrives
-                    grown = state["seen"] - state["held"]
-                    if self.inflight + grown > self.max_inflight and self.inflight > state["held"]:
-                        await refuse(self._busy)
-                        return {"type": "http.disconnect"}
-                    self.inflight += grown
-                    state["held"] = state["seen"]
-            return message
-
-        async def refuse(answer: Any) -> None:
-            state["refused"] = True
-            if not state["started"]:
-                state["started"] = True
-                await answer(send, scope)
-
-        async def tracked_send(message: dict[str, Any]) -> None:
-            if state["refused"]:
-                return  # the refusal went out already: whatever the route answers is dropped
-            if message["type"] == "http.response.start":
-                state["started"] = True
-            await send(message)
-
+        served = _Served(self, scope, receive, send, max(declared, 0))
+        scope[HOLD_KEY] = served.hold
         try:
-            await self.app(scope, limited_receive, tracked_send)
+            await self.app(scope, served.receive, served.send)
         finally:
-            self.inflight -= state["held"]
+            served.release()
+
+    def _take(self, n: int, mine: int) -> bool:
+        """Add `n` bytes to the in-flight sum when they fit, or when the request holding
+        `mine` is the only one served."""
+        with self._lock:
+            if self.inflight + n > self.max_inflight and self.inflight > mine:
+                return False
+            self.inflight += n
+            return True
 
     async def _drain(self, receive: Any, deadline: float, *, cap: int) -> None:
         """Read a refused request's body to its end and drop it: at most `cap` bytes, until
@@ -135,7 +138,11 @@ class RequestSizeLimit:
                 return
 
     def _admit(self, size: int) -> bool:
-        return self.inflight == 0 or self.inflight + size <= self.max_inflight
+        with self._lock:
+            if self.inflight == 0 or self.inflight + size <= self.max_inflight:
+                self.inflight += size
+                return True
+            return False
 
     async def _refuse(self, send: Any, scope: dict[str, Any]) -> None:
         message = (
@@ -154,7 +161,7 @@ class RequestSizeLimit:
         )
         await send_error(
             send, message, 503, code="server_busy",
-            headers=[(b"retry-after", b"1"), (b"connection", b"close")],
+            headers=[(b"connection", b"close")],  # Retry-After: `retry_headers`
             path=scope.get("path") or "",
         )
 
@@ -167,3 +174,92 @@ class RequestSizeLimit:
             send, message, 408, code="request_timeout", headers=[(b"connection", b"close")],
             path=scope.get("path") or "",
         )
+
+    async def _too_many(self, send: Any, scope: dict[str, Any]) -> None:
+        message = (
+            f"the request body holds more than {self.max_items} JSON objects and arrays "
+            "(content blocks, parts, items, messages: NIXX_MAX_JSON_ITEMS); send fewer, or "
+            "join empty or small blocks into one"
+        )
+        await send_error(send, message, 400, code="too_many_items",
+                         path=scope.get("path") or "")
+
+
+class _Served:
+    """One admitted request's body as it arrives: its bytes counted against the size,
+    time and in-flight limits, its braces against the items limit, and what the route
+    holds besides (`hold`)."""
+
+    def __init__(self, limit: RequestSizeLimit, scope: dict[str, Any], receive: Any,
+                 send: Any, declared: int) -> None:
+        self.limit, self.scope, self._receive, self._send = limit, scope, receive, send
+        self.seen = 0
+        self.held = declared  # taken from the budget already (`_admit`)
+        self.started = self.refused = self.whole = False
+        self.deadline = time.monotonic() + limit.body_timeout
+        self.json = limit.max_items is not None and any(
+            name == b"content-type" and b"json" in value.lower()
+            for name, value in scope.get("headers") or [])
+        self.braces = 0
+        self.chunks: list[bytes] = []  # the body so far (the app holds them too) until whole
+
+    def hold(self, n: int) -> bool:
+        if n <= 0:
+            return True
+        if not self.limit._take(n, self.held):
+            return False
+        self.held += n
+        return True
+
+    def release(self) -> None:
+        with self.limit._lock:
+            self.limit.inflight -= self.held
+
+    async def receive(self) -> dict[str, Any]:
+        if self.refused:
+            return {"type": "http.disconnect"}
+        if self.whole:
+            return await self._receive()  # after the body: waiting for a disconnect is fine
+        message = None
+        with anyio.move_on_after(max(self.deadline - time.monotonic(), 0)):
+            message = await self._receive()
+        if message is None:
+            return await self.refuse(self.limit._too_slow)
+        if message["type"] != "http.request":
+            return message
+        body = message.get("body") or b""
+        self.whole = not message.get("more_body")
+        self.seen += len(body)
+        if self.seen > self.limit.max_bytes:
+            return await self.refuse(self.limit._refuse)
+        if self.seen > self.held and not self.hold(self.seen - self.held):  # chunked
+            return await self.refuse(self.limit._busy)
+        if self.json and self._too_many(body):
+            return await self.refuse(self.limit._too_many)
+        return message
+
+    def _too_many(self, body: bytes) -> bool:
+        """Whether the body passes the items limit, known once it is whole: braces are
+        counted as it arrives; past the limit the whole body is counted again without
+        those inside strings (`json_items`)."""
+        self.chunks.append(body)
+        self.braces += body.count(b"{") + body.count(b"[")
+        if not self.whole:
+            return False
+        chunks, self.chunks = self.chunks, []
+        limit = self.limit.max_items or 0
+        return self.braces > limit and json_items(b"".join(chunks)) > limit
+
+    async def refuse(self, answer: Any) -> dict[str, Any]:
+        self.refused = True
+        if not self.started:
+            self.started = True
+            await answer(self._send, self.scope)
+        return {"type": "http.disconnect"}
+
+    async def send(self, message: dict[str, Any]) -> None:
+        if self.refused:
+            return  # the refusal went out already: whatever the route answers is dropped
+        if message["type"] == "http.response.start":
+            self.started = True
+        await self._send(message)

@@ -81,6 +81,8 @@ class Reply:
     # SSE: after this many content chunks send `[DONE]` with no finish reason (a local
     # server that gave the slot to another request)
     done_after: int | None = None
+    # the prompt's tokens the backend's cache held (``usage.prompt_tokens_details``)
+    cached_tokens: int | None = None
 
 
 @dataclass
@@ -453,11 +455,13 @@ class _Handler(BaseHTTPRequestHandler):
             len(_text_of(m.get("content")).split()) for m in body.get("messages", [])
         )
         completion_tokens = len((reply.content or "").split())
-        usage = {
+        usage: dict[str, Any] = {
             "prompt_tokens": prompt_tokens,
             "completion_tokens": completion_tokens,
             "total_tokens": prompt_tokens + completion_tokens,
         }
+        if reply.cached_tokens is not None:
+            usage["prompt_tokens_details"] = {"cached_tokens": reply.cached_tokens}
         if body.get("stream"):
             self._stream(reply, model, calls, finish, usage)
             return

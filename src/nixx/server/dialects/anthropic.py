@@ -13,7 +13,9 @@ Request → chat request:
   stored in the user's buffer row nor recalled against (`system.remembered`); a message that is
   only reminders is stored whole.
 - ``messages``: content a string or blocks. ``text`` blocks are text; ``image`` blocks
-  (``base64`` or ``url`` sources) become ``image_url`` parts; an assistant's ``tool_use``
+  (``base64`` or ``url`` sources) become ``image_url`` parts; ``document`` blocks with a
+  plain-text source are text (after their title), a PDF one is a 400 naming what is
+  taken; an assistant's ``tool_use``
   blocks are its ``tool_calls`` (``input`` as JSON arguments); a user's ``tool_result``
   blocks become tool messages, placed before the rest of that user message (a turn that
   only returns tool results adds no user row). ``thinking``/``redacted_thinking`` and
@@ -115,7 +117,30 @@ def _parts(blocks: list[dict[str, Any]], where: str) -> list[dict[str, Any]]:
             parts.append({"type": "text", "text": _text(block.get("text"), f"{where}.{i}.text")})
         elif kind == "image":
             parts.append(_image(block, f"{where}.{i}"))
+        elif kind == "document":
+            parts.append({"type": "text", "text": _document(block, f"{where}.{i}")})
     return parts
+
+
+def _document(block: dict[str, Any], where: str) -> str:
+    """A ``document`` block's text: a plain-text source (``source.type: "text"``, its
+    ``data``) or a ``content`` source of text blocks, after its ``title`` when it has one.
+    A PDF (``base64``, ``url``, ``file``) is refused, never dropped in silence: nixx's
+    backend reads text, and nixx does not extract it."""
+    source = block.get("source")
+    kind = source.get("type") if isinstance(source, dict) else None
+    if kind == "text" and isinstance(source, dict):
+        text = _text(source.get("data"), f"{where}.source.data")
+    elif kind == "content" and isinstance(source, dict) and isinstance(source.get("content"), list):
+        text = "\n".join(p["text"] for p in _parts(source["content"], f"{where}.source.content")
+                         if p["type"] == "text")
+    else:
+        raise ValidationError(
+            f"{where}: nixx takes document blocks whose source is plain text (type \"text\", "
+            f"or \"content\" of text blocks), not {kind!r}: PDFs are not read; send the "
+            "document's text instead", param=f"{where}.source")
+    title = block.get("title")
+    return f"{title}\n\n{text}" if isinstance(title, str) and title else text
 
 
 def _content(parts: list[dict[str, Any]]) -> Any:
@@ -264,10 +289,22 @@ def _tool_use(call: dict[str, Any]) -> dict[str, Any]:
     return {"type": "tool_use", "id": call.get("id"), "name": fn["name"], "input": given}
 
 
-def _usage(done: Finished | None) -> dict[str, int]:
+def _usage(done: Finished | None) -> dict[str, Any]:
+    """Anthropic's usage of the turn's counts: ``input_tokens`` are those the backend's
+    cache did not hold (``cache_read_input_tokens`` are those it did; Anthropic counts
+    them apart, OpenAI's ``prompt_tokens`` includes them); nixx's estimate when the
+    backend sent none, marked ``estimated: true``."""
     counted = done.usage if done is not None else {}
-    return {"input_tokens": counted.get("prompt_tokens", 0),
-            "output_tokens": counted.get("completion_tokens", 0)}
+    cached = counted.get("cached_tokens", 0)
+    usage: dict[str, Any] = {
+        "input_tokens": max(counted.get("prompt_tokens", 0) - cached, 0),
+        "cache_creation_input_tokens": 0,
+        "cache_read_input_tokens": cached,
+        "output_tokens": counted.get("completion_tokens", 0),
+    }
+    if counted.get("estimated"):
+        usage["estimated"] = True
+    return usage
 
 
 def message(done: Finished, model: str) -> dict[str, Any]:

@@ -243,18 +243,74 @@ def chat_request(
     return chat
 
 
+# ---- stored responses read back -------------------------------------------------------
+
+
+def input_items(messages: list[dict[str, Any]], response_id: str) -> list[dict[str, Any]]:
+    """The Responses items of a stored response's input (chat messages, as kept), oldest
+    first; ids are the response's, numbered (items are not stored apart)."""
+    items: list[dict[str, Any]] = []
+    tag = response_id.removeprefix("resp_")
+    for message in messages:
+        role = message.get("role")
+        if role == "tool":
+            items.append({"type": "function_call_output", "call_id": message.get("tool_call_id"),
+                          "output": message.get("content") or "", "status": "completed"})
+            continue
+        content = message.get("content")
+        kind = "output_text" if role == "assistant" else "input_text"
+        parts = [{"type": kind, "text": content}] if isinstance(content, str) and content else [
+            {"type": kind, "text": p.get("text", "")} if p.get("type") == "text"
+            else {"type": "input_image", "image_url": (p.get("image_url") or {}).get("url"),
+                  "detail": (p.get("image_url") or {}).get("detail", "auto")}
+            for p in content or [] if isinstance(p, dict)]
+        if parts:
+            items.append({"type": "message", "role": role, "status": "completed",
+                          "content": parts})
+        items.extend(Response.call_item(c) for c in message.get("tool_calls") or [])
+    for i, item in enumerate(items):
+        item.setdefault("id", f"{'msg' if item['type'] == 'message' else 'fc'}_{tag}_{i}")
+    return items
+
+
+def stored_response(
+    response_id: str, record: dict[str, Any], said: dict[str, Any], content: str,
+    tool_calls: list[dict[str, Any]], created_at: int,
+) -> dict[str, Any]:
+    """The Response object of a stored response (``GET /v1/responses/{id}``): what was
+    kept of it — its answer, status, model and usage; the request's options were not."""
+    body = ResponsesRequest(previous_response_id=record.get("previous"))
+    response = Response(body, str(said.get("model") or ""))
+    response.id, response.created_at = response_id, created_at
+    if content:
+        response.output.append(Response.message_item(f"msg_{response_id[5:]}", content,
+                                                      "completed"))
+    response.output.extend(Response.call_item(
+        {"id": c.get("id"), "function": {"name": c.get("name"), "arguments": c.get("arguments")}})
+        for c in tool_calls)
+    out = response.object(str(said.get("status") or "completed"))
+    counted = said.get("usage")
+    out["usage"] = usage(counted) if isinstance(counted, dict) else None
+    return out
+
+
 # ---- answer -------------------------------------------------------------------------
 
 
 def usage(counted: dict[str, int]) -> dict[str, Any]:
+    """The Responses usage of the turn's counts: the backend's (``cached_tokens`` its
+    cache held), else nixx's estimate, marked ``estimated: true``."""
     prompt, completion = counted.get("prompt_tokens", 0), counted.get("completion_tokens", 0)
-    return {
+    out: dict[str, Any] = {
         "input_tokens": prompt,
-        "input_tokens_details": {"cached_tokens": 0},
+        "input_tokens_details": {"cached_tokens": counted.get("cached_tokens", 0)},
         "output_tokens": completion,
         "output_tokens_details": {"reasoning_tokens": 0},
         "total_tokens": counted.get("total_tokens", prompt + completion),
     }
+    if counted.get("estimated"):
+        out["estimated"] = True
+    return out
 
 
 class Response:

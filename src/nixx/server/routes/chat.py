@@ -136,8 +136,8 @@ async def _stream(
                 chunk = _chunk(cid, created, model, {}, event.finish_reason)
                 chunk["nixx"] = turn_memory(event)
                 yield _sse(chunk)
-                usage = _usage(event.usage)
-                if include_usage and usage is not None:
+                if include_usage:
+                    usage = _usage(event.usage)
                     tail = {**_chunk(cid, created, model, {}), "choices": [], "usage": usage}
                     yield _sse(tail)
             try:
@@ -210,20 +210,22 @@ async def chat_completions(
             {"index": 0, "message": message, "logprobs": None, "finish_reason": done.finish_reason}
         ],
     }
-    usage = _usage(done.usage)
-    if usage is not None:  # omitted, not 0/0/0, when the backend reported none
-        reply["usage"] = usage
+    reply["usage"] = _usage(done.usage)  # nixx's estimate when the backend sent none
     reply["nixx"] = turn_memory(done)
     response.headers.update(turn_headers(info))
     return reply
 
 
-def _usage(counted: dict[str, int]) -> dict[str, int] | None:
-    """The token counts the backend reported (None when it reported none): what it
-    left out is completed from the rest where that is arithmetic, else 0."""
-    if not counted:
-        return None
-    usage = {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0, **counted}
-    if "total_tokens" not in counted:
-        usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
+def _usage(counted: dict[str, int]) -> dict[str, Any]:
+    """The token counts: the backend's (what it left out completed from the rest where
+    that is arithmetic, else 0; ``prompt_tokens_details.cached_tokens`` when it said),
+    else nixx's estimate, marked ``estimated: true``."""
+    usage: dict[str, Any] = {"prompt_tokens": counted.get("prompt_tokens", 0),
+                             "completion_tokens": counted.get("completion_tokens", 0)}
+    usage["total_tokens"] = counted.get(
+        "total_tokens", usage["prompt_tokens"] + usage["completion_tokens"])
+    if "cached_tokens" in counted:
+        usage["prompt_tokens_details"] = {"cached_tokens": counted["cached_tokens"]}
+    if counted.get("estimated"):
+        usage["estimated"] = True
     return usage
