@@ -16,7 +16,6 @@ import openai
 import pytest
 
 from nixx.errors import ServerBusy
-from nixx.memory.responses import stored_responses
 from nixx.server.app import create_app
 from nixx.testing.fake_llm import FakeLLM, Reply
 from nixx.testing.live_server import LiveServer
@@ -87,7 +86,7 @@ def test_a_continuation_loads_what_trimming_could_send_and_holds_it(
     continuations begin at the same message until the cut moves by half a window, so the
     backend's prefix cache keeps them."""
     ids = _chain(client(served), llm, 30, 100)
-    stored = stored_responses(served.service)
+    stored = served.service.responses
     held: list[int] = []
 
     def hold(n: int) -> bool:

@@ -35,7 +35,6 @@ from nixx.errors import NotFound, ServerBusy
 from nixx.memory.history import CHARS_PER_TOKEN, estimate_tokens
 
 if TYPE_CHECKING:
-    from nixx.memory.service import NixxService
     from nixx.store.base import MemoryStore
     from nixx.store.records import BufferRow
 
@@ -175,8 +174,3 @@ class StoredResponses:
             self.get(response_id, "previous_response_id")  # says why
         chain.messages = [m for part in reversed(parts) for m in part]
         return chain
-
-
-def stored_responses(service: NixxService) -> StoredResponses:
-    """The stored responses of `service`'s store (for the Responses routes)."""
-    return StoredResponses(service.store)

@@ -53,6 +53,7 @@ from nixx.memory.intent_job import IntentJob
 from nixx.memory.layout import MemoryTrail
 from nixx.memory.own_calls import OwnCalls
 from nixx.memory.recall import Recall, RecallContext
+from nixx.memory.responses import Chain, StoredResponse, StoredResponses
 from nixx.memory.row_vectors import RowVectors, VectorStatus
 from nixx.memory.sources import Sources
 from nixx.memory.summaries import Summaries
@@ -73,9 +74,7 @@ SUMMARY_JOB = summary_job.JOB
 # floor as cosine (0.16 with MiniLM: bench/bench_recall.py loses no evidence row at 0.15,
 # 0.011 of R@10 at 0.2; docs/performance.md)
 SEARCH_FLOOR_SHARE = 0.4
-RESPONSE_KEY = "response:"  # state key prefix: a stored response id -> its answer row id
 STALL_SECONDS = 30.0  # an own call waiting this long for a pause counts as held up
-MAX_RESPONSE_CHAIN = 10_000  # previous_response_id links walked at most
 
 
 @contextlib.asynccontextmanager
@@ -153,6 +152,8 @@ class NixxService:
             context_length=self.context_length,
         )
         self.jobs = BackgroundJobs()
+        # the Responses API's stored responses (`previous_response_id`, GET, DELETE)
+        self.responses = StoredResponses(store)
         # every buffer row's vector, made in a thread of its own (started by the server)
         self.row_vectors = RowVectors(store, self._embed_sync, foreground=self.foreground)
         # forgetting vs. background writes: a job that read rows before a forget drops
@@ -302,57 +303,29 @@ class NixxService:
     ) -> AsyncIterator[TurnEvent]:
         """Run one chat turn; yields `nixx.memory.turn` events (see there). `agent`: the nxc
         persona the turn runs for (recorded on its buffer rows; no nixx tools offered).
-        `answer_meta`: more keys for the answer's row (`save_response` reads ``response``);
+        `answer_meta`: more keys for the answer's row (`StoredResponses` reads ``response``);
         `remembered`: what of the user's text is stored and recalled against (see there)."""
         return run_turn(
             self._turn_parts, body, origin, info, agent=agent, answer_meta=answer_meta,
             remembered=remembered,
         )
 
-    # ---- stored responses (the Responses API's `previous_response_id`) ----------------
-    async def save_response(self, response_id: str, row_id: int) -> None:
-        """Let `response_id` be continued: a pointer to the answer's buffer row, whose
-        ``meta.response`` (``previous``: the response it continued, ``input``: the messages
-        the request added) was written by the turn. The text lives only in the buffer
-        rows, so forgetting a row forgets the response with it."""
-        await self.run(self.store.set_state, RESPONSE_KEY + response_id, row_id)
+    # ---- stored responses (the Responses API) -------------------------------------------
+    async def response_chain(
+        self, response_id: str, window: int, hold: Callable[[int], bool]
+    ) -> Chain:
+        """The conversation a continuation of `response_id` loads (`StoredResponses.walk`:
+        bounded by `window` tokens, each record held in the in-flight budget by `hold`)."""
+        return await self.run(self.responses.walk, response_id, window, hold)
 
-    async def response_history(self, response_id: str) -> list[dict[str, Any]]:
-        """The conversation up to and including stored response `response_id` (chat
-        messages, oldest first), by walking ``previous`` back. A response nixx does not
-        hold (never stored, or its row forgotten) is `NotFound`; an older link that was
-        forgotten ends the walk there (what is forgotten stays forgotten)."""
+    async def save_response(self, response_id: str, row_id: int, said: dict[str, Any]) -> None:
+        await self.run(self.responses.save, response_id, row_id, said)
 
-        def work() -> list[dict[str, Any]]:
-            parts: list[list[dict[str, Any]]] = []
-            rid: str | None = response_id
-            seen: set[str] = set()
-            while rid and rid not in seen and len(seen) < MAX_RESPONSE_CHAIN:
-                seen.add(rid)
-                row_id = self.store.get_state(RESPONSE_KEY + rid)
-                rows = self.store.get_buffer(row_id, row_id) if isinstance(row_id, int) else []
-                record = rows[0].meta.get("response") if rows else None
-                if not isinstance(record, dict) or record.get("id") != rid:
-                    break
-                calls = [
-                    {"id": c.get("id"), "type": "function",
-                     "function": {"name": c.get("name"), "arguments": c.get("arguments")}}
-                    for c in rows[0].meta.get("tool_calls") or []
-                ]
-                answer: dict[str, Any] = {"role": "assistant", "content": rows[0].content or None}
-                if calls:
-                    answer["tool_calls"] = calls
-                parts.append([*(record.get("input") or []), answer])
-                rid = record.get("previous")
-            if not parts:
-                raise NotFound(
-                    f"no stored response {response_id!r}: it was never stored (store: false, "
-                    "or another server), or it was forgotten",
-                    param="previous_response_id",
-                )
-            return [m for part in reversed(parts) for m in part]
+    async def get_response(self, response_id: str) -> StoredResponse:
+        return await self.run(self.responses.get, response_id)
 
-        return await self.run(work)
+    async def delete_response(self, response_id: str) -> None:
+        await self.run(self.responses.delete, response_id)
 
     def _after_turn(self) -> None:
         """Schedule the background work a new buffer row may make due."""

@@ -19,7 +19,7 @@ from fastapi import APIRouter, Query, Request
 from fastapi import Response as HTTPResponse
 from fastapi.responses import StreamingResponse
 
-from nixx.memory.responses import Chain, bounded_input, stored_responses
+from nixx.memory.responses import Chain, bounded_input
 from nixx.memory.turn import Finished, TurnInfo
 from nixx.server.deps import AgentDep, ServiceDep, origin_or
 from nixx.server.dialects.responses import (
@@ -57,14 +57,13 @@ async def create_response(
     request: Request,
 ) -> Any:
     """One turn with memory, in the Responses API's shapes."""
-    stored = stored_responses(service)
     chain, window, model = Chain(), 0, body.model or ""
     if body.store or body.previous_response_id:
         model = await service.resolve_model(body.model)
         window, _ = await service.context_length(model)
     if body.previous_response_id:
-        chain = await service.run(stored.walk, body.previous_response_id, window,
-                                  hold_bytes(request.scope))
+        chain = await service.response_chain(body.previous_response_id, window,
+                                             hold_bytes(request.scope))
     added = input_messages(body.input)
     chat = chat_request(body, chain.messages, added)
     response = Response(body, body.model or "")
@@ -84,7 +83,7 @@ async def create_response(
         if body.store and done.assistant_row_id is not None:
             said = {"status": Response.status_of(done), "model": done.model or model,
                     "usage": done.usage}
-            await service.run(stored.save, response.id, done.assistant_row_id, said)
+            await service.save_response(response.id, done.assistant_row_id, said)
         return {"nixx": turn_memory(done)}
 
     if body.stream:
@@ -113,7 +112,7 @@ async def create_response(
 async def get_response(response_id: str, service: ServiceDep) -> dict[str, Any]:
     """A stored response: its answer (``output``), ``status``, ``model`` and ``usage`` as
     kept; 404 when nixx holds no such response (never stored, deleted or forgotten)."""
-    found = await service.run(stored_responses(service).get, response_id)
+    found = await service.get_response(response_id)
     created = int(datetime.fromisoformat(found.row.created_at).timestamp())
     return stored_response(response_id, found.record, found.said, found.row.content,
                            list(found.row.meta.get("tool_calls") or []), created)
@@ -130,7 +129,7 @@ async def list_input_items(
     """The input items of a stored response, as kept (the newest that fit the context
     window: `nixx.memory.responses`), in OpenAI's list shape; ``order`` ``desc`` (the
     default, as at OpenAI) is newest first; ``after`` an item id to continue after."""
-    found = await service.run(stored_responses(service).get, response_id)
+    found = await service.get_response(response_id)
     items = input_items(list(found.record.get("input") or []), response_id)
     if order == "desc":
         items.reverse()
@@ -146,5 +145,5 @@ async def list_input_items(
 async def delete_response(response_id: str, service: ServiceDep) -> dict[str, Any]:
     """Delete a stored response: it can no longer be read or continued. The buffer rows
     its turn wrote stay in memory (`POST /v1/forget` forgets them)."""
-    await service.run(stored_responses(service).delete, response_id)
+    await service.delete_response(response_id)
     return {"id": response_id, "object": "response.deleted", "deleted": True}
