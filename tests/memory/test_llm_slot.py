@@ -60,9 +60,9 @@ def test_what_the_backend_holds_is_not_sent_again() -> None:
 def test_a_slice_follows_the_backends_speed() -> None:
     size = SliceSize(1024)
     size.observe(2000, 4.0)  # 500 characters a second
-    assert size.chars == (1024 + 500) // 2
+    assert size.chars == (1024 + 3 * 250) // 4  # half a second's worth, three quarters on
     size.observe(10, 1.0)  # too little to measure
-    assert size.chars == (1024 + 500) // 2
+    assert size.chars == (1024 + 3 * 250) // 4
 
 
 def test_an_own_call_continues_the_conversation_only_when_it_fits() -> None:

@@ -337,10 +337,8 @@ class ChatClient(_Errors):
 
         def restore() -> list[Step]:
             assert conversation is not None
-            target = conversation["messages"]
-            last = {**conversation, "max_tokens": 1}
-            return [*self._warm_steps({**conversation, "max_tokens": 1}),
-                    lambda: self._streamed({**last, "messages": target})]
+            whole = {**conversation, "max_tokens": 1}
+            return [*self._warm_steps(whole), lambda: self._streamed(whole)]
 
         self.gate.keep(restore, budget=budget)
 

@@ -38,7 +38,7 @@ TASK_NOTE = (
     "you. Do exactly what it asks and answer only that; the conversation goes on after it.)"
 )
 SLICE_SECONDS = 0.5  # what one slice should cost the backend to evaluate
-FIRST_SLICE = 1024  # characters, before anything was measured
+FIRST_SLICE = 512  # characters, before anything was measured
 MIN_SLICE, MAX_SLICE = 128, 32768  # characters
 CHARS_PER_TOKEN = 3  # cautious: small models' tokenisers give fewer than English's 4
 MESSAGE_TOKENS = 6  # a message's role and separators in a chat template
@@ -123,7 +123,7 @@ def _cut(text: str, low: int, high: int) -> int:
 @dataclass
 class SliceSize:
     """The characters one slice adds: what the backend evaluates in about `SLICE_SECONDS`
-    (each measured slice moves it halfway to the size it implies)."""
+    (each measured slice moves it three quarters of the way to the size it implies)."""
 
     chars: int = FIRST_SLICE
 
@@ -131,7 +131,7 @@ class SliceSize:
         if chars < MIN_SLICE // 2 or seconds <= 0:
             return  # too little to measure: the request's own overhead dominates
         implied = chars / seconds * SLICE_SECONDS
-        self.chars = int(min(MAX_SLICE, max(MIN_SLICE, (self.chars + implied) / 2)))
+        self.chars = int(min(MAX_SLICE, max(MIN_SLICE, (self.chars + 3 * implied) / 4)))
 
 
 @dataclass
