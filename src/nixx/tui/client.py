@@ -282,8 +282,10 @@ def _chunk_events(chunk: Any) -> list[StreamEvent]:
             events.append(StreamEvent("delta", text=text))
         if choice.get("finish_reason"):
             events.append(StreamEvent("done", data={"finish_reason": choice["finish_reason"]}))
-    if isinstance(chunk.get("usage"), dict):
-        events.append(StreamEvent("usage", data=chunk["usage"]))
+    usage = chunk.get("usage")
+    if isinstance(usage, dict) and not usage.get("estimated"):
+        # nixx's own estimate (the backend counted nothing) is no gauge of the context
+        events.append(StreamEvent("usage", data=usage))
     return events
 
 
