@@ -612,8 +612,8 @@ def test_an_overflow_that_trimming_cannot_fix_names_the_length_and_the_setting(
     llm.queue(Reply(status=400, error="the request exceeds the available context size, "
                                      "try increasing it"))
     r = nixx.chat("hi")
-    assert r.status_code == 502
-    message = assert_envelope(r.json(), "backend")["message"]
+    assert r.status_code == 400  # no retry fixes it
+    message = assert_envelope(r.json(), "context_length_exceeded")["message"]
     assert "8192 tokens" in message and "chat_context_length" in message
     assert "NIXX_CHAT_CONTEXT_LENGTH" in message
 

@@ -52,6 +52,7 @@ from nixx.errors import BackendError, ContextLengthExceeded, NixxError
 from nixx.llm.facts import context_from_error, is_overflow
 from nixx.llm.stream import StreamAccumulator
 from nixx.memory.history import (
+    CHARS_PER_TOKEN,
     estimate_tokens,
     latest_user_text,
     new_user_text,
@@ -331,6 +332,11 @@ def _check_fits(messages: list[dict[str, Any]], body: dict[str, Any], context_le
         )
 
 
+def _schema_tokens(tools: Any) -> int:
+    """nixx's estimate of the tokens the tools' schemas take in a request."""
+    return len(json.dumps(tools or [])) // CHARS_PER_TOKEN
+
+
 def _clamp(sent: dict[str, Any], context: _Context, progress: _Progress) -> None:
     """Cut the answer's ``max_tokens`` (``max_completion_tokens``) in `sent` to what the
     context leaves after the prompt and tools sent, as gateways do: a backend refuses, or
@@ -342,7 +348,7 @@ def _clamp(sent: dict[str, Any], context: _Context, progress: _Progress) -> None
     if asked is None:
         return
     used = sum(estimate_tokens(m) for m in sent["messages"])
-    used += len(json.dumps(sent.get("tools") or [])) // 4
+    used += _schema_tokens(sent.get("tools"))
     room = context.length - used
     if asked <= room:
         return
@@ -393,7 +399,7 @@ async def run_turn(
     prompt = _Prompt.lay_out(parts, request, ctx, tools=bool(offer.nixx))
     # 3. the history trimmed to the context (again after a refusal that names a smaller one)
     context = _Context(*await parts.context_length(model))
-    convo = prompt.fit(context.length)
+    convo = prompt.fit(context.length, _schema_tokens([*offer.client, *offer.nixx]))
     # 4. the backend called, round after round of tools
     progress = _Progress(model)
     rounds = _call_backend(parts, request, offer, prompt, convo, context, progress)
@@ -511,18 +517,26 @@ class _Prompt:
             prompt.history, prompt.carried = prompt.trail.carry(request.history, prompt.keys)
         return prompt
 
-    def fit(self, length: int) -> list[dict[str, Any]]:
-        """The messages sent for a context of `length` tokens (`trimmed`: how many of
-        the history's were left out); the memory given is remembered for the next turns."""
+    def fit(self, length: int, tools: int = 0) -> list[dict[str, Any]]:
+        """The messages sent for a context of `length` tokens, `tools` of them the tools'
+        schemas (`trimmed`: how many of the history's were left out); the memory given is
+        remembered for the next turns. The latest user message — the turn's task — is
+        never trimmed away from the tool calls and results after it (a tool's result
+        without its question is no request), and the answer's share shrinks to its least
+        before the task would go."""
         ctx = self.ctx
         system_message = {"role": "system", "content": self.system}
-        budget = (
-            length
-            - _reserve(self.body, length)
-            - estimate_tokens(system_message)
-            - estimate_tokens({"content": memory_text(ctx.memory_block)})
-        )
-        kept, self.trimmed = trim_history(self.history, max(budget, 0))
+        fixed = (tools + estimate_tokens(system_message)
+                 + estimate_tokens({"content": memory_text(ctx.memory_block)}))
+        last_user = max((i for i, m in enumerate(self.history) if m.get("role") == "user"),
+                        default=None)
+        task = sum(estimate_tokens(m) for m in self.history[last_user or 0:])
+        reserve = _reserve(self.body, length)
+        if length - reserve - fixed < task:
+            reserve = _least(self.body, length)
+        kept, self.trimmed = trim_history(self.history, max(length - reserve - fixed, 0))
+        if last_user is not None and self.trimmed > last_user:
+            kept, self.trimmed = list(self.history[last_user:]), last_user
         memory = ""
         if ctx.memory_block:
             kept_text = "\n".join(text_of(m.get("content")) for m in kept)
@@ -593,12 +607,12 @@ async def _call_backend(
                     raise
                 named = _context_refused(exc, context.length)
                 if named is None or retried:
-                    raise _explained(exc, convo, context.length, context.source) from None
+                    raise _explained(exc, sent, context.length, context.source) from None
                 # the backend named its context: trimmed to it, the turn is sent again
                 parts.llm.learn_context(model, named, "the backend's refusal")
                 retried = True
                 context.length, context.source = named, "the backend's refusal"
-                convo = prompt.fit(context.length)
+                convo = prompt.fit(context.length, _schema_tokens(offered))
                 continue
             round_no += 1
             progress.model = acc.model or progress.model
@@ -697,26 +711,39 @@ def _context_refused(exc: BackendError, length: int) -> int | None:
 
 
 def _explained(
-    exc: BackendError, convo: list[dict[str, Any]], length: int, source: str
-) -> BackendError:
+    exc: BackendError, sent: dict[str, Any], length: int, source: str
+) -> NixxError:
     """`exc`, saying so when the request was likely longer than the model's context: a
-    refusal for the length, or nothing at all back from a request that filled most of
-    the context (llama-cpp-python answers such a stream with an empty 200)."""
-    tokens = sum(estimate_tokens(m) for m in convo)
+    refusal for the length (then a `ContextLengthExceeded`, 400: no retry fixes it), or
+    nothing at all back from a request that filled most of the context (llama-cpp-python
+    answers such a stream with an empty 200). The request's size counts its tools'
+    schemas (a coding agent's are thousands of tokens), and the advice follows from it:
+    a request larger than the window nixx assumes needs a larger one; one within it was
+    refused by a model whose window is smaller than nixx assumes."""
+    tools = _schema_tokens(sent.get("tools"))
+    tokens = sum(estimate_tokens(m) for m in sent["messages"]) + tools
     overflow = is_overflow(exc.message)
     if not overflow and not (exc.details.get("code") == "stream_interrupted"
                              and tokens >= length // 2):
         return exc
-    how = "the backend refused it as too long" if overflow else "the backend answered nothing"
-    details = {**exc.details, "code": "context_length_exceeded" if overflow
-               else exc.details.get("code")}
-    return BackendError(
-        f"{exc.message} — the request was ~{tokens} tokens and {how}: nixx takes the "
-        f"model's context length to be {length} tokens ({source}). If the model's context "
-        "is smaller, set chat_context_length (NIXX_CHAT_CONTEXT_LENGTH) to it; the history "
-        "is then trimmed to fit",
-        **details,
-    )
+    how = "refused it as too long" if overflow else "answered nothing"
+    of_tools = f", ~{tools} of them the tools' schemas" if tools else ""
+    if tokens > length:
+        # first what to do: a client may show only the start of the message
+        message = (f"the request is ~{tokens} tokens{of_tools}: more than the model's context "
+                   f"of {length} tokens ({source}). Start the backend with a larger context "
+                   "and set NIXX_CHAT_CONTEXT_LENGTH (chat_context_length) to it (a coding agent "
+                   "needs ~32,768; Claude Code's output share is CLAUDE_CODE_MAX_OUTPUT_TOKENS), "
+                   f"or send fewer tools or less history. The backend {how}: {exc.message}")
+    else:
+        message = (f"the request is ~{tokens} tokens{of_tools} and the backend {how}; nixx "
+                   f"takes the model's context length to be {length} tokens ({source}). If "
+                   "the model's context is smaller, set NIXX_CHAT_CONTEXT_LENGTH "
+                   "(chat_context_length) to it; the history is then trimmed to fit. The "
+                   f"backend: {exc.message}")
+    if overflow:
+        return ContextLengthExceeded(message, param="messages")
+    return BackendError(message, **exc.details)
 
 
 async def _record_answer(
