@@ -1,5 +1,6 @@
 """Convergence: replicas exchanging chat operations duplicated, reordered and partially
-end with identical views; replay is idempotent; a read cursor never moves back."""
+end with identical views; replay is idempotent; a read cursor never moves back; a
+thread's registers are only ever set from its owner."""
 
 from __future__ import annotations
 
@@ -93,7 +94,9 @@ actions = st.lists(st.one_of(write, write, sync), min_size=1, max_size=40)
 
 
 def cursors(store):
-    return dict(((r, c), p) for r, c, p in store.conn.execute("SELECT * FROM nxc_cursors"))
+    """(reader, channel, writing replica) → pos: each replica's cursor of each reader."""
+    return {(r, c, o): p for r, c, o, p in store.conn.execute(
+        "SELECT reader, channel_id, origin, pos FROM nxc_cursors")}
 
 
 def check_monotonic(before, after):
@@ -152,6 +155,12 @@ def test_replicas_converge_whatever_the_delivery(script, rnd):
                 for thing, origin in stores[0].conn.execute(
                         f"SELECT {idcol}, {column} FROM {table}"):
                     assert minter(thing) in (None, origin)
+            # a thread's registers are set only from its owner: the origin of its root
+            for expects_pos, deadline_pos, owner in stores[0].conn.execute(
+                    "SELECT s.expects_pos, s.deadline_pos, t.origin FROM nxc_thread_state s"
+                    " JOIN nxc_threads t USING (thread_id)"):
+                for pos in (expects_pos, deadline_pos):
+                    assert not pos or pos.split(".")[1] == owner
 
             # replay is idempotent; a full re-fold gives the same views
             stores[0].insert([Op.from_wire(op.to_wire()) for op in every.values()])
@@ -172,7 +181,8 @@ def test_replicas_converge_whatever_the_delivery(script, rnd):
 )
 def test_read_cursor_is_a_max_register(writes, orders):
     """One reader moves its cursor on several replicas; whatever order the other replicas
-    receive the moves in, the cursor only ever grows and ends at the greatest."""
+    receive the moves in, each replica's cursor only ever grows and ends at the greatest
+    that replica wrote (a clone reads only its own: `nixx.nxc.cursor`)."""
     with tempfile.TemporaryDirectory() as tmp:
         stores = []
         for i, replica in enumerate(REPLICAS):
@@ -186,13 +196,15 @@ def test_read_cursor_is_a_max_register(writes, orders):
             for store, rnd in zip(stores, orders, strict=True):
                 batch = [Op.from_wire(op.to_wire()) for op in ops]
                 rnd.shuffle(batch)
-                seen = ""
+                seen: dict[str, str] = {}
                 for op in batch:
                     store.insert([op])
-                    now = cursors(store)[("aaaa/ann", "decl:team")]
-                    assert now >= seen, "cursor moved back"
-                    seen = now
-                assert seen == max(f"{p:04d}" for _, p in writes)
+                    now = cursors(store)[("aaaa/ann", "decl:team", op.origin)]
+                    assert now >= seen.get(op.origin, ""), "cursor moved back"
+                    seen[op.origin] = now
+                for r, replica in enumerate(REPLICAS):
+                    mine = [f"{p:04d}" for w, p in writes if w == r]
+                    assert seen.get(replica) == (max(mine) if mine else None)
         finally:
             for s in stores:
                 s.close()

@@ -90,6 +90,56 @@ def test_a_clone_cannot_rewrite_a_message_or_take_over_a_thread(team, tmp_path):
     assert "conflicts  2 claims" in human.stdout and forged_post.id in human.stdout
 
 
+def test_a_clone_cannot_set_another_clones_thread_registers_or_cursor(team):
+    """B forges alice's `thread_expects` (team/mallory) and `thread_deadline` (1970) on the
+    thread she opened in A, and bob's read cursor: A's thread keeps its expectation and
+    deadline, `nxc wait` does not call it stale, bob's message stays unread in A, and A
+    lists the register writes as refused (docs/limits-and-safety.md, who writes what)."""
+    a, b = team
+    sent = ok_json("nxc", "send", "--to", "pair", "--expect", "team/bob", "--deadline", "2h",
+                   "please look", cwd=a, env=as_("alice"))
+    thread = sent["thread_id"]
+    ok_json("nxs", "sync", "run", cwd=a)
+    ok_json("nxs", "sync", "run", cwd=b)
+    before = ok_json("nxc", "threads", "show", thread, cwd=a, env=as_("alice"))
+    forged_expects = _forge(_ws(b), kind="thread_expects", target=thread, origin="bbbb",
+                            clock=hlc.tick(None), actor="team/alice",
+                            payload={"expects": ["team/mallory"]})
+    forged_deadline = _forge(_ws(b), kind="thread_deadline", target=thread, origin="bbbb",
+                             clock=hlc.tick(None), actor="team/alice", payload={"deadline": 0})
+    _forge(_ws(b), kind="read_cursor", target=before["channel_id"], origin="bbbb",
+           clock=hlc.tick(None), actor="team/bob", payload={"pos": "z"})
+    ok_json("nxs", "sync", "run", cwd=b)
+    got = ok_json("nxs", "sync", "run", cwd=a)
+    assert got["stored"] == 3  # stored (the log is whole), never winning
+
+    for folder in (a, b):  # the same view on the owner's clone and the forger's
+        after = ok_json("nxc", "threads", "show", thread, cwd=folder, env=as_("alice"))
+        assert after["expects"] == before["expects"] and "team/mallory" not in after["expects"]
+        assert after["deadline"] == before["deadline"] and after["state"] == "open"
+    waited = run("nxc", "wait", "--thread", thread, "--timeout", "1", "--json", cwd=a,
+                 env=as_("alice"))
+    assert waited.returncode == 4, waited.stdout + waited.stderr  # timeout, not stale (3)
+    unread = ok_json("nxc", "prime", cwd=a, env=as_("bob"))
+    assert unread["count"] == 1
+    status = ok_json("nxs", "sync", "status", cwd=a)
+    found = {item["op"]: item for item in status["conflicts"]["items"]}
+    assert set(found) == {forged_expects.id, forged_deadline.id}
+    assert found[forged_expects.id]["kind"] == "thread_expects"
+    assert found[forged_deadline.id]["kind"] == "thread_deadline"
+    assert all(i["origin"] == "bbbb" and "owned by aaaa" in i["reason"] for i in found.values())
+    human = run("nxs", "sync", "status", cwd=a)
+    assert "conflicts  2 claims" in human.stdout and forged_expects.id in human.stdout
+    # alice in B cannot set them either (her write could never count): said before writing
+    proc = run("nxc", "expect", "--thread", thread, "team/bob", "--json", cwd=b,
+               env=as_("alice"))
+    assert proc.returncode != 0 and json.loads(proc.stdout)["error"]["kind"] == "forbidden"
+    assert "opened in clone aaaa" in proc.stdout
+    # in A she still can
+    ok_json("nxc", "expect", "--thread", thread, "team/bob", "--deadline", "3h",
+            cwd=a, env=as_("alice"))
+
+
 def test_disputed_legacy_ids_converge_whatever_the_delivery_order(remote):
     """Ids that name no minter (made before the rule): the claim with the least
     (clock, origin, op id) is shown on every clone, whatever order the claims arrive in,
@@ -214,6 +264,10 @@ def test_another_clones_answer_and_failed_outcome_are_shown_as_from_there(team):
                        if d["outcome"] == "failed"]
     assert remote_outcomes and all(d["remote"] and d["origin"] == "bbbb"
                                    for d in remote_outcomes)
+    human = run("nxc", "status", "--all", cwd=a, env=as_("alice"))
+    assert "from clone bbbb: failed:" in human.stdout, human.stdout
+    assert not [line for line in human.stdout.splitlines()
+                if "INVENTED CAUSE" in line and "from clone bbbb" not in line]
     # bob answers in his slot in B: A shows it as coming from clone bbbb
     answered = ok_json("nxc", "reply", "looked", cwd=b, env=as_("bob"))
     ok_json("nxs", "sync", "run", cwd=b)

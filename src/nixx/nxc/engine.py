@@ -447,8 +447,10 @@ class Engine:
         # A follow-up: the opener writes again in a conversation with a persona whose
         # expectation was met. It opens a new turn for the same personas (the expectation
         # is re-declared, as `expect` would), so their answer is owed — and delivered.
+        # Only in a thread this clone owns: another clone's registers are not ours to set.
         follow_up = (me == summary["opener"] and summary["complete"] and bool(summary["expects"])
-                     and summary["channel_id"].startswith("dm:"))
+                     and summary["channel_id"].startswith("dm:")
+                     and summary["origin"] == self.store.replica)
         with self.store.transaction() as txn:
             if follow_up:
                 txn.append(DOMAIN, "thread_expects", thread, me, {"expects": summary["expects"]})
@@ -492,6 +494,11 @@ class Engine:
                 f"only the opener of {thread} ({summary['opener']}) may re-declare who must "
                 f"reply; you are {me}"
             )
+        if summary["origin"] != self.store.replica:
+            raise Forbidden(
+                f"{thread} was opened in clone {summary['origin']}: only there may its opener "
+                f"re-declare who must reply or its deadline (this clone is "
+                f"{self.store.replica}; docs/limits-and-safety.md)")
         text = handles if isinstance(handles, str) else ",".join(handles)
         expects = parse_handle_list(text, self.origin)
         self._check_expectable(thread, summary, expects)
@@ -540,12 +547,13 @@ class Engine:
             pos = message_pos(self.conn, upto, channel)
             if pos is None:
                 raise NotFound(f"message {upto} is not in channel {channel}", param="upto")
-        current = cursor.cursor_of(self.conn, me, channel)
+        replica = self.store.replica
+        current = cursor.cursor_of(self.conn, me, replica, channel)
         moved = pos is not None and (current is None or pos > current)
         if moved:
             self.store.append(DOMAIN, "read_cursor", channel, me, {"pos": pos})
-        return {"channel_id": channel, "reader": me, "pos": cursor.cursor_of(self.conn, me, channel),
-                "moved": moved}
+        return {"channel_id": channel, "reader": me,
+                "pos": cursor.cursor_of(self.conn, me, replica, channel), "moved": moved}
 
     # -- reading ------------------------------------------------------------------------
 
@@ -585,7 +593,7 @@ class Engine:
     def unread(self, channel: str | None = None) -> builtins.list[UnreadMessage]:
         from nixx.nxc import cursor
 
-        return cursor.unread(self.conn, self.handle, channel)
+        return cursor.unread(self.conn, self.handle, self.store.replica, channel)
 
     def status(
         self, *, thread: str | None = None, channel: str | None = None, include_finished: bool = False
