@@ -235,6 +235,17 @@ class Settings(BaseSettings):
         "comma-separated (a pattern without `/` matches any one path component, one with `/` "
         "the path from the workspace root). Empty: nothing is protected.",
     )
+    sync_max_op_bytes: int = Field(
+        default=4 * 1024 * 1024,
+        ge=1024,
+        description="Longest operation a sync pass takes in, in bytes of its JSON; a longer "
+        "one is refused unread (never stored) and listed by `nxs sync status` under `refused`.",
+    )
+    sync_max_pull_ops: int = Field(
+        default=100_000,
+        gt=0,
+        description="Most operations one sync pass pulls; the next pass goes on from there.",
+    )
     tool_max_rounds: int = Field(
         default=8, gt=0, description="Tool-call rounds per turn before nixx stops and answers."
     )

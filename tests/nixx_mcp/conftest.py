@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import sys
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -62,7 +63,9 @@ def live(llm: FakeLLM, project: Path) -> Iterator[LiveServer]:
 
 
 def mcp_env(nixx_home: Path, **extra: str) -> dict[str, str]:
-    return {"NIXX_HOME": str(nixx_home), **extra}
+    # PYTHONPATH passes through: the server runs the code under test (a worktree's `src`)
+    keep = {k: os.environ[k] for k in ("PYTHONPATH",) if k in os.environ}
+    return {"NIXX_HOME": str(nixx_home), **keep, **extra}
 
 
 @contextlib.asynccontextmanager

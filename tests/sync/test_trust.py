@@ -14,7 +14,7 @@ from nixx.log import clock as hlc
 from nixx.log.op import Op
 from nixx.nxc.reducer import snapshot
 
-from .conftest import open_store, run, sync
+from .conftest import cli_env, open_store, run, sync
 from .test_cli import _clones, as_, ok_json
 
 
@@ -293,3 +293,66 @@ def test_expect_refuses_undeclared_and_reserved_handles(team):
                "--json", cwd=a, env=as_("alice"))
     assert proc.returncode == 1, proc.stdout
     assert json.loads(proc.stdout)["error"]["kind"] == "validation"
+
+
+def test_an_oversized_op_is_refused_unread_and_the_next_pass_syncs(remote):
+    """An op longer than the pass's bound (here 64 KiB, configured) is never decoded nor
+    stored: it is listed as refused, the pass stores what else arrived, and later passes
+    go on (docs/limits-and-safety.md, "What a sync pass takes in")."""
+    a, b = remote.workspace("a", "aaaa"), remote.workspace("b", "bbbb")
+    bound = 64 * 1024
+    huge = _forge(b, kind="post", target="m-huge", origin="bbbb", clock=hlc.tick(None),
+                  actor="bbbb/bo", payload={"thread": "t-b", "channel": "decl:x",
+                                            "body": "x" * (4 * bound), "kind": "info"})
+    with open_store(b) as sb:
+        sb.append("message", "post", "m-fine", "bbbb/bo",
+                  {"thread": "t-b", "channel": "decl:x", "body": "fine", "kind": "info"})
+    sync(b)
+    got = sync(a, max_op_bytes=bound)
+    assert got.refused == 1 and got.stored == 1
+    with open_store(a) as sa:
+        assert sa.get_op(huge.id) is None and sa.count() == 1
+        from nixx.sync import state
+
+        (item,) = state.refused(sa)["items"]
+        assert item["op"] == huge.id and item["origin"] == "bbbb" and item["kind"] == "post"
+        assert item["target"] == "m-huge" and "bytes, more than the 65536" in item["reason"]
+    with open_store(b) as sb:
+        sb.append("message", "post", "m-later", "bbbb/bo",
+                  {"thread": "t-b", "channel": "decl:x", "body": "later", "kind": "info"})
+    sync(b)
+    again = sync(a, max_op_bytes=bound)
+    assert again.refused == 0 and again.stored == 1
+    with open_store(a) as sa:
+        assert sa.count() == 2
+        from nixx.sync import state
+
+        assert state.refused(sa)["count"] == 1
+
+
+def test_a_pass_pulls_at_most_the_bound_and_the_next_goes_on(remote):
+    """The op count per pass is bounded by default too (`sync_max_pull_ops`)."""
+    a, b = remote.workspace("a", "aaaa"), remote.workspace("b", "bbbb")
+    with open_store(b) as sb:
+        for i in range(5):
+            sb.append("message", "post", f"m-{i}", "bbbb/bo",
+                      {"thread": "t-b", "channel": "decl:x", "body": str(i), "kind": "info"})
+    sync(b, batch_size=1)  # one op per git segment: git reads whole segments
+    first = sync(a, max_pull=3, pull_batch=1)
+    assert first.stored == 3 and first.more
+    second = sync(a, max_pull=3, pull_batch=1)
+    assert second.stored == 2 and not second.more
+
+
+def test_nxs_sync_run_takes_its_op_bound_from_the_settings(team):
+    a, b = team
+    forged = _forge(_ws(b), kind="post", target="m-big", origin="bbbb", clock=hlc.tick(None),
+                    actor="team/bob", payload={"thread": "t-b", "channel": "decl:pair",
+                                               "body": "y" * 20_000, "kind": "info"})
+    ok_json("nxs", "sync", "run", cwd=b)
+    got = ok_json("nxs", "sync", "run", cwd=a, env=cli_env(NIXX_SYNC_MAX_OP_BYTES="8192"))
+    assert got["refused"] == 1
+    status = ok_json("nxs", "sync", "status", cwd=a)
+    assert [i["op"] for i in status["refused"]["items"]] == [forged.id]
+    human = run("nxs", "sync", "status", cwd=a)
+    assert "refused    1 ops on arrival" in human.stdout and "8192" in human.stdout
