@@ -61,6 +61,13 @@ class Settings(BaseSettings):
         description="When set, every request must carry `Authorization: Bearer <key>` "
         "(`/health` excepted). Required to bind a non-loopback address.",
     )
+    forwarded_allow_ips: str = Field(
+        default="",
+        description="Addresses of the reverse proxies whose `X-Forwarded-For` / "
+        "`X-Forwarded-Proto` headers `nixx serve` believes, comma-separated (`127.0.0.1`, "
+        "`10.0.0.5`, `*`). Empty: proxy headers are ignored and a client is its connection's "
+        "address (so a forwarded header cannot escape the sign-in throttle).",
+    )
     max_request_bytes: int = Field(
         default=16 * 1024 * 1024,
         gt=0,
