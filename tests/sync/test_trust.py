@@ -90,11 +90,11 @@ def test_a_clone_cannot_rewrite_a_message_or_take_over_a_thread(team, tmp_path):
     assert "conflicts  2 claims" in human.stdout and forged_post.id in human.stdout
 
 
-def test_a_clone_cannot_set_another_clones_thread_registers_or_cursor(team):
+def test_a_clone_cannot_set_another_clones_thread_registers(team):
     """B forges alice's `thread_expects` (team/mallory) and `thread_deadline` (1970) on the
-    thread she opened in A, and bob's read cursor: A's thread keeps its expectation and
-    deadline, `nxc wait` does not call it stale, bob's message stays unread in A, and A
-    lists the register writes as refused (docs/limits-and-safety.md, who writes what)."""
+    thread she opened in A: A's thread keeps its expectation and deadline, `nxc wait` does
+    not call it stale, and A lists the register writes as refused
+    (docs/limits-and-safety.md, who writes what)."""
     a, b = team
     sent = ok_json("nxc", "send", "--to", "pair", "--expect", "team/bob", "--deadline", "2h",
                    "please look", cwd=a, env=as_("alice"))
@@ -107,11 +107,9 @@ def test_a_clone_cannot_set_another_clones_thread_registers_or_cursor(team):
                             payload={"expects": ["team/mallory"]})
     forged_deadline = _forge(_ws(b), kind="thread_deadline", target=thread, origin="bbbb",
                              clock=hlc.tick(None), actor="team/alice", payload={"deadline": 0})
-    _forge(_ws(b), kind="read_cursor", target=before["channel_id"], origin="bbbb",
-           clock=hlc.tick(None), actor="team/bob", payload={"pos": "z"})
     ok_json("nxs", "sync", "run", cwd=b)
     got = ok_json("nxs", "sync", "run", cwd=a)
-    assert got["stored"] == 3  # stored (the log is whole), never winning
+    assert got["stored"] == 2  # stored (the log is whole), never winning
 
     for folder in (a, b):  # the same view on the owner's clone and the forger's
         after = ok_json("nxc", "threads", "show", thread, cwd=folder, env=as_("alice"))
@@ -120,8 +118,6 @@ def test_a_clone_cannot_set_another_clones_thread_registers_or_cursor(team):
     waited = run("nxc", "wait", "--thread", thread, "--timeout", "1", "--json", cwd=a,
                  env=as_("alice"))
     assert waited.returncode == 4, waited.stdout + waited.stderr  # timeout, not stale (3)
-    unread = ok_json("nxc", "prime", cwd=a, env=as_("bob"))
-    assert unread["count"] == 1
     status = ok_json("nxs", "sync", "status", cwd=a)
     found = {item["op"]: item for item in status["conflicts"]["items"]}
     assert set(found) == {forged_expects.id, forged_deadline.id}
@@ -138,6 +134,49 @@ def test_a_clone_cannot_set_another_clones_thread_registers_or_cursor(team):
     # in A she still can
     ok_json("nxc", "expect", "--thread", thread, "team/bob", "--deadline", "3h",
             cwd=a, env=as_("alice"))
+
+
+def test_a_read_in_one_clone_holds_in_another_and_a_cursor_never_moves_back(team):
+    """The read cursor is one max register per (reader, channel) across clones (an ack on
+    one machine is not re-delivered on another): bob reads in B and the message is read in
+    A too; a cursor synced with an older position re-delivers nothing. The accepted limit
+    (docs/limits-and-safety.md, who writes what): a forged cursor far ahead hides bob's
+    unread messages, while `nxc threads show` still shows them."""
+    from nixx.nxc.engine import Engine
+
+    a, b = team
+    first = ok_json("nxc", "send", "--to", "pair", "one", cwd=a, env=as_("alice"))
+    ok_json("nxc", "send", "--to", "pair", "two", cwd=a, env=as_("alice"))
+    ok_json("nxs", "sync", "run", cwd=a)
+    ok_json("nxs", "sync", "run", cwd=b)
+    for folder in (a, b):
+        assert ok_json("nxc", "prime", cwd=folder, env=as_("bob"))["count"] == 2
+    bob_in_b = Engine.open(cwd=b, env=as_("bob"))
+    try:
+        moved = bob_in_b.mark_read("decl:pair", upto=first["message_id"])
+    finally:
+        bob_in_b.close()
+    assert moved["moved"]
+    ok_json("nxs", "sync", "run", cwd=b)
+    ok_json("nxs", "sync", "run", cwd=a)
+    for folder in (a, b):  # read in B, read in A
+        left = ok_json("nxc", "prime", cwd=folder, env=as_("bob"))
+        assert left["count"] == 1, (folder, left)
+    # a cursor from B with an older position (late, or forged) never moves it back
+    _forge(_ws(b), kind="read_cursor", target="decl:pair", origin="bbbb",
+           clock=hlc.tick(None), actor="team/bob", payload={"pos": "0"})
+    ok_json("nxs", "sync", "run", cwd=b)
+    assert ok_json("nxs", "sync", "run", cwd=a)["stored"] == 1
+    assert ok_json("nxc", "prime", cwd=a, env=as_("bob"))["count"] == 1
+    # the accepted limit: a forged cursor far ahead counts (a shared handle has no owning
+    # clone), so bob's unread message is hidden in A — but never lost from the thread
+    _forge(_ws(b), kind="read_cursor", target="decl:pair", origin="bbbb",
+           clock=hlc.tick(None), actor="team/bob", payload={"pos": "z"})
+    ok_json("nxs", "sync", "run", cwd=b)
+    ok_json("nxs", "sync", "run", cwd=a)
+    assert ok_json("nxc", "prime", cwd=a, env=as_("bob"))["count"] == 0
+    shown = ok_json("nxc", "threads", "show", first["thread_id"], cwd=a, env=as_("bob"))
+    assert [m["body"] for m in shown["messages"]] == ["one"]
 
 
 def test_disputed_legacy_ids_converge_whatever_the_delivery_order(remote):

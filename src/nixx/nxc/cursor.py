@@ -1,12 +1,9 @@
 """Read state: the cursor per (reader, channel) and unread as a predicate.
 
 The cursor is an operation (`read_cursor`, a max register on the message position
-``clock.origin.op``), so a late operation with an older position never moves it back.
-It is kept per writing replica, and a clone reads only the cursor it wrote itself (the
-`replica` of every function here): handles are not authenticated across clones, so a
-cursor synced from elsewhere — another clone's reads, or a forged one — never hides a
-message here (docs/limits-and-safety.md). Unread = messages in channels I am a member
-of, after my cursor, that I did not send. Member-only: a non-member has no read state.
+``clock.origin.op``), so it syncs and a late operation with an older position never
+moves it back. Unread = messages in channels I am a member of, after my cursor, that I
+did not send. Member-only: a non-member has no read state to keep.
 """
 
 from __future__ import annotations
@@ -27,15 +24,14 @@ _UNREAD = (
     " m.disposition, m.created, m.pos FROM nxc_messages m"
     " JOIN nxc_members mb ON mb.channel_id = m.channel_id AND mb.handle = :me"
     " LEFT JOIN nxc_cursors c ON c.reader = :me AND c.channel_id = m.channel_id"
-    " AND c.origin = :replica"
     " WHERE m.sender != :me AND m.pos > coalesce(c.pos, '')"
     " AND " + MESSAGE_VISIBLE  # what the channel's visibility hides is not unread either
 )
 
 
-def _unread_rows(conn: Connection, me: str, replica: str, channel: str | None) -> list[Any]:
+def _unread_rows(conn: Connection, me: str, channel: str | None) -> list[Any]:
     sql = _UNREAD
-    args: dict[str, Any] = {"me": me, "replica": replica}
+    args: dict[str, Any] = {"me": me}
     if channel is not None:
         sql += " AND m.channel_id = :channel"
         args["channel"] = channel
@@ -50,15 +46,14 @@ def _header(r: Any) -> UnreadHeader:
     }
 
 
-def unread(conn: Connection, me: str, replica: str,
-           channel: str | None = None) -> list[UnreadMessage]:
-    return [{**_header(r), "pos": r[8]} for r in _unread_rows(conn, me, replica, channel)]
+def unread(conn: Connection, me: str, channel: str | None = None) -> list[UnreadMessage]:
+    return [{**_header(r), "pos": r[8]} for r in _unread_rows(conn, me, channel)]
 
 
-def cursor_of(conn: Connection, me: str, replica: str, channel: str) -> str | None:
+def cursor_of(conn: Connection, me: str, channel: str) -> str | None:
     row = conn.execute(
-        "SELECT pos FROM nxc_cursors WHERE reader = ? AND channel_id = ? AND origin = ?",
-        (me, channel, replica)).fetchone()
+        "SELECT pos FROM nxc_cursors WHERE reader = ? AND channel_id = ?", (me, channel)
+    ).fetchone()
     return row[0] if row else None
 
 
@@ -69,9 +64,9 @@ def latest_pos(conn: Connection, channel: str) -> str | None:
     return row[0] if row else None
 
 
-def prime(conn: Connection, me: str, replica: str) -> UnreadCounts:
+def prime(conn: Connection, me: str) -> UnreadCounts:
     """The seam an embedding app renders: what is unread, split by disposition, no bodies."""
-    items = [_header(r) for r in _unread_rows(conn, me, replica, None)]
+    items = [_header(r) for r in _unread_rows(conn, me, None)]
     return {
         "actor": me,
         "count": len(items),

@@ -548,13 +548,12 @@ class Engine:
             pos = message_pos(self.conn, upto, channel)
             if pos is None:
                 raise NotFound(f"message {upto} is not in channel {channel}", param="upto")
-        replica = self.store.replica
-        current = cursor.cursor_of(self.conn, me, replica, channel)
+        current = cursor.cursor_of(self.conn, me, channel)
         moved = pos is not None and (current is None or pos > current)
         if moved:
             self.store.append(DOMAIN, "read_cursor", channel, me, {"pos": pos})
-        return {"channel_id": channel, "reader": me,
-                "pos": cursor.cursor_of(self.conn, me, replica, channel), "moved": moved}
+        return {"channel_id": channel, "reader": me, "pos": cursor.cursor_of(self.conn, me, channel),
+                "moved": moved}
 
     # -- reading ------------------------------------------------------------------------
 
@@ -594,7 +593,7 @@ class Engine:
     def unread(self, channel: str | None = None) -> builtins.list[UnreadMessage]:
         from nixx.nxc import cursor
 
-        return cursor.unread(self.conn, self.handle, self.store.replica, channel)
+        return cursor.unread(self.conn, self.handle, channel)
 
     def status(
         self, *, thread: str | None = None, channel: str | None = None, include_finished: bool = False

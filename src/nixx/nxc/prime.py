@@ -20,7 +20,7 @@ def prime(engine: Engine) -> PrimeBlock:
     from nixx.nxc import cursor, threads
 
     me, now = engine.handle, engine.now_ms()
-    unread = cursor.prime(engine.conn, me, engine.store.replica)
+    unread = cursor.prime(engine.conn, me)
     owes: list[OwedThread] = [
         {"thread_id": t["thread_id"], "channel_id": t["channel_id"], "opener": t["opener"],
          "deadline": t["deadline"], "escalated": t["escalated"]}

@@ -14,7 +14,7 @@ total order key ``clock.origin.id`` (`nixx.log.op.Op.pos`).
     post             message id  {thread, channel, body, kind, ...}    grow-only (same id
                                                                         twice: least pos wins)
     read_cursor      channel id  {pos}                                 max register per
-                                                                        (actor, channel, origin)
+                                                                        (actor, channel)
 
 **Written once.** A message id (`post`) or thread id (`thread_open`) names one thing.
 Every claim on one is kept in ``nxc_claims`` (its pos and a digest of its actor and
@@ -41,9 +41,11 @@ pushed it), so every kind names the replica whose writes count:
   greatest pos among those the owner's opener wrote. So a write that arrives before its
   thread's root is judged correctly once the root arrives; a write from another origin
   never wins and is listed by `conflicts` (refused);
-- `read_cursor`: each replica its own: the cursor is kept per (reader, channel, origin) and
-  a clone reads only the one it wrote (`nixx.nxc.cursor`), so a cursor from elsewhere never
-  hides a message here;
+- `read_cursor`: any replica where the reader's handle works: one max register per
+  (reader, channel) across clones, so an ack on one machine holds on another (a person
+  works in several clones, and a shared handle like ``team/alice`` has no single owning
+  origin). It only moves forward, so a forged cursor can hide messages up to a position
+  but never re-deliver read ones: the accepted limit;
 - `channel`: any replica (channels come from the declarations every clone shares).
 """
 
@@ -81,7 +83,11 @@ WRITERS = {
     "post": "the replica that minted the message id",
     "thread_expects": "the thread's owner (the replica that minted it), as its opener",
     "thread_deadline": "the thread's owner (the replica that minted it), as its opener",
-    "read_cursor": "each replica its own (a clone reads only the cursor it wrote)",
+    # a person works in several clones and a shared handle has no single owning origin;
+    # a max register only moves forward: a forged cursor can hide messages up to a
+    # position but never re-deliver read ones (the accepted limit)
+    "read_cursor": "any replica where the reader's handle works (max register per reader "
+                   "and channel across clones)",
 }
 
 _TABLES = (
@@ -146,8 +152,8 @@ CREATE TABLE nxc_claims(
 CREATE TABLE nxc_disputed(
     kind TEXT NOT NULL, target TEXT NOT NULL, PRIMARY KEY(kind, target)) WITHOUT ROWID;
 CREATE TABLE nxc_cursors(
-    reader TEXT NOT NULL, channel_id TEXT NOT NULL, origin TEXT NOT NULL, pos TEXT NOT NULL,
-    PRIMARY KEY(reader, channel_id, origin)) WITHOUT ROWID;
+    reader TEXT NOT NULL, channel_id TEXT NOT NULL, pos TEXT NOT NULL,
+    PRIMARY KEY(reader, channel_id)) WITHOUT ROWID;
 """
 
 
@@ -161,8 +167,9 @@ def _dumps(value: Any) -> str:
 
 class ChatReducer(Reducer):
     domain = DOMAIN
-    version = 4  # bump on any change to the views: stores rebuild them on open
-    # 4: register candidates keep their origin; cursors are per writing replica
+    version = 5  # bump on any change to the views: stores rebuild them on open
+    # 4: register candidates keep their origin; cursors were per writing replica
+    # 5: cursors are one max register per (reader, channel) across clones again
 
     def __init__(self) -> None:
         self._kinds: dict[str, Callable[[Connection, Op], bool]] = {
@@ -310,9 +317,9 @@ class ChatReducer(Reducer):
         if not isinstance(pos, str) or not pos:
             return False
         conn.execute(
-            "INSERT INTO nxc_cursors VALUES (?,?,?,?) ON CONFLICT(reader, channel_id, origin)"
-            " DO UPDATE SET pos = excluded.pos WHERE excluded.pos > nxc_cursors.pos",
-            (op.actor, op.target, op.origin, pos),
+            "INSERT INTO nxc_cursors VALUES (?,?,?) ON CONFLICT(reader, channel_id) DO UPDATE"
+            " SET pos = excluded.pos WHERE excluded.pos > nxc_cursors.pos",
+            (op.actor, op.target, pos),
         )
         return True
 
