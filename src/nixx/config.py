@@ -229,6 +229,12 @@ class Settings(BaseSettings):
         description="Let ingest fetch URLs that resolve to private, loopback or link-local "
         "addresses (refused by default so ingest cannot reach internal services).",
     )
+    allow_hard_links: bool = Field(
+        default=False,
+        description="Let ingest and the `read_file` tool read a regular file with more than "
+        "one link (a hard link). Refused by default: a hard link to `.env` is the secret "
+        "under another name, which the secret rules (names, symlinks) do not see.",
+    )
     ingest_url_timeout: float = Field(
         default=30.0, gt=0, description="Seconds a web page fetched by ingest may take in all."
     )
