@@ -68,6 +68,13 @@ class Settings(BaseSettings):
         "its own: it connects there, or its tools fail saying whom they tried. Empty: "
         "`http://NIXX_HOST:NIXX_PORT`, started on the first memory call when none answers.",
     )
+    forwarded_allow_ips: str = Field(
+        default="",
+        description="Addresses of the reverse proxies whose `X-Forwarded-For` / "
+        "`X-Forwarded-Proto` headers `nixx serve` believes, comma-separated (`127.0.0.1`, "
+        "`10.0.0.5`, `*`). Empty: proxy headers are ignored and a client is its connection's "
+        "address (so a forwarded header cannot escape the sign-in throttle).",
+    )
     max_request_bytes: int = Field(
         default=16 * 1024 * 1024,
         gt=0,
@@ -237,6 +244,12 @@ class Settings(BaseSettings):
         description="Let ingest fetch URLs that resolve to private, loopback or link-local "
         "addresses (refused by default so ingest cannot reach internal services).",
     )
+    allow_hard_links: bool = Field(
+        default=False,
+        description="Let ingest and the `read_file` tool read a regular file with more than "
+        "one link (a hard link). Refused by default: a hard link to `.env` is the secret "
+        "under another name, which the secret rules (names, symlinks) do not see.",
+    )
     ingest_url_timeout: float = Field(
         default=30.0, gt=0, description="Seconds a web page fetched by ingest may take in all."
     )
@@ -249,6 +262,17 @@ class Settings(BaseSettings):
         description="Workspace paths `write_file` and `delete_file` refuse: glob patterns, "
         "comma-separated (a pattern without `/` matches any one path component, one with `/` "
         "the path from the workspace root). Empty: nothing is protected.",
+    )
+    sync_max_op_bytes: int = Field(
+        default=4 * 1024 * 1024,
+        ge=1024,
+        description="Longest operation a sync pass takes in, in bytes of its JSON; a longer "
+        "one is refused unread (never stored) and listed by `nxs sync status` under `refused`.",
+    )
+    sync_max_pull_ops: int = Field(
+        default=100_000,
+        gt=0,
+        description="Most operations one sync pass pulls; the next pass goes on from there.",
     )
     tool_max_rounds: int = Field(
         default=8, gt=0, description="Tool-call rounds per turn before nixx stops and answers."

@@ -103,6 +103,22 @@ def is_secret(parts: Sequence[str]) -> str | None:
     return matches(parts, SECRET_PATHS)
 
 
+def hard_link_refusal(st: os.stat_result, shown: str) -> str | None:
+    """Why a file opened by ingest or the file tools is not read, or None: a regular file
+    with more than one link (``st_nlink > 1``, from ``fstat`` on the open descriptor).
+    The secret rules match names and symlinks; a hard link to ``.env`` has another name
+    and is the same file, and nothing cheap and complete says which names it has (another
+    link may be outside the workspace). So any multiply linked file is refused unless the
+    user allows them (`NIXX_ALLOW_HARD_LINKS`; docs/limits-and-safety.md)."""
+    import stat
+
+    if not stat.S_ISREG(st.st_mode) or st.st_nlink <= 1:
+        return None
+    return (f"{shown} is a hard link ({st.st_nlink} names for one file, which may be a "
+            "secret such as .env under another name): not read; set NIXX_ALLOW_HARD_LINKS"
+            "=true to read multiply linked files")
+
+
 def open_beneath(base: str | os.PathLike[str], parts: Sequence[str], flags: int = os.O_RDONLY
                  ) -> int:
     """Open `base`/`parts` without following any symlink below `base`: each folder is

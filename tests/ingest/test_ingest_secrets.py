@@ -50,6 +50,41 @@ def test_a_secret_named_alone_is_refused(workspace: Path, ingestor: Ingestor, re
         ingestor.ingest_path(rel, root=workspace)
 
 
+def test_a_hard_link_to_a_secret_is_neither_ingested_nor_summarised(
+        workspace: Path, ingestor: Ingestor, store: MemoryStore) -> None:
+    """A hard link to `.env` has a name no secret pattern matches: a folder ingest skips
+    any multiply linked file (listed), naming one alone is refused, and nothing of it is
+    stored or in the display-summary request; an ordinary file still is."""
+    import os
+
+    (workspace / "README.md").write_text("# Tides\nThe tide tables project.\n")
+    (workspace / ".env").write_text(SECRETS[".env"])
+    os.link(workspace / ".env", workspace / "notes.txt")
+    (workspace / "docs").mkdir()
+    os.link(workspace / ".env", workspace / "docs" / "settings.md")
+    result = ingestor.ingest_path(".", root=workspace)
+    stored = _texts(store, result.source.id)
+    assert "tide tables" in stored
+    assert "sk-secret" not in stored and "sk-secret" not in result.summary_input
+    skipped = {s.path: s.reason for s in result.skipped}
+    for rel in ("notes.txt", "docs/settings.md"):
+        assert "is a hard link" in skipped[rel], skipped
+    with pytest.raises(Forbidden, match="is a hard link"):
+        ingestor.ingest_path("notes.txt", root=workspace)
+    assert all("sk-secret" not in _texts(store, s.id) for s in store.list_sources())
+
+
+def test_hard_links_are_read_when_the_user_allows_them(
+        workspace: Path, store: MemoryStore, embedder, make_settings) -> None:
+    import os
+
+    (workspace / "a.txt").write_text("shared text under two names\n")
+    os.link(workspace / "a.txt", workspace / "b.txt")
+    ingestor = Ingestor(store, embedder, make_settings(allow_hard_links=True))
+    result = ingestor.ingest_path("b.txt", root=workspace)
+    assert "shared text" in _texts(store, result.source.id)
+
+
 def _swap_on(event_path: str, folder: Path, outside: Path):
     """A progress callback that, when `event_path` has just been read, replaces `folder`
     with a symlink to `outside` (what a racing process does between listing and reading)."""

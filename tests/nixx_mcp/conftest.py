@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import sys
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -64,7 +65,6 @@ def live(llm: FakeLLM, project: Path) -> Iterator[LiveServer]:
 def source_path() -> dict[str, str]:
     """`PYTHONPATH` as this test run has it, for a subprocess: the tree under test, not
     the one the venv installed."""
-    import os
 
     paths = [os.path.abspath(p) for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
     return {"PYTHONPATH": os.pathsep.join(paths)} if paths else {}

@@ -138,6 +138,12 @@ def test_stdio_chat_tools_two_agents_send_reply_wait(project: Path, nixx_home: P
 
             assert "not_found" in await refused(lead, "nxc_threads_show", {"thread": "t-nope"})
             assert "nobody" in await refused(lead, "nxc_send", {"to": "nobody", "body": "hi"})
+            # the library's bounds hold over MCP too (no check of its own here)
+            assert "KiB" in await refused(lead, "nxc_send", {"to": "coder",
+                                                             "body": "x" * 3_000_000})
+            for deadline in ("99999999w", "1970-01-01T00:00:00Z"):
+                assert "validation" in await refused(lead, "nxc_send", {
+                    "to": "coder", "body": "hi", "deadline": deadline})
             assert "not both" in await refused(lead, "nxc_status", {"thread": tid,
                                                                     "channel": "x"})
             assert "timeout" in await refused(lead, "nxc_wait", {"thread": tid, "timeout": 0})

@@ -122,6 +122,33 @@ def test_deadline_formats(as_, clock):
         alice.send("coder", "x", deadline="tomorrow")
 
 
+def test_body_size_and_deadline_range_are_checked_in_the_library(as_, clock, ws):
+    """What `nxc send` checks, every entry gets (CLI, MCP, a program calling `Engine`):
+    a body past `MAX_BODY_BYTES`, a deadline in the past or more than a year ahead (as a
+    duration, an instant or epoch ms) is a validation error and nothing is written."""
+    from nixx.nxc.engine import MAX_BODY_BYTES
+
+    alice = as_("alice")
+    with LogStore.open(ws.db_path) as store:
+        before = store.count()
+    for body in ("x" * (MAX_BODY_BYTES + 1), "é" * (MAX_BODY_BYTES // 2 + 1)):
+        with pytest.raises(ValidationError, match="KiB"):
+            alice.send("coder", body)
+    for deadline in ("99999999w", "1970-01-01T00:00:00Z", 0, clock.ms - 1,
+                     clock.ms + 367 * 86_400_000):
+        with pytest.raises(ValidationError, match="future|a year"):
+            alice.send("coder", "x", deadline=deadline)
+    with LogStore.open(ws.db_path) as store:
+        assert store.count() == before
+    r = alice.send("coder", "é" * (MAX_BODY_BYTES // 2), deadline="366d")
+    with pytest.raises(ValidationError, match="a year"):
+        alice.expect(r["thread_id"], "coder", deadline="53w")
+    with pytest.raises(ValidationError, match="future"):
+        alice.expect(r["thread_id"], "coder", deadline=clock.ms)
+    with pytest.raises(ValidationError, match="KiB"):
+        alice.reply("y" * (MAX_BODY_BYTES + 1), thread=r["thread_id"])
+
+
 def test_channel_send_expects_members_minus_sender_and_records_the_channel(as_):
     alice = as_("alice")
     r = alice.send("team", "standup")

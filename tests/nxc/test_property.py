@@ -1,5 +1,6 @@
 """Convergence: replicas exchanging chat operations duplicated, reordered and partially
-end with identical views; replay is idempotent; a read cursor never moves back."""
+end with identical views; replay is idempotent; a read cursor never moves back; a
+thread's registers are only ever set from its owner."""
 
 from __future__ import annotations
 
@@ -152,6 +153,12 @@ def test_replicas_converge_whatever_the_delivery(script, rnd):
                 for thing, origin in stores[0].conn.execute(
                         f"SELECT {idcol}, {column} FROM {table}"):
                     assert minter(thing) in (None, origin)
+            # a thread's registers are set only from its owner: the origin of its root
+            for expects_pos, deadline_pos, owner in stores[0].conn.execute(
+                    "SELECT s.expects_pos, s.deadline_pos, t.origin FROM nxc_thread_state s"
+                    " JOIN nxc_threads t USING (thread_id)"):
+                for pos in (expects_pos, deadline_pos):
+                    assert not pos or pos.split(".")[1] == owner
 
             # replay is idempotent; a full re-fold gives the same views
             stores[0].insert([Op.from_wire(op.to_wire()) for op in every.values()])
@@ -172,7 +179,8 @@ def test_replicas_converge_whatever_the_delivery(script, rnd):
 )
 def test_read_cursor_is_a_max_register(writes, orders):
     """One reader moves its cursor on several replicas; whatever order the other replicas
-    receive the moves in, the cursor only ever grows and ends at the greatest."""
+    receive the moves in, the cursor only ever grows and ends at the greatest: one max
+    register per (reader, channel) across clones, whichever clone wrote each move."""
     with tempfile.TemporaryDirectory() as tmp:
         stores = []
         for i, replica in enumerate(REPLICAS):

@@ -219,3 +219,24 @@ def test_slow_loris_connections_are_closed_by_the_served_server(
         assert httpx.get(f"http://127.0.0.1:{port}/health").status_code == 200
     finally:
         stop(proc)
+
+
+def test_forwarded_addresses_do_not_escape_the_sign_in_throttle(tmp_path: Path) -> None:
+    """Twelve wrong keys to the served `/ui/login`, each claiming another address in
+    `X-Forwarded-For`: with no proxy configured the header is not believed, the twelve
+    come from loopback, and the throttle answers 429 past its limit."""
+    from nixx.web.security import MAX_FAILURES
+
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("NIXX_")}
+    env.update(NIXX_HOME=str(tmp_path), NIXX_API_KEY="k" * 32,
+               NIXX_CHAT_BASE_URL="http://127.0.0.1:9/v1")
+    proc = start(env, port)
+    try:
+        codes = [httpx.post(f"http://127.0.0.1:{port}/ui/login", data={"key": "wrong"},
+                            headers={"X-Forwarded-For": f"203.0.113.{i}"}).status_code
+                 for i in range(12)]
+    finally:
+        stop(proc)
+    assert codes[:MAX_FAILURES] == [401] * MAX_FAILURES
+    assert set(codes[MAX_FAILURES:]) == {429}, codes

@@ -12,7 +12,7 @@ from nixx.errors import Conflict, NotFound, SyncError, ValidationError
 from nixx.log.op import Op
 from nixx.nxc.reducer import snapshot
 from nixx.sync import state
-from nixx.sync.engine import run_pass, sync_lock
+from nixx.sync.engine import MAX_OP_BYTES, run_pass, sync_lock
 from nixx.sync.transport import encode_op, open_transport, source_id
 
 from .conftest import bind, open_store, sync, workspace
@@ -135,7 +135,7 @@ def test_a_batch_pushed_twice_is_stored_once_on_the_remote(remote):
         bound = state.binding(sb)
         with open_transport(bound.transport, remote=bound.remote, stream=bound.stream,
                             replica=sb.replica, state_dir=b.state_dir) as transport:
-            got = transport.pull(None, 1000)
+            got = transport.pull(None, 1000, MAX_OP_BYTES)
     assert sorted(op.id for op in got.ops) == sorted(op.id for op in ops)  # once each
 
 

@@ -8,6 +8,7 @@ import threading
 import pytest
 
 from nixx.log.op import Op
+from nixx.sync.engine import MAX_OP_BYTES
 from nixx.sync.pg_transport import PgTransport
 
 pytestmark = pytest.mark.postgres
@@ -48,7 +49,7 @@ def test_concurrent_pushers_and_a_following_reader(pg_url, tmp_path):
                 cursor = None
                 while True:
                     finished = done.is_set()
-                    got = t.pull(cursor, 7)
+                    got = t.pull(cursor, 7, MAX_OP_BYTES)
                     seen.extend(op.id for op in got.ops)
                     cursor = got.cursor
                     if finished and not got.more and not got.ops:
@@ -101,7 +102,7 @@ def test_a_rolled_back_push_leaves_no_gap(pg_url, tmp_path):
         t.push([ops_of("p3p3", 2)])
     with PgTransport(remote=pg_url, stream=STREAM, replica="rdrr",
                      state_dir=str(tmp_path)) as reader:
-        got = reader.pull(None, 100)
+        got = reader.pull(None, 100, MAX_OP_BYTES)
     assert got.cursor == "5" and len(got.ops) == 5  # p1p1's 3 and p3p3's 2; p2p2's none
     with psycopg.connect(pg_url) as conn:
         seqs = [r[0] for r in conn.execute("SELECT seq FROM nxs_sync_ops ORDER BY seq")]

@@ -325,6 +325,29 @@ def test_read_file_refuses_secrets_by_name_and_through_a_link(layout):
     assert files.read_file(ws, "notes.txt") == "hello notes\n"
 
 
+def test_read_file_refuses_a_hard_link_unless_allowed(layout):
+    """A hard link to `.env` is `.env` under a name no secret pattern matches: read_file
+    refuses any regular file with more than one link (docs/tools.md); an ordinary file is
+    read; `allow_hard_links` (NIXX_ALLOW_HARD_LINKS) reads it."""
+    ws = layout["ws"]
+    (ws / ".env").write_text("OPENAI_API_KEY=sk-live-123\n")
+    os.link(ws / ".env", ws / "notes-copy.txt")
+    (ws / "sub").mkdir(exist_ok=True)
+    os.link(ws / ".env", ws / "sub" / "config.txt")
+    (ws / "via-symlink.txt").symlink_to(ws / "sub" / "config.txt")
+    for path in ("notes-copy.txt", "sub/config.txt", "via-symlink.txt",
+                 str(ws / "notes-copy.txt")):
+        with pytest.raises(WorkspaceError, match="is a hard link") as err:
+            files.read_file(ws, path)
+        assert "sk-live" not in str(err.value) and "NIXX_ALLOW_HARD_LINKS" in str(err.value)
+    assert files.read_file(ws, "notes.txt") == "hello notes\n"  # one link: read
+    assert "sk-live" in files.read_file(ws, "notes-copy.txt", allow_hard_links=True)
+    # its other names gone, the file is an ordinary one again
+    (ws / ".env").unlink()
+    (ws / "sub" / "config.txt").unlink()
+    assert "sk-live" in files.read_file(ws, "notes-copy.txt")
+
+
 def test_a_symlink_into_a_protected_folder_does_not_open_it(layout):
     ws = layout["ws"]
     (ws / ".git" / "hooks").mkdir(parents=True)

@@ -129,3 +129,16 @@ def test_the_built_in_agent_offers_the_servers_file_tools(make_registry):
     served = {s["function"]["name"]: s for s in make_registry().specs()}
     for name in FILE_TOOLS:
         assert file_tool_spec(name) == served[name]
+
+
+def test_read_file_refuses_a_hard_link_unless_the_setting_allows_it(make_registry, workspace):
+    """The model's read_file as the server offers it: a hard link to `.env` is refused
+    (text the model reads); NIXX_ALLOW_HARD_LINKS reads it."""
+    import os
+
+    (workspace / ".env").write_text("OPENAI_API_KEY=sk-live-9\n")
+    os.link(workspace / ".env", workspace / "plain.txt")
+    out = make_registry().execute("read_file", json.dumps({"path": "plain.txt"}))
+    assert out.startswith("error:") and "hard link" in out and "sk-live" not in out
+    allowed = make_registry(allow_hard_links=True)
+    assert "sk-live-9" in allowed.execute("read_file", json.dumps({"path": "plain.txt"}))

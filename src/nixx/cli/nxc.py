@@ -28,15 +28,19 @@ WAIT_EXIT = {"complete": 0, "stale": EXIT_STALE, "timeout": EXIT_TIMEOUT, "faile
 
 
 def failure_lines(failures: list[DeliveryOutcome], indent: str = "  ") -> list[str]:
-    """One line per failed or refused delivery, saying why (human output)."""
+    """One line per failed or refused delivery, saying why (human output); one another
+    clone wrote says so (``from clone <origin>``: it is about a session there, and its
+    words are that clone's, not checked here)."""
     out = []
     for f in failures:
         where = f" in {f['thread']}" if f.get("thread") else ""
+        remote = f"from clone {f.get('origin')}: " if f.get("remote") else ""
         if f["outcome"] == "refused":
-            out.append(f"{indent}refused: {f.get('persona')}{where} ({f.get('reason')}): "
+            out.append(f"{indent}{remote}refused: {f.get('persona')}{where} ({f.get('reason')}): "
                        f"{f.get('msg') or ''}".rstrip(": "))
         else:
-            out.append(f"{indent}failed: {f.get('persona')}{where}: {f.get('reason') or '?'}")
+            out.append(f"{indent}{remote}failed: {f.get('persona')}{where}: "
+                       f"{f.get('reason') or '?'}")
     return out
 
 

@@ -57,8 +57,17 @@ def _bind(args: argparse.Namespace) -> int:
     return 0
 
 
+def _bounds() -> dict[str, Any]:
+    """What a pass takes in (`sync_max_op_bytes`, `sync_max_pull_ops`: docs/configuration.md)."""
+    from nixx.config import load_settings
+
+    settings = load_settings()
+    return {"max_op_bytes": settings.sync_max_op_bytes,
+            "max_pull": settings.sync_max_pull_ops}
+
+
 def _run_options(args: argparse.Namespace) -> dict[str, Any]:
-    opts: dict[str, Any] = {"batch_size": args.batch_size}
+    opts: dict[str, Any] = {"batch_size": args.batch_size, **_bounds()}
     if args.push_only:
         opts["pull"] = False
     if args.pull_only:
@@ -202,7 +211,8 @@ def _daemon(args: argparse.Namespace) -> int:
         sys.stdout.flush()
 
     daemon = SyncDaemon(ws, _reducers(), interval=args.interval, debounce=args.debounce,
-                        max_backoff=args.max_backoff, passes=args.passes, emit=emit)
+                        max_backoff=args.max_backoff, passes=args.passes, emit=emit,
+                        options=_bounds())
     return daemon.run()
 
 

@@ -44,7 +44,7 @@ from nixx.ingest.fetch import fetch
 from nixx.ingest.readers import fallback_reader, reader_for_media_type, reader_for_path
 from nixx.ingest.walk import Skipped, walk
 from nixx.memory.chunking import chunk_text
-from nixx.paths import is_secret, open_beneath
+from nixx.paths import hard_link_refusal, is_secret, open_beneath
 from nixx.store.base import MemoryStore
 from nixx.store.records import NewChunk, Source
 
@@ -333,7 +333,8 @@ class Ingestor:
                 "limit (NIXX_INGEST_MAX_FILE_BYTES)",
                 param="path",
             )
-        data = _read_bytes(path, self.settings.ingest_max_file_bytes, base)
+        data = _read_bytes(path, self.settings.ingest_max_file_bytes, base,
+                          allow_hard_links=self.settings.allow_hard_links)
         document = _read_document(data, path)
         self._emit(Progress("read", str(path), 1, 1, path=str(path)))
         return _Plan(
@@ -362,7 +363,8 @@ class Ingestor:
         for i, path in enumerate(walked.files, start=1):
             rel = path.relative_to(folder).as_posix()
             try:
-                data = _read_bytes(path, self.settings.ingest_max_file_bytes, base)
+                data = _read_bytes(path, self.settings.ingest_max_file_bytes, base,
+                                   allow_hard_links=self.settings.allow_hard_links)
                 document = _read_document(data, path, display=rel)
             except NixxError as exc:
                 skipped.append(Skipped(rel, exc.message))
@@ -560,12 +562,13 @@ def _refuse_secret(path: Path, base: Path) -> None:
             "SECRET_PATHS; docs/ingest.md)", param="path")
 
 
-def _read_bytes(path: Path, limit: int, base: Path) -> bytes:
+def _read_bytes(path: Path, limit: int, base: Path, *, allow_hard_links: bool = False) -> bytes:
     """The file's bytes, opened beneath `base` without following a symlink on the way
     (`open_beneath`: `path` is `base`'s real descendant as walked; a symlinked file inside
     is read at its resolved place, which must be beneath `base` too). `ValidationError`
     if it grew past `limit` since it was listed, `Forbidden` if a folder or the file was
-    swapped for a symlink, or it is not beneath `base` after all."""
+    swapped for a symlink, or it is not beneath `base` after all, or it is a hard link
+    (more than one name: `nixx.paths.hard_link_refusal`) and `allow_hard_links` is off."""
     import errno
     import os
     import stat
@@ -591,8 +594,12 @@ def _read_bytes(path: Path, limit: int, base: Path) -> bytes:
             raise escaped from None
         raise ValidationError(f"cannot read {path}: {exc.strerror or exc}", param="path") from None
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
             raise ValidationError(f"{path} is not a regular file", param="path")
+        linked = None if allow_hard_links else hard_link_refusal(st, str(path))
+        if linked is not None:
+            raise Forbidden(linked, param="path")
         with os.fdopen(fd, "rb", closefd=False) as f:
             data = f.read(limit + 1)
         if len(data) > limit:

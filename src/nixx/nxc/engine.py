@@ -28,7 +28,7 @@ from nixx.nxc.declarations import (
     Persona,
     load_declarations,
 )
-from nixx.nxc.durations import iso, parse_deadline
+from nixx.nxc.durations import check_deadline, iso, parse_deadline
 from nixx.nxc.handles import parse_handle_list, resolve_handle, resolve_origin
 from nixx.nxc.reducer import (
     DOMAIN,
@@ -392,7 +392,7 @@ class Engine:
         self, deadline: str | int | None, now: int, channel: ChannelDecl | None, expects: builtins.list[str]
     ) -> int | None:
         if isinstance(deadline, int):
-            return deadline
+            return check_deadline(deadline, now_ms=now)
         if deadline:
             return parse_deadline(deadline, now_ms=now)
         if channel is None:
@@ -447,8 +447,10 @@ class Engine:
         # A follow-up: the opener writes again in a conversation with a persona whose
         # expectation was met. It opens a new turn for the same personas (the expectation
         # is re-declared, as `expect` would), so their answer is owed — and delivered.
+        # Only in a thread this clone owns: another clone's registers are not ours to set.
         follow_up = (me == summary["opener"] and summary["complete"] and bool(summary["expects"])
-                     and summary["channel_id"].startswith("dm:"))
+                     and summary["channel_id"].startswith("dm:")
+                     and summary["origin"] == self.store.replica)
         with self.store.transaction() as txn:
             if follow_up:
                 txn.append(DOMAIN, "thread_expects", thread, me, {"expects": summary["expects"]})
@@ -492,12 +494,18 @@ class Engine:
                 f"only the opener of {thread} ({summary['opener']}) may re-declare who must "
                 f"reply; you are {me}"
             )
+        if summary["origin"] != self.store.replica:
+            raise Forbidden(
+                f"{thread} was opened in clone {summary['origin']}: only there may its opener "
+                f"re-declare who must reply or its deadline (this clone is "
+                f"{self.store.replica}; docs/limits-and-safety.md)")
         text = handles if isinstance(handles, str) else ",".join(handles)
         expects = parse_handle_list(text, self.origin)
         self._check_expectable(thread, summary, expects)
         deadline_ms = None
         if deadline is not None:
-            deadline_ms = deadline if isinstance(deadline, int) else parse_deadline(deadline, now_ms=now)
+            deadline_ms = (check_deadline(deadline, now_ms=now) if isinstance(deadline, int)
+                           else parse_deadline(deadline, now_ms=now))
         with self.store.transaction() as txn:
             txn.append(DOMAIN, "thread_expects", thread, me, {"expects": expects})
             if deadline_ms is not None:
@@ -643,9 +651,19 @@ def _dumps(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
+#: the longest message body, in UTF-8 bytes, on every entry (CLI, MCP, library): the op
+#: that carries it stays within what a sync pass takes in (`nixx.sync.engine.MAX_OP_BYTES`)
+MAX_BODY_BYTES = 512 * 1024
+
+
 def _check_body(body: str) -> None:
     if not isinstance(body, str) or not body.strip():
         raise ValidationError("the message body is empty", param="body")
+    if len(body) > MAX_BODY_BYTES or (len(body) * 4 > MAX_BODY_BYTES
+                                      and len(body.encode("utf-8")) > MAX_BODY_BYTES):
+        raise ValidationError(
+            f"the message body is more than {MAX_BODY_BYTES // 1024} KiB: put a long text "
+            "in a file of the repository and send its path", param="body")
 
 
 def _check_choice(value: str, choices: tuple[str, ...], name: str) -> None:

@@ -7,8 +7,10 @@ total order key ``clock.origin.id`` (`nixx.log.op.Op.pos`).
     channel          channel id  {fields: {name,kind,members,...}}     LWW per field on pos
     thread_open      thread id   {channel, parent, expects, deadline}  immutable root; same id
                                                                         twice: least pos wins
-    thread_expects   thread id   {expects: [handles]}                  LWW register, opener only
-    thread_deadline  thread id   {deadline: ms | null}                 LWW register, opener only
+    thread_expects   thread id   {expects: [handles]}                  LWW register, opener
+                                                                        from the owner only
+    thread_deadline  thread id   {deadline: ms | null}                 LWW register, opener
+                                                                        from the owner only
     post             message id  {thread, channel, body, kind, ...}    grow-only (same id
                                                                         twice: least pos wins)
     read_cursor      channel id  {pos}                                 max register per
@@ -27,10 +29,24 @@ payload); the view shows the claim with the least pos (as before), and:
 
 Both are decided per op or per set of claims, so every delivery order gives the same rows.
 
-"Opener only" is decided at read time of the candidates, not at fold time: every
-register write is kept as a candidate and the winner is the greatest pos among those
-whose actor is the root's opener. So a write that arrives before its thread's root is
-judged correctly once the root arrives.
+**Who may write what** (`WRITERS`, docs/limits-and-safety.md): handles are not
+authenticated across clones, replicas are (an op arrives only under the replica that
+pushed it), so every kind names the replica whose writes count:
+
+- `thread_open`, `post`: the id's minter (above);
+- `thread_expects`, `thread_deadline`: the thread's owner — the origin of its shown root,
+  which is the minter for every id minted since issue 26 — and there only the opener's
+  writes. "Owner and opener" is decided at read time of the candidates, not at fold time:
+  every register write is kept as a candidate (with its origin) and the winner is the
+  greatest pos among those the owner's opener wrote. So a write that arrives before its
+  thread's root is judged correctly once the root arrives; a write from another origin
+  never wins and is listed by `conflicts` (refused);
+- `read_cursor`: any replica where the reader's handle works: one max register per
+  (reader, channel) across clones, so an ack on one machine holds on another (a person
+  works in several clones, and a shared handle like ``team/alice`` has no single owning
+  origin). It only moves forward, so a forged cursor can hide messages up to a position
+  but never re-deliver read ones: the accepted limit;
+- `channel`: any replica (channels come from the declarations every clone shares).
 """
 
 from __future__ import annotations
@@ -57,6 +73,21 @@ DISPOSITIONS = ("in_turn", "next_session")
 CHANNEL_FIELDS = {
     "name": str, "kind": str, "members": list, "expects": list, "description": str,
     "flow": str, "origin": str, "visibility": str,
+}
+
+#: who may write each kind: the replica whose writes count (module docstring; the rules
+#: are applied by the folds below and listed in docs/limits-and-safety.md)
+WRITERS = {
+    "channel": "any replica",
+    "thread_open": "the replica that minted the thread id",
+    "post": "the replica that minted the message id",
+    "thread_expects": "the thread's owner (the replica that minted it), as its opener",
+    "thread_deadline": "the thread's owner (the replica that minted it), as its opener",
+    # a person works in several clones and a shared handle has no single owning origin;
+    # a max register only moves forward: a forged cursor can hide messages up to a
+    # position but never re-deliver read ones (the accepted limit)
+    "read_cursor": "any replica where the reader's handle works (max register per reader "
+                   "and channel across clones)",
 }
 
 _TABLES = (
@@ -88,7 +119,7 @@ CREATE INDEX nxc_threads_opener ON nxc_threads(opener);
 CREATE INDEX nxc_threads_pos ON nxc_threads(pos);
 CREATE TABLE nxc_thread_regs(
     thread_id TEXT NOT NULL, field TEXT NOT NULL, pos TEXT NOT NULL, actor TEXT NOT NULL,
-    value TEXT NOT NULL, PRIMARY KEY(thread_id, field, pos)) WITHOUT ROWID;
+    value TEXT NOT NULL, origin TEXT NOT NULL, PRIMARY KEY(thread_id, field, pos)) WITHOUT ROWID;
 CREATE TABLE nxc_thread_state(
     thread_id TEXT PRIMARY KEY, expects TEXT NOT NULL, expects_pos TEXT NOT NULL,
     deadline INTEGER, deadline_pos TEXT) WITHOUT ROWID;
@@ -136,7 +167,9 @@ def _dumps(value: Any) -> str:
 
 class ChatReducer(Reducer):
     domain = DOMAIN
-    version = 3  # bump on any change to the views: stores rebuild them on open
+    version = 5  # bump on any change to the views: stores rebuild them on open
+    # 4: register candidates keep their origin; cursors were per writing replica
+    # 5: cursors are one max register per (reader, channel) across clones again
 
     def __init__(self) -> None:
         self._kinds: dict[str, Callable[[Connection, Op], bool]] = {
@@ -223,10 +256,10 @@ class ChatReducer(Reducer):
             (op.target, channel, op.actor, parent, op.origin, op.created, pos),
         )
         conn.executemany(
-            "INSERT OR IGNORE INTO nxc_thread_regs VALUES (?,?,?,?,?)",
+            "INSERT OR IGNORE INTO nxc_thread_regs VALUES (?,?,?,?,?,?)",
             [
-                (op.target, "expects", pos, op.actor, _dumps(expects)),
-                (op.target, "deadline", pos, op.actor, _dumps(deadline)),
+                (op.target, "expects", pos, op.actor, _dumps(expects), op.origin),
+                (op.target, "deadline", pos, op.actor, _dumps(deadline), op.origin),
             ],
         )
         _recompute_thread(conn, op.target)
@@ -242,8 +275,8 @@ class ChatReducer(Reducer):
             if value is not None and type(value) is not int:
                 return False
         conn.execute(
-            "INSERT OR IGNORE INTO nxc_thread_regs VALUES (?,?,?,?,?)",
-            (op.target, field, op.pos, op.actor, _dumps(value)),
+            "INSERT OR IGNORE INTO nxc_thread_regs VALUES (?,?,?,?,?,?)",
+            (op.target, field, op.pos, op.actor, _dumps(value), op.origin),
         )
         _recompute_thread(conn, op.target)
         return True
@@ -312,11 +345,10 @@ def _claim(conn: Connection, op: Op) -> bool:
 def conflicts(conn: Connection, *, limit: int = 100) -> Conflicts:
     """The claims on a message or thread id that are not the one shown: refused (from
     another origin than the id's minter) or disputed (other content than the claim with
-    the least pos). ``{"count": n, "items": [...]}``, the first `limit` items by id."""
+    the least pos); and the register writes on a thread refused (from another origin than
+    its owner's). ``{"count": n, "items": [...]}``, the first `limit` items by id."""
     import apsw
 
-    items: list[ConflictItem] = []
-    count = 0
     try:
         disputed = conn.execute("SELECT kind, target FROM nxc_disputed ORDER BY target, kind"
                                 ).fetchall()
@@ -324,6 +356,7 @@ def conflicts(conn: Connection, *, limit: int = 100) -> Conflicts:
         if "no such table" not in str(exc):
             raise
         return {"count": 0, "items": []}
+    count, items = _refused_registers(conn, limit)
     for kind, target in disputed:
         claims = conn.execute(
             "SELECT pos, digest, refused FROM nxc_claims WHERE kind = ? AND target = ?"
@@ -350,22 +383,46 @@ def conflicts(conn: Connection, *, limit: int = 100) -> Conflicts:
     return {"count": count, "items": items}
 
 
+def _refused_registers(conn: Connection, limit: int) -> tuple[int, list[ConflictItem]]:
+    """Register writes (`thread_expects`, `thread_deadline`) on a thread from another
+    origin than its owner's: kept as candidates, never winning (`_recompute_thread`)."""
+    # the candidates an open writes (its initial registers) are listed with its claim
+    where = (" FROM nxc_thread_regs r JOIN nxc_threads t USING (thread_id)"
+             " WHERE r.origin != t.origin AND NOT EXISTS (SELECT 1 FROM nxc_claims c"
+             " WHERE c.kind = 'thread_open' AND c.target = r.thread_id AND c.pos = r.pos)")
+    (count,) = conn.execute("SELECT count(*)" + where).fetchall()[0]
+    rows = conn.execute("SELECT r.thread_id, r.field, r.pos, t.origin" + where
+                        + " ORDER BY r.thread_id, r.pos LIMIT ?", (limit,)).fetchall()
+    items: list[ConflictItem] = []
+    for thread_id, field, pos, owner in rows:
+        clock, origin, op_id = str(pos).split(".", 2)
+        items.append({
+            "kind": f"thread_{field}", "id": str(thread_id), "op": op_id, "origin": origin,
+            "clock": clock, "kept": None,
+            "reason": (f"refused: thread {thread_id} is owned by {owner} (the replica that "
+                       f"minted it); only its opener there sets its {field}, not {origin}"),
+        })
+    return int(str(count)), items
+
+
 def _recompute_thread(conn: Connection, thread_id: str) -> None:
     """Materialise the winning registers of a thread: the greatest-pos candidate written
-    by the root's opener. No root yet: no state (candidates wait for it). (Measured: these
-    four indexed statements beat one statement with correlated subqueries.)"""
+    by the root's opener from the thread's owner (the root's origin: its minter). No root
+    yet: no state (candidates wait for it). (Measured: these four indexed statements beat
+    one statement with correlated subqueries.)"""
     conn.execute("DELETE FROM nxc_expected WHERE thread_id = ?", (thread_id,))
-    row = conn.execute("SELECT opener FROM nxc_threads WHERE thread_id = ?", (thread_id,)).fetchone()
+    row = conn.execute("SELECT opener, origin FROM nxc_threads WHERE thread_id = ?",
+                       (thread_id,)).fetchone()
     if row is None:
         conn.execute("DELETE FROM nxc_thread_state WHERE thread_id = ?", (thread_id,))
         return
-    opener = row[0]
+    opener, owner = row
     winners = {}
     for field in ("expects", "deadline"):
         winners[field] = conn.execute(
             "SELECT value, pos FROM nxc_thread_regs WHERE thread_id = ? AND field = ?"
-            " AND actor = ? ORDER BY pos DESC LIMIT 1",
-            (thread_id, field, opener),
+            " AND actor = ? AND origin = ? ORDER BY pos DESC LIMIT 1",
+            (thread_id, field, opener, owner),
         ).fetchone()
     expects, expects_pos = winners["expects"] or ("[]", "")
     deadline, deadline_pos = winners["deadline"] or ("null", None)

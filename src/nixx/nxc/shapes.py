@@ -336,9 +336,10 @@ class SearchHit(TypedDict):
 
 
 class ConflictItem(TypedDict):
-    """A claim on a message or thread id that is not the one shown (`reducer.conflicts`)."""
+    """A claim on a message or thread id that is not the one shown, or a register write
+    on a thread from another origin than its owner (`reducer.conflicts`)."""
 
-    kind: str  # "message" | "thread"
+    kind: str  # "message" | "thread" | "thread_expects" | "thread_deadline"
     id: str
     op: str  # the claiming op's id
     origin: str

@@ -299,8 +299,13 @@ def serve(settings: Settings) -> None:
     _log_to_stderr(settings)
     with server_lock(settings):
         app = create_app(settings)
+        # proxy headers only from a proxy the user names: uvicorn would otherwise believe
+        # X-Forwarded-For from loopback, and any local page or process could pick the
+        # address the sign-in throttle counts (docs/limits-and-safety.md)
+        proxies = settings.forwarded_allow_ips.strip()
         config = uvicorn.Config(
             app, host=settings.host, port=settings.port, log_level=settings.log_level,
             http=_protocol_class(settings.request_timeout),
+            proxy_headers=bool(proxies), forwarded_allow_ips=proxies or None,
         )
         _server_class()(config).run()

@@ -12,6 +12,13 @@
 
 Passes of one workspace are serialised by a lock file (`.nxs/sync.lock`); appends by
 other processes go on meanwhile (the log's own write lock is held only per transaction).
+
+What arrives is bounded (docs/limits-and-safety.md, "What a pass takes in"): an entry
+longer than `max_op_bytes` (the `sync_max_op_bytes` setting, default `MAX_OP_BYTES`) is
+refused unread — never decoded, never stored, listed in `nxs sync status` like the other
+refusals — and a pass pulls at most `max_pull` ops (`sync_max_pull_ops`, default
+`MAX_PULL_OPS`; `more` says the next pass goes on), so one pass's memory and the log's
+growth stay bounded whatever a remote holds.
 """
 
 from __future__ import annotations
@@ -33,11 +40,17 @@ if TYPE_CHECKING:
     from nixx.log.store import LogStore
     from nixx.log.workspace import Workspace
     from nixx.nxc.shapes import Conflicts
-    from nixx.sync.transport import Transport
+    from nixx.sync.transport import Oversized, Transport
 
 BATCH_SIZE = 1000
 BATCHES_PER_PUSH = 20
 PULL_BATCH = 5000
+#: the longest op a pass takes in (its wire JSON): a message body is at most
+#: `nixx.nxc.engine.MAX_BODY_BYTES` (512 KiB; JSON escapes at most 6 bytes per byte)
+#: plus its envelope
+MAX_OP_BYTES = 4 * 1024 * 1024
+#: the most ops one pass pulls; the next pass goes on where it stopped
+MAX_PULL_OPS = 100_000
 LOCK_NAME = "sync.lock"
 
 
@@ -133,10 +146,12 @@ def run_pass(
     store: LogStore, transport: Transport, binding: state.Binding, *,
     push: bool = True, pull: bool = True, batch_size: int = BATCH_SIZE,
     batches_per_push: int = BATCHES_PER_PUSH, pull_batch: int = PULL_BATCH,
-    max_push: int | None = None, max_pull: int | None = None,
+    max_push: int | None = None, max_pull: int | None = MAX_PULL_OPS,
+    max_op_bytes: int = MAX_OP_BYTES,
 ) -> PassResult:
     """One pass over an open store (the caller holds `sync_lock`). `max_push` /
-    `max_pull` stop early (a partial pass; `more` tells)."""
+    `max_pull` stop early (a partial pass; `more` tells); an entry longer than
+    `max_op_bytes` is refused unread (module docstring)."""
     started = time.perf_counter()
     result = PassResult(stream=binding.stream, transport=binding.transport,
                         remote=transport.describe())
@@ -146,7 +161,7 @@ def run_pass(
     # pull first: the first pass after a (re)bind reads back what this replica had
     # pushed before (not what it is about to push), and the push steps over what arrived
     if pull:
-        _pull(store, transport, result, pull_batch, max_pull)
+        _pull(store, transport, result, pull_batch, max_pull, max_op_bytes)
     if push:
         _push(store, transport, result, batch_size, batches_per_push, max_push)
     result.pushed_seq = state.pushed_seq(store)
@@ -177,7 +192,7 @@ def _push(store: LogStore, transport: Transport, result: PassResult, batch_size:
 
 
 def _pull(store: LogStore, transport: Transport, result: PassResult, pull_batch: int,
-          max_pull: int | None) -> None:
+          max_pull: int | None, max_op_bytes: int) -> None:
     while True:
         limit = pull_batch
         if max_pull is not None:
@@ -186,10 +201,11 @@ def _pull(store: LogStore, transport: Transport, result: PassResult, pull_batch:
                 result.more = True
                 return
         cursor = state.pulled_cursor(store)
-        got = transport.pull(cursor, limit)
+        got = transport.pull(cursor, limit, max_op_bytes)
         result.rejected += got.rejected
-        if got.cursor != cursor or got.ops:
+        if got.cursor != cursor or got.ops or got.oversized:
             ops, refused = _admit(got.ops, got.pushers)
+            refused += _too_long(got.oversized, max_op_bytes)
             result.refused += len(refused)
             try:
                 new = _store_chunk(store, ops, got.cursor, refused)
@@ -197,7 +213,7 @@ def _pull(store: LogStore, transport: Transport, result: PassResult, pull_batch:
                 ops = [op for op in ops if op.verify()]
                 result.rejected += len(got.ops) - len(refused) - len(ops)
                 new = _store_chunk(store, ops, got.cursor, refused)
-            result.pulled += len(got.ops)
+            result.pulled += len(got.ops) + len(got.oversized)
             result.stored += len(new)
         if not got.more:
             return
@@ -227,6 +243,16 @@ def _admit(ops: list[Op], pushers: list[str]) -> tuple[list[Op], list[state.Refu
                             "domain": op.domain, "kind": op.kind, "target": op.target,
                             "reason": reason, "at": at})
     return keep, refused
+
+
+def _too_long(entries: list[Oversized], max_op_bytes: int) -> list[state.RefusedOp]:
+    """The refusals of entries longer than the bound (`Pulled.oversized`)."""
+    at = hlc.now_ms()
+    return [{"op": e["op"] or "(unreadable)", "origin": e["origin"], "pusher": e["pusher"],
+             "domain": e["domain"], "kind": e["kind"], "target": e["target"],
+             "reason": (f"it is {e['size']} bytes, more than the {max_op_bytes} a pass takes "
+                        "in (the sync_max_op_bytes setting)"), "at": at}
+            for e in entries]
 
 
 def _store_chunk(store: LogStore, ops: list[Op], cursor: str | None,

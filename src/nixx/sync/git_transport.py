@@ -39,11 +39,20 @@ import os
 import re
 import subprocess
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from typing import IO
 
 from nixx.errors import SyncError
 from nixx.log.op import Op
-from nixx.sync.transport import Pulled, Transport, decode_op, encode_op
+from nixx.sync.transport import (
+    END_BYTES,
+    Oversized,
+    Pulled,
+    Transport,
+    decode_op,
+    encode_op,
+    oversized,
+)
 
 SEGMENT = "segment.jsonl"
 LOCAL_PREFIX = "refs/nxs-seen"  # where fetched refs land in the private repository
@@ -54,6 +63,42 @@ _RECENT = 32
 _SELF = "__self__"  # cursor key: has our own ref been read back since the (re)bind?
 _ID_RE = re.compile(rb'"id":"(o[0-9a-f]{32})"')
 _PUSH_ATTEMPTS = 3
+_CHUNK = 1 << 16
+
+
+def _lines(stream: IO[bytes], size: int, max_len: int,
+           ) -> Iterator[tuple[bytes | tuple[bytes, bytes], int]]:
+    """The non-empty lines of the next `size` bytes of `stream`, each with its length; a
+    line longer than `max_len` comes as (its first, its last `END_BYTES`): memory stays
+    within `max_len` plus a chunk whatever the segment holds."""
+    buf = b""
+    head: bytes | None = None  # set while inside an oversized line
+    tail, length = b"", 0
+    left = size
+    while left > 0:
+        chunk = stream.read(min(_CHUNK, left))
+        if not chunk:
+            raise SyncError("git cat-file ended in the middle of a segment")
+        left -= len(chunk)
+        while chunk:
+            cut = chunk.find(b"\n")
+            piece, chunk = (chunk, b"") if cut < 0 else (chunk[:cut], chunk[cut + 1:])
+            if head is None:
+                buf += piece
+                if len(buf) > max_len:
+                    head, tail, length, buf = buf[:END_BYTES], buf[-END_BYTES:], len(buf), b""
+            else:
+                tail, length = (tail + piece)[-END_BYTES:], length + len(piece)
+            if cut >= 0:
+                if head is not None:
+                    yield (head, tail), length
+                elif buf.strip():
+                    yield buf, len(buf)
+                head, tail, length, buf = None, b"", 0, b""
+    if head is not None:
+        yield (head, tail), length
+    elif buf.strip():
+        yield buf, len(buf)
 
 
 class GitTransport(Transport):
@@ -258,37 +303,48 @@ class GitTransport(Transport):
             commits.append((sha, count))
         return commits
 
-    def _read_segments(self, commits: list[tuple[str, str]]) -> tuple[list[Op], list[str], int]:
+    def _read_segments(self, commits: list[tuple[str, str]], max_op_bytes: int,
+                       ) -> tuple[list[Op], list[str], int, list[Oversized]]:
         """The ops of `commits` ((commit, the origin whose ref holds it)), the origin each
-        was read under, and how many entries were not ops."""
-        data = "".join(f"{c}:{SEGMENT}\n" for c, _ in commits).encode()
-        out = self._run("cat-file", "--batch", input=data).stdout
+        was read under, how many entries were not ops, and the entries longer than
+        `max_op_bytes` (never held whole: `_lines` streams each segment)."""
         ops: list[Op] = []
         pushers: list[str] = []
         rejected = 0
-        pos = 0
-        for _, origin in commits:
-            end = out.index(b"\n", pos)
-            header = out[pos:end].split()
-            pos = end + 1
-            if len(header) < 3 or header[1] != b"blob":  # "<name> missing": not a segment
-                rejected += 1
-                continue
-            size = int(header[2])
-            body = out[pos:pos + size]
-            pos += size + 1
-            for line in body.splitlines():
-                if not line.strip():
-                    continue
-                op = decode_op(line, verify=False)
-                if op is None:
+        big: list[Oversized] = []
+        try:
+            proc = subprocess.Popen(["git", "cat-file", "--batch"], stdin=subprocess.PIPE,
+                                    stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                    env=self._env)
+        except FileNotFoundError as exc:
+            raise SyncError("the git transport needs `git` on PATH") from exc
+        assert proc.stdin is not None and proc.stdout is not None
+        try:
+            for commit, origin in commits:
+                proc.stdin.write(f"{commit}:{SEGMENT}\n".encode())
+                proc.stdin.flush()
+                header = proc.stdout.readline().split()
+                if len(header) < 3 or header[1] != b"blob":  # "<name> missing": no segment
                     rejected += 1
-                else:
-                    ops.append(op)
-                    pushers.append(origin)
-        return ops, pushers, rejected
+                    continue
+                for line, size in _lines(proc.stdout, int(header[2]), max_op_bytes):
+                    if isinstance(line, tuple):
+                        big.append(oversized(line[0], line[1], size, origin))
+                        continue
+                    op = decode_op(line, verify=False)
+                    if op is None:
+                        rejected += 1
+                    else:
+                        ops.append(op)
+                        pushers.append(origin)
+                proc.stdout.read(1)  # the newline after each object
+        finally:
+            proc.stdin.close()
+            proc.stdout.close()
+            proc.wait(timeout=self.timeout)
+        return ops, pushers, rejected, big
 
-    def pull(self, cursor: str | None, limit: int) -> Pulled:
+    def pull(self, cursor: str | None, limit: int, max_op_bytes: int) -> Pulled:
         """Segments of every origin past the cursor. Our own ref is read too until the
         first catch-up after a (re)bind (`cursor` None): a workspace restored from a
         backup gets back what it had pushed since; afterwards it is skipped."""
@@ -320,5 +376,5 @@ class GitTransport(Transport):
         if not picked:
             return Pulled([], new_cursor if new_seen != seen or cursor is None else cursor,
                           False)
-        ops, pushers, rejected = self._read_segments(picked)
-        return Pulled(ops, new_cursor, more, rejected, pushers=pushers)
+        ops, pushers, rejected, big = self._read_segments(picked, max_op_bytes)
+        return Pulled(ops, new_cursor, more, rejected, pushers=pushers, oversized=big)

@@ -30,7 +30,15 @@ from typing import Any
 
 from nixx.errors import SyncError
 from nixx.log.op import Op
-from nixx.sync.transport import Pulled, Transport, decode_op, encode_op
+from nixx.sync.transport import (
+    END_BYTES,
+    Oversized,
+    Pulled,
+    Transport,
+    decode_op,
+    encode_op,
+    oversized,
+)
 
 _SCHEMA = (
     "SELECT pg_advisory_xact_lock(hashtext('nxs_sync_schema'))",
@@ -126,26 +134,35 @@ class PgTransport(Transport):
 
     # -- pull ------------------------------------------------------------------------
 
-    def pull(self, cursor: str | None, limit: int) -> Pulled:
-        pulled: Pulled = self._call(self._pull, cursor, limit)
+    def pull(self, cursor: str | None, limit: int, max_op_bytes: int) -> Pulled:
+        pulled: Pulled = self._call(self._pull, cursor, limit, max_op_bytes)
         return pulled
 
-    def _pull(self, cursor: str | None, limit: int) -> Pulled:
+    def _pull(self, cursor: str | None, limit: int, max_op_bytes: int) -> Pulled:
         # "<seq>+self": still in the first catch-up after a (re)bind, which reads back
         # what this replica pushed too (a workspace restored from a backup gets it back)
         read_self = cursor is None or cursor.endswith(_SELF)
         after = int(cursor.removesuffix(_SELF)) if cursor else 0
         with self.conn.transaction(), self.conn.cursor() as cur:
+            # an op longer than the bound never leaves the server whole: its ends only
             rows = cur.execute(
-                "SELECT seq, CASE WHEN pusher = %s AND NOT %s THEN NULL ELSE op END, pusher"
+                "SELECT seq, CASE WHEN (pusher = %s AND NOT %s) OR octet_length(op) > %s"
+                " THEN NULL ELSE op END, pusher, octet_length(op),"
+                " CASE WHEN octet_length(op) > %s THEN left(op, %s) END,"
+                " CASE WHEN octet_length(op) > %s THEN right(op, %s) END"
                 " FROM nxs_sync_ops WHERE stream = %s AND seq > %s ORDER BY seq LIMIT %s",
-                (self.replica, read_self, self.stream, after, limit)).fetchall()
+                (self.replica, read_self, max_op_bytes, max_op_bytes, END_BYTES,
+                 max_op_bytes, END_BYTES, self.stream, after, limit)).fetchall()
         if not rows:
             return Pulled([], str(after), False)
         ops: list[Op] = []
         pushers: list[str] = []
+        big: list[Oversized] = []
         rejected = 0
-        for _seq, body, pusher in rows:
+        for _seq, body, pusher, size, head, tail in rows:
+            if head is not None and (pusher != self.replica or read_self):
+                big.append(oversized(head.encode(), tail.encode(), int(size), str(pusher)))
+                continue
             if body is None:
                 continue
             op = decode_op(body, verify=False)
@@ -156,4 +173,5 @@ class PgTransport(Transport):
                 pushers.append(str(pusher))
         more = len(rows) == limit
         suffix = _SELF if read_self and more else ""
-        return Pulled(ops, f"{rows[-1][0]}{suffix}", more, rejected, pushers=pushers)
+        return Pulled(ops, f"{rows[-1][0]}{suffix}", more, rejected, pushers=pushers,
+                      oversized=big)

@@ -6,10 +6,13 @@ calls, each safe to repeat after a crash:
 - `push(batches)`: make these batches of operations durable on the remote. Pushing an
   operation that is already there is harmless (readers deduplicate by op id; a transport
   may skip it).
-- `pull(cursor, limit)`: operations past `cursor` (an opaque string the transport made;
-  each with the replica that pushed it, `Pulled.pushers`;
+- `pull(cursor, limit, max_op_bytes)`: operations past `cursor` (an opaque string the
+  transport made; each with the replica that pushed it, `Pulled.pushers`;
   None = from the start), about `limit` of them (a transport may round to whole
-  segments), with the cursor that follows them and whether more remain. Operations this
+  segments), with the cursor that follows them and whether more remain. An entry longer
+  than `max_op_bytes` is never decoded nor held whole in memory: only its size and the
+  fields its ends name come back (`Pulled.oversized`), and the engine refuses it
+  (docs/sync.md, "Trust"). Operations this
   replica pushed itself may be left out, except in the first catch-up from a None cursor
   (after a (re)bind): that one returns them too, so a workspace restored from a backup
   gets back what it had pushed since.
@@ -21,9 +24,10 @@ Adding a transport is adding a module: a class implementing `Transport`, named i
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypedDict
 
 from nixx.errors import ValidationError
 from nixx.log.op import Op, canonical_json
@@ -39,6 +43,24 @@ TRANSPORTS = {
 _PG_SCHEMES = ("postgresql://", "postgres://")
 
 
+class Oversized(TypedDict):
+    """An entry longer than the pass's `max_op_bytes`, read no further than its ends: what
+    they name of the op (empty when they do not), its size, who pushed it."""
+
+    op: str
+    origin: str
+    domain: str
+    kind: str
+    target: str
+    size: int  # bytes of the entry (its wire JSON)
+    pusher: str
+
+
+#: bytes kept of each end of an oversized entry: enough for every field but the payload
+#: (the wire JSON's keys are sorted: actor … origin, payload, target)
+END_BYTES = 4096
+
+
 @dataclass
 class Pulled:
     ops: list[Op]
@@ -50,6 +72,8 @@ class Pulled:
     #: was read from, the `pusher` column of PostgreSQL. The engine refuses an op whose
     #: own `origin` is another replica (docs/sync.md, "Trust")
     pushers: list[str] = field(default_factory=list)
+    #: entries longer than the pass's `max_op_bytes`, not decoded (`Oversized`)
+    oversized: list[Oversized] = field(default_factory=list)
 
 
 class Transport:
@@ -60,7 +84,7 @@ class Transport:
     def push(self, batches: Sequence[Sequence[Op]]) -> None:
         raise NotImplementedError
 
-    def pull(self, cursor: str | None, limit: int) -> Pulled:
+    def pull(self, cursor: str | None, limit: int, max_op_bytes: int) -> Pulled:
         raise NotImplementedError
 
     def describe(self) -> str:
@@ -123,3 +147,20 @@ def decode_op(text: str | bytes, *, verify: bool = True) -> Op | None:
     except (ValueError, TypeError):
         return None
     return op if not verify or op.verify() else None
+
+
+def _field(name: str, text: str) -> str:
+    found = re.search(rf'"{name}":"((?:[^"\\]|\\.){{0,200}})"', text)
+    return found.group(1) if found else ""
+
+
+def oversized(head: bytes, tail: bytes, size: int, pusher: str) -> Oversized:
+    """What the ends of an entry too long to decode name of its op (`Oversized`): the
+    wire JSON's sorted keys put every field but `target` before the payload, and
+    `target` after it."""
+    first = head.decode("utf-8", "replace")
+    last = tail.decode("utf-8", "replace")
+    target = last.rpartition('"target":"')[2].partition('"')[0] if '"target":"' in last else ""
+    return {"op": _field("id", first), "origin": _field("origin", first),
+            "domain": _field("domain", first), "kind": _field("kind", first),
+            "target": target[:200], "size": size, "pusher": pusher}

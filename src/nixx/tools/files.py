@@ -23,7 +23,10 @@ one component of the path (``.git`` protects ``sub/.git/config`` too); a pattern
 matches the path from the workspace root (or a leading part of it). Case is ignored
 (``.GIT/hooks`` is refused too). `read_file` refuses secrets (`nixx.paths.SECRET_PATHS`:
 `.env`, `.nxs*`, key files) whatever the setting: what a tool reads is sent to the LLM
-backend, and a key must not travel there. Code paths can be read.
+backend, and a key must not travel there. A hard link is another name for the same file,
+which those names do not see, so `read_file` also refuses a regular file with more than
+one link unless `NIXX_ALLOW_HARD_LINKS` is on (checked with ``fstat`` on the descriptor it
+reads). Code paths can be read.
 
 Every function raises `WorkspaceError` (or `NoWorkspace`) for anything the caller can get
 wrong; the registry turns those into text the model can read.
@@ -43,7 +46,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any, TypeVar
 
 from nixx.errors import NoWorkspace, WorkspaceError
-from nixx.paths import DEFAULT_PROTECTED, is_secret, matches
+from nixx.paths import DEFAULT_PROTECTED, hard_link_refusal, is_secret, matches
 from nixx.tools.schema import ToolSpec, function_spec, object_schema
 
 READ_MAX_BYTES = 256 * 1024
@@ -333,10 +336,13 @@ def _retrying(root: Path, path: str, attempt: Callable[[_Target], T], **walk_kw:
     raise WorkspaceError(f"{path} keeps changing; try again")
 
 
-def read_file(root: Path, path: str, *, max_bytes: int = READ_MAX_BYTES) -> str:
+def read_file(root: Path, path: str, *, max_bytes: int = READ_MAX_BYTES,
+              allow_hard_links: bool = False) -> str:
     """The file's text, cut at `max_bytes` with a note saying so. A secret
     (`nixx.paths.SECRET_PATHS`: `.env`, `.nxs*`, key files), reached by its name or
-    through a link, is refused."""
+    through a symlink, is refused; so is a regular file with more than one link (a hard
+    link may be a secret under another name: `nixx.paths.hard_link_refusal`) unless
+    `allow_hard_links` (the setting `NIXX_ALLOW_HARD_LINKS`)."""
 
     def attempt(target: _Target) -> tuple[int, bytes]:
         secret = is_secret(target.parts)
@@ -362,6 +368,9 @@ def read_file(root: Path, path: str, *, max_bytes: int = READ_MAX_BYTES) -> str:
                 raise WorkspaceError(f"{path} is a directory: use list_dir")
             if not stat.S_ISREG(st.st_mode):
                 raise WorkspaceError(f"{path} is not a regular file")
+            linked = None if allow_hard_links else hard_link_refusal(st, "/".join(target.parts))
+            if linked is not None:
+                raise WorkspaceError(linked)
             chunks: list[bytes] = []
             left = max_bytes + 1
             while left > 0:

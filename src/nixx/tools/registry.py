@@ -94,7 +94,9 @@ class ToolRegistry:
         root = settings.workspace
         protected = settings.tools_protected
         runs: dict[str, Callable[..., str]] = {
-            "read_file": lambda path: files.read_file(root, path),
+            "read_file": lambda path: files.read_file(
+                root, path, allow_hard_links=settings.allow_hard_links
+            ),
             "write_file": lambda path, content: files.write_file(
                 root, path, content, protected=protected
             ),

@@ -155,7 +155,9 @@ class Agent:
 
                 root = Path(self.backend["workspace"])
                 if name == "read_file":
-                    return files.read_file(root, str(args.get("path", ""))), False
+                    return files.read_file(
+                        root, str(args.get("path", "")),
+                        allow_hard_links=bool(self.backend.get("allow_hard_links"))), False
                 if name == "list_dir":
                     return files.list_dir(root, str(args.get("path") or ".")), False
                 if name == "write_file":

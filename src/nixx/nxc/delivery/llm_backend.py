@@ -34,7 +34,7 @@ def from_settings() -> Backend:
             "model": s.chat_model, "timeout": s.chat_timeout,
             "background_timeout": s.background_timeout,
             "max_rounds": s.tool_max_rounds, "tools_write": s.tools_write,
-            "tools_delete": s.tools_delete,
+            "tools_delete": s.tools_delete, "allow_hard_links": s.allow_hard_links,
             "config_file": str(config_file_path()),
             # `nixx serve` as these settings place it: persona turns go through it when
             # it answers (shared recall, intent and buffer)

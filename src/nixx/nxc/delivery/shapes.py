@@ -28,6 +28,7 @@ class Backend(TypedDict, total=False):
     max_rounds: int
     tools_write: bool
     tools_delete: bool
+    allow_hard_links: bool  # `read_file` reads a multiply linked file (NIXX_ALLOW_HARD_LINKS)
     config_file: str
     server_url: str  # where `nixx serve` is reached (`nixx.local_server.server_url`)
     server_api_key: str | None
