@@ -19,8 +19,9 @@ Request → chat request:
   not told of tools nothing would run. ``tool_choice`` maps onto chat's (a choice of a
   built-in tool becomes ``auto``). ``max_output_tokens`` → ``max_tokens``;
   ``temperature``, ``top_p``, ``parallel_tool_calls`` pass; ``text.format`` becomes
-  ``response_format``. ``reasoning``, ``include``, ``metadata``, ``truncation``,
-  ``service_tier`` and other fields are accepted and not sent on; ``background: true``
+  ``response_format``; ``reasoning.effort`` → ``reasoning_effort``. ``reasoning.summary``,
+  ``include``, ``metadata``, ``truncation``, ``service_tier`` and other fields are
+  accepted and not sent on; ``background: true``
   is refused (400: nixx answers in the foreground).
 
 Turn events → the Response object, or with ``stream`` the event stream
@@ -240,6 +241,9 @@ def chat_request(
     fmt = _response_format(body.text)
     if fmt is not None:
         chat["response_format"] = fmt
+    effort = (body.reasoning or {}).get("effort")
+    if isinstance(effort, str) and effort:
+        chat["reasoning_effort"] = effort  # chat's name for it (OpenAI, vLLM, llama.cpp)
     return chat
 
 
