@@ -1,12 +1,21 @@
 """Reasoning across the dialects, with the official `openai` and `anthropic` SDKs against
 nixx under a real uvicorn and the scripted backend: the effort asked for reaches the
-backend as chat's ``reasoning_effort``."""
+backend as chat's ``reasoning_effort``, and the thinking a reasoning backend streams apart
+from its answer is shown in each dialect's own shape, and not stored."""
 
 from __future__ import annotations
+
+import json
+from typing import Any
 
 import openai
 
 from nixx.testing.fake_llm import FakeLLM, Reply
+from nixx.testing.live_server import LiveServer
+
+
+def rows(live: LiveServer) -> list[Any]:
+    return live.call(lambda: live.service.run(live.service.store.get_buffer, 1))
 
 
 def test_responses_reasoning_effort_reaches_the_backend(
@@ -25,3 +34,34 @@ def test_chat_reasoning_effort_passes_through(oai: openai.OpenAI, llm: FakeLLM) 
     oai.chat.completions.create(model="fake-model", reasoning_effort="high",
                                 messages=[{"role": "user", "content": "capital of France?"}])
     assert llm.chat_requests[-1]["reasoning_effort"] == "high"
+
+
+THOUGHT = "The user asks for a capital. France's is Paris."
+
+
+def test_chat_shows_the_backends_reasoning(
+    oai: openai.OpenAI, llm: FakeLLM, live: LiveServer
+) -> None:
+    llm.queue(Reply(content="Paris.", reasoning=THOUGHT))
+    answer = oai.chat.completions.create(
+        model="fake-model", messages=[{"role": "user", "content": "capital of France?"}])
+    message = answer.choices[0].message
+    assert message.content == "Paris."
+    assert (message.model_extra or {})["reasoning_content"] == THOUGHT
+
+    llm.queue(Reply(content="Paris.", reasoning=THOUGHT))
+    chunks = list(oai.chat.completions.create(
+        model="fake-model", stream=True,
+        messages=[{"role": "user", "content": "capital of France?"}]))
+    deltas = [c.choices[0].delta for c in chunks if c.choices]
+    thought = "".join((d.model_extra or {}).get("reasoning_content", "") for d in deltas)
+    assert thought == THOUGHT
+    assert "".join(d.content or "" for d in deltas) == "Paris."
+    first_text = next(i for i, d in enumerate(deltas) if d.content)
+    last_thought = max(i for i, d in enumerate(deltas)
+                       if (d.model_extra or {}).get("reasoning_content"))
+    assert last_thought < first_text
+    # the buffer keeps the answer, not the thinking
+    answers = [r for r in rows(live) if r.role == "assistant"]
+    assert [r.content for r in answers] == ["Paris.", "Paris."]
+    assert all(THOUGHT not in json.dumps(r.meta) for r in answers)

@@ -27,8 +27,10 @@
    broke or the client went away), then summaries and intent are scheduled in the
    background.
 
-Events: `Delta` (answer text), `ToolRun` (a nixx tool ran), `ClientToolCalls`, and a
-final `Finished`. Errors are raised as `NixxError`s; partial answers are stored first.
+Events: `Delta` (answer text), `Reasoning` (the model's thinking, as a reasoning backend
+streams it apart from the answer: shown to the client, never stored — the buffer keeps
+what was said, and recall should not bring back a model's scratch work), `ToolRun` (a
+nixx tool ran), `ClientToolCalls`, and a final `Finished`. Errors are raised as `NixxError`s; partial answers are stored first.
 
 A turn gets its collaborators (`TurnParts`: the recall, the episodic buffer, the LLM
 client, the intent, the tools, ...), built once by `NixxService`; it never sees the
@@ -95,6 +97,11 @@ class Delta:
 
 
 @dataclass(frozen=True)
+class Reasoning:
+    text: str
+
+
+@dataclass(frozen=True)
 class ToolRun:
     id: str
     name: str
@@ -124,9 +131,10 @@ class Finished:
     user_row_id: int | None = None
     assistant_row_id: int | None = None
     trimmed: int = 0
+    reasoning: str = ""  # the backend's reasoning text, every round's (not stored)
 
 
-TurnEvent = Delta | ToolRun | ClientToolCalls | Finished
+TurnEvent = Delta | Reasoning | ToolRun | ClientToolCalls | Finished
 
 
 @dataclass(frozen=True)
@@ -155,6 +163,7 @@ class _Progress:
 
     model: str
     parts: list[str] = field(default_factory=list)
+    reasoning: list[str] = field(default_factory=list)
     tool_runs: list[ToolRun] = field(default_factory=list)
     client_calls: list[dict[str, Any]] = field(default_factory=list)
     refused_calls: list[str] = field(default_factory=list)
@@ -433,6 +442,7 @@ async def run_turn(
         user_row_id=user_row_id,
         assistant_row_id=progress.assistant_row_id,
         trimmed=prompt.trimmed,
+        reasoning="".join(progress.reasoning),
     )
 
 
@@ -576,7 +586,7 @@ def _round_request(
 async def _call_backend(
     parts: TurnParts, request: _Request, offer: _Offer, prompt: _Prompt,
     convo: list[dict[str, Any]], context: _Context, progress: _Progress,
-) -> AsyncGenerator[Delta | ToolRun | ClientToolCalls, None]:
+) -> AsyncGenerator[Delta | Reasoning | ToolRun | ClientToolCalls, None]:
     """Step 4: the backend called, always streamed (a cut keeps what was produced), the
     user's turn first (nixx's own calls wait, or are stopped: `nixx.llm.gate`). Calls to
     nixx's own tools run here and are fed back, at most `tool_max_rounds` rounds; a call
@@ -595,6 +605,10 @@ async def _call_backend(
             try:
                 async for chunk in parts.llm.stream(sent):
                     text = acc.add(chunk)
+                    thought = acc.take_reasoning()
+                    if thought:
+                        progress.reasoning.append(thought)
+                        yield Reasoning(thought)
                     if text:
                         if separate:
                             progress.parts.append("\n\n")
@@ -603,7 +617,7 @@ async def _call_backend(
                         progress.parts.append(text)
                         yield Delta(text)
             except BackendError as exc:
-                if round_no > 0 or progress.parts or acc.parts:
+                if round_no > 0 or progress.parts or acc.parts or acc.reasoning:
                     raise
                 named = _context_refused(exc, context.length)
                 if named is None or retried:
