@@ -65,3 +65,38 @@ def test_chat_shows_the_backends_reasoning(
     answers = [r for r in rows(live) if r.role == "assistant"]
     assert [r.content for r in answers] == ["Paris.", "Paris."]
     assert all(THOUGHT not in json.dumps(r.meta) for r in answers)
+
+
+def test_responses_shows_the_backends_reasoning(
+    oai: openai.OpenAI, llm: FakeLLM, live: LiveServer
+) -> None:
+    llm.queue(Reply(content="Paris.", reasoning=THOUGHT))
+    response = oai.responses.create(model="fake-model", input="capital of France?")
+    assert [item.type for item in response.output] == ["reasoning", "message"]
+    thought = response.output[0]
+    assert thought.type == "reasoning" and thought.summary == []
+    assert [(c.type, c.text) for c in thought.content or []] == [("reasoning_text", THOUGHT)]
+    assert response.output_text == "Paris."
+
+    llm.queue(Reply(content="Paris.", reasoning=THOUGHT))
+    events = list(oai.responses.create(model="fake-model", input="capital of France?",
+                                       stream=True))
+    kinds = [e.type for e in events]
+    assert [e.sequence_number for e in events] == list(range(len(events)))
+    assert kinds.count("response.output_item.added") == 2
+    assert kinds.index("response.reasoning_text.done") < kinds.index(
+        "response.output_text.delta")
+    thought_text = "".join(e.delta for e in events if e.type == "response.reasoning_text.delta")
+    assert thought_text == THOUGHT
+    added = [e for e in events if e.type == "response.content_part.added"]
+    assert [e.part.type for e in added] == ["reasoning_text", "output_text"]
+    final = events[-1].response
+    assert events[-1].type == "response.completed"
+    assert [item.type for item in final.output] == ["reasoning", "message"]
+    assert final.output_text == "Paris."
+    # kept: the answer; the thinking is not, so the stored response has no reasoning item
+    stored = oai.responses.retrieve(final.id)
+    assert [item.type for item in stored.output] == ["message"]
+    answers = [r for r in rows(live) if r.role == "assistant"]
+    assert [r.content for r in answers] == ["Paris.", "Paris."]
+    assert all(THOUGHT not in json.dumps(r.meta) for r in answers)
