@@ -8,7 +8,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import anthropic
 import openai
+import pytest
 
 from nixx.testing.fake_llm import FakeLLM, Reply
 from nixx.testing.live_server import LiveServer
@@ -99,4 +101,43 @@ def test_responses_shows_the_backends_reasoning(
     assert [item.type for item in stored.output] == ["message"]
     answers = [r for r in rows(live) if r.role == "assistant"]
     assert [r.content for r in answers] == ["Paris.", "Paris."]
+    assert all(THOUGHT not in json.dumps(r.meta) for r in answers)
+
+
+@pytest.fixture
+def claude(live: LiveServer) -> anthropic.Anthropic:
+    return anthropic.Anthropic(base_url=live.base_url, api_key="unused", max_retries=0)
+
+
+def test_messages_shows_the_backends_reasoning_as_thinking(
+    claude: anthropic.Anthropic, llm: FakeLLM, live: LiveServer
+) -> None:
+    asked: Any = {"type": "enabled", "budget_tokens": 1024}
+    question: Any = [{"role": "user", "content": "capital of France?"}]
+    llm.queue(Reply(content="Paris.", reasoning=THOUGHT))
+    message = claude.messages.create(model="fake-model", max_tokens=2048, thinking=asked,
+                                     messages=question)
+    assert [b.type for b in message.content] == ["thinking", "text"]
+    block = message.content[0]
+    assert block.type == "thinking" and block.thinking == THOUGHT and block.signature == ""
+
+    llm.queue(Reply(content="Paris.", reasoning=THOUGHT))
+    with claude.messages.stream(model="fake-model", max_tokens=2048, thinking=asked,
+                                messages=question) as stream:
+        events = list(stream)
+        final = stream.get_final_message()
+    assert [b.type for b in final.content] == ["thinking", "text"]
+    first = final.content[0]
+    assert first.type == "thinking" and first.thinking == THOUGHT
+    second = final.content[1]
+    assert second.type == "text" and second.text == "Paris."
+    starts = [e for e in events if e.type == "content_block_start"]
+    assert [(e.index, e.content_block.type) for e in starts] == [(0, "thinking"), (1, "text")]
+
+    # not asked for: left out, as Anthropic answers
+    llm.queue(Reply(content="Paris.", reasoning=THOUGHT))
+    plain = claude.messages.create(model="fake-model", max_tokens=64, messages=question)
+    assert [b.type for b in plain.content] == ["text"]
+    answers = [r for r in rows(live) if r.role == "assistant"]
+    assert [r.content for r in answers] == ["Paris.", "Paris.", "Paris."]
     assert all(THOUGHT not in json.dumps(r.meta) for r in answers)
