@@ -141,3 +141,34 @@ def test_messages_shows_the_backends_reasoning_as_thinking(
     answers = [r for r in rows(live) if r.role == "assistant"]
     assert [r.content for r in answers] == ["Paris.", "Paris.", "Paris."]
     assert all(THOUGHT not in json.dumps(r.meta) for r in answers)
+
+
+def _stopped_on(stop: Any) -> str:
+    """vLLM's last chunk: which stop string (or token id) ended the answer."""
+    return json.dumps({"id": "chatcmpl-fake", "object": "chat.completion.chunk", "created": 0,
+                       "model": "fake-model", "choices": [{"index": 0, "delta": {},
+                       "finish_reason": "stop", "stop_reason": stop}]})
+
+
+def test_messages_stop_sequence_when_the_backend_says_which(
+    claude: anthropic.Anthropic, llm: FakeLLM
+) -> None:
+    question: Any = [{"role": "user", "content": "count"}]
+    llm.queue(Reply(content="1, 2, 3", raw_chunks=[_stopped_on("END")]))
+    message = claude.messages.create(model="fake-model", max_tokens=64, messages=question,
+                                     stop_sequences=["END", "STOP"])
+    assert llm.chat_requests[-1]["stop"] == ["END", "STOP"]
+    assert (message.stop_reason, message.stop_sequence) == ("stop_sequence", "END")
+
+    llm.queue(Reply(content="1, 2, 3", raw_chunks=[_stopped_on("STOP")]))
+    with claude.messages.stream(model="fake-model", max_tokens=64, messages=question,
+                                stop_sequences=["END", "STOP"]) as stream:
+        final = stream.get_final_message()
+    assert (final.stop_reason, final.stop_sequence) == ("stop_sequence", "STOP")
+
+    # not said (llama.cpp, Ollama), a token id, or a string not asked for: end_turn
+    for stop in (None, 2, "other"):
+        llm.queue(Reply(content="1, 2, 3", raw_chunks=[_stopped_on(stop)]))
+        message = claude.messages.create(model="fake-model", max_tokens=64, messages=question,
+                                         stop_sequences=["END"])
+        assert (message.stop_reason, message.stop_sequence) == ("end_turn", None)

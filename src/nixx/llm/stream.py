@@ -10,6 +10,10 @@ OpenRouter name it ``delta.reasoning``. Either is read (``reasoning_content`` wh
 carries both, so text sent twice is taken once); a value that is not a string is
 ignored, as is any other field nixx does not read.
 
+vLLM says which stop string ended the answer (``choices[].stop_reason``: the string, a
+stop token's id, or null at the end of the text); `stop_string` keeps it when it is a
+string. llama.cpp, llama-cpp-python and Ollama do not say it on the OpenAI route.
+
 `check_chunk` and `check_completion` are the one validation of what a backend sends:
 `ChatClient` runs every streamed chunk and every completion through them, so nothing
 downstream (the turn, summaries, intent) meets a wrongly shaped value. A chunk or
@@ -50,6 +54,7 @@ class StreamAccumulator:
     finish_reason: str | None = None
     usage: dict[str, Any] | None = None
     model: str | None = None
+    stop_string: str | None = None  # the stop string that ended it, when the backend said
 
     def add(self, chunk: dict[str, Any]) -> str:
         """Fold one chunk in; return the content text it carried ('' if none)."""
@@ -82,6 +87,8 @@ class StreamAccumulator:
                     acc.name += str(fn["name"]) if not acc.name else ""
                 if fn.get("arguments"):
                     acc.arguments += str(fn["arguments"])
+            if isinstance(choice.get("stop_reason"), str):
+                self.stop_string = choice["stop_reason"]
             if choice.get("finish_reason"):
                 self.finish_reason = str(choice["finish_reason"])
         return text

@@ -132,6 +132,9 @@ class Finished:
     assistant_row_id: int | None = None
     trimmed: int = 0
     reasoning: str = ""  # the backend's reasoning text, every round's (not stored)
+    # the request's stop string that ended the answer, when the backend said which
+    # (vLLM's ``stop_reason``; `nixx.llm.stream`)
+    stop_sequence: str | None = None
 
 
 TurnEvent = Delta | Reasoning | ToolRun | ClientToolCalls | Finished
@@ -169,6 +172,7 @@ class _Progress:
     refused_calls: list[str] = field(default_factory=list)
     usage: dict[str, int] = field(default_factory=dict)
     finish: str = "stop"
+    stop_sequence: str | None = None
     exhausted: bool = False  # the tool rounds ran out
     failure: str | None = None
     assistant_row_id: int | None = None
@@ -443,6 +447,7 @@ async def run_turn(
         assistant_row_id=progress.assistant_row_id,
         trimmed=prompt.trimmed,
         reasoning="".join(progress.reasoning),
+        stop_sequence=progress.stop_sequence,
     )
 
 
@@ -634,6 +639,7 @@ async def _call_backend(
             calls = acc.tool_calls()
             if not calls:
                 progress.finish = acc.finish_reason or "stop"
+                progress.stop_sequence = _stop_of(acc, request.body)
                 if round_no == 1:
                     # what the backend's cache should hold for the next turn (`nixx.llm.slot`)
                     parts.llm.keep_prefix(sent, acc.content,
@@ -662,6 +668,15 @@ async def _call_backend(
             "nothing was stored as the answer — send the message again",
             code="empty_answer",
         )
+
+
+def _stop_of(acc: StreamAccumulator, body: dict[str, Any]) -> str | None:
+    """The request's stop string the backend said it stopped on (never guessed)."""
+    stop = body.get("stop")
+    asked = [stop] if isinstance(stop, str) else stop if isinstance(stop, list) else []
+    if acc.finish_reason == "stop" and acc.stop_string in asked:
+        return acc.stop_string
+    return None
 
 
 async def _run_tool(

@@ -33,7 +33,8 @@ Turn events → the ``message`` object, or with ``stream`` Anthropic's events
 deltas, and a ``tool_use`` block's input as one ``input_json_delta`` — ``message_delta``
 with the stop reason and usage, ``message_stop``; a turn failing after the stream began
 ends with an ``error`` event in Anthropic's error shape). ``stop_reason``: ``tool_use``
-when the client's tools were called, ``max_tokens`` at the token limit, else
+when the client's tools were called, ``max_tokens`` at the token limit,
+``stop_sequence`` when the backend said which stop string ended it (`_stop`), else
 ``end_turn``.
 
 A reasoning backend's thinking (`Reasoning` events) is a ``thinking`` block before the
@@ -61,6 +62,17 @@ from nixx.server.dialects.system import place_system
 from nixx.server.errors import answer_of, anthropic_envelope
 
 STOP_REASONS = {"tool_calls": "tool_use", "length": "max_tokens"}
+
+
+def _stop(done: Finished) -> dict[str, Any]:
+    """``stop_reason`` and ``stop_sequence``: ``stop_sequence`` only when the backend said
+    which of ``stop_sequences`` it stopped on (vLLM does; llama.cpp and Ollama do not, and
+    their stops read ``end_turn``) — a guess from the text could not tell a stop string
+    from the model's own end."""
+    if done.stop_sequence is not None:
+        return {"stop_reason": "stop_sequence", "stop_sequence": done.stop_sequence}
+    return {"stop_reason": STOP_REASONS.get(done.finish_reason, "end_turn"),
+            "stop_sequence": None}
 
 
 class AnthropicMessage(BaseModel):
@@ -332,8 +344,7 @@ def message(done: Finished, model: str, thinking: bool = False) -> dict[str, Any
     return {
         "id": new_id(), "type": "message", "role": "assistant",
         "model": done.model or model, "content": content,
-        "stop_reason": STOP_REASONS.get(done.finish_reason, "end_turn"),
-        "stop_sequence": None, "usage": _usage(done),
+        **_stop(done), "usage": _usage(done),
     }
 
 
@@ -367,9 +378,7 @@ async def stream(
                         for chunk in blocks.tool_use(call):
                             yield chunk
                 else:
-                    reason = STOP_REASONS.get(event.finish_reason, "end_turn")
-                    yield _event("message_delta",
-                                 delta={"stop_reason": reason, "stop_sequence": None},
+                    yield _event("message_delta", delta=_stop(event),
                                  usage=_usage(event), nixx=memory(event))
                     yield _event("message_stop")
             try:
