@@ -172,3 +172,15 @@ def test_messages_stop_sequence_when_the_backend_says_which(
         message = claude.messages.create(model="fake-model", max_tokens=64, messages=question,
                                          stop_sequences=["END"])
         assert (message.stop_reason, message.stop_sequence) == ("end_turn", None)
+
+
+def test_accumulator_reads_either_reasoning_field_once() -> None:
+    from nixx.llm.stream import StreamAccumulator
+
+    acc = StreamAccumulator()
+    for delta in ({"reasoning": "a "}, {"reasoning_content": "b ", "reasoning": "b "},
+                  {"reasoning": {"not": "text"}}, {"content": "c"}):
+        acc.add({"choices": [{"index": 0, "delta": delta}]})
+    assert acc.take_reasoning() == "a b "
+    assert acc.take_reasoning() == ""
+    assert acc.content == "c"
