@@ -1,8 +1,18 @@
-"""Accumulate a streamed chat completion: content deltas and tool-call deltas.
+"""Accumulate a streamed chat completion: content, reasoning and tool-call deltas.
 
 OpenAI streams a tool call in pieces: the first delta for an ``index`` carries the
 call's ``id`` and ``function.name``, later ones append to ``function.arguments``.
 `StreamAccumulator` folds those pieces back into whole calls.
+
+Reasoning models served by llama.cpp, vLLM and DeepSeek stream their thinking apart
+from the answer, as ``delta.reasoning_content``; vLLM's newer versions, Ollama and
+OpenRouter name it ``delta.reasoning``. Either is read (``reasoning_content`` when a delta
+carries both, so text sent twice is taken once); a value that is not a string is
+ignored, as is any other field nixx does not read.
+
+vLLM says which stop string ended the answer (``choices[].stop_reason``: the string, a
+stop token's id, or null at the end of the text); `stop_string` keeps it when it is a
+string. llama.cpp, llama-cpp-python and Ollama do not say it on the OpenAI route.
 
 `check_chunk` and `check_completion` are the one validation of what a backend sends:
 `ChatClient` runs every streamed chunk and every completion through them, so nothing
@@ -34,13 +44,17 @@ class ToolCallAccumulator:
 
 @dataclass
 class StreamAccumulator:
-    """Feed it chunks (`add`); read `content`, `tool_calls()`, `finish_reason`, `usage`."""
+    """Feed it chunks (`add`); read `content`, `tool_calls()`, `finish_reason`, `usage`;
+    `take_reasoning()` gives the reasoning text that arrived since it was last called."""
 
     parts: list[str] = field(default_factory=list)
+    reasoning: list[str] = field(default_factory=list)
+    _untaken: list[str] = field(default_factory=list)
     calls: dict[int, ToolCallAccumulator] = field(default_factory=dict)
     finish_reason: str | None = None
     usage: dict[str, Any] | None = None
     model: str | None = None
+    stop_string: str | None = None  # the stop string that ended it, when the backend said
 
     def add(self, chunk: dict[str, Any]) -> str:
         """Fold one chunk in; return the content text it carried ('' if none)."""
@@ -53,6 +67,12 @@ class StreamAccumulator:
             if choice.get("index", 0) != 0:
                 continue
             delta = choice.get("delta") or {}
+            thought = delta.get("reasoning_content")
+            if not isinstance(thought, str) or not thought:
+                thought = delta.get("reasoning")
+            if isinstance(thought, str) and thought:
+                self.reasoning.append(thought)
+                self._untaken.append(thought)
             piece = delta.get("content")
             if isinstance(piece, str) and piece:
                 self.parts.append(piece)
@@ -67,6 +87,8 @@ class StreamAccumulator:
                     acc.name += str(fn["name"]) if not acc.name else ""
                 if fn.get("arguments"):
                     acc.arguments += str(fn["arguments"])
+            if isinstance(choice.get("stop_reason"), str):
+                self.stop_string = choice["stop_reason"]
             if choice.get("finish_reason"):
                 self.finish_reason = str(choice["finish_reason"])
         return text
@@ -74,6 +96,12 @@ class StreamAccumulator:
     @property
     def content(self) -> str:
         return "".join(self.parts)
+
+    def take_reasoning(self) -> str:
+        """The reasoning text of the chunks added since the last call ('' if none)."""
+        text = "".join(self._untaken)
+        self._untaken.clear()
+        return text
 
     def tool_calls(self) -> list[dict[str, Any]]:
         calls = []

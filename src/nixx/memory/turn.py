@@ -27,8 +27,10 @@
    broke or the client went away), then summaries and intent are scheduled in the
    background.
 
-Events: `Delta` (answer text), `ToolRun` (a nixx tool ran), `ClientToolCalls`, and a
-final `Finished`. Errors are raised as `NixxError`s; partial answers are stored first.
+Events: `Delta` (answer text), `Reasoning` (the model's thinking, as a reasoning backend
+streams it apart from the answer: shown to the client, never stored — the buffer keeps
+what was said, and recall should not bring back a model's scratch work), `ToolRun` (a
+nixx tool ran), `ClientToolCalls`, and a final `Finished`. Errors are raised as `NixxError`s; partial answers are stored first.
 
 A turn gets its collaborators (`TurnParts`: the recall, the episodic buffer, the LLM
 client, the intent, the tools, ...), built once by `NixxService`; it never sees the
@@ -95,6 +97,11 @@ class Delta:
 
 
 @dataclass(frozen=True)
+class Reasoning:
+    text: str
+
+
+@dataclass(frozen=True)
 class ToolRun:
     id: str
     name: str
@@ -124,9 +131,13 @@ class Finished:
     user_row_id: int | None = None
     assistant_row_id: int | None = None
     trimmed: int = 0
+    reasoning: str = ""  # the backend's reasoning text, every round's (not stored)
+    # the request's stop string that ended the answer, when the backend said which
+    # (vLLM's ``stop_reason``; `nixx.llm.stream`)
+    stop_sequence: str | None = None
 
 
-TurnEvent = Delta | ToolRun | ClientToolCalls | Finished
+TurnEvent = Delta | Reasoning | ToolRun | ClientToolCalls | Finished
 
 
 @dataclass(frozen=True)
@@ -155,11 +166,13 @@ class _Progress:
 
     model: str
     parts: list[str] = field(default_factory=list)
+    reasoning: list[str] = field(default_factory=list)
     tool_runs: list[ToolRun] = field(default_factory=list)
     client_calls: list[dict[str, Any]] = field(default_factory=list)
     refused_calls: list[str] = field(default_factory=list)
     usage: dict[str, int] = field(default_factory=dict)
     finish: str = "stop"
+    stop_sequence: str | None = None
     exhausted: bool = False  # the tool rounds ran out
     failure: str | None = None
     assistant_row_id: int | None = None
@@ -433,6 +446,8 @@ async def run_turn(
         user_row_id=user_row_id,
         assistant_row_id=progress.assistant_row_id,
         trimmed=prompt.trimmed,
+        reasoning="".join(progress.reasoning),
+        stop_sequence=progress.stop_sequence,
     )
 
 
@@ -576,7 +591,7 @@ def _round_request(
 async def _call_backend(
     parts: TurnParts, request: _Request, offer: _Offer, prompt: _Prompt,
     convo: list[dict[str, Any]], context: _Context, progress: _Progress,
-) -> AsyncGenerator[Delta | ToolRun | ClientToolCalls, None]:
+) -> AsyncGenerator[Delta | Reasoning | ToolRun | ClientToolCalls, None]:
     """Step 4: the backend called, always streamed (a cut keeps what was produced), the
     user's turn first (nixx's own calls wait, or are stopped: `nixx.llm.gate`). Calls to
     nixx's own tools run here and are fed back, at most `tool_max_rounds` rounds; a call
@@ -595,6 +610,10 @@ async def _call_backend(
             try:
                 async for chunk in parts.llm.stream(sent):
                     text = acc.add(chunk)
+                    thought = acc.take_reasoning()
+                    if thought:
+                        progress.reasoning.append(thought)
+                        yield Reasoning(thought)
                     if text:
                         if separate:
                             progress.parts.append("\n\n")
@@ -603,7 +622,7 @@ async def _call_backend(
                         progress.parts.append(text)
                         yield Delta(text)
             except BackendError as exc:
-                if round_no > 0 or progress.parts or acc.parts:
+                if round_no > 0 or progress.parts or acc.parts or acc.reasoning:
                     raise
                 named = _context_refused(exc, context.length)
                 if named is None or retried:
@@ -620,6 +639,7 @@ async def _call_backend(
             calls = acc.tool_calls()
             if not calls:
                 progress.finish = acc.finish_reason or "stop"
+                progress.stop_sequence = _stop_of(acc, request.body)
                 if round_no == 1:
                     # what the backend's cache should hold for the next turn (`nixx.llm.slot`)
                     parts.llm.keep_prefix(sent, acc.content,
@@ -648,6 +668,15 @@ async def _call_backend(
             "nothing was stored as the answer — send the message again",
             code="empty_answer",
         )
+
+
+def _stop_of(acc: StreamAccumulator, body: dict[str, Any]) -> str | None:
+    """The request's stop string the backend said it stopped on (never guessed)."""
+    stop = body.get("stop")
+    asked = [stop] if isinstance(stop, str) else stop if isinstance(stop, list) else []
+    if acc.finish_reason == "stop" and acc.stop_string in asked:
+        return acc.stop_string
+    return None
 
 
 async def _run_tool(

@@ -83,6 +83,10 @@ class Reply:
     done_after: int | None = None
     # the prompt's tokens the backend's cache held (``usage.prompt_tokens_details``)
     cached_tokens: int | None = None
+    # the model's thinking, sent apart from the answer as llama.cpp, vLLM and DeepSeek
+    # do: SSE ``delta.reasoning_content`` chunks before the content, JSON
+    # ``message.reasoning_content``
+    reasoning: str | None = None
 
 
 @dataclass
@@ -468,6 +472,8 @@ class _Handler(BaseHTTPRequestHandler):
         if reply.delay:
             time.sleep(reply.delay)
         message: dict[str, Any] = {"role": "assistant", "content": reply.content}
+        if reply.reasoning:
+            message["reasoning_content"] = reply.reasoning
         if calls:
             message["tool_calls"] = calls
         payload: dict[str, Any] = {
@@ -511,6 +517,8 @@ class _Handler(BaseHTTPRequestHandler):
             }
 
         send(chunk({"role": "assistant", "content": ""}))
+        for thought in re.findall(r"\S+\s*|\s+", reply.reasoning or ""):
+            send(chunk({"reasoning_content": thought}))
         pieces = re.findall(r"\S+\s*|\s+", reply.content or "")
         bound = self.fake.cache is not None and self._max_tokens is not None
         if bound and len(pieces) > (self._max_tokens or 0):

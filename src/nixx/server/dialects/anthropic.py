@@ -33,8 +33,17 @@ Turn events → the ``message`` object, or with ``stream`` Anthropic's events
 deltas, and a ``tool_use`` block's input as one ``input_json_delta`` — ``message_delta``
 with the stop reason and usage, ``message_stop``; a turn failing after the stream began
 ends with an ``error`` event in Anthropic's error shape). ``stop_reason``: ``tool_use``
-when the client's tools were called, ``max_tokens`` at the token limit, else
+when the client's tools were called, ``max_tokens`` at the token limit,
+``stop_sequence`` when the backend said which stop string ended it (`_stop`), else
 ``end_turn``.
+
+A reasoning backend's thinking (`Reasoning` events) is a ``thinking`` block before the
+text it preceded (streamed as ``thinking_delta``s) when the request asked for thinking
+(``thinking.type`` ``enabled`` or ``adaptive``); without that it is left out, as Anthropic
+answers — a client that did not ask may read ``content[0]`` as the text. Anthropic's
+thinking blocks carry a ``signature`` (its proof the text is the model's, checked when
+the block is sent back); nixx has none to give, so ``signature`` is ``""`` — a thinking
+block sent back is dropped like every one (above), so nothing checks it.
 """
 
 from __future__ import annotations
@@ -48,11 +57,22 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from nixx.errors import NixxError, ValidationError
 from nixx.memory.history import estimate_tokens
-from nixx.memory.turn import ClientToolCalls, Delta, Finished
+from nixx.memory.turn import ClientToolCalls, Delta, Finished, Reasoning
 from nixx.server.dialects.system import place_system
 from nixx.server.errors import answer_of, anthropic_envelope
 
 STOP_REASONS = {"tool_calls": "tool_use", "length": "max_tokens"}
+
+
+def _stop(done: Finished) -> dict[str, Any]:
+    """``stop_reason`` and ``stop_sequence``: ``stop_sequence`` only when the backend said
+    which of ``stop_sequences`` it stopped on (vLLM does; llama.cpp and Ollama do not, and
+    their stops read ``end_turn``) — a guess from the text could not tell a stop string
+    from the model's own end."""
+    if done.stop_sequence is not None:
+        return {"stop_reason": "stop_sequence", "stop_sequence": done.stop_sequence}
+    return {"stop_reason": STOP_REASONS.get(done.finish_reason, "end_turn"),
+            "stop_sequence": None}
 
 
 class AnthropicMessage(BaseModel):
@@ -81,6 +101,12 @@ class MessagesRequest(CountTokensRequest):
     stream: bool = False
     temperature: float | None = Field(default=None, ge=0, le=1)
     top_p: float | None = Field(default=None, ge=0, le=1)
+    thinking: dict[str, Any] | None = None
+
+    @property
+    def shows_thinking(self) -> bool:
+        """Whether the client asked for thinking blocks (Anthropic sends none otherwise)."""
+        return (self.thinking or {}).get("type") in ("enabled", "adaptive")
 
 
 def new_id() -> str:
@@ -307,16 +333,18 @@ def _usage(done: Finished | None) -> dict[str, Any]:
     return usage
 
 
-def message(done: Finished, model: str) -> dict[str, Any]:
+def message(done: Finished, model: str, thinking: bool = False) -> dict[str, Any]:
+    """The ``message`` of a turn that ran to its end; `thinking`: its reasoning shown."""
     content: list[dict[str, Any]] = []
+    if thinking and done.reasoning:
+        content.append({"type": "thinking", "thinking": done.reasoning, "signature": ""})
     if done.content:
         content.append({"type": "text", "text": done.content})
     content.extend(_tool_use(c) for c in done.client_tool_calls)
     return {
         "id": new_id(), "type": "message", "role": "assistant",
         "model": done.model or model, "content": content,
-        "stop_reason": STOP_REASONS.get(done.finish_reason, "end_turn"),
-        "stop_sequence": None, "usage": _usage(done),
+        **_stop(done), "usage": _usage(done),
     }
 
 
@@ -326,12 +354,11 @@ def _event(kind: str, **data: Any) -> bytes:
 
 
 async def stream(
-    events: AsyncIterator[Any], first: Any, model: str, memory: Any
+    events: AsyncIterator[Any], first: Any, model: str, memory: Any, thinking: bool = False
 ) -> AsyncIterator[bytes]:
     """Anthropic's event stream of the turn; `memory(done)` is the ``nixx`` key added to
-    ``message_delta`` (the memory details)."""
-    index = -1
-    text_open = False
+    ``message_delta`` (the memory details); `thinking`: reasoning shown as thinking blocks."""
+    blocks = _Blocks()
     try:
         start: dict[str, Any] = {"id": new_id(), "type": "message", "role": "assistant", "model": model,
                  "content": [], "stop_reason": None, "stop_sequence": None,
@@ -340,31 +367,18 @@ async def stream(
         yield _event("ping")
         event: Any = first
         while True:
-            if isinstance(event, Delta):
-                if not text_open:
-                    index += 1
-                    text_open = True
-                    yield _event("content_block_start", index=index,
-                                 content_block={"type": "text", "text": ""})
-                yield _event("content_block_delta", index=index,
-                             delta={"type": "text_delta", "text": event.text})
+            if isinstance(event, Delta) or (thinking and isinstance(event, Reasoning)):
+                for chunk in blocks.text(event):
+                    yield chunk
             elif isinstance(event, (ClientToolCalls, Finished)):
-                if text_open:
-                    yield _event("content_block_stop", index=index)
-                    text_open = False
+                for chunk in blocks.close():
+                    yield chunk
                 if isinstance(event, ClientToolCalls):
                     for call in event.calls:
-                        index += 1
-                        block = _tool_use(call)
-                        yield _event("content_block_start", index=index,
-                                     content_block={**block, "input": {}})
-                        yield _event("content_block_delta", index=index, delta={
-                            "type": "input_json_delta", "partial_json": json.dumps(block["input"])})
-                        yield _event("content_block_stop", index=index)
+                        for chunk in blocks.tool_use(call):
+                            yield chunk
                 else:
-                    reason = STOP_REASONS.get(event.finish_reason, "end_turn")
-                    yield _event("message_delta",
-                                 delta={"stop_reason": reason, "stop_sequence": None},
+                    yield _event("message_delta", delta=_stop(event),
                                  usage=_usage(event), nixx=memory(event))
                     yield _event("message_stop")
             try:
@@ -376,3 +390,42 @@ async def stream(
         yield _event("error", error=anthropic_envelope(exc.message, status, code)["error"])
     finally:
         await events.aclose()  # type: ignore[attr-defined]
+
+
+class _Blocks:
+    """The content blocks of a streamed message: their indexes and the open one."""
+
+    def __init__(self) -> None:
+        self.index = -1
+        self.open: str | None = None  # "text" or "thinking"
+
+    def text(self, event: Delta | Reasoning) -> list[bytes]:
+        """A text or thinking delta, opening its block (and closing the other) first."""
+        kind = "text" if isinstance(event, Delta) else "thinking"
+        out = self.close() if self.open not in (None, kind) else []
+        if self.open is None:
+            self.index += 1
+            self.open = kind
+            block = ({"type": "text", "text": ""} if kind == "text"
+                     else {"type": "thinking", "thinking": "", "signature": ""})
+            out.append(_event("content_block_start", index=self.index, content_block=block))
+        delta = ({"type": "text_delta", "text": event.text} if kind == "text"
+                 else {"type": "thinking_delta", "thinking": event.text})
+        out.append(_event("content_block_delta", index=self.index, delta=delta))
+        return out
+
+    def close(self) -> list[bytes]:
+        if self.open is None:
+            return []
+        self.open = None
+        return [_event("content_block_stop", index=self.index)]
+
+    def tool_use(self, call: dict[str, Any]) -> list[bytes]:
+        self.index += 1
+        block = _tool_use(call)
+        return [
+            _event("content_block_start", index=self.index, content_block={**block, "input": {}}),
+            _event("content_block_delta", index=self.index, delta={
+                "type": "input_json_delta", "partial_json": json.dumps(block["input"])}),
+            _event("content_block_stop", index=self.index),
+        ]

@@ -19,8 +19,9 @@ Request → chat request:
   not told of tools nothing would run. ``tool_choice`` maps onto chat's (a choice of a
   built-in tool becomes ``auto``). ``max_output_tokens`` → ``max_tokens``;
   ``temperature``, ``top_p``, ``parallel_tool_calls`` pass; ``text.format`` becomes
-  ``response_format``. ``reasoning``, ``include``, ``metadata``, ``truncation``,
-  ``service_tier`` and other fields are accepted and not sent on; ``background: true``
+  ``response_format``; ``reasoning.effort`` → ``reasoning_effort``. ``reasoning.summary``,
+  ``include``, ``metadata``, ``truncation``, ``service_tier`` and other fields are
+  accepted and not sent on; ``background: true``
   is refused (400: nixx answers in the foreground).
 
 Turn events → the Response object, or with ``stream`` the event stream
@@ -30,6 +31,12 @@ Turn events → the Response object, or with ``stream`` the event stream
 ``response.completed`` — ``response.incomplete`` when the backend stopped at the token
 limit; a turn that fails after the stream began ends with ``error`` then
 ``response.failed``). Each event carries ``sequence_number``.
+
+A reasoning backend's thinking (`Reasoning` events) is a ``reasoning`` output item before
+the message: its text in ``content`` (``reasoning_text`` parts), ``summary`` empty — it is
+the model's own text, not a summary, as OpenAI serves open-weight models' reasoning —
+streamed as ``response.content_part.added``, ``response.reasoning_text.delta``/``.done``.
+It is not stored: a stored response read back, or continued, has no reasoning item.
 """
 
 from __future__ import annotations
@@ -43,7 +50,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from nixx.errors import NixxError, ValidationError
-from nixx.memory.turn import ClientToolCalls, Delta, Finished
+from nixx.memory.turn import ClientToolCalls, Delta, Finished, Reasoning
 from nixx.server.dialects.system import place_system
 
 ROLES = ("user", "assistant", "system", "developer")
@@ -240,6 +247,9 @@ def chat_request(
     fmt = _response_format(body.text)
     if fmt is not None:
         chat["response_format"] = fmt
+    effort = (body.reasoning or {}).get("effort")
+    if isinstance(effort, str) and effort:
+        chat["reasoning_effort"] = effort  # chat's name for it (OpenAI, vLLM, llama.cpp)
     return chat
 
 
@@ -370,6 +380,12 @@ class Response:
                 "content": content if status == "completed" or text else []}
 
     @staticmethod
+    def reasoning_item(item_id: str, text: str, status: str) -> dict[str, Any]:
+        content = [{"type": "reasoning_text", "text": text}] if status == "completed" else []
+        return {"id": item_id, "type": "reasoning", "status": status, "summary": [],
+                "content": content}
+
+    @staticmethod
     def call_item(call: dict[str, Any], arguments: str | None = None) -> dict[str, Any]:
         fn = call["function"]
         return {
@@ -383,6 +399,8 @@ class Response:
 
     def finish(self, done: Finished) -> dict[str, Any]:
         """The whole Response of a turn that ran to its end (not streamed)."""
+        if done.reasoning:
+            self.output.append(self.reasoning_item(new_id("rs"), done.reasoning, "completed"))
         if done.content:
             self.output.append(self.message_item(new_id("msg"), done.content, "completed"))
         self.output.extend(self.call_item(c) for c in done.client_tool_calls)
@@ -403,32 +421,33 @@ class Response:
         """The event stream of the turn; `on_done` runs before ``response.completed`` (it
         stores the response, so a client continuing at once finds it) and returns the
         key nixx adds (``nixx``: the memory details)."""
-        msg: dict[str, Any] | None = None  # the open message item
+        item: dict[str, Any] | None = None  # the open message or reasoning item
         text: list[str] = []
         try:
             yield self._event("response.created", response=self.object("in_progress"))
             yield self._event("response.in_progress", response=self.object("in_progress"))
             event: Any = first
             while True:
-                if isinstance(event, Delta):
-                    if msg is None:
-                        msg = self.message_item(new_id("msg"), "", "in_progress")
-                        self.output.append(msg)
-                        yield self._event("response.output_item.added",
-                                          output_index=len(self.output) - 1, item=msg)
-                        yield self._event(
-                            "response.content_part.added", item_id=msg["id"],
-                            output_index=len(self.output) - 1, content_index=0,
-                            part={"type": "output_text", "text": "", "annotations": []})
-                    text.append(event.text)
-                    yield self._event("response.output_text.delta", item_id=msg["id"],
-                                      output_index=len(self.output) - 1, content_index=0,
-                                      delta=event.text, logprobs=[])
-                elif isinstance(event, (ClientToolCalls, Finished)):
-                    if msg is not None:
-                        for chunk in self._close_message(msg, "".join(text)):
+                if isinstance(event, (Delta, Reasoning)):
+                    kind = "message" if isinstance(event, Delta) else "reasoning"
+                    if item is not None and item["type"] != kind:
+                        for chunk in self._close_item(item, "".join(text)):
                             yield chunk
-                        msg = None
+                        item, text = None, []
+                    if item is None:
+                        item = self._open_item(kind)
+                        for chunk in self._opened(item):
+                            yield chunk
+                    text.append(event.text)
+                    yield self._event(
+                        f"response.{'output' if kind == 'message' else 'reasoning'}_text.delta",
+                        item_id=item["id"], output_index=len(self.output) - 1, content_index=0,
+                        delta=event.text, **({"logprobs": []} if kind == "message" else {}))
+                elif isinstance(event, (ClientToolCalls, Finished)):
+                    if item is not None:
+                        for chunk in self._close_item(item, "".join(text)):
+                            yield chunk
+                        item, text = None, []
                     if isinstance(event, ClientToolCalls):
                         for call in event.calls:
                             for chunk in self._call_events(call):
@@ -450,15 +469,39 @@ class Response:
         finally:
             await events.aclose()  # type: ignore[attr-defined]
 
-    def _close_message(self, msg: dict[str, Any], text: str) -> list[bytes]:
-        index = self.output.index(msg)
-        part = {"type": "output_text", "text": text, "annotations": [], "logprobs": []}
-        done = self.message_item(msg["id"], text, "completed")
+    def _open_item(self, kind: str) -> dict[str, Any]:
+        item = (self.message_item(new_id("msg"), "", "in_progress") if kind == "message"
+                else self.reasoning_item(new_id("rs"), "", "in_progress"))
+        self.output.append(item)
+        return item
+
+    def _opened(self, item: dict[str, Any]) -> list[bytes]:
+        index = len(self.output) - 1
+        part = ({"type": "output_text", "text": "", "annotations": []}
+                if item["type"] == "message" else {"type": "reasoning_text", "text": ""})
+        return [
+            self._event("response.output_item.added", output_index=index, item=item),
+            self._event("response.content_part.added", item_id=item["id"], output_index=index,
+                        content_index=0, part=part),
+        ]
+
+    def _close_item(self, item: dict[str, Any], text: str) -> list[bytes]:
+        index = self.output.index(item)
+        if item["type"] == "message":
+            part = {"type": "output_text", "text": text, "annotations": [], "logprobs": []}
+            done = self.message_item(item["id"], text, "completed")
+            text_done = self._event("response.output_text.done", item_id=item["id"],
+                                    output_index=index, content_index=0, text=text,
+                                    logprobs=[])
+        else:
+            part = {"type": "reasoning_text", "text": text}
+            done = self.reasoning_item(item["id"], text, "completed")
+            text_done = self._event("response.reasoning_text.done", item_id=item["id"],
+                                    output_index=index, content_index=0, text=text)
         self.output[index] = done
         return [
-            self._event("response.output_text.done", item_id=msg["id"], output_index=index,
-                        content_index=0, text=text, logprobs=[]),
-            self._event("response.content_part.done", item_id=msg["id"], output_index=index,
+            text_done,
+            self._event("response.content_part.done", item_id=item["id"], output_index=index,
                         content_index=0, part=part),
             self._event("response.output_item.done", output_index=index, item=done),
         ]

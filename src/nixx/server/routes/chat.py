@@ -10,6 +10,11 @@ adds one optional key, ``nixx``, to some chunks (a server-side tool ran; the fin
 chunk's memory details) — clients ignore unknown keys. A stream that breaks after it
 started ends with a chunk carrying ``error`` (OpenAI's envelope body, ``choices: []``)
 and then ``[DONE]``; the official `openai` client raises `APIError` on it.
+
+A reasoning backend's thinking (`Reasoning` events) is passed on as llama.cpp, vLLM and
+DeepSeek send it: ``delta.reasoning_content`` in the stream, ``message.reasoning_content``
+in a JSON answer — clients that show thinking (Open WebUI, LibreChat, Continue) read that
+field, the others ignore it.
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ from nixx.memory.turn import (
     ClientToolCalls,
     Delta,
     Finished,
+    Reasoning,
     ToolRun,
     TurnInfo,
 )
@@ -125,6 +131,8 @@ async def _stream(
         while True:
             if isinstance(event, Delta):
                 yield _sse(_chunk(cid, created, model, {"content": event.text}))
+            elif isinstance(event, Reasoning):
+                yield _sse(_chunk(cid, created, model, {"reasoning_content": event.text}))
             elif isinstance(event, ToolRun):
                 chunk = _chunk(cid, created, model, {})
                 chunk["nixx"] = {"tool_run": _tool_run_info(event)}
@@ -198,6 +206,8 @@ async def chat_completions(
     assert done is not None
     content = done.content if done.content or not done.client_tool_calls else None
     message: dict[str, Any] = {"role": "assistant", "content": content}
+    if done.reasoning:
+        message["reasoning_content"] = done.reasoning
     if done.client_tool_calls:
         message["tool_calls"] = done.client_tool_calls
     reply: dict[str, Any] = {

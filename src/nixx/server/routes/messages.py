@@ -54,7 +54,7 @@ async def create_message(
             raise
         model = str(info.get("model") or body.model or "")
         return StreamingResponse(
-            anthropic.stream(events, first, model, turn_memory),
+            anthropic.stream(events, first, model, turn_memory, body.shows_thinking),
             media_type="text/event-stream",
             headers=turn_headers(info, stream=True),
         )
@@ -64,7 +64,8 @@ async def create_message(
             done = event
     assert done is not None
     response.headers.update(turn_headers(info))
-    return {**anthropic.message(done, body.model or ""), "nixx": turn_memory(done)}
+    return {**anthropic.message(done, body.model or "", body.shows_thinking),
+            "nixx": turn_memory(done)}
 
 
 @router.post("/v1/messages/count_tokens")
