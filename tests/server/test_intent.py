@@ -185,3 +185,21 @@ def test_an_intent_from_outside_the_conversation_is_refused_and_reported(
         assert r.json()["intent"] == "Planning a beekeeping course in Ghent; now choosing the hives."
     # the prompt itself carries no example a model could take for the conversation
     assert "FastAPI" not in INTENT_PROMPT and "for example" not in INTENT_PROMPT
+
+
+def test_a_refused_derivation_waits_for_the_next_interval(make_settings: Any, llm: FakeLLM) -> None:
+    """A refused intent is not asked for again after every turn: the rows it read count as
+    tried, and the next derivation comes after the next `intent_interval` rows."""
+    llm.responder = lambda body: (Reply(content="Building a FastAPI memory server.")
+                                  if is_intent_request(body) else Reply(content="noted"))
+    with TestClient(base_url=LOCAL, app=create_app(make_settings(intent_interval=4))) as client:
+        nixx = Nixx(client)
+        for n in range(3):
+            nixx.chat(f"bees in the garden, part {n}")
+            nixx.idle()
+        asked = [b for b in llm.chat_requests if is_intent_request(b)]
+        assert len(asked) == 1  # at row 4; rows 5-6 are not yet another interval
+        assert "refused" in client.get("/v1/episodic/status").json()["intent_error"]
+        nixx.chat("bees in the garden, part 3")
+        nixx.idle()
+        assert len([b for b in llm.chat_requests if is_intent_request(b)]) == 2  # row 8

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from anyio import to_thread
 
-from nixx.errors import ValidationError
+from nixx.errors import BackendError, ValidationError
 from nixx.memory import intent as intent_state
 from nixx.memory.fence import ForgetFence, Stale
 from nixx.memory.intent import IntentValue
@@ -95,7 +95,13 @@ class IntentJob:
             )
             answer = (data["choices"][0].get("message") or {}).get("content") or ""
             text = intent_state.clean_answer(answer)
-            intent_state.check_grounded(text, rows)
+            try:
+                intent_state.check_grounded(text, rows)
+            except BackendError:
+                # these rows were tried: the next derivation waits for the next interval
+                last = rows[-1].id
+                await to_thread.run_sync(intent_state.mark_derived, self.store, last)
+                raise
 
             def save(rows: list[BufferRow] = rows, text: str = text) -> IntentValue:
                 value = intent_state.set_intent(
