@@ -16,6 +16,9 @@ from collections.abc import Awaitable, Callable
 log = logging.getLogger(__name__)
 
 JobFn = Callable[[], Awaitable[object]]
+# what a job returns when it found nothing due: its last failure stays shown (a summary
+# backing off, an intent refused until the next interval), not cleared as by a success
+SKIPPED = object()
 
 
 class BackgroundJobs:
@@ -48,9 +51,9 @@ class BackgroundJobs:
         while True:
             self._again.discard(kind)
             try:
-                await self._fns[kind]()
-                self.last_error.pop(kind, None)
-                self.failures.pop(kind, None)
+                if await self._fns[kind]() is not SKIPPED:
+                    self.last_error.pop(kind, None)
+                    self.failures.pop(kind, None)
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # a background job must never take the server down

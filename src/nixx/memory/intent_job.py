@@ -17,6 +17,7 @@ from anyio import to_thread
 
 from nixx.errors import BackendError, ValidationError
 from nixx.memory import intent as intent_state
+from nixx.memory.background import SKIPPED
 from nixx.memory.fence import ForgetFence, Stale
 from nixx.memory.intent import IntentValue
 from nixx.store.records import BufferRow
@@ -56,18 +57,19 @@ class IntentJob:
         """After a forget cleared the intent: derive it from what remains."""
         self.jobs.schedule(JOB, self.rederive)
 
-    async def auto(self) -> None:
+    async def auto(self) -> object:
         current = await to_thread.run_sync(intent_state.get, self.store)
         if current and current.get("source") == "manual":
-            return  # a manual intent stays until it is cleared or re-derived on request
+            return None  # a manual intent stays until it is cleared or re-derived on request
         start = await to_thread.run_sync(self.episodic.session_start)
         due = await to_thread.run_sync(
             lambda: intent_state.due(
                 self.store, session_start=start, interval=self.settings.intent_interval
             )
         )
-        if due:
-            await self.derive()
+        if not due:
+            return SKIPPED  # a failure before stays shown until the next derivation
+        return await self.derive()
 
     async def derive(self) -> IntentValue:
         """Derive the intent from the current session's last rows now; the new value."""

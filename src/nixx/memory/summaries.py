@@ -19,6 +19,7 @@ import numpy as np
 from anyio import to_thread
 
 from nixx.errors import ValidationError
+from nixx.memory.background import SKIPPED
 from nixx.memory.fence import ForgetFence, Stale
 from nixx.memory.summarize import merge_tags, select_window, summarise
 from nixx.store.forgetting import RESUMMARISE_KEY
@@ -62,12 +63,13 @@ class Summaries:
         """After a forget: summarise again what it removed, without the back-off wait."""
         self.jobs.schedule(JOB, self.auto_now)
 
-    async def auto(self) -> None:
+    async def auto(self) -> object:
         """Summarise every due window, oldest first; stop at the first failure (the
-        window stays unsummarised and is retried after a later turn, backing off)."""
+        window stays unsummarised and is retried after a later turn, backing off: the
+        failure stays shown meanwhile)."""
         if self._skip > 0:
             self._skip -= 1
-            return
+            return SKIPPED
         try:
             await self._due()
         except Exception:
@@ -75,10 +77,11 @@ class Summaries:
             self._skip = min(2 ** (self._failures - 1) - 1, 63)
             raise
         self._failures = 0
+        return None
 
-    async def auto_now(self) -> None:
+    async def auto_now(self) -> object:
         self._skip = 0
-        await self.auto()
+        return await self.auto()
 
     async def now(self, tags: Sequence[str] = ()) -> Summary:
         """Summarise the unsummarised window now (waits for a running background summary
