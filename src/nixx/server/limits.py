@@ -55,10 +55,17 @@ HOLD_KEY = "nixx.hold"  # the scope key of a request's `hold_bytes`
 _JSON_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"')
 
 
-def json_items(body: bytes) -> int:
-    """The objects and arrays in a JSON `body`: its ``{`` and ``[`` outside strings."""
-    bare = _JSON_STRING.sub(b"", body)
-    return bare.count(b"{") + bare.count(b"[")
+def json_items(body: bytes, stop: int | None = None) -> int:
+    """The objects and arrays in a JSON `body`: its ``{`` and ``[`` outside strings,
+    counted between its strings in place (a copy without them took 433 MiB for 15 MiB of
+    empty blocks: issue 39's bench), up to `stop` (past it, the count so far)."""
+    count = pos = 0
+    for string in _JSON_STRING.finditer(body):
+        count += body.count(b"{", pos, string.start()) + body.count(b"[", pos, string.start())
+        if stop is not None and count > stop:
+            return count
+        pos = string.end()
+    return count + body.count(b"{", pos) + body.count(b"[", pos)
 
 
 def hold_bytes(scope: MutableMapping[str, Any]) -> Callable[[int], bool]:
@@ -248,7 +255,7 @@ class _Served:
             return False
         chunks, self.chunks = self.chunks, []
         limit = self.limit.max_items or 0
-        return self.braces > limit and json_items(b"".join(chunks)) > limit
+        return self.braces > limit and json_items(b"".join(chunks), stop=limit) > limit
 
     async def refuse(self, answer: Any) -> dict[str, Any]:
         self.refused = True
