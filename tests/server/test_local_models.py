@@ -771,3 +771,29 @@ def test_an_overdue_summary_is_shown_as_held_up(nixx: Nixx, llm: FakeLLM) -> Non
     assert "summary overdue" in line
     page = nixx.client.get("/ui/summaries").text
     assert "Held up: summary overdue" in page
+
+
+def test_an_intent_near_the_context_keeps_its_newest_rows_and_continues(
+    nixx: Nixx, llm: FakeLLM
+) -> None:
+    """A conversation near the context: the intent's ten rows would not fit beside it, so
+    the derivation keeps the newest rows that do (the older ones are in the conversation
+    anyway) and still continues it, instead of going alone and costing the next turn its
+    cache."""
+    llm.props = {"default_generation_settings": {"n_ctx": 3000}, "total_slots": 1}
+    history = _long_history()
+    r = nixx.chat("what do the beds need?", history=history, max_tokens=64)
+    assert r.status_code == 200, r.text
+    nixx.idle()
+    for message in history:  # ten long rows of the session
+        nixx.service.store.append_buffer(message["role"], message["content"])
+    llm.responder = lambda body: Reply(content="Composting the beds.")
+    assert nixx.client.post("/v1/intent/derive").json()["intent"] == "Composting the beds."
+    nixx.idle()
+    asked = [b for b in llm.chat_requests if INTENT_PROMPT in str(b["messages"][-1]["content"])
+             and b.get("max_tokens") != 1]
+    task = asked[-1]["messages"][-1]["content"]
+    assert task.startswith(TASK_NOTE)  # a continuation, not alone
+    assert 0 < task.count("\nUser: ") + task.count("\nAssistant: ") < 9  # fewer rows
+    status = nixx.client.get("/v1/episodic/status").json()["background"]
+    assert (status["continued"], status["alone"], status["restores"]) == (1, 0, 0)

@@ -286,6 +286,13 @@ class ChatClient(_Errors):
         return await self.gate.background(
             lambda: self._own_steps(body, context), budget=budget, what=what)
 
+    def continuation_room(self, body: dict[str, Any], context: int | None) -> int | None:
+        """The characters of material own call `body` may carry and still continue the
+        conversation on a one-slot backend (`Slot.room`); None: it would go alone anyway."""
+        if not self.gate.keeps_prefix:
+            return None
+        return self.slot.room(body, context or self.known_context(str(body.get("model")))[0])
+
     def _own_steps(self, body: dict[str, Any], context: int | None) -> Steps[dict[str, Any]]:
         """One attempt at an own call, laid out for what the backend holds now."""
         if not self.gate.keeps_prefix:

@@ -162,6 +162,21 @@ class Slot:
         body["messages"] = [*request["messages"], {"role": "assistant", "content": answer}]
         self.conversation = body
 
+    def room(self, own: dict[str, Any], context: int | None) -> int | None:
+        """The characters of material `own` (a call's instructions and material, as for
+        `continuation`) may carry and still continue the conversation within `context`
+        tokens with its answer; None when there is no conversation or no room at all. A
+        call whose material can be cut (the intent's newest rows) cuts it to this."""
+        convo, messages = self.conversation, own.get("messages") or []
+        if convo is None or context is None or not messages:
+            return None
+        task = {"role": "user", "content": f"{TASK_NOTE}\n\n{messages[0].get('content')}\n\n"}
+        answer = own.get("max_tokens")
+        tools = len(json.dumps(convo["tools"])) if convo.get("tools") else 0
+        left = context - (answer if isinstance(answer, int) else 512) - tokens(
+            [*convo["messages"], task], tools)
+        return left * CHARS_PER_TOKEN if left > 0 else None
+
     def continuation(self, own: dict[str, Any], context: int | None) -> dict[str, Any] | None:
         """`own` (one of nixx's own calls: a system message with its instructions, a user
         message with its material) as a continuation of the conversation, on its model (the

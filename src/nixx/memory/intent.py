@@ -123,6 +123,19 @@ def mark_derived(store: MemoryStore, buffer_id: int) -> None:
     store.set_state(DERIVED_AT_KEY, buffer_id)
 
 
+def newest_that_fit(rows: Sequence[BufferRow], chars: int) -> list[BufferRow]:
+    """The newest of `rows` whose transcript lines (`intent_messages`) fit `chars`, oldest
+    first (none when not even the newest does)."""
+    kept: list[BufferRow] = []
+    used = 0
+    for row in reversed(rows):
+        used += min(len(row.content), ROW_CHARS) + len("Assistant: …\n")
+        if used > chars:
+            break
+        kept.append(row)
+    return kept[::-1]
+
+
 def intent_messages(rows: Sequence[BufferRow]) -> list[dict[str, str]]:
     lines = []
     for row in rows:

@@ -84,17 +84,19 @@ class IntentJob:
             if not rows:
                 raise ValidationError("no messages in the current session to derive an intent from")
             model = await self.calls.model()
-            data = await self.calls.llm.background(
-                {
-                    "model": model,
-                    "messages": intent_state.intent_messages(rows),
+            context = (await self.calls.context_length(model))[0]
+            body = {"model": model, "messages": intent_state.intent_messages(rows),
                     "temperature": intent_state.TEMPERATURE,
-                    "max_tokens": intent_state.MAX_TOKENS,
-                },
-                budget=self.calls.budget,
-                what="the intent",
-                context=(await self.calls.context_length(model))[0],
-            )
+                    "max_tokens": intent_state.MAX_TOKENS}
+            # on a one-slot backend, the newest rows that let it continue the conversation
+            # (the older ones are in that conversation anyway): never alone for its length
+            room = self.calls.llm.continuation_room(body, context)
+            fitted = intent_state.newest_that_fit(rows, room) if room is not None else []
+            if fitted and len(fitted) < len(rows):
+                rows = fitted
+                body["messages"] = intent_state.intent_messages(rows)
+            data = await self.calls.llm.background(
+                body, budget=self.calls.budget, what="the intent", context=context)
             answer = (data["choices"][0].get("message") or {}).get("content") or ""
             text = intent_state.clean_answer(answer)
             try:

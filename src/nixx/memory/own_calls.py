@@ -30,6 +30,16 @@ class OwnCalls:
     async def model(self) -> str:
         return await self.resolve_model(None)
 
+    async def continuing_chars(self, instructions: str, max_tokens: int) -> int | None:
+        """On a one-slot backend: the characters of material a call with `instructions`
+        may carry and still continue the user's conversation (`ChatClient.continuation_room`);
+        None where it would not continue it anyway."""
+        model = await self.model()
+        length, _ = await self.context_length(model)
+        body = {"model": model, "max_tokens": max_tokens,
+                "messages": [{"role": "system", "content": instructions}]}
+        return self.llm.continuation_room(body, length)
+
     async def input_chars(self, model: str | None = None) -> int:
         """The input one call may send: the context less the answer's bound and the
         prompt, at a cautious 3 characters a token (small models' tokenisers give fewer

@@ -21,6 +21,8 @@ from anyio import to_thread
 from nixx.errors import ValidationError
 from nixx.memory.background import SKIPPED
 from nixx.memory.fence import ForgetFence, Stale
+from nixx.memory.prompts import SUMMARY_PROMPT
+from nixx.memory.summarize import MAX_TOKENS as SUMMARY_MAX_TOKENS
 from nixx.memory.summarize import merge_tags, select_window, summarise
 from nixx.store.forgetting import RESUMMARISE_KEY
 from nixx.store.records import BufferRow, Summary
@@ -34,6 +36,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 JOB = "summary"  # the background job's kind
+MIN_CONTINUED_CHARS = 600  # a window smaller than this goes alone rather than continue
 
 
 class Summaries:
@@ -111,9 +114,13 @@ class Summaries:
             if not due:
                 return
             interval = await to_thread.run_sync(self.episodic.interval)
-            window = select_window(
-                rows, min_words=interval, max_chars=await self.calls.input_chars()
-            )
+            limit = await self.calls.input_chars()
+            # on a one-slot backend, a window that lets the call continue the conversation
+            # (smaller summaries rather than one that costs the next turn its cache)
+            room = await self.calls.continuing_chars(SUMMARY_PROMPT, SUMMARY_MAX_TOKENS)
+            if room is not None and room >= MIN_CONTINUED_CHARS:
+                limit = min(limit, room)
+            window = select_window(rows, min_words=interval, max_chars=limit)
             try:
                 summary = await self._window(window, [], epoch)
             except Stale:
