@@ -1,7 +1,9 @@
 """Where nixx keeps files by default (XDG base directories); which workspace paths hold
 secrets (ingest never reads them) or code that runs later (the file tools never write or
 delete either by default): one list of each, used by `nixx.ingest` and `nixx.tools.files`;
-and opening a file beneath a folder without following symlinks (`open_beneath`)."""
+the write policy of the model's `write_file` / `delete_file` (`write_refusal`: hidden
+names, build and tool files, executables, compared as `normalise_name` reads a name); and
+opening a file beneath a folder without following symlinks (`open_beneath`)."""
 
 from __future__ import annotations
 

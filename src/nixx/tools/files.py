@@ -15,13 +15,16 @@ So `../x`, `/etc/passwd`, a symlink inside the workspace pointing outside, a sib
 whose name merely starts with the workspace's name (`/ws-secret` next to `/ws`), and a
 folder flipped to a symlink mid-call are all refused with `WorkspaceError`.
 
-`write_file` and `delete_file` also refuse *protected* paths (`nixx.paths.DEFAULT_PROTECTED`,
-the setting `NIXX_TOOLS_PROTECTED`): code that runs later (`.git/`, `.nxs*`, `.venv/`,
-agent and editor configuration such as `.claude/`, `.mcp.json`, `.vscode/`, CI workflows,
-hooks, `sitecustomize.py`) and secrets such as `.env`. A pattern without `/` matches any
-one component of the path (``.git`` protects ``sub/.git/config`` too); a pattern with `/`
-matches the path from the workspace root (or a leading part of it). Case is ignored
-(``.GIT/hooks`` is refused too). `read_file` refuses secrets (`nixx.paths.SECRET_PATHS`:
+`write_file` and `delete_file` also follow the *write policy* (`nixx.paths.write_refusal`,
+docs/tools.md#the-write-policy): they refuse the paths of the deny list
+(`nixx.paths.DEFAULT_PROTECTED`, the setting `NIXX_TOOLS_PROTECTED`: code that runs later
+and secrets) whatever else allows them, and, unless `NIXX_TOOLS_WRITE_ALLOW` names the
+path, any hidden component (`.git`, `.github`, `.vscode`, `.gemini`, ...), a build, test,
+package, CI or agent file (`nixx.paths.BUILD_FILES`: `Makefile`, `pyproject.toml`,
+`package.json`, `AGENTS.md`, ...) at any depth, and an existing executable file. Names are
+compared as every platform resolves them (`nixx.paths.normalise_name`: NFC, trailing dots
+and spaces, case): `.git.`, `.git ` and `.GIT` are `.git`. The check runs on the real path
+the walk reached, before any folder is created. `read_file` refuses secrets (`nixx.paths.SECRET_PATHS`:
 `.env`, `.nxs*`, key files) whatever the setting: what a tool reads is sent to the LLM
 backend, and a key must not travel there. A hard link is another name for the same file,
 which those names do not see, so `read_file` also refuses a regular file with more than
@@ -288,7 +291,7 @@ def _missing(path: str, names: list[str], comp: str, todo: deque[str]) -> _Targe
 
 def is_protected(parts: Sequence[str], patterns: Sequence[str]) -> str | None:
     """The first pattern that protects the workspace-relative path `parts`, or None
-    (`nixx.paths.matches`: case is ignored)."""
+    (`nixx.paths.matches`: names compared as `nixx.paths.normalise_name` reads them)."""
     return matches(parts, patterns)
 
 
