@@ -261,7 +261,15 @@ class Settings(BaseSettings):
         default_factory=lambda: list(DEFAULT_PROTECTED),
         description="Workspace paths `write_file` and `delete_file` refuse: glob patterns, "
         "comma-separated (a pattern without `/` matches any one path component, one with `/` "
-        "the path from the workspace root). Empty: nothing is protected.",
+        "the path from the workspace root). Checked before `tools_write_allow`: a path "
+        "listed here is refused whatever else allows it. Empty: no extra deny list.",
+    )
+    tools_write_allow: Annotated[list[str], NoDecode] = Field(
+        default_factory=list,
+        description="Workspace paths `write_file` and `delete_file` may touch although the "
+        "write policy refuses them (a hidden name, a build, test, package, CI or agent "
+        "file, an executable file): glob patterns, comma-separated, matched as "
+        "`tools_protected` is. Empty: the policy holds everywhere.",
     )
     sync_max_op_bytes: int = Field(
         default=4 * 1024 * 1024,
@@ -305,7 +313,7 @@ class Settings(BaseSettings):
         default="info", description="Server log level."
     )
 
-    @field_validator("tools_protected", "allowed_hosts", mode="before")
+    @field_validator("tools_protected", "tools_write_allow", "allowed_hosts", mode="before")
     @classmethod
     def _split_patterns(cls, value: Any) -> Any:
         if isinstance(value, str):

@@ -227,10 +227,14 @@ def test_write_file_cannot_plant_code_that_runs_later(
 def test_protected_paths_follow_the_setting(
     make_settings: Any, llm: FakeLLM, workspace: Path
 ) -> None:
-    with TestClient(base_url=LOCAL, app=create_app(make_settings(tools_protected="drafts/*"))) as client:
+    with TestClient(base_url=LOCAL, app=create_app(make_settings(
+        tools_protected="drafts/*", tools_write_allow=".env"
+    ))) as client:
         nixx = Nixx(client)
         assert "protected" in run_tool(
             nixx, llm, "write_file", {"path": "drafts/a", "content": "x"}
         )
         ok = run_tool(nixx, llm, "write_file", {"path": ".env", "content": "A=1"})
         assert ok == "wrote 3 bytes to .env"
+        refused = run_tool(nixx, llm, "write_file", {"path": "Makefile", "content": "x"})
+        assert "rule: build and tool file" in refused and "NIXX_TOOLS_WRITE_ALLOW" in refused

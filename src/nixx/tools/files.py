@@ -15,13 +15,16 @@ So `../x`, `/etc/passwd`, a symlink inside the workspace pointing outside, a sib
 whose name merely starts with the workspace's name (`/ws-secret` next to `/ws`), and a
 folder flipped to a symlink mid-call are all refused with `WorkspaceError`.
 
-`write_file` and `delete_file` also refuse *protected* paths (`nixx.paths.DEFAULT_PROTECTED`,
-the setting `NIXX_TOOLS_PROTECTED`): code that runs later (`.git/`, `.nxs*`, `.venv/`,
-agent and editor configuration such as `.claude/`, `.mcp.json`, `.vscode/`, CI workflows,
-hooks, `sitecustomize.py`) and secrets such as `.env`. A pattern without `/` matches any
-one component of the path (``.git`` protects ``sub/.git/config`` too); a pattern with `/`
-matches the path from the workspace root (or a leading part of it). Case is ignored
-(``.GIT/hooks`` is refused too). `read_file` refuses secrets (`nixx.paths.SECRET_PATHS`:
+`write_file` and `delete_file` also follow the *write policy* (`nixx.paths.write_refusal`,
+docs/tools.md#the-write-policy): they refuse the paths of the deny list
+(`nixx.paths.DEFAULT_PROTECTED`, the setting `NIXX_TOOLS_PROTECTED`: code that runs later
+and secrets) whatever else allows them, and, unless `NIXX_TOOLS_WRITE_ALLOW` names the
+path, any hidden component (`.git`, `.github`, `.vscode`, `.gemini`, ...), a build, test,
+package, CI or agent file (`nixx.paths.BUILD_FILES`: `Makefile`, `pyproject.toml`,
+`package.json`, `AGENTS.md`, ...) at any depth, and an existing executable file. Names are
+compared as every platform resolves them (`nixx.paths.normalise_name`: NFC, trailing dots
+and spaces, case): `.git.`, `.git ` and `.GIT` are `.git`. The check runs on the real path
+the walk reached, before any folder is created. `read_file` refuses secrets (`nixx.paths.SECRET_PATHS`:
 `.env`, `.nxs*`, key files) whatever the setting: what a tool reads is sent to the LLM
 backend, and a key must not travel there. A hard link is another name for the same file,
 which those names do not see, so `read_file` also refuses a regular file with more than
@@ -46,7 +49,13 @@ from pathlib import Path, PurePosixPath
 from typing import Any, TypeVar
 
 from nixx.errors import NoWorkspace, WorkspaceError
-from nixx.paths import DEFAULT_PROTECTED, hard_link_refusal, is_secret, matches
+from nixx.paths import (
+    DEFAULT_PROTECTED,
+    hard_link_refusal,
+    is_secret,
+    matches,
+    write_refusal,
+)
 from nixx.tools.schema import ToolSpec, function_spec, object_schema
 
 READ_MAX_BYTES = 256 * 1024
@@ -282,18 +291,16 @@ def _missing(path: str, names: list[str], comp: str, todo: deque[str]) -> _Targe
 
 def is_protected(parts: Sequence[str], patterns: Sequence[str]) -> str | None:
     """The first pattern that protects the workspace-relative path `parts`, or None
-    (`nixx.paths.matches`: case is ignored)."""
+    (`nixx.paths.matches`: names compared as `nixx.paths.normalise_name` reads them)."""
     return matches(parts, patterns)
 
 
-def _refuse_protected(path: str, parts: Sequence[str], patterns: Sequence[str]) -> None:
-    hit = is_protected(parts, patterns)
-    if hit is not None:
-        raise WorkspaceError(
-            f"{'/'.join(parts)} is protected (pattern {hit!r}): the file tools do not write "
-            "or delete it; the server's NIXX_TOOLS_PROTECTED lists the protected paths",
-            param="path",
-        )
+def _refuse_write(parts: Sequence[str], protected: Sequence[str], allow: Sequence[str],
+                  mode: int | None = None) -> None:
+    """Raise when the write policy (`nixx.paths.write_refusal`) refuses `parts`."""
+    why = write_refusal(parts, protected=protected, allow=allow, mode=mode)
+    if why is not None:
+        raise WorkspaceError(why, param="path")
 
 
 def confine(root: Path, path: str) -> Path:
@@ -403,6 +410,7 @@ def write_file(
     *,
     max_bytes: int = WRITE_MAX_BYTES,
     protected: Sequence[str] = DEFAULT_PROTECTED,
+    allow: Sequence[str] = (),
 ) -> str:
     """Write `content` atomically (temp file + rename, both relative to the checked
     folder's handle), creating parent folders. An existing file keeps its permission
@@ -419,12 +427,12 @@ def write_file(
     with _walk(root, path) as planned:
         if planned.name is None:
             raise WorkspaceError(f"{path} is a directory; give a file path")
-        _refuse_protected(path, planned.parts, protected)
+        _refuse_write(planned.parts, protected, allow)
 
     def attempt(target: _Target) -> str:
         if target.name is None or target.dir_fd is None:
             raise WorkspaceError(f"{path} is a directory; give a file path")
-        _refuse_protected(path, target.parts, protected)
+        _refuse_write(target.parts, protected, allow)
         parent, name = target.dir_fd, target.name
         mode = None
         try:
@@ -438,6 +446,7 @@ def write_file(
                 raise OSError(errno.ELOOP, "became a symlink")  # walk again
             if stat.S_ISDIR(st.st_mode):
                 raise WorkspaceError(f"{path} is a directory; give a file path")
+            _refuse_write(target.parts, protected, allow, st.st_mode)
             mode = stat.S_IMODE(st.st_mode)
         tmp = f".{name[:200]}.{secrets.token_hex(6)}.nixx-tmp"
         flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -515,7 +524,8 @@ def list_dir(root: Path, path: str = ".", *, max_entries: int = LIST_MAX_ENTRIES
     return _retrying(root, path, attempt)
 
 
-def delete_file(root: Path, path: str, *, protected: Sequence[str] = DEFAULT_PROTECTED) -> str:
+def delete_file(root: Path, path: str, *, protected: Sequence[str] = DEFAULT_PROTECTED,
+                allow: Sequence[str] = ()) -> str:
     """Delete one file. A symlink is removed itself (its target is untouched) and only
     when the link and its target are both inside the workspace. Folders and protected
     paths are refused."""
@@ -530,7 +540,7 @@ def delete_file(root: Path, path: str, *, protected: Sequence[str] = DEFAULT_PRO
             raise WorkspaceError("refusing to delete the workspace itself or a folder reference")
         if target.dir_fd is None:
             raise WorkspaceError(f"no such file: {path}")
-        _refuse_protected(path, target.parts, protected)
+        _refuse_write(target.parts, protected, allow)
         try:
             st = os.stat(target.name, dir_fd=target.dir_fd, follow_symlinks=False)
         except FileNotFoundError:
@@ -539,6 +549,7 @@ def delete_file(root: Path, path: str, *, protected: Sequence[str] = DEFAULT_PRO
             raise _os_error(path, exc, "delete") from None
         if stat.S_ISDIR(st.st_mode):
             raise WorkspaceError(f"{path} is a directory; delete_file removes files only")
+        _refuse_write(target.parts, protected, allow, st.st_mode)
         try:
             os.unlink(target.name, dir_fd=target.dir_fd)  # never follows a symlink
         except FileNotFoundError:

@@ -93,15 +93,18 @@ class ToolRegistry:
         self.store = store
         root = settings.workspace
         protected = settings.tools_protected
+        allow = settings.tools_write_allow
         runs: dict[str, Callable[..., str]] = {
             "read_file": lambda path: files.read_file(
                 root, path, allow_hard_links=settings.allow_hard_links
             ),
             "write_file": lambda path, content: files.write_file(
-                root, path, content, protected=protected
+                root, path, content, protected=protected, allow=allow
             ),
             "list_dir": lambda path=".": files.list_dir(root, path),
-            "delete_file": lambda path: files.delete_file(root, path, protected=protected),
+            "delete_file": lambda path: files.delete_file(
+                root, path, protected=protected, allow=allow
+            ),
         }
         all_tools = [
             *(
