@@ -183,19 +183,17 @@ class Slot:
         one the slot holds); None when there is none, `own` is not of that shape, or the
         whole would not fit `context` tokens with the call's answer."""
         convo, messages = self.conversation, own.get("messages") or []
-        if convo is None or context is None:
+        if convo is None:
             return None
         if len(messages) != 2 or [m.get("role") for m in messages] != ["system", "user"]:
             return None
         instructions, material = (m.get("content") for m in messages)
         if not isinstance(instructions, str) or not isinstance(material, str):
             return None
-        task = {"role": "user", "content": f"{TASK_NOTE}\n\n{instructions}\n\n{material}"}
-        answer = own.get("max_tokens")
-        tools = len(json.dumps(convo["tools"])) if convo.get("tools") else 0
-        if tokens([*convo["messages"], task], tools) + (answer if isinstance(answer, int)
-                                                        else 512) > context:
+        room = self.room(own, context)
+        if room is None or len(material) > room:
             return None
+        task = {"role": "user", "content": f"{TASK_NOTE}\n\n{instructions}\n\n{material}"}
         out = {**convo, **{k: v for k, v in own.items() if k not in ("messages", "model")}}
         out["messages"] = [*convo["messages"], task]
         if out.get("tools") and out.get("tool_choice") not in (None, "auto", "none"):
