@@ -499,7 +499,6 @@ def test_a_turn_waits_for_the_slice_in_flight_and_the_own_call_yields_then_finis
                 "the whole answer, every word of it")
         asked.join(60)
         assert derive[0].json()["intent"] == "Composting the beds."
-        assert llm.peak_in_flight == 1  # never a turn beside a call of nixx's own
         assert gate.preemptions == PATIENCE and gate.late_runs == 1
         info = httpx.get(f"{url}/v1/episodic/status").json()["background"]
         assert (info["preemptions"], info["late_runs"]) == (PATIENCE, 1)
