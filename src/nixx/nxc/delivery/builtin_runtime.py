@@ -21,7 +21,7 @@ Tools offered to the model:
 - always `nxc_reply(thread, body, escalate)`, `nxc_send(to, body)`, `nxc_thread(thread)`,
   which act as the persona (`NXC_ACTOR`) through the nxc engine, like `nxc` would.
 
-The conversation is kept in `.nxs/sessions/<session>/history.json`; `--resume` appends
+The conversation is kept in `.nxs/sessions/<session>/history.json` (`folders`); `--resume` appends
 the new prompt to it. Every step is printed on stdout as a normalised transcript entry
 (JSON lines: session_init, assistant, tool_use, tool_result, result, error), which the
 supervisor stores. When the model finishes without having called `nxc_reply` while its
@@ -34,11 +34,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import time
 from typing import TYPE_CHECKING, Any
 
+from nixx.nxc.delivery.folders import SessionFolder, write_private
 from nixx.nxc.delivery.llm_backend import open_client as _client
 from nixx.nxc.delivery.llm_backend import open_server_client as _server_client
 from nixx.nxc.delivery.llm_backend import resolve_model, server_answers
@@ -267,8 +267,7 @@ def main(argv: list[str] | None = None) -> int:
         prompt = json.load(fh)
     with open(args.backend_file, encoding="utf-8") as fh:
         backend = json.load(fh)
-    folder = os.path.dirname(os.path.abspath(args.prompt_file))
-    history_path = os.path.join(folder, "history.json")
+    history_path = SessionFolder.of_file(args.prompt_file).history_file
     messages: list[dict[str, Any]] = []
     if args.resume:
         try:
@@ -291,8 +290,6 @@ def main(argv: list[str] | None = None) -> int:
         emit("error", {"msg": "the persona names tools the built-in runtime does not have: "
                               + ", ".join(agent.unknown_tools)})
     code, messages = agent.run(messages)
-    from nixx.nxc.delivery.spawn import write_private
-
     write_private(history_path, messages)
     agent.engine.close()
     return code

@@ -19,8 +19,6 @@ parent of what it sends, and it is recorded as the opener to wake.
 
 from __future__ import annotations
 
-import os
-
 from nixx.nxc.delivery.hooks import Delivery
 
 TYPE_CHECKING = False  # `typing` costs ~2 ms of every CLI start; only annotations use it
@@ -84,11 +82,10 @@ class LiveDelivery(Delivery):
 
     def on_reply(self, ctx: ReplyContext) -> Resumed:
         from nixx.nxc.delivery import rounds, sessions
-        from nixx.nxc.delivery.localstore import local_db_path
 
         d = self.deliverer(ctx.engine)
         thread = ctx.thread
-        if d._local is None and not os.path.exists(local_db_path(d.workspace.state_dir)):
+        if not d.has_local():
             return {"resumed": None, "warnings": []}  # no session ever ran here
         round_thread = rounds.round_of_slot(d, thread)
         if round_thread is not None:  # a member answered (or escalated) in its slot
@@ -167,11 +164,10 @@ class LiveDelivery(Delivery):
         """Add each thread's session and delivery outcomes, and each operation's refusals
         (also from threads of the tree the caller may not read)."""
         from nixx.nxc.delivery import outcomes, sessions
-        from nixx.nxc.delivery.localstore import local_db_path
 
         d = self.deliverer(engine)
         conn = engine.store.conn
-        has_local = os.path.exists(local_db_path(d.workspace.state_dir))
+        has_local = d.has_local()
         ops = out.get("operations", [])
         # one query for the outcomes of every thread shown, one for their sessions (an
         # operation is shown whole, so its threads are the whole tree)

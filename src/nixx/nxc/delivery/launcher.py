@@ -11,36 +11,17 @@ import os
 from collections.abc import Mapping
 
 from nixx.nxc.delivery import outcomes, sessions
-from nixx.nxc.delivery.chain import chain_bounds, hop_limit
-from nixx.nxc.delivery.localstore import LocalStore
-from nixx.nxc.delivery.spawn import (
-    child_env,
-    enclosing_sessions,
-    find_executable,
-    launch_supervisor,
-    session_dir,
-    write_private,
-)
+from nixx.nxc.delivery.chain import NxcEnv, chain_bounds, hop_limit
+from nixx.nxc.delivery.localstore import LocalStore, local_db_path
+from nixx.nxc.delivery.spawn import enclosing_sessions
 
 TYPE_CHECKING = False  # `typing` costs ~2 ms of every CLI start; only annotations use it
 if TYPE_CHECKING:
     from nixx.log.store import LogStore
     from nixx.log.workspace import Workspace
     from nixx.nxc.declarations import Declarations, Persona
-    from nixx.nxc.delivery.session_prompt import SessionPrompt
-    from nixx.nxc.delivery.shapes import (
-        Backend,
-        Launched,
-        Refusal,
-        RunSpec,
-        Said,
-        SessionRecord,
-        StoredRuntime,
-        Wake,
-    )
+    from nixx.nxc.delivery.shapes import Backend, Refusal, Said, SessionRecord, Wake
     from nixx.nxc.shapes import Delivered, Resumed
-
-BACKEND_FILE = "backend.json"
 
 
 class Deliverer:
@@ -51,6 +32,7 @@ class Deliverer:
         self.decls = decls
         self.origin = origin
         self.env = env
+        self.nxc_env = NxcEnv.parse(env)  # what delivery reads of it, parsed once
         self._local = local
         self._current: SessionRecord | None = None
         self._current_known = False  # current_session() is looked up once
@@ -80,6 +62,12 @@ class Deliverer:
             self._local = LocalStore.for_workspace(self.workspace)
         return self._local
 
+    def has_local(self) -> bool:
+        """Whether a device-local store exists here (no session ever ran here: it does
+        not), without opening one."""
+        return self._local is not None or os.path.exists(
+            local_db_path(self.workspace.state_dir))
+
     # -- where the caller stands ----------------------------------------------------------
 
     def current_session(self) -> SessionRecord | None:
@@ -96,15 +84,15 @@ class Deliverer:
             if row is not None and row["pid"] == pid:
                 found = row
                 break
-        if found is None and self.env.get("NXC_SESSION"):
-            found = sessions.get(self.local, self.env["NXC_SESSION"])
+        if found is None and self.nxc_env.session:
+            found = sessions.get(self.local, self.nxc_env.session)
         self._current, self._current_known = found, True
         return found
 
     def in_session(self) -> bool:
         """Cheap: whether this process may run inside a session (no store opened when a
         person's process has no supervisor ancestor and no `NXC_SESSION`)."""
-        return bool(self.env.get("NXC_SESSION")) or bool(
+        return bool(self.nxc_env.session) or bool(
             enclosing_sessions(self.workspace.state_dir))
 
     # -- backend for the built-in runtime -------------------------------------------------
@@ -114,14 +102,15 @@ class Deliverer:
         NIXX_* settings), else the round's, else this process's nixx settings."""
         import json
 
+        from nixx.nxc.delivery.folders import SessionFolder, round_backend_file
+
         candidates = []
         current = self.current_session()
         if current is not None:
-            candidates.append(os.path.join(self.workspace.state_dir, "sessions",
-                                           current["session"], BACKEND_FILE))
+            state = self.workspace.state_dir
+            candidates.append(SessionFolder(state, current["session"]).backend_file)
         if round_thread is not None:
-            candidates.append(os.path.join(self.workspace.state_dir, "rounds",
-                                           f"{round_thread}.{BACKEND_FILE}"))
+            candidates.append(round_backend_file(self.workspace.state_dir, round_thread))
         base: Backend | None = None
         for path in candidates:
             try:
@@ -161,6 +150,8 @@ class Deliverer:
             return {"session": None, "spawned": False, "warnings": [
                 f"{persona.handle} declares no `runtime` in {persona.file}: nobody was "
                 "started; the message waits in the thread for whoever acts as it"]}
+        from nixx.nxc.delivery import runs
+        from nixx.nxc.delivery.folders import SessionFolder, write_private
         from nixx.nxc.delivery.runtimes import runtime_dict
         from nixx.nxc.delivery.session_prompt import session_prompt
 
@@ -168,10 +159,11 @@ class Deliverer:
         # round's depth + 1, whichever process starts it), else the session we run in
         if round_thread is not None:
             current = sessions.get(self.local, round_opener) if round_opener else None
-            hop, limit = hop_limit(self.env if current else {}, current, env_hop=False)
+            hop, limit = hop_limit(self.nxc_env if current else NxcEnv(), current,
+                                   env_hop=False)
         else:
             current = self.current_session()
-            hop, limit = hop_limit(self.env, current)
+            hop, limit = hop_limit(self.nxc_env, current)
         if hop > limit:
             msg = (f"not started: {persona.handle} would run at hop {hop}, past the limit of "
                    f"{limit} (NXC_MAX_HOPS); the message stays in thread {thread_id}")
@@ -183,89 +175,27 @@ class Deliverer:
         sid = sessions.create(
             self.local, persona=persona.handle, thread_id=thread_id, runtime=runtime, hop=hop,
             max_hops=limit, parent_session=current["session"] if current else None,
-            **chain_bounds(self.env, current))
-        folder = session_dir(self.workspace.state_dir, sid)
+            **chain_bounds(self.nxc_env, current))
+        folder = SessionFolder(self.workspace.state_dir, sid)
+        folder.make()
         builtin = bool(runtime.get("builtin"))
         summary = {"thread_id": thread_id}
         prompt = session_prompt(persona=persona, decls=self.decls, thread=summary, task=task,
                                 sender=sender, builtin=builtin, earlier=earlier, channel=channel)
         backend_file = None
         if builtin:
-            backend_file = write_private(os.path.join(folder, BACKEND_FILE),
+            backend_file = write_private(folder.backend_file,
                                          self.backend(persona, round_thread=round_thread))
-        spec = self._run_spec(sid, persona.handle, thread_id, runtime, hop, mode="start",
-                              prompt=prompt, backend_file=backend_file, timeout_ms=timeout_ms,
-                              round_thread=round_thread, kill_at_ms=kill_at_ms)
-        launched = self._launch(spec, actor=actor)
+        run = runs.prepare(self, session=sid, persona=persona.handle, thread=thread_id,
+                           runtime=runtime, hop=hop, mode="start", prompt=prompt,
+                           backend_file=backend_file, timeout_ms=timeout_ms,
+                           round_thread=round_thread, kill_at_ms=kill_at_ms)
+        launched = runs.launch(self, run, actor=actor)
         result: Delivered = {"session": sid, "spawned": launched["spawned"],
                              "warnings": launched["warnings"]}
         if "failed" in launched:
             result["failed"] = launched["failed"]
         return result
-
-    def _values(self, sid: str, persona: str, thread_id: str | None, prompt_text: str,
-                runtime_session: str | None) -> dict[str, str]:
-        return {"prompt": prompt_text, "session": sid, "runtime_session": runtime_session or "",
-                "thread": thread_id or "", "handle": persona, "db": self.workspace.db_path,
-                "workspace": self.workspace.root}
-
-    def _run_spec(self, sid: str, persona: str, thread_id: str | None, runtime: StoredRuntime,
-                  hop: int, *, mode: str, prompt: str | SessionPrompt, backend_file: str | None,
-                  timeout_ms: int | None, round_thread: str | None,
-                  runtime_session: str | None = None,
-                  kill_at_ms: int | None = None) -> RunSpec:
-        from nixx.nxc.delivery.runtimes import build_argv
-
-        folder = session_dir(self.workspace.state_dir, sid)
-        n = len([f for f in os.listdir(folder) if f.startswith("prompt-")]) + 1
-        prompt_file = os.path.join(folder, f"prompt-{n}.json")
-        if isinstance(prompt, str):
-            write_private(prompt_file, {"user": prompt})
-            text = prompt
-        else:
-            write_private(prompt_file, {"system": prompt.system, "user": prompt.user})
-            text = prompt.render()
-        argv = build_argv(runtime, mode=mode,
-                          values=self._values(sid, persona, thread_id, text, runtime_session),
-                          prompt_file=prompt_file, backend_file=backend_file)
-        env = child_env(origin=self.origin, db=self.workspace.db_path, session=sid,
-                        actor=persona, hop=hop, shell=self.env)
-        return {"session": sid, "persona": persona, "thread": thread_id, "mode": mode,
-                "argv": argv, "env": env, "cwd": self.workspace.root,
-                "format": runtime.get("format", "stream-json"), "db": self.workspace.db_path,
-                "timeout_ms": timeout_ms, "kill_at_ms": kill_at_ms, "round": round_thread,
-                "run": n,
-                "backend_file": backend_file,
-                "keep_days": self.env.get("NXC_TRANSCRIPT_KEEP_DAYS")}
-
-    def _launch(self, spec: RunSpec, *, actor: str) -> Launched:
-        sid, persona = spec["session"], spec["persona"]
-        thread_id = spec["thread"] or sid  # a session without a thread: its outcomes by id
-        path = spec["env"].get("PATH")
-        if find_executable(spec["argv"][0], path, spec["cwd"]) is None:
-            reason = (f"runtime executable {spec['argv'][0]!r} not found"
-                      + (" on the PATH the child gets" if os.sep not in spec["argv"][0] else ""))
-            sessions.fail(self.local, sid, reason)
-            outcomes.record(self.store, "failed", thread_id, actor, {
-                "thread": thread_id, "session": sid, "persona": persona, "reason": reason})
-            return {"spawned": False, "warnings": [f"{persona}: failed to start: {reason}"],
-                    "failed": reason}
-        folder = session_dir(self.workspace.state_dir, sid)
-        run_file = write_private(os.path.join(folder, f"run-{spec['run']}.json"), spec)
-        outcomes.record(self.store, "spawned", thread_id, actor, {
-            "thread": thread_id, "session": sid, "persona": persona, "mode": spec["mode"],
-            "hop": int(spec["env"]["NXC_HOP"]), "argv0": spec["argv"][0]})
-        try:
-            pid = launch_supervisor(run_file, spec["env"], spec["cwd"],
-                                    os.path.join(folder, "supervisor.log"))
-        except OSError as exc:
-            reason = f"could not start the supervisor: {exc}"
-            sessions.fail(self.local, sid, reason)
-            outcomes.record(self.store, "failed", thread_id, actor, {
-                "thread": thread_id, "session": sid, "persona": persona, "reason": reason})
-            return {"spawned": False, "warnings": [f"{persona}: {reason}"], "failed": reason}
-        sessions.set_pid(self.local, sid, pid)
-        return {"spawned": True, "warnings": []}
 
     # -- waking --------------------------------------------------------------------------
 
@@ -316,23 +246,15 @@ class Deliverer:
     def resume(self, row: SessionRecord, wakes: list[Wake], *,
                actor: str) -> Resumed:
         """Start a resume run for a session already claimed (state running)."""
-        from nixx.nxc.delivery.session_prompt import resume_prompt
+        from nixx.nxc.delivery import runs
 
-        sid = row["session"]
-        runtime = row["runtime"]
-        builtin = bool(runtime.get("builtin"))
-        own = self._still_owed(row)
-        prompt = resume_prompt(wakes, own_thread=own, builtin=builtin)
-        folder = session_dir(self.workspace.state_dir, sid)
-        backend_file = os.path.join(folder, BACKEND_FILE) if builtin else None
-        spec = self._run_spec(sid, row["persona"], row["thread_id"], runtime, row["hop"],
-                              mode="resume", prompt=prompt, backend_file=backend_file,
-                              timeout_ms=None, round_thread=None,
-                              runtime_session=row.get("runtime_session"))
-        result = self._launch(spec, actor=actor)
-        return {"resumed": sid if result["spawned"] else None, "warnings": result["warnings"]}
+        result = runs.launch(self, runs.resume_run(self, row, wakes), actor=actor)
+        return {"resumed": row["session"] if result["spawned"] else None,
+                "warnings": result["warnings"]}
 
-    def _still_owed(self, row: SessionRecord) -> str | None:
+    def still_owed(self, row: SessionRecord) -> str | None:
+        """The session's own thread while it still awaits the session's persona (not
+        stale), else None: a resume prompt then repeats the obligation."""
         from nixx.nxc import threads
 
         tid: str | None = row.get("thread_id")

@@ -81,13 +81,10 @@ def open_round(d: Deliverer, *, channel: ChannelDecl, thread_id: str, members: l
     # whoever settles the round may be a member's process, whose environment holds no
     # NIXX_* settings: the backend is captured here, in the sender's process
     if builtin or channel.on_complete == "summarize":
-        import os
+        from nixx.nxc.delivery.folders import round_backend_file, write_private
 
-        from nixx.nxc.delivery.spawn import write_private
-
-        folder = os.path.join(d.workspace.state_dir, "rounds")
-        os.makedirs(folder, mode=0o700, exist_ok=True)
-        write_private(os.path.join(folder, f"{thread_id}.backend.json"), d.backend(None))
+        write_private(round_backend_file(d.workspace.state_dir, thread_id, make=True),
+                      d.backend(None))
     started: list[str] = []
     warnings: list[str] = []
     count = len(members) if channel.flow == "parallel" else 1
@@ -392,11 +389,11 @@ def settle(d: Deliverer, thread_id: str, *, warnings: list[str]) -> Resumed:
 
 
 def _summarize(d: Deliverer, r: dict[str, Any], text: str) -> str:
-    import os
+    from nixx.nxc.delivery.folders import round_backend_file
 
-    path = os.path.join(d.workspace.state_dir, "rounds", f"{r['thread_id']}.backend.json")
     try:
-        with open(path, encoding="utf-8") as fh:
+        with open(round_backend_file(d.workspace.state_dir, r["thread_id"]),
+                  encoding="utf-8") as fh:
             backend = json.load(fh)
     except (OSError, ValueError):
         backend = d.backend(None)

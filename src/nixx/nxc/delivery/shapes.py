@@ -1,7 +1,7 @@
 """The named shapes of starting a session: the built-in runtime's backend file
-(`Backend`), the run file a supervisor is started with (`RunSpec`: written by
-`Deliverer._run_spec`, read back by `Deliverer._launch` and the supervisor), what a
-launch answers (`Launched`), the chain it joins (`ChainBounds`), a session as read back
+(`Backend`), the run file a supervisor is started with (`RunSpec`: a `runs.Run` as
+JSON, written by `runs.record_in_place`, read back by the supervisor), what a launch
+answers (`Launched`), the chain it joins (`ChainBounds`), a session as read back
 (`SessionRecord`), what one run of its runtime ended with (`RunOutcome`), its wakes and
 loop bounds (`Wake`, `ResumeBound`, `Refusal`), a round's answers (`Said`), and its
 transcript (`Entry` in; `StoredEntry`, `TranscriptView`, `TranscriptHit`, `Appended`,
@@ -57,8 +57,9 @@ class RunSpec(TypedDict):
     persona: str
     thread: str | None
     mode: str  # "start" | "resume"
+    hop: int  # its depth in the spawn chain
     argv: list[str]
-    env: dict[str, str]  # the cleared child environment (`spawn.child_env`)
+    env: dict[str, str]  # the cleared child environment (`chain.child_env`)
     cwd: str
     format: str  # the runtime's transcript format (`stream_formats`)
     db: str
@@ -67,8 +68,7 @@ class RunSpec(TypedDict):
     round: str | None
     run: int
     backend_file: str | None
-    keep_days: str | None
-    _run_file: NotRequired[str]  # a resume the supervisor runs itself: the file written
+    keep_days: int | None  # NXC_TRANSCRIPT_KEEP_DAYS of the process that started it
 
 
 class Launched(TypedDict):

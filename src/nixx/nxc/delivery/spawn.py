@@ -1,16 +1,7 @@
-"""Starting a runtime, the mechanism: the cleared environment, the chain identity read
-from the process tree, the private files, the detached launch. Whether a spawn may
-happen at all (the hop guard, the resume bounds) is policy, in `nixx.nxc.delivery.chain`.
-
-Environment. The child's environment is cleared and refilled from an allowlist —
-everything in it is readable by the agent's own tools:
-
-    NXC_ORIGIN   the workspace origin the sender resolved
-    NXC_DB       the log, as an absolute path (the working directory never matters)
-    NXC_SESSION  the internal session id
-    NXC_ACTOR    the persona's own qualified handle
-    NXC_HOP      this session's depth in the spawn chain
-    PATH, HOME   from the operator's shell (when set) — nothing else from it
+"""Starting a runtime, the mechanism: the chain identity read from the process tree,
+finding the runtime's executable, the detached launch. Whether a spawn may happen at
+all (the hop guard, the resume bounds) and the environment a child gets are the chain's
+(`nixx.nxc.delivery.chain`); what a run is made of, `nixx.nxc.delivery.runs`.
 
 Chain identity. Which session a process runs in is read from the process tree
 (`enclosing_sessions`: the innermost ancestor that is a session's recorded supervisor;
@@ -18,25 +9,16 @@ supervisors are child subreapers, so detached descendants stay below them), not 
 `NXC_SESSION`, which an agent can unset or forge.
 
 Launch. The runtime does not run under the sender: nxc writes a run file (0600, under
-`.nxs/sessions/<session>/`) and starts `python -m nixx.nxc.delivery.supervisor RUNFILE` in a new
-session (detached, stdio closed), with the same cleared environment. The supervisor
-starts the runtime, reads its stdout into the transcript, records its exit and resumes
-it with answers that were queued while it ran. The sender returns at once.
+`.nxs/sessions/<session>/`: `folders`) and starts `python -m nixx.nxc.delivery.supervisor
+RUNFILE` in a new session (detached, stdio closed), with the child's cleared
+environment. The supervisor starts the runtime, reads its stdout into the transcript,
+records its exit and resumes it with answers that were queued while it ran. The sender
+returns at once.
 """
 
 from __future__ import annotations
 
-import json
 import os
-from collections.abc import Mapping
-
-TYPE_CHECKING = False  # `typing` costs ~2 ms of every CLI start; only annotations use it
-if TYPE_CHECKING:
-    from typing import Any
-
-FROM_SHELL = ("PATH", "HOME")
-SESSIONS_DIR = "sessions"
-
 
 SUPERVISOR_MODULE = "nixx.nxc.delivery.supervisor"
 
@@ -49,7 +31,7 @@ def _proc_parent(pid: int) -> int | None:
         return None
 
 
-def _supervised_session(pid: int, sessions_dir: str) -> str | None:
+def _supervised_session(pid: int, state_dir: str) -> str | None:
     """The session whose supervisor process `pid` is (from its command line), or None."""
     try:
         with open(f"/proc/{pid}/cmdline", "rb") as fh:
@@ -58,11 +40,10 @@ def _supervised_session(pid: int, sessions_dir: str) -> str | None:
         return None
     if len(argv) < 4 or argv[-4:-2] != [b"-m", SUPERVISOR_MODULE.encode()]:
         return None
-    run_file = os.path.realpath(os.fsdecode(argv[-2]))
-    folder = os.path.dirname(run_file)
-    if os.path.dirname(folder) != sessions_dir:
-        return None
-    return os.path.basename(folder)
+    # only a supervisor's run file is read as a path (a person's shell imports no more)
+    from nixx.nxc.delivery.folders import session_of_run_file
+
+    return session_of_run_file(os.fsdecode(argv[-2]), state_dir)
 
 
 def enclosing_sessions(state_dir: str, pid: int | None = None) -> list[tuple[str, int]]:
@@ -71,13 +52,12 @@ def enclosing_sessions(state_dir: str, pid: int | None = None) -> list[tuple[str
     agent cannot edit the way it edits its environment. Each supervisor is a child
     subreaper (Linux), so a process that detaches (double fork, `setsid -f`) is re-parented
     to it and stays inside. Empty where /proc is not available."""
-    sessions_dir = os.path.join(os.path.realpath(state_dir), SESSIONS_DIR)
     out: list[tuple[str, int]] = []
     current: int | None = os.getpid() if pid is None else pid
     seen: set[int] = set()
     while current and current > 1 and current not in seen:
         seen.add(current)
-        sid = _supervised_session(current, sessions_dir)
+        sid = _supervised_session(current, state_dir)
         if sid is not None:
             out.append((sid, current))
         current = _proc_parent(current)
@@ -100,17 +80,6 @@ def become_subreaper() -> bool:
         return False
 
 
-def child_env(
-    *, origin: str, db: str, session: str, actor: str, hop: int, shell: Mapping[str, str]
-) -> dict[str, str]:
-    env = {"NXC_ORIGIN": origin, "NXC_DB": os.path.abspath(db), "NXC_SESSION": session,
-           "NXC_ACTOR": actor, "NXC_HOP": str(hop)}
-    for name in FROM_SHELL:
-        if shell.get(name):
-            env[name] = shell[name]
-    return env
-
-
 def find_executable(argv0: str, path: str | None, cwd: str) -> str | None:
     """Where `argv0` resolves with the child's PATH; None when it does not."""
     if os.sep in argv0:
@@ -123,25 +92,6 @@ def find_executable(argv0: str, path: str | None, cwd: str) -> str | None:
         if os.path.isfile(full) and os.access(full, os.X_OK):
             return full
     return None
-
-
-def session_dir(state_dir: str, session: str) -> str:
-    folder = os.path.join(state_dir, SESSIONS_DIR, session)
-    os.makedirs(folder, mode=0o700, exist_ok=True)
-    return folder
-
-
-def write_private(path: str, data: Any) -> str:
-    """Write JSON (or text) readable by this user only."""
-    tmp = f"{path}.{os.getpid()}.tmp"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as fh:
-        if isinstance(data, str):
-            fh.write(data)
-        else:
-            json.dump(data, fh, ensure_ascii=False)
-    os.replace(tmp, path)
-    return path
 
 
 def launch_supervisor(run_file: str, env: dict[str, str], cwd: str, log_path: str) -> int:

@@ -34,7 +34,8 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from nixx.nxc.delivery.launcher import Deliverer
-    from nixx.nxc.delivery.shapes import Entry, Refusal, RunOutcome, RunSpec, SessionRecord, Wake
+    from nixx.nxc.delivery.runs import Run
+    from nixx.nxc.delivery.shapes import Entry, Refusal, RunOutcome
 
 FLUSH_EVERY = 20
 STDERR_TAIL = 2_000
@@ -118,15 +119,15 @@ def _kill_group(proc: subprocess.Popen[bytes]) -> None:
             os.killpg(proc.pid, signal.SIGKILL)
 
 
-def _kill_after(spec: RunSpec) -> tuple[float | None, str]:
+def _kill_after(run: Run) -> tuple[float | None, str]:
     """Seconds from now until the run is killed (None: never) and why: the round's
     per-member duration (`timeout_ms`, from the run's start) or its RFC3339 instant
     (`kill_at_ms`, epoch ms), whichever comes first; an instant already past kills the
     run at once."""
     options = []
-    if timeout_ms := spec.get("timeout_ms"):
+    if timeout_ms := run.timeout_ms:
         options.append((timeout_ms / 1000, f"{timeout_ms / 1000:g}s"))
-    if kill_at_ms := spec.get("kill_at_ms"):
+    if kill_at_ms := run.kill_at_ms:
         from nixx.nxc.durations import iso
 
         left = (kill_at_ms - time.time_ns() // 1_000_000) / 1000
@@ -141,25 +142,24 @@ def _last_line(text: str) -> str:
     return lines[-1] if lines else ""
 
 
-def run_once(d: Deliverer, spec: RunSpec, transcript: _Transcript) -> RunOutcome:
+def run_once(d: Deliverer, run: Run, transcript: _Transcript) -> RunOutcome:
     """Run the runtime once (`RunOutcome`: its exit code, why it failed to start or was
     killed, the cause of a non-zero exit in words, its stderr's tail)."""
-    folder = os.path.dirname(spec["_run_file"])
-    stderr_path = os.path.join(folder, "stderr.log")
+    stderr_path = run.folder.stderr_log
     transcript.last_error = None
     with open(stderr_path, "ab") as err:
         start = err.tell()
         try:
             proc = subprocess.Popen(
-                spec["argv"], env=spec["env"], cwd=spec["cwd"], stdin=subprocess.DEVNULL,
+                run.argv, env=run.env, cwd=run.cwd, stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE, stderr=err, start_new_session=True,
             )
         except OSError as exc:
-            why = f"failed to start {spec['argv'][0]!r}: {exc.strerror or exc}"
+            why = f"failed to start {run.argv[0]!r}: {exc.strerror or exc}"
             return {"code": None, "why": why, "failure": why, "stderr": ""}
         timer = None
         killed: list[str] = []
-        delay, why = _kill_after(spec)
+        delay, why = _kill_after(run)
         if delay is not None:
             def expire() -> None:
                 killed.append(f"killed at the round timeout ({why})")
@@ -185,7 +185,7 @@ def run_once(d: Deliverer, spec: RunSpec, transcript: _Transcript) -> RunOutcome
             tail = ""
         if not killed:
             cause = transcript.last_error or _last_line(tail)
-            failure = (f"the runtime {spec['argv'][0]!r} exited with code {code}"
+            failure = (f"the runtime {run.argv[0]!r} exited with code {code}"
                        + (f": {cause}" if cause else " (it printed nothing on stderr)"))
         transcript.add({"kind": "error", "data": {
             "msg": killed[0] if killed else failure, "code": code, "stderr": tail}})
@@ -195,31 +195,26 @@ def run_once(d: Deliverer, spec: RunSpec, transcript: _Transcript) -> RunOutcome
 
 
 def supervise(run_file: str) -> int:
-    from nixx.nxc.delivery import outcomes, rounds, sessions
+    from nixx.nxc.delivery import outcomes, rounds, runs, sessions
     from nixx.nxc.delivery.transcripts import DEFAULT_KEEP_DAYS
 
-    with open(run_file, encoding="utf-8") as fh:
-        spec = json.load(fh)
-    spec["_run_file"] = run_file
+    run = runs.Run.read(run_file)
     from nixx.nxc.delivery.launcher import Deliverer
 
-    d = Deliverer.open(spec["db"], spec["env"])
-    sid, persona, thread = spec["session"], spec["persona"], spec["thread"]
-    try:
-        keep_days = int(spec.get("keep_days") or DEFAULT_KEEP_DAYS)
-    except ValueError:
-        keep_days = DEFAULT_KEEP_DAYS
+    d = Deliverer.open(run.db, run.env)
+    sid, persona, thread = run.session, run.persona, run.thread
+    keep_days = DEFAULT_KEEP_DAYS if run.keep_days is None else run.keep_days
     from nixx.nxc.delivery.spawn import become_subreaper
 
     # the runtime's descendants stay below this process even when they detach (double
     # fork, `setsid -f`): `spawn.enclosing_sessions` finds their session in the tree
     become_subreaper()
     sessions.set_pid(d.local, sid, os.getpid())
-    transcript = _Transcript(d, sid, spec.get("format") or "stream-json", keep_days)
+    transcript = _Transcript(d, sid, run.format or "stream-json", keep_days)
     while True:
         sessions.count_run(d.local, sid)
-        run = run_once(d, spec, transcript)
-        code, why = run["code"], run["why"]
+        ran = run_once(d, run, transcript)
+        code, why = ran["code"], ran["why"]
         if code is None:
             sessions.fail(d.local, sid, why or "failed to start")
             transcript.add({"kind": "error", "data": {"msg": why}})
@@ -231,55 +226,28 @@ def supervise(run_file: str) -> int:
             if why:
                 payload["reason"] = why
             outcomes.record(d.store, "exited", thread or sid, persona, payload)
-            if run["failure"]:
+            if ran["failure"]:
                 outcomes.record(d.store, "failed", thread or sid, persona, {
                     "thread": thread, "session": sid, "persona": persona, "code": code,
-                    "reason": run["failure"]})
-        if spec.get("round"):
+                    "reason": ran["failure"]})
+        if run.round:
             try:
-                rounds.on_member_exit(d, spec["round"], persona)
+                rounds.on_member_exit(d, run.round, persona)
             except Exception as exc:  # noqa: BLE001 - recorded, the supervisor carries on
                 print(f"round bookkeeping failed: {exc!r}", file=sys.stderr)
         if code is None:
             return 1
         refused: list[Refusal] = []
-        wakes = sessions.finish_or_take(d.local, sid, code, failure=run["failure"],
-                                        stderr_tail=run["stderr"] or None,
+        wakes = sessions.finish_or_take(d.local, sid, code, failure=ran["failure"],
+                                        stderr_tail=ran["stderr"] or None,
                                         agents=d.decls.personas, refused=refused)
         for info in refused:
             d.record_refusal(info, actor=persona)
         if not wakes:
             return 0
-        row = sessions.require(d.local, sid)
-        result = _resume_spec(d, row, wakes)
-        if result is None:
-            return 1
-        spec = result
-
-
-def _resume_spec(d: Deliverer, row: SessionRecord, wakes: list[Wake]) -> RunSpec | None:
-    """The next run of a session resumed in place (it stays claimed: state running)."""
-    from nixx.nxc.delivery import outcomes
-    from nixx.nxc.delivery.launcher import BACKEND_FILE
-    from nixx.nxc.delivery.session_prompt import resume_prompt
-
-    runtime = row["runtime"]
-    builtin = bool(runtime.get("builtin"))
-    prompt = resume_prompt(wakes, own_thread=d._still_owed(row), builtin=builtin)
-    folder = os.path.join(d.workspace.state_dir, "sessions", row["session"])
-    spec = d._run_spec(row["session"], row["persona"], row["thread_id"], runtime, row["hop"],
-                       mode="resume", prompt=prompt,
-                       backend_file=os.path.join(folder, BACKEND_FILE) if builtin else None,
-                       timeout_ms=None, round_thread=None,
-                       runtime_session=row.get("runtime_session"))
-    from nixx.nxc.delivery.spawn import write_private
-
-    run_file = write_private(os.path.join(folder, f"run-{spec['run']}.json"), spec)
-    spec["_run_file"] = run_file
-    outcomes.record(d.store, "spawned", row["thread_id"] or row["session"], wakes[-1]["sender"], {
-        "thread": row["thread_id"], "session": row["session"], "persona": row["persona"],
-        "mode": "resume", "hop": row["hop"], "argv0": spec["argv"][0]})
-    return spec
+        # resumed in place: the session stays claimed (state running)
+        run = runs.resume_run(d, sessions.require(d.local, sid), wakes)
+        runs.record_in_place(d, run, actor=wakes[-1]["sender"])
 
 
 def main(argv: list[str] | None = None) -> int:

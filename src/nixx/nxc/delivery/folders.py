@@ -1,0 +1,119 @@
+"""Every path of a session and of a round, spelled once, and how their files are written.
+
+Device-local files beside the log (``.nxs/``, the workspace's state folder), readable by
+this user only (folders 0700, files 0600: a backend file holds the backend's key):
+
+    sessions/<session>/             `SessionFolder`: one session's runs
+        backend.json                the built-in runtime's backend (`shapes.Backend`),
+                                    written at the start, read by every run and down
+                                    the chain (a child's environment holds no NIXX_*)
+        prompt-<n>.json             the prompt of run n ({system?, user})
+        run-<n>.json                run n (`shapes.RunSpec`): what its supervisor runs;
+                                    the supervisor's command line names it, which is how
+                                    the process tree says which session a process is in
+                                    (`spawn.enclosing_sessions`: `session_of_run_file`)
+        supervisor.log              the detached supervisor's stderr
+        stderr.log                  the runtime's stderr (every run appends)
+        history.json                the built-in runtime's conversation
+    rounds/<thread>.backend.json    a round's backend, captured in the sender's process
+                                    (whoever settles the round may be a member's, with no
+                                    NIXX_* settings): its members' and its summary's
+
+Nothing here opens the device-local store (`localstore`, ``local.sqlite``) or the log.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+TYPE_CHECKING = False  # `typing` costs ~2 ms of every CLI start; only annotations use it
+if TYPE_CHECKING:
+    from typing import Any
+
+SESSIONS_DIR = "sessions"
+ROUNDS_DIR = "rounds"
+BACKEND_FILE = "backend.json"
+HISTORY_FILE = "history.json"
+SUPERVISOR_LOG = "supervisor.log"
+STDERR_LOG = "stderr.log"
+
+
+class SessionFolder:
+    """``<state>/sessions/<session>/``: the files of one session (see the module)."""
+
+    __slots__ = ("path",)
+
+    def __init__(self, state_dir: str, session: str) -> None:
+        self.path = os.path.join(state_dir, SESSIONS_DIR, session)
+
+    @classmethod
+    def of_file(cls, path: str) -> SessionFolder:
+        """The folder holding one of a session's files (a prompt or run file)."""
+        folder = cls.__new__(cls)
+        folder.path = os.path.dirname(os.path.abspath(path))
+        return folder
+
+    def __repr__(self) -> str:
+        return f"SessionFolder({self.path!r})"
+
+    def make(self) -> str:
+        os.makedirs(self.path, mode=0o700, exist_ok=True)
+        return self.path
+
+    def next_run(self) -> int:
+        """The number of the session's next run (its prompts so far + 1; the folder is
+        made when missing)."""
+        return len([f for f in os.listdir(self.make()) if f.startswith("prompt-")]) + 1
+
+    def prompt_file(self, run: int) -> str:
+        return os.path.join(self.path, f"prompt-{run}.json")
+
+    def run_file(self, run: int) -> str:
+        return os.path.join(self.path, f"run-{run}.json")
+
+    @property
+    def backend_file(self) -> str:
+        return os.path.join(self.path, BACKEND_FILE)
+
+    @property
+    def history_file(self) -> str:
+        return os.path.join(self.path, HISTORY_FILE)
+
+    @property
+    def supervisor_log(self) -> str:
+        return os.path.join(self.path, SUPERVISOR_LOG)
+
+    @property
+    def stderr_log(self) -> str:
+        return os.path.join(self.path, STDERR_LOG)
+
+
+def session_of_run_file(run_file: str, state_dir: str) -> str | None:
+    """The session whose run file `run_file` is (both paths resolved), or None when it is
+    not a file of a session folder of `state_dir`."""
+    folder = os.path.dirname(os.path.realpath(run_file))
+    if os.path.dirname(folder) != os.path.join(os.path.realpath(state_dir), SESSIONS_DIR):
+        return None
+    return os.path.basename(folder)
+
+
+def round_backend_file(state_dir: str, round_thread: str, *, make: bool = False) -> str:
+    """``<state>/rounds/<thread>.backend.json`` (`make`: the folder is created)."""
+    folder = os.path.join(state_dir, ROUNDS_DIR)
+    if make:
+        os.makedirs(folder, mode=0o700, exist_ok=True)
+    return os.path.join(folder, f"{round_thread}.{BACKEND_FILE}")
+
+
+def write_private(path: str, data: Any) -> str:
+    """Write JSON (or text) readable by this user only."""
+    tmp = f"{path}.{os.getpid()}.tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        if isinstance(data, str):
+            fh.write(data)
+        else:
+            json.dump(data, fh, ensure_ascii=False)
+    os.replace(tmp, path)
+    return path
