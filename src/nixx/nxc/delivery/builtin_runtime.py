@@ -38,7 +38,7 @@ import sys
 import time
 from typing import TYPE_CHECKING, Any
 
-from nixx.nxc.delivery.folders import SessionFolder, write_private
+from nixx.nxc.delivery.folders import SessionFolder
 from nixx.nxc.delivery.llm_backend import open_client as _client
 from nixx.nxc.delivery.llm_backend import open_server_client as _server_client
 from nixx.nxc.delivery.llm_backend import resolve_model, server_answers
@@ -290,6 +290,8 @@ def main(argv: list[str] | None = None) -> int:
         emit("error", {"msg": "the persona names tools the built-in runtime does not have: "
                               + ", ".join(agent.unknown_tools)})
     code, messages = agent.run(messages)
+    from nixx.nxc.delivery.runs import write_private
+
     write_private(history_path, messages)
     agent.engine.close()
     return code

@@ -1,7 +1,6 @@
 """Whether a session may be started, and with which bounds: the policy of the spawn
-chain (the mechanism is `nixx.nxc.delivery.runs`); and the chain's environment, both
-ways: what a process's ``NXC_*`` variables say (`NxcEnv`, parsed once) and what a child
-is given (`child_env`).
+chain (the mechanism is `nixx.nxc.delivery.runs`), and what a process's ``NXC_*``
+variables say (`NxcEnv`, parsed once; what a child is given: `runs.child_env`).
 
 Hop guard. A human's send starts hop 1; a send from inside a session starts hop
 (that session's recorded hop + 1). The recorded hop is authoritative: `NXC_HOP` can
@@ -12,25 +11,14 @@ the limit is refused and the refusal is recorded in the thread (`outcomes`). The
 bounds (`NXC_MAX_THREAD_RESUMES`, `NXC_MAX_CHAIN_RESUMES`: `chain_bounds`) are recorded
 and inherited the same way and enforced by `sessions.deliver` / `finish_or_take`.
 
-Environment. The child's environment is cleared and refilled from an allowlist
-(`child_env`) — everything in it is readable by the agent's own tools:
-
-    NXC_ORIGIN   the workspace origin the sender resolved
-    NXC_DB       the log, as an absolute path (the working directory never matters)
-    NXC_SESSION  the internal session id
-    NXC_ACTOR    the persona's own qualified handle
-    NXC_HOP      this session's depth in the spawn chain
-    PATH, HOME   from the operator's shell (when set) — nothing else from it
-
-What delivery reads of a process's own environment is `NxcEnv`: `NXC_SESSION` (where
-no supervisor is an ancestor: `Deliverer.current_session`), `NXC_HOP`, the bounds above,
-`NXC_TRANSCRIPT_KEEP_DAYS` (handed to the run) and the `PATH` and `HOME` a child gets.
-An empty variable counts as unset; a number that does not parse (or is negative) too.
+Environment. What delivery reads of a process's own environment is `NxcEnv`, parsed
+once (by the `Deliverer`): `NXC_SESSION` (where no supervisor is an ancestor:
+`Deliverer.current_session`), `NXC_HOP`, the bounds above, `NXC_TRANSCRIPT_KEEP_DAYS`
+(handed to the run) and the `PATH` and `HOME` a child gets. An empty variable counts as
+unset; a number that does not parse (or is negative) too.
 """
 
 from __future__ import annotations
-
-import os
 
 TYPE_CHECKING = False  # `typing` costs ~2 ms of every CLI start; only annotations use it
 if TYPE_CHECKING:
@@ -94,18 +82,6 @@ class NxcEnv:
         return f"NxcEnv({fields})"
 
 
-def child_env(*, origin: str, db: str, session: str, actor: str, hop: int,
-              shell: NxcEnv) -> dict[str, str]:
-    """The whole environment of a session's supervisor and runtime (the allowlist)."""
-    env = {"NXC_ORIGIN": origin, "NXC_DB": os.path.abspath(db), "NXC_SESSION": session,
-           "NXC_ACTOR": actor, "NXC_HOP": str(hop)}
-    if shell.path:
-        env["PATH"] = shell.path
-    if shell.home:
-        env["HOME"] = shell.home
-    return env
-
-
 def hop_limit(env: NxcEnv, current: SessionRecord | None, *,
               env_hop: bool = True) -> tuple[int, int]:
     """(the hop a spawn from here gets, the limit that applies to it). `current` is the
@@ -134,3 +110,17 @@ def chain_bounds(env: NxcEnv, current: SessionRecord | None) -> ChainBounds:
         "max_chain_resumes": _bound(env.max_chain_resumes,
                                     current["max_chain_resumes"] if current else None),
     }
+
+
+def place(env: NxcEnv, current: SessionRecord | None, *,
+          round_member: bool = False) -> tuple[int, int, ChainBounds]:
+    """Where a spawn from here lands: (its hop, the hop limit that applies, the chain it
+    joins and its resume bounds). `current` is the spawning session (None: a person); a
+    round's member (`round_member`) is placed below the round's opener (`current`), so
+    neither `NXC_HOP` nor — when a person opened the round — `NXC_MAX_HOPS` of the
+    process that happens to start it counts."""
+    if round_member:
+        hop, limit = hop_limit(env if current else NxcEnv(), current, env_hop=False)
+    else:
+        hop, limit = hop_limit(env, current)
+    return hop, limit, chain_bounds(env, current)

@@ -1,4 +1,4 @@
-"""Every path of a session and of a round, spelled once, and how their files are written.
+"""Every path of a session and of a round, spelled once.
 
 Device-local files beside the log (``.nxs/``, the workspace's state folder), readable by
 this user only (folders 0700, files 0600: a backend file holds the backend's key):
@@ -19,17 +19,13 @@ this user only (folders 0700, files 0600: a backend file holds the backend's key
                                     (whoever settles the round may be a member's, with no
                                     NIXX_* settings): its members' and its summary's
 
-Nothing here opens the device-local store (`localstore`, ``local.sqlite``) or the log.
+The files are written by `runs.write_private`; nothing here opens the device-local
+store (`localstore`, ``local.sqlite``) or the log.
 """
 
 from __future__ import annotations
 
-import json
 import os
-
-TYPE_CHECKING = False  # `typing` costs ~2 ms of every CLI start; only annotations use it
-if TYPE_CHECKING:
-    from typing import Any
 
 SESSIONS_DIR = "sessions"
 ROUNDS_DIR = "rounds"
@@ -104,16 +100,3 @@ def round_backend_file(state_dir: str, round_thread: str, *, make: bool = False)
     if make:
         os.makedirs(folder, mode=0o700, exist_ok=True)
     return os.path.join(folder, f"{round_thread}.{BACKEND_FILE}")
-
-
-def write_private(path: str, data: Any) -> str:
-    """Write JSON (or text) readable by this user only."""
-    tmp = f"{path}.{os.getpid()}.tmp"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as fh:
-        if isinstance(data, str):
-            fh.write(data)
-        else:
-            json.dump(data, fh, ensure_ascii=False)
-    os.replace(tmp, path)
-    return path

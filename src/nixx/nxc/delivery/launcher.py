@@ -10,8 +10,8 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 
-from nixx.nxc.delivery import outcomes, sessions
-from nixx.nxc.delivery.chain import NxcEnv, chain_bounds, hop_limit
+from nixx.nxc.delivery import chain, outcomes, sessions
+from nixx.nxc.delivery.chain import NxcEnv
 from nixx.nxc.delivery.localstore import LocalStore, local_db_path
 from nixx.nxc.delivery.spawn import enclosing_sessions
 
@@ -132,6 +132,16 @@ class Deliverer:
         out["workspace"] = self.workspace.root
         return out
 
+    def keep_round_backend(self, round_thread: str) -> None:
+        """Write the backend a round's members and its summary use: whoever settles the
+        round may be a member's process, whose environment holds no NIXX_* settings."""
+        from nixx.nxc.delivery.folders import round_backend_file
+        from nixx.nxc.delivery.runs import write_private
+
+        backend = self.backend(None)
+        path = round_backend_file(self.workspace.state_dir, round_thread, make=True)
+        write_private(path, backend)
+
     # -- starting ------------------------------------------------------------------------
 
     def start(
@@ -151,19 +161,16 @@ class Deliverer:
                 f"{persona.handle} declares no `runtime` in {persona.file}: nobody was "
                 "started; the message waits in the thread for whoever acts as it"]}
         from nixx.nxc.delivery import runs
-        from nixx.nxc.delivery.folders import SessionFolder, write_private
-        from nixx.nxc.delivery.runtimes import runtime_dict
         from nixx.nxc.delivery.session_prompt import session_prompt
 
         # who spawns: the round's opener for a round's member (every member runs at the
         # round's depth + 1, whichever process starts it), else the session we run in
         if round_thread is not None:
             current = sessions.get(self.local, round_opener) if round_opener else None
-            hop, limit = hop_limit(self.nxc_env if current else NxcEnv(), current,
-                                   env_hop=False)
         else:
             current = self.current_session()
-            hop, limit = hop_limit(self.nxc_env, current)
+        hop, limit, bounds = chain.place(self.nxc_env, current,
+                                         round_member=round_thread is not None)
         if hop > limit:
             msg = (f"not started: {persona.handle} would run at hop {hop}, past the limit of "
                    f"{limit} (NXC_MAX_HOPS); the message stays in thread {thread_id}")
@@ -171,24 +178,19 @@ class Deliverer:
                 "thread": thread_id, "persona": persona.handle, "reason": "hop_limit",
                 "hop": hop, "limit": limit, "msg": msg})
             return {"session": None, "spawned": False, "warnings": [msg], "refused": "hop_limit"}
-        runtime = runtime_dict(persona.runtime)
+        runtime = runs.runtime_dict(persona.runtime)
         sid = sessions.create(
             self.local, persona=persona.handle, thread_id=thread_id, runtime=runtime, hop=hop,
             max_hops=limit, parent_session=current["session"] if current else None,
-            **chain_bounds(self.nxc_env, current))
-        folder = SessionFolder(self.workspace.state_dir, sid)
-        folder.make()
+            **bounds)
         builtin = bool(runtime.get("builtin"))
         summary = {"thread_id": thread_id}
         prompt = session_prompt(persona=persona, decls=self.decls, thread=summary, task=task,
                                 sender=sender, builtin=builtin, earlier=earlier, channel=channel)
-        backend_file = None
-        if builtin:
-            backend_file = write_private(folder.backend_file,
-                                         self.backend(persona, round_thread=round_thread))
+        backend = self.backend(persona, round_thread=round_thread) if builtin else None
         run = runs.prepare(self, session=sid, persona=persona.handle, thread=thread_id,
                            runtime=runtime, hop=hop, mode="start", prompt=prompt,
-                           backend_file=backend_file, timeout_ms=timeout_ms,
+                           backend=backend, timeout_ms=timeout_ms,
                            round_thread=round_thread, kill_at_ms=kill_at_ms)
         launched = runs.launch(self, run, actor=actor)
         result: Delivered = {"session": sid, "spawned": launched["spawned"],

@@ -81,10 +81,7 @@ def open_round(d: Deliverer, *, channel: ChannelDecl, thread_id: str, members: l
     # whoever settles the round may be a member's process, whose environment holds no
     # NIXX_* settings: the backend is captured here, in the sender's process
     if builtin or channel.on_complete == "summarize":
-        from nixx.nxc.delivery.folders import round_backend_file, write_private
-
-        write_private(round_backend_file(d.workspace.state_dir, thread_id, make=True),
-                      d.backend(None))
+        d.keep_round_backend(thread_id)
     started: list[str] = []
     warnings: list[str] = []
     count = len(members) if channel.flow == "parallel" else 1

@@ -4,11 +4,11 @@ built.
 A session runs its runtime once per start or wake. `Deliverer.start` decides whether a
 session may start (`chain`) and mints it (`sessions`); everything after that is here:
 
-    prepare      the run's prompt file, its argv (`runtimes`), the child's environment
-                 (`chain.child_env`) → a `Run`, which holds the run's hop and files
+    prepare      the run's prompt file, its argv (`build_argv`), the child's environment
+                 (`child_env`) → a `Run`, which holds the run's hop and files
     launch       a run started by a new supervisor process: the runtime's executable
                  found on the PATH the child gets, the run file, the `spawned` outcome,
-                 the detached supervisor (`spawn`), its pid on the session
+                 the detached supervisor, its pid on the session
     resume_run   the next run of a session already claimed (state running), whoever
                  resumes it: a sender's process waking it (`Deliverer.resume`, then
                  `launch`) or the session's own supervisor, when answers were queued
@@ -16,23 +16,76 @@ session may start (`chain`) and mints it (`sessions`); everything after that is 
 
 A run is written to ``run-<n>.json`` (`Run.to_json`, a `shapes.RunSpec`) beside its
 prompt (`folders.SessionFolder`), and read back by the supervisor (`Run.read`).
+
+Environment. The child's environment is cleared and refilled from an allowlist
+(`child_env`) — everything in it is readable by the agent's own tools:
+
+    NXC_ORIGIN   the workspace origin the sender resolved
+    NXC_DB       the log, as an absolute path (the working directory never matters)
+    NXC_SESSION  the internal session id
+    NXC_ACTOR    the persona's own qualified handle
+    NXC_HOP      this session's depth in the spawn chain (`Run.hop`)
+    PATH, HOME   from the operator's shell (when set: `chain.NxcEnv`) — nothing else
+
+Argv. Runtimes are declared, not hard-coded. A persona's `runtime` is the built-in name ``nixx``, a preset for an agent CLI
+(``claude-code``, ``codex``, ``gemini``: `nixx.nxc.delivery.presets`), or argv templates:
+
+    runtime:
+      start:  [claude, -p, "{prompt}", --output-format, stream-json, --verbose]
+      resume: [claude, -p, "{prompt}", --resume, "{runtime_session}",
+               --output-format, stream-json, --verbose]
+      # optional: how its stdout is read into the transcript
+      #   stream-json (Claude Code's JSON lines) | codex-json | gemini-json
+      #   | nixx (normalised entries) | none
+
+Placeholders (each argument is formatted on its own, so a value never splits into
+several arguments and is never re-parsed): ``{prompt}`` the session prompt,
+``{session}`` the internal session id, ``{runtime_session}`` the runtime's own id (bound
+with `nxc session bind`, or read from the stream's init line), ``{thread}``,
+``{handle}`` (the persona), ``{db}`` (the absolute log path), ``{workspace}`` (its root).
+
+Resume uses `resume` when declared and, if it names ``{runtime_session}``, only once that
+id is bound; otherwise it starts the runtime afresh with the resume prompt (which is
+self-contained: the thread id and the answers).
+
+The built-in ``nixx`` runtime is `python -m nixx.nxc.delivery.builtin_runtime`: the
+persona's model and tools through an OpenAI-compatible backend, plus nxc send/reply.
+What a session stores of its runtime is `runtime_dict` (`shapes.StoredRuntime`).
+
+Launch. The runtime does not run under the sender: the run file is written (0600) and
+`python -m nixx.nxc.delivery.supervisor RUNFILE` starts in a new session (detached,
+stdio closed) with the same cleared environment. The supervisor starts the runtime,
+reads its stdout into the transcript, records its exit and resumes it with answers that
+were queued while it ran. The sender returns at once.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import string
+import sys
 
 from nixx.nxc.delivery import outcomes, sessions
-from nixx.nxc.delivery.chain import child_env
-from nixx.nxc.delivery.folders import SessionFolder, write_private
-from nixx.nxc.delivery.spawn import find_executable, launch_supervisor
+from nixx.nxc.delivery.folders import SessionFolder
+from nixx.nxc.delivery.spawn import SUPERVISOR_MODULE
 
 TYPE_CHECKING = False  # `typing` costs ~2 ms of every CLI start; only annotations use it
 if TYPE_CHECKING:
+    from typing import Any
+
+    from nixx.nxc.declarations import Runtime
+    from nixx.nxc.delivery.chain import NxcEnv
     from nixx.nxc.delivery.launcher import Deliverer
     from nixx.nxc.delivery.session_prompt import SessionPrompt
-    from nixx.nxc.delivery.shapes import Launched, RunSpec, SessionRecord, StoredRuntime, Wake
+    from nixx.nxc.delivery.shapes import (
+        Backend,
+        Launched,
+        RunSpec,
+        SessionRecord,
+        StoredRuntime,
+        Wake,
+    )
 
 
 class Run:
@@ -99,13 +152,17 @@ class Run:
 
 def prepare(d: Deliverer, *, session: str, persona: str, thread: str | None,
             runtime: StoredRuntime, hop: int, mode: str, prompt: str | SessionPrompt,
-            backend_file: str | None, timeout_ms: int | None = None,
+            backend: Backend | None = None, timeout_ms: int | None = None,
             round_thread: str | None = None, runtime_session: str | None = None,
             kill_at_ms: int | None = None) -> Run:
-    """The session's next run: its prompt file written, its argv and environment made."""
-    from nixx.nxc.delivery.runtimes import build_argv
-
+    """The session's next run: its files written (the built-in runtime's `backend` at its
+    start; later runs read the same file), its argv and environment made."""
     folder = SessionFolder(d.workspace.state_dir, session)
+    backend_file = None
+    if runtime.get("builtin"):
+        backend_file = folder.backend_file
+        if backend is not None:
+            write_private(folder.make() and backend_file, backend)
     number = folder.next_run()
     prompt_file = folder.prompt_file(number)
     if isinstance(prompt, str):
@@ -172,8 +229,97 @@ def resume_run(d: Deliverer, row: SessionRecord, wakes: list[Wake]) -> Run:
     runtime = row["runtime"]
     builtin = bool(runtime.get("builtin"))
     prompt = resume_prompt(wakes, own_thread=d.still_owed(row), builtin=builtin)
-    folder = SessionFolder(d.workspace.state_dir, row["session"])
     return prepare(d, session=row["session"], persona=row["persona"], thread=row["thread_id"],
                    runtime=runtime, hop=row["hop"], mode="resume", prompt=prompt,
-                   backend_file=folder.backend_file if builtin else None,
                    runtime_session=row.get("runtime_session"))
+
+
+def runtime_dict(runtime: Runtime) -> StoredRuntime:
+    """The JSON form stored with a session (from a `declarations.Runtime`)."""
+    if runtime.builtin:
+        return {"builtin": runtime.builtin, "format": "nixx"}
+    return {"start": list(runtime.start), "resume": list(runtime.resume),
+            "format": runtime.format or "stream-json"}
+
+
+def _fields(template: str) -> set[str]:
+    return {f for _, f, _, _ in string.Formatter().parse(template) if f}
+
+
+def fill(template: list[str], values: dict[str, str]) -> list[str]:
+    return [arg.format_map(values) for arg in template]
+
+
+def build_argv(
+    runtime: StoredRuntime, *, mode: str, values: dict[str, str], prompt_file: str,
+    backend_file: str | None,
+) -> list[str]:
+    """The argv of one run. `mode` is ``start`` or ``resume``."""
+    if runtime.get("builtin") == "nixx":
+        argv = [sys.executable, "-m", "nixx.nxc.delivery.builtin_runtime", "--session", values["session"],
+                "--prompt-file", prompt_file]
+        if backend_file:
+            argv += ["--backend-file", backend_file]
+        if mode == "resume":
+            argv.append("--resume")
+        return argv
+    template = runtime["start"]
+    if mode == "resume" and runtime.get("resume"):
+        wants_id = any("runtime_session" in _fields(a) for a in runtime["resume"])
+        if not wants_id or values.get("runtime_session"):
+            template = runtime["resume"]
+    return fill(list(template), values)
+
+
+def child_env(*, origin: str, db: str, session: str, actor: str, hop: int,
+              shell: NxcEnv) -> dict[str, str]:
+    """The whole environment of a session's supervisor and runtime (the allowlist)."""
+    env = {"NXC_ORIGIN": origin, "NXC_DB": os.path.abspath(db), "NXC_SESSION": session,
+           "NXC_ACTOR": actor, "NXC_HOP": str(hop)}
+    if shell.path:
+        env["PATH"] = shell.path
+    if shell.home:
+        env["HOME"] = shell.home
+    return env
+
+
+def find_executable(argv0: str, path: str | None, cwd: str) -> str | None:
+    """Where `argv0` resolves with the child's PATH; None when it does not."""
+    if os.sep in argv0:
+        full = argv0 if os.path.isabs(argv0) else os.path.join(cwd, argv0)
+        return full if os.path.isfile(full) and os.access(full, os.X_OK) else None
+    for folder in (path or "").split(os.pathsep):
+        if not folder:
+            continue
+        full = os.path.join(folder, argv0)
+        if os.path.isfile(full) and os.access(full, os.X_OK):
+            return full
+    return None
+
+
+def launch_supervisor(run_file: str, env: dict[str, str], cwd: str, log_path: str) -> int:
+    """Start the detached supervisor; returns its pid. OSError if it cannot start."""
+    import subprocess
+    import sys
+
+    with open(log_path, "ab") as log:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", SUPERVISOR_MODULE, run_file],
+            env=env, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log,
+            start_new_session=True, close_fds=True,
+        )
+    return proc.pid
+
+
+def write_private(path: str, data: Any) -> str:
+    """Write JSON (or text) readable by this user only (a session's and a round's
+    files: `folders`)."""
+    tmp = f"{path}.{os.getpid()}.tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        if isinstance(data, str):
+            fh.write(data)
+        else:
+            json.dump(data, fh, ensure_ascii=False)
+    os.replace(tmp, path)
+    return path

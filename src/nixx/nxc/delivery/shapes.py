@@ -41,11 +41,11 @@ class Backend(TypedDict, total=False):
 
 
 class StoredRuntime(TypedDict, total=False):
-    """A persona's runtime as a session stores it (`runtimes.runtime_dict`): the built-in
+    """A persona's runtime as a session stores it (`runs.runtime_dict`): the built-in
     one, or the argv templates of an agent CLI."""
 
     builtin: str  # "nixx": the built-in runtime (then no templates)
-    start: list[str]  # argv templates (`runtimes.fill`)
+    start: list[str]  # argv templates (`runs.fill`)
     resume: list[str]  # [] when the runtime cannot resume a session
     format: str  # how its stdout is read (`stream_formats.FORMATS`)
 

@@ -1,19 +1,11 @@
-"""Starting a runtime, the mechanism: the chain identity read from the process tree,
-finding the runtime's executable, the detached launch. Whether a spawn may happen at
-all (the hop guard, the resume bounds) and the environment a child gets are the chain's
-(`nixx.nxc.delivery.chain`); what a run is made of, `nixx.nxc.delivery.runs`.
+"""Which session a process runs in, read from the process tree: the chain identity.
 
-Chain identity. Which session a process runs in is read from the process tree
-(`enclosing_sessions`: the innermost ancestor that is a session's recorded supervisor;
-supervisors are child subreapers, so detached descendants stay below them), not from
-`NXC_SESSION`, which an agent can unset or forge.
-
-Launch. The runtime does not run under the sender: nxc writes a run file (0600, under
-`.nxs/sessions/<session>/`: `folders`) and starts `python -m nixx.nxc.delivery.supervisor
-RUNFILE` in a new session (detached, stdio closed), with the child's cleared
-environment. The supervisor starts the runtime, reads its stdout into the transcript,
-records its exit and resumes it with answers that were queued while it ran. The sender
-returns at once.
+`enclosing_sessions` finds the innermost ancestor that is a session's recorded
+supervisor (``python -m nixx.nxc.delivery.supervisor RUNFILE``, whose run file lies in
+the session's folder: `folders.session_of_run_file`), not `NXC_SESSION`, which an agent
+can unset or forge. Supervisors make themselves child subreapers (`become_subreaper`),
+so a runtime's descendants that detach stay below them. How a supervisor is started is
+`nixx.nxc.delivery.runs`; whether a spawn may happen at all, `nixx.nxc.delivery.chain`.
 """
 
 from __future__ import annotations
@@ -78,31 +70,3 @@ def become_subreaper() -> bool:
         return bool(libc.prctl(36, 1, 0, 0, 0) == 0)  # PR_SET_CHILD_SUBREAPER = 36
     except (OSError, AttributeError):
         return False
-
-
-def find_executable(argv0: str, path: str | None, cwd: str) -> str | None:
-    """Where `argv0` resolves with the child's PATH; None when it does not."""
-    if os.sep in argv0:
-        full = argv0 if os.path.isabs(argv0) else os.path.join(cwd, argv0)
-        return full if os.path.isfile(full) and os.access(full, os.X_OK) else None
-    for folder in (path or "").split(os.pathsep):
-        if not folder:
-            continue
-        full = os.path.join(folder, argv0)
-        if os.path.isfile(full) and os.access(full, os.X_OK):
-            return full
-    return None
-
-
-def launch_supervisor(run_file: str, env: dict[str, str], cwd: str, log_path: str) -> int:
-    """Start the detached supervisor; returns its pid. OSError if it cannot start."""
-    import subprocess
-    import sys
-
-    with open(log_path, "ab") as log:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "nixx.nxc.delivery.supervisor", run_file],
-            env=env, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log,
-            start_new_session=True, close_fds=True,
-        )
-    return proc.pid
