@@ -33,6 +33,16 @@
 - **Shapes are annotations only.** The modules of named shapes that nxc's start-up must
   not pay for (`nixx.nxc.shapes`, `nixx.nxc.delivery.shapes`, `nixx.log.shapes`: ``typing``) are imported
   only under ``if TYPE_CHECKING:``.
+- **No module reads another module's private names.** A name that starts with one
+  underscore belongs to the module that defines it; another module asks for a public
+  name instead. The rule, precisely: in a module M of `src/nixx`, an attribute ``X._name``
+  (read or written; ``getattr(X, "_name")`` too) or an import ``from nixx... import
+  _name``, where `_name` is defined in another module of `src/nixx` and not in M (defined
+  = a ``def``/``class`` name, an assignment target — ``_name = ...``, ``X._name = ...`` —
+  or a parameter). Own attributes are M's business: ``self._name``, ``cls._name`` and
+  ``super()._name`` (a subclass uses its base's) are not counted; nor are names nixx does
+  not define (``os._exit``, a namedtuple's ``_replace``). Read by name, not by type: a
+  private name M defines itself hides a read of another module's namesake.
 """
 
 from __future__ import annotations
@@ -470,3 +480,133 @@ def test_shape_modules_are_imported_for_annotations_only():
                    for importer, edges in graph.items()
                    for target, line in edges.items() if target in ANNOTATION_ONLY)
     assert found == [], "imported at run time: " + "; ".join(found)
+
+
+# -- private names stay in their module -------------------------------------------------
+
+
+def _private(name: str) -> bool:
+    return name.startswith("_") and not (name.startswith("__") and name.endswith("__"))
+
+
+def defined_private(tree: ast.AST) -> set[str]:
+    """The private names a module defines (see the module's docstring)."""
+    out = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            name = node.name
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            name = node.id
+        elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store):
+            name = node.attr
+        elif isinstance(node, ast.arg):
+            name = node.arg
+        else:
+            continue
+        if _private(name):
+            out.add(name)
+    return out
+
+
+def _own(node: ast.expr) -> bool:
+    """``self``, ``cls`` or ``super()``: the object's own attributes."""
+    if isinstance(node, ast.Name):
+        return node.id in ("self", "cls")
+    return (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+            and node.func.id == "super")
+
+
+def _private_uses(tree: ast.AST, package: str) -> list[tuple[int, str, str]]:
+    """(line, private name, how it is spelled) for every use of a private name off
+    something that is not the object's own, and every private name imported from
+    `package`."""
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and _private(node.attr) and not _own(node.value):
+            out.append((node.lineno, node.attr, ast.unparse(node)))
+        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+              and node.func.id == "getattr" and len(node.args) >= 2
+              and isinstance(node.args[1], ast.Constant) and isinstance(node.args[1].value, str)
+              and _private(node.args[1].value) and not _own(node.args[0])):
+            out.append((node.lineno, node.args[1].value, ast.unparse(node)))
+        elif (isinstance(node, ast.ImportFrom) and node.level == 0 and node.module
+              and node.module.split(".")[0] == package):
+            out += [(node.lineno, alias.name, f"from {node.module} import {alias.name}")
+                    for alias in node.names if _private(alias.name)]
+    return out
+
+
+def private_reads(root: Path) -> list[str]:
+    """Every use, in a module under `root`, of a private name another module defines."""
+    trees = {name: ast.parse(path.read_text(encoding="utf-8"))
+             for name, (path, _) in modules(root).items()}
+    defined = {name: defined_private(tree) for name, tree in trees.items()}
+    owners: dict[str, set[str]] = {}
+    for name, names in defined.items():
+        for private in names:
+            owners.setdefault(private, set()).add(name)
+    found = []
+    for name, tree in trees.items():
+        for line, private, spelled in _private_uses(tree, root.name):
+            if private in defined[name] or private not in owners:
+                continue
+            found.append(f"{name}:{line}: {spelled} (defined in "
+                         f"{', '.join(sorted(owners[private]))})")
+    return sorted(found)
+
+
+def test_no_module_reads_another_modules_private_names():
+    found = private_reads(SRC)
+    assert found == [], ("private names read outside their module (give them a public "
+                         "name, or move the code that needs them):\n" + "\n".join(found))
+
+
+def test_the_private_rule_sees_attributes_imports_and_getattr_not_own_names(tmp_path):
+    root = _package(tmp_path, {
+        "__init__.py": "",
+        "owner.py": """
+            import os
+            _COLUMNS = "a, b"
+            def _helper():
+                return 1
+            class Deliverer:
+                def __init__(self, local=None):
+                    self._local = local
+                def _run_spec(self):
+                    return self._local
+            class Base:
+                def _hook(self):
+                    return 0
+        """,
+        "reader.py": """
+            import os
+            from pkg.owner import _COLUMNS, Base, _helper  # 3, 3
+            from pkg import owner
+            def f(d):
+                if d._local is None:  # 6
+                    return d._run_spec(), getattr(d, "_local")  # 7, 7
+                return owner._helper(), os._exit, d._unknown  # 8 (nixx's own only)
+            class Child(Base):
+                def _hook(self):
+                    return super()._hook() + self._hook_more()
+                def _hook_more(self):
+                    return 1
+        """,
+        "same.py": """
+            class Holder:
+                def __init__(self):
+                    self._local = None
+            def peek(h):
+                return h._local  # defined here too: the module's own
+        """,
+    })
+    found = private_reads(root)
+    assert [f.split(" (")[0] for f in found] == [
+        "pkg.reader:3: from pkg.owner import _COLUMNS",
+        "pkg.reader:3: from pkg.owner import _helper",
+        "pkg.reader:6: d._local",
+        "pkg.reader:7: d._run_spec",
+        'pkg.reader:7: getattr(d, \'_local\')',
+        "pkg.reader:8: owner._helper",
+    ]
+    assert found[2].endswith("(defined in pkg.owner, pkg.same)")

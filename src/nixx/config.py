@@ -386,7 +386,7 @@ def config_file_note(key: str) -> str:
     if env in {name.upper() for name in os.environ}:
         return f"{env} is set in the environment (it wins over {path})"
     try:
-        keys = _config_keys(path)
+        keys = config_keys(path)
     except ConfigError:
         return f"{path} could not be read"
     if not path.exists():
@@ -416,7 +416,7 @@ def nearest(name: str, choices: Iterable[str]) -> str:
     return f"; did you mean {found[0]}?" if found else ""
 
 
-def _config_keys(path: Path) -> dict[str, Any]:
+def config_keys(path: Path) -> dict[str, Any]:
     import tomllib
 
     try:
@@ -457,7 +457,7 @@ def load_settings(**overrides: Any) -> Settings:
     from pydantic import ValidationError as PydanticValidationError
 
     path = config_file_path()
-    file_keys = _config_keys(path)
+    file_keys = config_keys(path)
     _check_names(path, file_keys)
     env = {name.upper() for name in os.environ}
     try:

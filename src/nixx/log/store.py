@@ -57,10 +57,10 @@ CREATE INDEX IF NOT EXISTS ops_domain_seq ON ops(domain, seq);
 CREATE INDEX IF NOT EXISTS ops_clock ON ops(clock);
 """
 
-_OP_COLUMNS = "seq, id, domain, kind, target, origin, clock, actor, payload, created, local"
+OP_COLUMNS = "seq, id, domain, kind, target, origin, clock, actor, payload, created, local"
 
 
-def _row_to_op(row: tuple[Any, ...]) -> Op:
+def row_to_op(row: tuple[Any, ...]) -> Op:
     seq, op_id, domain, kind, target, origin, clock, actor, payload, created, local = row
     return Op(op_id, domain, kind, target, origin, clock, actor, json.loads(payload), created,
               seq, bool(local))
@@ -365,16 +365,16 @@ class LogStore:
         """Ops with `seq` greater than the watermark, in seq order (the sync read)."""
         where = "" if include_local else " AND local = 0"
         rows = self.conn.execute(
-            f"SELECT {_OP_COLUMNS} FROM ops WHERE seq > ?{where} ORDER BY seq LIMIT ?",
+            f"SELECT {OP_COLUMNS} FROM ops WHERE seq > ?{where} ORDER BY seq LIMIT ?",
             (seq, limit),
         ).fetchall()
-        return [_row_to_op(r) for r in rows]
+        return [row_to_op(r) for r in rows]
 
     def ops(
         self, *, domain: str | None = None, after: int = 0, limit: int | None = None,
         newest_first: bool = False,
     ) -> list[Op]:
-        sql = f"SELECT {_OP_COLUMNS} FROM ops WHERE seq > ?"
+        sql = f"SELECT {OP_COLUMNS} FROM ops WHERE seq > ?"
         params: list[Any] = [after]
         if domain is not None:
             sql += " AND domain = ?"
@@ -383,11 +383,11 @@ class LogStore:
         if limit is not None:
             sql += " LIMIT ?"
             params.append(limit)
-        return [_row_to_op(r) for r in self.conn.execute(sql, params).fetchall()]
+        return [row_to_op(r) for r in self.conn.execute(sql, params).fetchall()]
 
     def get_op(self, op_id: str) -> Op | None:
-        row = self.conn.execute(f"SELECT {_OP_COLUMNS} FROM ops WHERE id = ?", (op_id,)).fetchone()
-        return _row_to_op(row) if row else None
+        row = self.conn.execute(f"SELECT {OP_COLUMNS} FROM ops WHERE id = ?", (op_id,)).fetchone()
+        return row_to_op(row) if row else None
 
     def count(self, domain: str | None = None) -> int:
         if domain is None:
@@ -445,7 +445,7 @@ class LogStore:
         last = 0
         while True:  # batches, so no read cursor stays open across the folds' writes
             rows: list[Any] = self.conn.execute(
-                f"SELECT {_OP_COLUMNS} FROM ops WHERE domain = ? AND seq > ? ORDER BY seq"
+                f"SELECT {OP_COLUMNS} FROM ops WHERE domain = ? AND seq > ? ORDER BY seq"
                 " LIMIT 5000",
                 (reducer.domain, last),
             ).fetchall()
@@ -453,7 +453,7 @@ class LogStore:
                 break
             last = rows[-1][0]
             for row in rows:
-                folded += self._fold_one(reducer, _row_to_op(row))
+                folded += self._fold_one(reducer, row_to_op(row))
         txn.set_meta(f"views:{reducer.domain}", str(reducer.version))
         return folded
 

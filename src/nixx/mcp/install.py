@@ -133,7 +133,7 @@ def reach(*, with_key: bool = False) -> Reach:
     `$NIXX_HOME/config.toml`), and where the API key comes from: `"config"` when the
     file in that home sets it (`nixx mcp` reads it there), `"environment"` when only
     `NIXX_API_KEY` does (passed by name), `"written"` with `with_key`, else `"none"`."""
-    from nixx.config import _config_keys, config_file_path, load_settings
+    from nixx.config import config_file_path, config_keys, load_settings
     from nixx.local_server import default_url
     from nixx.secret import reveal
 
@@ -144,7 +144,7 @@ def reach(*, with_key: bool = False) -> Reach:
         return {"env": env, "key": "none"}
     if with_key:
         return {"env": {**env, KEY: value}, "key": "written"}
-    in_file = bool(_config_keys(config_file_path()).get("api_key"))
+    in_file = bool(config_keys(config_file_path()).get("api_key"))
     return {"env": env, "key": "config" if in_file and KEY not in os.environ else
             "environment"}
 

@@ -25,7 +25,7 @@ from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any, NotRequired, TypedDict, cast
 
 # the log's row decoding, shared so that a sync read is an ordinary `Op`
-from nixx.log.store import _OP_COLUMNS, _row_to_op
+from nixx.log.store import OP_COLUMNS, row_to_op
 
 if TYPE_CHECKING:
     from nixx.log.op import Op
@@ -43,7 +43,7 @@ _PUSHABLE = (
     "o.seq > ? AND o.local = 0 AND coalesce((SELECT p.hi FROM sync_pulled p WHERE p.lo <= o.seq"
     " ORDER BY p.lo DESC LIMIT 1), 0) < o.seq"
 )
-_OP_COLS = ", ".join("o." + c.strip() for c in _OP_COLUMNS.split(","))
+_OP_COLS = ", ".join("o." + c.strip() for c in OP_COLUMNS.split(","))
 
 
 class BindingJson(TypedDict):
@@ -222,7 +222,7 @@ def pushable(store: LogStore, after: int, limit: int) -> tuple[list[Op], int]:
             top = int(rows[-1][0])  # type: ignore[arg-type]
     finally:
         conn.execute("COMMIT")
-    return [_row_to_op(r) for r in rows], max(top, after)
+    return [row_to_op(r) for r in rows], max(top, after)
 
 
 def unpushed_count(store: LogStore) -> int:
