@@ -38,17 +38,24 @@ STDERR_LOG = "stderr.log"
 class SessionFolder:
     """``<state>/sessions/<session>/``: the files of one session (see the module)."""
 
-    __slots__ = ("path",)
+    __slots__ = ("path", "backend_file", "history_file", "supervisor_log", "stderr_log")
 
     def __init__(self, state_dir: str, session: str) -> None:
-        self.path = os.path.join(state_dir, SESSIONS_DIR, session)
+        self._at(os.path.join(state_dir, SESSIONS_DIR, session))
 
     @classmethod
     def of_file(cls, path: str) -> SessionFolder:
         """The folder holding one of a session's files (a prompt or run file)."""
         folder = cls.__new__(cls)
-        folder.path = os.path.dirname(os.path.abspath(path))
+        folder._at(os.path.dirname(os.path.abspath(path)))
         return folder
+
+    def _at(self, path: str) -> None:
+        self.path = path
+        self.backend_file = os.path.join(path, BACKEND_FILE)
+        self.history_file = os.path.join(path, HISTORY_FILE)
+        self.supervisor_log = os.path.join(path, SUPERVISOR_LOG)
+        self.stderr_log = os.path.join(path, STDERR_LOG)
 
     def __repr__(self) -> str:
         return f"SessionFolder({self.path!r})"
@@ -67,22 +74,6 @@ class SessionFolder:
 
     def run_file(self, run: int) -> str:
         return os.path.join(self.path, f"run-{run}.json")
-
-    @property
-    def backend_file(self) -> str:
-        return os.path.join(self.path, BACKEND_FILE)
-
-    @property
-    def history_file(self) -> str:
-        return os.path.join(self.path, HISTORY_FILE)
-
-    @property
-    def supervisor_log(self) -> str:
-        return os.path.join(self.path, SUPERVISOR_LOG)
-
-    @property
-    def stderr_log(self) -> str:
-        return os.path.join(self.path, STDERR_LOG)
 
 
 def session_of_run_file(run_file: str, state_dir: str) -> str | None:

@@ -158,13 +158,11 @@ def prepare(d: Deliverer, *, session: str, persona: str, thread: str | None,
     """The session's next run: its files written (the built-in runtime's `backend` at its
     start; later runs read the same file), its argv and environment made."""
     folder = SessionFolder(d.workspace.state_dir, session)
-    backend_file = None
-    if runtime.get("builtin"):
-        backend_file = folder.backend_file
-        if backend is not None:
-            write_private(folder.make() and backend_file, backend)
-    number = folder.next_run()
+    number = folder.next_run()  # (the folder is made here)
     prompt_file = folder.prompt_file(number)
+    backend_file = folder.backend_file if runtime.get("builtin") else None
+    if backend_file is not None and backend is not None:
+        write_private(backend_file, backend)
     if isinstance(prompt, str):
         write_private(prompt_file, {"user": prompt})
         text = prompt
