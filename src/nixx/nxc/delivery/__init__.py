@@ -3,23 +3,27 @@
 The chat core (`nixx.nxc`: declarations, the chat reducer, threads, the engine) knows
 only the seam, `hooks.Delivery`, which `Engine` calls after each write. Everything that
 starts, runs, wakes and records agent sessions lives here. A new reader opens
-`dispatch.py` first (what a send or a reply sets in motion), then `launcher.py` (how a
-session is started or woken), then `supervisor.py` (the process that watches a run).
+`dispatch.py` first (what a send or a reply sets in motion), then `launcher.py` (whether
+a session is started or woken), `runs.py` (how one run of it is made and launched), then
+`supervisor.py` (the process that watches a run).
 
     hooks.py            the seam `Engine` calls (`Delivery`, its no-op methods;
                         `NoDelivery`), and the contexts it hands over
     dispatch.py         `LiveDelivery`: who a send or a reply starts, resumes or wakes
     launcher.py         `Deliverer`: start a persona's session for a thread, wake one
-                        with answers, record each outcome
+                        with answers, record each outcome; where the caller stands
+    runs.py             one run of a session: prepared (`Run`: its hop, files, argv from
+                        the persona's runtime, the cleared child environment), launched
+                        under a detached supervisor, resumed (the one resume builder)
+    folders.py          every path of a session (`SessionFolder`) and of a round
     rounds.py           channel rounds: one send to a channel runs its members as a tree
     sessions.py         the session state machine and the wake queue (device-local)
-    chain.py            the policy: may a session start here (hop guard, resume bounds)
-    spawn.py            the mechanism: the cleared environment, the chain read from the
-                        process tree, private files, the detached launch
+    chain.py            the policy: may a session start here (hop guard, resume bounds),
+                        and the NXC_* environment parsed once (`NxcEnv`)
+    spawn.py            which session a process runs in, read from the process tree
     shapes.py           the named shapes of a launch: `Backend`, `RunSpec`, `Launched`
                         (annotations only)
     supervisor.py       `python -m nixx.nxc.delivery.supervisor RUNFILE`: one session's runs
-    runtimes.py         the argv a persona's runtime is started / resumed with
     presets.py          argv presets for agent CLIs (claude-code, codex, gemini)
     builtin_runtime.py  `python -m nixx.nxc.delivery.builtin_runtime`: the runtime `nixx`
     llm_backend.py      the LLM backend of the built-in runtime and of round summaries
