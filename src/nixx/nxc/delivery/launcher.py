@@ -1,8 +1,12 @@
 """The deliverer: start a persona's session for a thread, wake a session with answers.
 
 Used by `LiveDelivery` (in the process that sent or replied) and by the supervisor (in
-the process that watched a runtime end). Every outcome is recorded in the log
-(`outcomes`); process state goes to the device-local store (`sessions`).
+the process that watched a runtime end). The `Deliverer` decides: where the caller
+stands (`current_session`), whether a session may start (`chain`), whether answers
+resume a session or wait in its queue (`sessions`), which backend the built-in runtime
+inherits. Each run it starts or resumes is made and launched by `runs`. Every outcome
+is recorded in the log (`outcomes`); process state goes to the device-local store
+(`sessions`).
 """
 
 from __future__ import annotations
@@ -31,8 +35,7 @@ class Deliverer:
         self.store = store
         self.decls = decls
         self.origin = origin
-        self.env = env
-        self.nxc_env = NxcEnv.parse(env)  # what delivery reads of it, parsed once
+        self.nxc_env = NxcEnv.parse(env)  # all delivery reads of the environment
         self._local = local
         self._current: SessionRecord | None = None
         self._current_known = False  # current_session() is looked up once

@@ -108,7 +108,7 @@ class Run:
         self.number = number  # the session's n-th run: prompt-<n>.json, run-<n>.json
         self.folder = folder
         self.argv = argv
-        self.env = env  # the cleared child environment (`chain.child_env`)
+        self.env = env  # the cleared child environment (`child_env`)
         self.cwd = cwd
         self.format = format  # the runtime's transcript format (`stream_formats`)
         self.db = db
