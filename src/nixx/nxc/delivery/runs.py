@@ -298,7 +298,6 @@ def find_executable(argv0: str, path: str | None, cwd: str) -> str | None:
 def launch_supervisor(run_file: str, env: dict[str, str], cwd: str, log_path: str) -> int:
     """Start the detached supervisor; returns its pid. OSError if it cannot start."""
     import subprocess
-    import sys
 
     with open(log_path, "ab") as log:
         proc = subprocess.Popen(
