@@ -194,7 +194,8 @@ class LocalStore:
         """`with local.transaction() as conn:` — `BEGIN IMMEDIATE` … `COMMIT` (rolled back
         on any exception; `nixx.sqlite_tx`). Yields the apsw connection: `conn.changes()` /
         `conn.last_insert_rowid()` say what a write did."""
-        return immediate(self.conn, error=_error_for(self.path))
+        error = _error_for(self.path)
+        return immediate(self.conn, error=error)
 
     def close(self) -> None:
         """Close (truncating an oversized WAL first: `nixx.log.connection.close`)."""
