@@ -22,13 +22,14 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import AsyncIterator
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Response
 from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 
 from nixx.errors import NixxError, ValidationError
+from nixx.memory.episodic import Sender
 from nixx.memory.turn import (
     RESULT_PREVIEW,
     ClientToolCalls,
@@ -38,7 +39,7 @@ from nixx.memory.turn import (
     ToolRun,
     TurnInfo,
 )
-from nixx.server.deps import AgentDep, OriginDep, ServiceDep
+from nixx.server.deps import ServiceDep, sender_of
 from nixx.server.errors import nixx_error_body
 from nixx.server.shapes import turn_headers, turn_memory
 
@@ -174,8 +175,7 @@ async def _stream(
 async def chat_completions(
     body: ChatCompletionRequest,
     service: ServiceDep,
-    origin: OriginDep,
-    agent: AgentDep,
+    sender: Annotated[Sender, sender_of("api")],
     response: Response,
 ) -> Any:
     """One turn with memory: recall, intent, tools, and the buffer written once."""
@@ -183,7 +183,7 @@ async def chat_completions(
     data = body.model_dump(exclude_unset=True)
     data["messages"] = [m.model_dump(exclude_unset=True) for m in body.messages]
     info: TurnInfo = {}
-    events = service.turn(data, origin, info, agent=agent)
+    events = service.turn(data, sender, info)
     if body.stream:
         # The first event is awaited here, so a backend that fails before answering
         # anything gets a plain HTTP error (503/502) instead of a broken stream.
