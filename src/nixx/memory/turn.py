@@ -268,15 +268,19 @@ def _tool_name(tool: Any) -> str:
 
 def _add_usage(total: dict[str, int], usage: dict[str, Any] | None) -> None:
     """Add one round's token counts to the turn's; ``cached_tokens`` is the backend's
-    ``prompt_tokens_details.cached_tokens`` (the prompt's tokens its cache held)."""
+    ``prompt_tokens_details.cached_tokens`` (the prompt's tokens its cache held),
+    ``reasoning_tokens`` its ``completion_tokens_details.reasoning_tokens`` (the output's
+    tokens of thinking)."""
     for key in ("prompt_tokens", "completion_tokens", "total_tokens"):
         value = (usage or {}).get(key)
         if isinstance(value, int):
             total[key] = total.get(key, 0) + value
-    details = (usage or {}).get("prompt_tokens_details")
-    cached = details.get("cached_tokens") if isinstance(details, dict) else None
-    if isinstance(cached, int):
-        total["cached_tokens"] = total.get("cached_tokens", 0) + cached
+    for part, key in (("prompt_tokens_details", "cached_tokens"),
+                      ("completion_tokens_details", "reasoning_tokens")):
+        details = (usage or {}).get(part)
+        value = details.get(key) if isinstance(details, dict) else None
+        if isinstance(value, int):
+            total[key] = total.get(key, 0) + value
 
 
 def _estimated_usage(convo: list[dict[str, Any]], offer: _Offer, content: str) -> dict[str, int]:

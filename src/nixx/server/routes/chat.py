@@ -228,7 +228,8 @@ async def chat_completions(
 
 def _usage(counted: dict[str, int]) -> dict[str, Any]:
     """The token counts: the backend's (what it left out completed from the rest where
-    that is arithmetic, else 0; ``prompt_tokens_details.cached_tokens`` when it said),
+    that is arithmetic, else 0; ``prompt_tokens_details.cached_tokens`` and
+    ``completion_tokens_details.reasoning_tokens`` when it said),
     else nixx's estimate, marked ``estimated: true``."""
     usage: dict[str, Any] = {"prompt_tokens": counted.get("prompt_tokens", 0),
                              "completion_tokens": counted.get("completion_tokens", 0)}
@@ -236,6 +237,8 @@ def _usage(counted: dict[str, int]) -> dict[str, Any]:
         "total_tokens", usage["prompt_tokens"] + usage["completion_tokens"])
     if "cached_tokens" in counted:
         usage["prompt_tokens_details"] = {"cached_tokens": counted["cached_tokens"]}
+    if "reasoning_tokens" in counted:
+        usage["completion_tokens_details"] = {"reasoning_tokens": counted["reasoning_tokens"]}
     if counted.get("estimated"):
         usage["estimated"] = True
     return usage
