@@ -133,7 +133,7 @@ def test_malformed_json_body_and_bad_origin(nixx: Nixx) -> None:
     )
     assert r.status_code == 400
     assert "JSON" in assert_envelope(r.json())["message"]
-    r = nixx.chat("hi", headers={"X-Nixx-Origin": "emacs"})
+    r = nixx.chat("hi", headers={"X-Nixx-Origin": "emacs; rm -rf"})
     assert r.status_code == 400
     assert assert_envelope(r.json())["param"] == "X-Nixx-Origin"
 

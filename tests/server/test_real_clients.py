@@ -104,9 +104,9 @@ def backend_tool_lists(llm: FakeLLM) -> list[list[str]]:
             if r.get("tools")]
 
 
-def search(live: LiveServer, query: str) -> list[dict[str, Any]]:
-    answer = httpx.post(live.base_url + "/v1/episodic/search", json={"query": query},
-                        timeout=30)
+def search(live: LiveServer, query: str, client: str | None = None) -> list[dict[str, Any]]:
+    body = {"query": query} if client is None else {"query": query, "client": client}
+    answer = httpx.post(live.base_url + "/v1/episodic/search", json=body, timeout=30)
     assert answer.status_code == 200, answer.text
     return answer.json()["results"]  # type: ignore[no-any-return]
 
@@ -160,6 +160,12 @@ def test_codex_exec_runs_a_task_through_the_responses_api(
     asked = search(live, "what does notes.txt say")
     assert any(h.get("role") == "user" and h["content"] == "what does notes.txt say?"
                for h in asked)
+    # Codex is named by its User-Agent: both rows carry it, and search filters on it
+    mine = [*search(live, "launch code pelican", client="codex-cli"),
+            *search(live, "what does notes.txt say", client="codex-cli")]
+    assert {(h["role"], h["meta"].get("client")) for h in mine} >= {
+        ("user", "codex-cli"), ("assistant", "codex-cli")}, proxy.user_agents
+    assert search(live, "launch code pelican", client="claude-code") == []
 
 
 def read_then_answer(notes: Path) -> Any:
@@ -226,6 +232,12 @@ def test_claude_print_mode_runs_a_task_through_the_messages_api(
     asked = search(live, "what does notes.txt say")
     assert ("user", "anthropic", "what does notes.txt say?") in {  # its reminders left out
         (h.get("role"), h.get("origin"), h["content"]) for h in asked}
+    # Claude Code is named by its User-Agent: both rows carry it, and search filters on it
+    mine = [*search(live, "the staging database is heron", client="claude-code"),
+            *search(live, "what does notes.txt say", client="claude-code")]
+    assert {(h["role"], h["meta"].get("client")) for h in mine} >= {
+        ("user", "claude-code"), ("assistant", "claude-code")}, proxy.user_agents
+    assert search(live, "what does notes.txt say heron", client="codex-cli") == []
 
 
 def window_of(tokens: int, then: Any) -> Any:

@@ -50,11 +50,18 @@ def test_chat_shows_the_backends_reasoning(
     message = answer.choices[0].message
     assert message.content == "Paris."
     assert (message.model_extra or {})["reasoning_content"] == THOUGHT
+    # the backend's count of thinking tokens is passed on, inside the output's
+    assert answer.usage is not None and answer.usage.completion_tokens_details is not None
+    assert answer.usage.completion_tokens_details.reasoning_tokens == len(THOUGHT.split())
+    assert answer.usage.completion_tokens == len(THOUGHT.split()) + 1
 
     llm.queue(Reply(content="Paris.", reasoning=THOUGHT))
     chunks = list(oai.chat.completions.create(
-        model="fake-model", stream=True,
+        model="fake-model", stream=True, stream_options={"include_usage": True},
         messages=[{"role": "user", "content": "capital of France?"}]))
+    counted = [c.usage for c in chunks if c.usage is not None]
+    assert len(counted) == 1 and counted[0].completion_tokens_details is not None
+    assert counted[0].completion_tokens_details.reasoning_tokens == len(THOUGHT.split())
     deltas = [c.choices[0].delta for c in chunks if c.choices]
     thought = "".join((d.model_extra or {}).get("reasoning_content", "") for d in deltas)
     assert thought == THOUGHT
@@ -79,6 +86,8 @@ def test_responses_shows_the_backends_reasoning(
     assert thought.type == "reasoning" and thought.summary == []
     assert [(c.type, c.text) for c in thought.content or []] == [("reasoning_text", THOUGHT)]
     assert response.output_text == "Paris."
+    assert response.usage is not None
+    assert response.usage.output_tokens_details.reasoning_tokens == len(THOUGHT.split())
 
     llm.queue(Reply(content="Paris.", reasoning=THOUGHT))
     events = list(oai.responses.create(model="fake-model", input="capital of France?",

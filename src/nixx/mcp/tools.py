@@ -103,11 +103,18 @@ def _memory_tools(server: MCPServer, api: MemoryAPI, path_base: str | None) -> N
         query: Annotated[str, Field(min_length=1, max_length=4000,
                                     description="A question or keywords, in plain words.")],
         limit: Annotated[int, Field(ge=1, le=100, description="At most this many hits per list.")] = 10,
+        client: Annotated[str | None, Field(
+            max_length=40, description="Only turns this client sent: its name (claude-code, "
+            "codex-cli, ...) or an origin (tui, api, anthropic, responses)."
+        )] = None,
     ) -> Json:
         """Search past conversations (the episodic memory: every turn, and the summaries of
         earlier sessions). Returns the server's answer to POST /v1/episodic/search: the hits
         with their buffer ids (open the turns around one with transcript_view)."""
-        found = await api.request("POST", "/v1/episodic/search", json={"query": query, "limit": limit})
+        body: Json = {"query": query, "limit": limit}
+        if client:
+            body["client"] = client
+        found = await api.request("POST", "/v1/episodic/search", json=body)
         hits = sum(len(found.get(k) or []) for k in ("results", "buffer", "summaries"))
         return api.annotate(found, hits=hits)
 

@@ -7,6 +7,8 @@ Runtime switches live in the store's state so they survive a restart:
 
 from __future__ import annotations
 
+import re
+from dataclasses import dataclass
 from typing import Any, TypedDict
 
 from nixx.config import Settings
@@ -19,7 +21,75 @@ RECALL_KEY = "episodic.recall"
 SESSION_CLEAR = "session_clear"
 
 
+CLIENT_NAME = re.compile(r"[a-z0-9][a-z0-9._-]{0,39}")
+CLIENT_NAME_RULE = ("a lower-case name of at most 40 letters, digits, '.', '_' or '-', "
+                    "starting with a letter or digit")
+
+# What a known client sends as its User-Agent's product, and the name its rows get when
+# it does not name itself (the first word of the User-Agent, before any '/').
+KNOWN_AGENTS: dict[str, str] = {
+    "claude-cli": "claude-code",
+    "codex_cli_rs": "codex-cli",
+    "codex_exec": "codex-cli",
+}
+
+
+@dataclass(frozen=True)
+class Sender:
+    """Who sent a turn. `origin` is the buffer's column (one of ORIGINS: the dialect or
+    nixx's own clients); `client` a client's own name (``claude-code``, ``my-script``),
+    `agent` the nxc persona a turn runs for. Both names are kept in the meta of the
+    turn's two rows (`tags`), where search filters on them."""
+
+    origin: str = "api"
+    client: str | None = None
+    agent: str | None = None
+
+    def tags(self) -> dict[str, Any] | None:
+        tags = {k: v for k, v in (("client", self.client), ("agent", self.agent)) if v}
+        return tags or None
+
+    @classmethod
+    def read(
+        cls,
+        origin: str | None,
+        default: str = "api",
+        *,
+        client: str | None = None,
+        agent: str | None = None,
+        user_agent: str | None = None,
+    ) -> Sender:
+        """The sender from a request's headers: `origin` (``X-Nixx-Origin``) is one of
+        ORIGINS or, failing that, a client name (the row keeps the route's `default`
+        origin); `client` (``X-Nixx-Client``) names the client outright; without either,
+        a known `user_agent` names it. Anything else is refused."""
+        name = _client_name(client, "X-Nixx-Client") if client and client.strip() else None
+        said = (origin or "").strip().lower()
+        if said and said not in ORIGINS:
+            if not CLIENT_NAME.fullmatch(said):
+                raise ValidationError(
+                    f"X-Nixx-Origin must be one of {', '.join(ORIGINS)}, or a client's name: "
+                    f"{CLIENT_NAME_RULE} (got {origin!r})",
+                    param="X-Nixx-Origin",
+                )
+            name, said = name or said, ""
+        if name is None and user_agent:
+            name = KNOWN_AGENTS.get(user_agent.strip().split("/", 1)[0].split(" ", 1)[0])
+        return cls(said or default, name, agent)
+
+
+def _client_name(value: str, header: str) -> str:
+    name = value.strip().lower()
+    if not CLIENT_NAME.fullmatch(name):
+        raise ValidationError(f"{header} must be {CLIENT_NAME_RULE} (got {value!r})",
+                              param=header)
+    return name
+
+
 def check_origin(origin: str | None) -> str:
+    """The buffer origin a request names (``X-Nixx-Origin``, default ``api``); a name
+    outside ORIGINS is refused (the routes that write turns take client names too:
+    `Sender.read`)."""
     origin = (origin or "api").strip().lower()
     if origin not in ORIGINS:
         raise ValidationError(
@@ -27,7 +97,6 @@ def check_origin(origin: str | None) -> str:
             param="X-Nixx-Origin",
         )
     return origin
-
 
 
 class EpisodicStatus(TypedDict):

@@ -5,7 +5,7 @@ event loop never waits on them.
 
     service = NixxService(settings, store, embedder, llm, tools)
     ctx = await service.context(query)          # the system prompt of a turn
-    async for event in service.turn(body, origin="api"): ...
+    async for event in service.turn(body): ...
     await service.summarise_now(tags=["db"])
     await service.close()
 
@@ -44,7 +44,7 @@ from nixx.memory import intent as intent_state
 from nixx.memory import search as fused
 from nixx.memory import summaries as summary_job
 from nixx.memory.background import BackgroundJobs
-from nixx.memory.episodic import Episodic, EpisodicStatus
+from nixx.memory.episodic import Episodic, EpisodicStatus, Sender
 from nixx.memory.fence import ForgetFence
 from nixx.memory.forget import ForgetAnswer, Forgetting, Repairs
 from nixx.memory.intent import IntentValue
@@ -294,19 +294,19 @@ class NixxService:
     def turn(
         self,
         body: dict[str, Any],
-        origin: str = "api",
+        sender: Sender | None = None,
         info: TurnInfo | None = None,
         *,
-        agent: str | None = None,
         answer_meta: dict[str, Any] | None = None,
         remembered: Callable[[str], str] | None = None,
     ) -> AsyncIterator[TurnEvent]:
-        """Run one chat turn; yields `nixx.memory.turn` events (see there). `agent`: the nxc
-        persona the turn runs for (recorded on its buffer rows; no nixx tools offered).
-        `answer_meta`: more keys for the answer's row (`StoredResponses` reads ``response``);
-        `remembered`: what of the user's text is stored and recalled against (see there)."""
+        """Run one chat turn; yields `nixx.memory.turn` events (see there). `sender`: who
+        sent it (default origin ``api``; its client and nxc persona are recorded on both
+        rows, and a persona gets no nixx tools). `answer_meta`: more keys for the answer's
+        row (`StoredResponses` reads ``response``); `remembered`: what of the user's text
+        is stored and recalled against (see there)."""
         return run_turn(
-            self._turn_parts, body, origin, info, agent=agent, answer_meta=answer_meta,
+            self._turn_parts, body, sender or Sender(), info, answer_meta=answer_meta,
             remembered=remembered,
         )
 
@@ -441,10 +441,12 @@ class NixxService:
             "buffer_vectors": await self.run(self.row_vectors.status),
         }
 
-    async def search(self, query: str, limit: int) -> SearchAnswer:
+    async def search(self, query: str, limit: int, sent_by: str | None = None) -> SearchAnswer:
         """The fused search (`nixx.memory.search`), plus the two lists the seed's API had:
         full text over the buffer and vectors over summaries. The rankers overlap
-        (`nixx.memory.search.run_rankers`)."""
+        (`nixx.memory.search.run_rankers`). `sent_by`: only rows a client of that name
+        (``meta.client``), or of that origin, wrote — from the whole fused pool, then
+        `limit` of them; summaries, which mix clients, are left out."""
         depth = max(limit, fused.DEFAULT_PARAMS.depth)
 
         def search() -> SearchAnswer:
@@ -467,9 +469,14 @@ class NixxService:
                 results = answers.combine(
                     summaries,
                     store=self.store,
-                    limit=limit,
+                    limit=depth if sent_by else limit,
                     min_cosine=self.recall.row_floor * SEARCH_FLOOR_SHARE,
                     params=self.recall.params,
+                )
+            if sent_by:
+                return SearchAnswer(
+                    [h for h in answers.fts if _sent_by(h.row, sent_by)][:limit], [],
+                    [r for r in results if r.row is not None and _sent_by(r.row, sent_by)][:limit],
                 )
             return SearchAnswer(answers.fts[:limit], summaries[:limit], results)
 
@@ -682,3 +689,7 @@ class SearchAnswer:
 
 
 __all__ = ["NixxService", "open_service"]
+
+
+def _sent_by(row: BufferRow, name: str) -> bool:
+    return (row.meta or {}).get("client") == name or row.origin == name

@@ -53,6 +53,7 @@ from anyio import to_thread
 from nixx.errors import BackendError, ContextLengthExceeded, NixxError
 from nixx.llm.facts import context_from_error, is_overflow
 from nixx.llm.stream import StreamAccumulator
+from nixx.memory.episodic import Sender
 from nixx.memory.history import (
     CHARS_PER_TOKEN,
     estimate_tokens,
@@ -193,20 +194,18 @@ class _Request:
     history: list[dict[str, Any]]
     user_text: str | None  # what is written to the buffer (None: no new user message)
     query: str | None  # what recall searches with
-    agent: str | None  # the nxc persona the turn runs for
-    tagged: dict[str, Any] | None  # ``{"agent": ...}`` on both rows, for an nxc persona
+    sender: Sender  # who sent it: origin, the client's own name, the nxc persona
 
     @classmethod
     def read(
-        cls, body: dict[str, Any], agent: str | None, remembered: Callable[[str], str] | None
+        cls, body: dict[str, Any], sender: Sender, remembered: Callable[[str], str] | None
     ) -> _Request:
         messages = [normalise(m) for m in body["messages"]]
         user_text, query = new_user_text(messages), latest_user_text(messages)
         if remembered is not None:
             user_text, query = _kept(user_text, remembered), _kept(query, remembered)
         leading, history = split_leading_system(messages)
-        return cls(body, messages, leading, history, user_text, query, agent,
-                   {"agent": agent} if agent else None)
+        return cls(body, messages, leading, history, user_text, query, sender)
 
 
 @dataclass(frozen=True)
@@ -269,15 +268,19 @@ def _tool_name(tool: Any) -> str:
 
 def _add_usage(total: dict[str, int], usage: dict[str, Any] | None) -> None:
     """Add one round's token counts to the turn's; ``cached_tokens`` is the backend's
-    ``prompt_tokens_details.cached_tokens`` (the prompt's tokens its cache held)."""
+    ``prompt_tokens_details.cached_tokens`` (the prompt's tokens its cache held),
+    ``reasoning_tokens`` its ``completion_tokens_details.reasoning_tokens`` (the output's
+    tokens of thinking)."""
     for key in ("prompt_tokens", "completion_tokens", "total_tokens"):
         value = (usage or {}).get(key)
         if isinstance(value, int):
             total[key] = total.get(key, 0) + value
-    details = (usage or {}).get("prompt_tokens_details")
-    cached = details.get("cached_tokens") if isinstance(details, dict) else None
-    if isinstance(cached, int):
-        total["cached_tokens"] = total.get("cached_tokens", 0) + cached
+    for part, key in (("prompt_tokens_details", "cached_tokens"),
+                      ("completion_tokens_details", "reasoning_tokens")):
+        details = (usage or {}).get(part)
+        value = details.get(key) if isinstance(details, dict) else None
+        if isinstance(value, int):
+            total[key] = total.get(key, 0) + value
 
 
 def _estimated_usage(convo: list[dict[str, Any]], offer: _Offer, content: str) -> dict[str, int]:
@@ -385,30 +388,30 @@ def _clamp(sent: dict[str, Any], context: _Context, progress: _Progress) -> None
 async def run_turn(
     parts: TurnParts,
     body: dict[str, Any],
-    origin: str,
+    sender: Sender,
     info: TurnInfo | None = None,
     *,
-    agent: str | None = None,
     answer_meta: dict[str, Any] | None = None,
     remembered: Callable[[str], str] | None = None,
 ) -> AsyncIterator[TurnEvent]:
     """Run the turn; `info` (when given) receives ``model`` and ``user_row_id`` as soon
-    as they are known. `agent`: the nxc persona the turn runs for — both buffer rows carry
-    it (``meta.agent``) and nixx's own tools are not offered (the persona's are the
+    as they are known. `sender`: who sent the turn — its origin is the rows' column, its
+    client name and nxc persona are in both rows' meta (``meta.client``,
+    ``meta.agent``), and a persona is offered no nixx tools (the persona's are the
     client's tools, confined to its workspace by nxc). `answer_meta`: more keys for the
     answer's row (a dialect's own record, e.g. the Responses API's ``response``).
     `remembered`: what of the user's text is written to the buffer and recalled against
     (a dialect drops its client's harness text; the backend still gets all of it; text
     it would leave empty is kept whole). The five steps are the module's docstring's."""
     info = info if info is not None else {}
-    request = _Request.read(body, agent, remembered)
+    request = _Request.read(body, sender, remembered)
     _check_fits(request.messages, body, parts.settings.chat_context_length)
     # 1. the user's message written, beside recall's rankers
-    user_row_id, ctx = await _write_and_recall(parts, request, origin, info)
+    user_row_id, ctx = await _write_and_recall(parts, request, sender.origin, info)
     model = await parts.resolve_model(body.get("model"))
     info["model"] = model
     # 2. the prompt's memory placed (the prompt layout), the tools named when offered
-    offer = await _Offer.of(parts, body, agent, model)
+    offer = await _Offer.of(parts, body, sender.agent, model)
     prompt = _Prompt.lay_out(parts, request, ctx, tools=bool(offer.nixx))
     # 3. the history trimmed to the context (again after a refusal that names a smaller one)
     context = _Context(*await parts.context_length(model))
@@ -423,7 +426,7 @@ async def run_turn(
             yield event
     except NixxError as exc:
         progress.failure = exc.message
-        log.warning("turn failed (%s): %s", origin, exc.message)
+        log.warning("turn failed (%s): %s", sender.client or sender.origin, exc.message)
         raise
     except (asyncio.CancelledError, GeneratorExit):
         progress.failure = "the client went away before the answer was complete"
@@ -432,8 +435,8 @@ async def run_turn(
         await rounds.aclose()
         # 5. what was produced stored, even when the stream broke or we were cancelled:
         #    the write runs as its own task, so a cancellation cannot interrupt it
-        meta = _answer_meta(progress, ctx, request.tagged, answer_meta)
-        write = parts.spawn(_record_answer(parts, progress, origin, meta, user_row_id))
+        meta = _answer_meta(progress, ctx, request.sender.tags(), answer_meta)
+        write = parts.spawn(_record_answer(parts, progress, sender.origin, meta, user_row_id))
         await asyncio.shield(write)
     yield Finished(
         finish_reason=progress.finish,
@@ -465,7 +468,7 @@ async def _write_and_recall(
 
     def write_user() -> tuple[int | None, int, str | None]:
         try:
-            row = (episodic.record_user(request.user_text, origin, request.tagged)
+            row = (episodic.record_user(request.user_text, origin, request.sender.tags())
                    if request.user_text is not None else None)
             before = episodic.oldest_in_history(history_count)
             result = (row.id if row else None), before, parts.intent()

@@ -6,8 +6,10 @@ from typing import Annotated
 
 from fastapi import Depends, Header, Request
 
-from nixx.memory.episodic import check_origin
+from nixx.errors import ValidationError
+from nixx.memory.episodic import Sender, check_origin
 from nixx.memory.service import NixxService
+from nixx.store.records import ORIGINS
 
 
 async def get_service(request: Request) -> NixxService:
@@ -22,34 +24,42 @@ async def get_origin(
     return check_origin(x_nixx_origin)
 
 
-def origin_or(default: str) -> object:
-    """The origin dependency of a dialect's route: ``X-Nixx-Origin`` when sent, else
-    `default` (the dialect's own origin, so the buffer tells its clients apart)."""
+def sender_of(default: str) -> object:
+    """The sender dependency of a route that runs turns (`nixx.memory.episodic.Sender`):
+    ``X-Nixx-Origin`` (an origin, or a client's own name), ``X-Nixx-Client``,
+    ``X-Nixx-Agent`` and, when the client names itself by neither, a known
+    ``User-Agent``; the origin is `default` (the route's) unless one is named."""
 
     async def get(
         x_nixx_origin: str | None = Header(
-            default=None, description=f"Which client sent the turn (default {default})."
+            default=None,
+            description=f"Which client sent the turn: an origin ({', '.join(ORIGINS)}; "
+            f"default {default}) or the client's own name (`codex-cli`, `my-script`).",
         ),
-    ) -> str:
-        return check_origin(x_nixx_origin or default)
+        x_nixx_client: str | None = Header(
+            default=None,
+            description="The client's own name, kept in both rows' `meta.client` "
+            "(search filters on it).",
+        ),
+        x_nixx_agent: str | None = Header(
+            default=None,
+            description="The nxc persona a turn runs for (`ab12/reviewer`), sent by nxc's "
+            "built-in runtime: its buffer rows carry it in `meta.agent`, and nixx's own "
+            "tools are not offered (the persona brings its own).",
+        ),
+        user_agent: str | None = Header(default=None, include_in_schema=False),
+    ) -> Sender:
+        return Sender.read(x_nixx_origin, default, client=x_nixx_client,
+                           agent=_agent(x_nixx_agent), user_agent=user_agent)
 
     return Depends(get)
 
 
-async def get_agent(
-    x_nixx_agent: str | None = Header(
-        default=None,
-        description="The nxc persona a turn runs for (`ab12/reviewer`), sent by nxc's built-in "
-        "runtime: its buffer rows carry it in `meta.agent`, and nixx's own tools are not "
-        "offered (the persona brings its own).",
-    ),
-) -> str | None:
-    if x_nixx_agent is None or not x_nixx_agent.strip():
+def _agent(value: str | None) -> str | None:
+    if value is None or not value.strip():
         return None
-    agent = x_nixx_agent.strip()
+    agent = value.strip()
     if len(agent) > 200 or not agent.isprintable():
-        from nixx.errors import ValidationError
-
         raise ValidationError("X-Nixx-Agent must be a printable handle of at most 200 "
                               "characters", param="X-Nixx-Agent")
     return agent
@@ -57,4 +67,3 @@ async def get_agent(
 
 ServiceDep = Annotated[NixxService, Depends(get_service)]
 OriginDep = Annotated[str, Depends(get_origin)]
-AgentDep = Annotated[str | None, Depends(get_agent)]

@@ -141,6 +141,7 @@ class RecordingProxy:
 
         self.upstream = upstream.rstrip("/")
         self.requests: list[tuple[str, str, Any]] = []
+        self.user_agents: list[str] = []  # each request's User-Agent, in order
         proxy = self
 
         class Handler(http.server.BaseHTTPRequestHandler):
@@ -155,6 +156,7 @@ class RecordingProxy:
                 except ValueError:
                     body = raw.decode(errors="replace")
                 proxy.requests.append((self.command, self.path, body))
+                proxy.user_agents.append(self.headers.get("user-agent") or "")
                 headers = {k: v for k, v in self.headers.items()
                            if k.lower() not in RecordingProxy._HOP}
                 headers["accept-encoding"] = "identity"  # the bytes pass as they come

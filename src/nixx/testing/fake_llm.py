@@ -458,12 +458,17 @@ class _Handler(BaseHTTPRequestHandler):
         prompt_tokens = sum(
             len(_text_of(m.get("content")).split()) for m in body.get("messages", [])
         )
-        completion_tokens = len((reply.content or "").split())
+        # the thinking counts as output, and apart (``completion_tokens_details``), as
+        # OpenAI and vLLM report it
+        reasoning_tokens = len((reply.reasoning or "").split())
+        completion_tokens = len((reply.content or "").split()) + reasoning_tokens
         usage: dict[str, Any] = {
             "prompt_tokens": prompt_tokens,
             "completion_tokens": completion_tokens,
             "total_tokens": prompt_tokens + completion_tokens,
         }
+        if reasoning_tokens:
+            usage["completion_tokens_details"] = {"reasoning_tokens": reasoning_tokens}
         if reply.cached_tokens is not None:
             usage["prompt_tokens_details"] = {"cached_tokens": reply.cached_tokens}
         if body.get("stream"):

@@ -309,13 +309,14 @@ def stored_response(
 
 def usage(counted: dict[str, int]) -> dict[str, Any]:
     """The Responses usage of the turn's counts: the backend's (``cached_tokens`` its
-    cache held), else nixx's estimate, marked ``estimated: true``."""
+    cache held, ``reasoning_tokens`` of thinking when it said), else nixx's estimate,
+    marked ``estimated: true``."""
     prompt, completion = counted.get("prompt_tokens", 0), counted.get("completion_tokens", 0)
     out: dict[str, Any] = {
         "input_tokens": prompt,
         "input_tokens_details": {"cached_tokens": counted.get("cached_tokens", 0)},
         "output_tokens": completion,
-        "output_tokens_details": {"reasoning_tokens": 0},
+        "output_tokens_details": {"reasoning_tokens": counted.get("reasoning_tokens", 0)},
         "total_tokens": counted.get("total_tokens", prompt + completion),
     }
     if counted.get("estimated"):

@@ -22,13 +22,14 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import AsyncIterator
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Response
 from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 
 from nixx.errors import NixxError, ValidationError
+from nixx.memory.episodic import Sender
 from nixx.memory.turn import (
     RESULT_PREVIEW,
     ClientToolCalls,
@@ -38,7 +39,7 @@ from nixx.memory.turn import (
     ToolRun,
     TurnInfo,
 )
-from nixx.server.deps import AgentDep, OriginDep, ServiceDep
+from nixx.server.deps import ServiceDep, sender_of
 from nixx.server.errors import nixx_error_body
 from nixx.server.shapes import turn_headers, turn_memory
 
@@ -174,8 +175,7 @@ async def _stream(
 async def chat_completions(
     body: ChatCompletionRequest,
     service: ServiceDep,
-    origin: OriginDep,
-    agent: AgentDep,
+    sender: Annotated[Sender, sender_of("api")],
     response: Response,
 ) -> Any:
     """One turn with memory: recall, intent, tools, and the buffer written once."""
@@ -183,7 +183,7 @@ async def chat_completions(
     data = body.model_dump(exclude_unset=True)
     data["messages"] = [m.model_dump(exclude_unset=True) for m in body.messages]
     info: TurnInfo = {}
-    events = service.turn(data, origin, info, agent=agent)
+    events = service.turn(data, sender, info)
     if body.stream:
         # The first event is awaited here, so a backend that fails before answering
         # anything gets a plain HTTP error (503/502) instead of a broken stream.
@@ -228,7 +228,8 @@ async def chat_completions(
 
 def _usage(counted: dict[str, int]) -> dict[str, Any]:
     """The token counts: the backend's (what it left out completed from the rest where
-    that is arithmetic, else 0; ``prompt_tokens_details.cached_tokens`` when it said),
+    that is arithmetic, else 0; ``prompt_tokens_details.cached_tokens`` and
+    ``completion_tokens_details.reasoning_tokens`` when it said),
     else nixx's estimate, marked ``estimated: true``."""
     usage: dict[str, Any] = {"prompt_tokens": counted.get("prompt_tokens", 0),
                              "completion_tokens": counted.get("completion_tokens", 0)}
@@ -236,6 +237,8 @@ def _usage(counted: dict[str, int]) -> dict[str, Any]:
         "total_tokens", usage["prompt_tokens"] + usage["completion_tokens"])
     if "cached_tokens" in counted:
         usage["prompt_tokens_details"] = {"cached_tokens": counted["cached_tokens"]}
+    if "reasoning_tokens" in counted:
+        usage["completion_tokens_details"] = {"reasoning_tokens": counted["reasoning_tokens"]}
     if counted.get("estimated"):
         usage["estimated"] = True
     return usage

@@ -8,6 +8,7 @@ from fastapi import APIRouter, Path, Query
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt
 
 from nixx.errors import ValidationError
+from nixx.memory.episodic import CLIENT_NAME
 from nixx.server import shapes
 from nixx.server.deps import ServiceDep
 from nixx.server.edge import MAX_ID
@@ -45,6 +46,13 @@ class SearchRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
     query: str = Field(min_length=1, max_length=4000)
     limit: StrictInt = Field(default=10, ge=1, le=SEARCH_MAX_LIMIT)
+    client: str | None = Field(
+        default=None,
+        pattern=f"^{CLIENT_NAME.pattern}$",
+        description="Only rows this client wrote: its own name (`meta.client`: "
+        "`claude-code`, `codex-cli`, what `X-Nixx-Client` said) or an origin "
+        "(`tui`, `anthropic`, ...). Summaries are left out.",
+    )
 
 
 @router.get("/v1/episodic/status")
@@ -74,7 +82,7 @@ async def search(body: SearchRequest, service: ServiceDep) -> dict[str, Any]:
     before, full text over the buffer (`buffer`) and vectors over summaries (`summaries`)."""
     if not body.query.strip():
         raise ValidationError("query must contain some text", param="query")
-    answer = await service.search(body.query, body.limit)
+    answer = await service.search(body.query, body.limit, body.client)
     return {
         "query": body.query,
         "results": [shapes.result(r) for r in answer.results],

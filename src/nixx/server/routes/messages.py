@@ -15,8 +15,9 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Response
 from fastapi.responses import StreamingResponse
 
+from nixx.memory.episodic import Sender
 from nixx.memory.turn import Finished, TurnInfo
-from nixx.server.deps import AgentDep, ServiceDep, origin_or
+from nixx.server.deps import ServiceDep, sender_of
 from nixx.server.dialects import anthropic
 from nixx.server.dialects.system import remembered
 from nixx.server.shapes import turn_headers, turn_memory
@@ -38,14 +39,13 @@ ORIGIN = "anthropic"
 async def create_message(
     body: anthropic.MessagesRequest,
     service: ServiceDep,
-    origin: Annotated[str, origin_or(ORIGIN)],
-    agent: AgentDep,
+    sender: Annotated[Sender, sender_of(ORIGIN)],
     response: Response,
 ) -> Any:
     """One turn with memory, in Anthropic's Messages shapes."""
     chat = anthropic.chat_request(body)
     info: TurnInfo = {}
-    events = service.turn(chat, origin, info, agent=agent, remembered=remembered)
+    events = service.turn(chat, sender, info, remembered=remembered)
     if body.stream:
         try:
             first = await events.__anext__()

@@ -19,9 +19,10 @@ from fastapi import APIRouter, Query, Request
 from fastapi import Response as HTTPResponse
 from fastapi.responses import StreamingResponse
 
+from nixx.memory.episodic import Sender
 from nixx.memory.responses import Chain, bounded_input
 from nixx.memory.turn import Finished, TurnInfo
-from nixx.server.deps import AgentDep, ServiceDep, origin_or
+from nixx.server.deps import ServiceDep, sender_of
 from nixx.server.dialects.responses import (
     Response,
     ResponsesRequest,
@@ -51,8 +52,7 @@ ORIGIN = "responses"
 async def create_response(
     body: ResponsesRequest,
     service: ServiceDep,
-    origin: Annotated[str, origin_or(ORIGIN)],
-    agent: AgentDep,
+    sender: Annotated[Sender, sender_of(ORIGIN)],
     reply: HTTPResponse,
     request: Request,
 ) -> Any:
@@ -76,7 +76,7 @@ async def create_response(
             record["left_out"] = left_out
         answer_meta = {"response": record}
     info: TurnInfo = {}
-    events = service.turn(chat, origin, info, agent=agent, answer_meta=answer_meta,
+    events = service.turn(chat, sender, info, answer_meta=answer_meta,
                           remembered=remembered)
 
     async def on_done(done: Finished) -> dict[str, Any]:
