@@ -11,6 +11,8 @@ from typing import Any
 import anthropic
 import openai
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from nixx.testing.fake_llm import FakeLLM, Reply
 from nixx.testing.live_server import LiveServer
@@ -152,35 +154,72 @@ def test_messages_shows_the_backends_reasoning_as_thinking(
     assert all(THOUGHT not in json.dumps(r.meta) for r in answers)
 
 
-def _stopped_on(stop: Any) -> str:
-    """vLLM's last chunk: which stop string (or token id) ended the answer."""
-    return json.dumps({"id": "chatcmpl-fake", "object": "chat.completion.chunk", "created": 0,
-                       "model": "fake-model", "choices": [{"index": 0, "delta": {},
-                       "finish_reason": "stop", "stop_reason": stop}]})
-
-
-def test_messages_stop_sequence_when_the_backend_says_which(
-    claude: anthropic.Anthropic, llm: FakeLLM
+def test_messages_stop_sequence_on_any_backend(
+    claude: anthropic.Anthropic, oai: openai.OpenAI, llm: FakeLLM, live: LiveServer
 ) -> None:
+    """nixx finds the stop strings itself (the backend is sent none: only vLLM would say
+    which one it stopped on), so ``stop_sequence`` is right on every backend, the answer
+    ends before it, and what is stored is what the client was shown."""
     question: Any = [{"role": "user", "content": "count"}]
-    llm.queue(Reply(content="1, 2, 3", raw_chunks=[_stopped_on("END")]))
+    llm.queue(Reply(content="1, 2, 3 END 4, 5 STOP 6"))
     message = claude.messages.create(model="fake-model", max_tokens=64, messages=question,
-                                     stop_sequences=["END", "STOP"])
-    assert llm.chat_requests[-1]["stop"] == ["END", "STOP"]
+                                     stop_sequences=["STOP", "END"])
+    assert "stop" not in llm.chat_requests[-1]
     assert (message.stop_reason, message.stop_sequence) == ("stop_sequence", "END")
+    assert message.content[0].text == "1, 2, 3 "  # type: ignore[union-attr]
 
-    llm.queue(Reply(content="1, 2, 3", raw_chunks=[_stopped_on("STOP")]))
+    # streamed, the stop string split over the backend's chunks
+    llm.queue(Reply(content="one two thr ee STOP four"))
     with claude.messages.stream(model="fake-model", max_tokens=64, messages=question,
-                                stop_sequences=["END", "STOP"]) as stream:
+                                stop_sequences=["three", "ee ST"]) as stream:
+        shown = "".join(stream.text_stream)
         final = stream.get_final_message()
-    assert (final.stop_reason, final.stop_sequence) == ("stop_sequence", "STOP")
+    assert (final.stop_reason, final.stop_sequence) == ("stop_sequence", "ee ST")
+    assert shown == "one two thr "
 
-    # not said (llama.cpp, Ollama), a token id, or a string not asked for: end_turn
-    for stop in (None, 2, "other"):
-        llm.queue(Reply(content="1, 2, 3", raw_chunks=[_stopped_on(stop)]))
-        message = claude.messages.create(model="fake-model", max_tokens=64, messages=question,
-                                         stop_sequences=["END"])
-        assert (message.stop_reason, message.stop_sequence) == ("end_turn", None)
+    # no stop string in the answer: end_turn, and the tail held back is sent
+    llm.queue(Reply(content="1, 2, 3 EN"))
+    with claude.messages.stream(model="fake-model", max_tokens=64, messages=question,
+                                stop_sequences=["END"]) as stream:
+        shown = "".join(stream.text_stream)
+        final = stream.get_final_message()
+    assert (final.stop_reason, final.stop_sequence, shown) == ("end_turn", None, "1, 2, 3 EN")
+
+    # the chat route too: cut at the stop, finish_reason stop
+    llm.queue(Reply(content="alpha beta ### gamma"))
+    answer = oai.chat.completions.create(model="fake-model", stop=["###"],
+                                         messages=[{"role": "user", "content": "greek"}])
+    assert answer.choices[0].message.content == "alpha beta "
+    assert answer.choices[0].finish_reason == "stop"
+    stored = [r.content for r in rows(live) if r.role == "assistant"]
+    assert stored == ["1, 2, 3 ", "one two thr ", "1, 2, 3 EN", "alpha beta "]
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=st.text(alphabet="abc ", max_size=40),
+       cuts=st.lists(st.integers(min_value=0, max_value=40), max_size=8),
+       stops=st.lists(st.text(alphabet="abc", min_size=1, max_size=4), max_size=3))
+def test_stop_watch_cuts_at_the_first_stop_however_the_text_is_split(
+    text: str, cuts: list[int], stops: list[str]
+) -> None:
+    from nixx.llm.stream import StopWatch
+
+    bounds = sorted({0, len(text), *(min(c, len(text)) for c in cuts)})
+    pieces = [text[a:b] for a, b in zip(bounds, bounds[1:], strict=False)]
+    watch = StopWatch(stops)
+    shown = ""
+    for piece in pieces:
+        shown += watch.feed(piece)
+        if watch.matched:
+            break
+    else:
+        shown += watch.flush()
+    found = [(text.find(s) + len(s), text.find(s), s) for s in stops if s in text]
+    if found:
+        _, at, first = min(found)
+        assert (shown, watch.matched) == (text[:at], first)
+    else:
+        assert (shown, watch.matched) == (text, None)
 
 
 def test_accumulator_reads_either_reasoning_field_once() -> None:

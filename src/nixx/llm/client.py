@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from typing import TYPE_CHECKING, Any, NotRequired, TypedDict, cast
 
 import httpx
@@ -383,7 +383,7 @@ class ChatClient(_Errors):
         return check_completion(
             await self._request("POST", "/chat/completions", {**body, "stream": False}))
 
-    async def stream(self, body: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
+    async def stream(self, body: dict[str, Any]) -> AsyncGenerator[dict[str, Any], None]:
         """Stream a chat completion: yields each parsed SSE chunk (dicts) in order."""
         request = self._http.build_request(
             "POST", "/chat/completions", json={**body, "stream": True}

@@ -10,9 +10,11 @@ OpenRouter name it ``delta.reasoning``. Either is read (``reasoning_content`` wh
 carries both, so text sent twice is taken once); a value that is not a string is
 ignored, as is any other field nixx does not read.
 
-vLLM says which stop string ended the answer (``choices[].stop_reason``: the string, a
-stop token's id, or null at the end of the text); `stop_string` keeps it when it is a
-string. llama.cpp, llama-cpp-python and Ollama do not say it on the OpenAI route.
+A request's stop strings are nixx's to find (`StopWatch`), not the backend's: only vLLM
+says which one ended an answer (llama.cpp, llama-cpp-python and Ollama do not on the
+OpenAI route), and Anthropic's clients are owed ``stop_sequence``. The backend is sent no
+``stop``; the watch holds back a tail as long as the longest stop string but one, cuts
+the text at the first match, and the turn then closes the backend's stream.
 
 `check_chunk` and `check_completion` are the one validation of what a backend sends:
 `ChatClient` runs every streamed chunk and every completion through them, so nothing
@@ -54,7 +56,6 @@ class StreamAccumulator:
     finish_reason: str | None = None
     usage: dict[str, Any] | None = None
     model: str | None = None
-    stop_string: str | None = None  # the stop string that ended it, when the backend said
 
     def add(self, chunk: dict[str, Any]) -> str:
         """Fold one chunk in; return the content text it carried ('' if none)."""
@@ -87,8 +88,6 @@ class StreamAccumulator:
                     acc.name += str(fn["name"]) if not acc.name else ""
                 if fn.get("arguments"):
                     acc.arguments += str(fn["arguments"])
-            if isinstance(choice.get("stop_reason"), str):
-                self.stop_string = choice["stop_reason"]
             if choice.get("finish_reason"):
                 self.finish_reason = str(choice["finish_reason"])
         return text
@@ -111,6 +110,41 @@ class StreamAccumulator:
                 acc.id = f"call_{index}"
             calls.append(acc.to_message())
         return calls
+
+
+class StopWatch:
+    """Finds the request's stop strings in a streamed answer: `feed` each piece of text
+    and send on what it returns (the text before any match, less a tail that could still
+    begin one); `matched` is the stop string found (the one whose end comes first, as a
+    server reading token by token would stop); `flush`
+    gives the tail held back when the stream ended without one."""
+
+    def __init__(self, stop: Any) -> None:
+        given = [stop] if isinstance(stop, str) else stop if isinstance(stop, list) else []
+        self.stops = [s for s in given if isinstance(s, str) and s]
+        self.matched: str | None = None
+        self._keep = max((len(s) for s in self.stops), default=1) - 1
+        self._held = ""
+
+    def feed(self, text: str) -> str:
+        if not self.stops:
+            return text
+        if self.matched is not None:
+            return ""
+        buf = self._held + text
+        # the stop string completed first, as a server reading token by token stops
+        found = [(buf.find(s) + len(s), buf.find(s), s) for s in self.stops if s in buf]
+        if found:
+            _, at, self.matched = min(found)
+            self._held = ""
+            return buf[:at]
+        cut = max(len(buf) - self._keep, 0)
+        self._held = buf[cut:]
+        return buf[:cut]
+
+    def flush(self) -> str:
+        held, self._held = self._held, ""
+        return held
 
 
 def _shape_error(what: str, where: str, value: Any, *, streamed: bool) -> BackendError:

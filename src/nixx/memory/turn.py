@@ -52,7 +52,7 @@ from anyio import to_thread
 
 from nixx.errors import BackendError, ContextLengthExceeded, NixxError
 from nixx.llm.facts import context_from_error, is_overflow
-from nixx.llm.stream import StreamAccumulator
+from nixx.llm.stream import StopWatch, StreamAccumulator
 from nixx.memory.episodic import Sender
 from nixx.memory.history import (
     CHARS_PER_TOKEN,
@@ -133,8 +133,7 @@ class Finished:
     assistant_row_id: int | None = None
     trimmed: int = 0
     reasoning: str = ""  # the backend's reasoning text, every round's (not stored)
-    # the request's stop string that ended the answer, when the backend said which
-    # (vLLM's ``stop_reason``; `nixx.llm.stream`)
+    # the request's stop string that ended the answer (`nixx.llm.stream.StopWatch`)
     stop_sequence: str | None = None
 
 
@@ -182,6 +181,15 @@ class _Progress:
     @property
     def content(self) -> str:
         return "".join(self.parts)
+
+    def said(self, text: str, separate: bool) -> list[str]:
+        """Record `text` of the answer; the pieces to send (a round's text after an
+        earlier round's is set apart by a blank line)."""
+        if not text:
+            return []
+        pieces = ["\n\n", text] if separate else [text]
+        self.parts.extend(pieces)
+        return pieces
 
 
 @dataclass(frozen=True)
@@ -577,6 +585,7 @@ def _round_request(
 ) -> dict[str, Any]:
     """What one round sends the backend."""
     out = {**offer.passthrough, "model": model, "messages": convo}
+    out.pop("stop", None)  # nixx finds the stop strings itself (`nixx.llm.stream.StopWatch`)
     # usage arrives in streams only when asked for (OpenAI; llama.cpp, Ollama and vLLM
     # accept the option too); clients' gauges and `usage` need it
     out["stream_options"] = {**(request.body.get("stream_options") or {}), "include_usage": True}
@@ -606,24 +615,26 @@ async def _call_backend(
         while round_no <= max_rounds:
             last_round = round_no == max_rounds
             offered = offer.client + ([] if last_round else list(offer.nixx))
-            acc = StreamAccumulator()
+            acc, watch = StreamAccumulator(), StopWatch(request.body.get("stop"))
             separate = bool(progress.parts)
             sent = _round_request(request, offer, model, convo, offered, round_no)
             _clamp(sent, context, progress)
+            chunks = parts.llm.stream(sent)
             try:
-                async for chunk in parts.llm.stream(sent):
-                    text = acc.add(chunk)
+                async for chunk in chunks:
+                    text = watch.feed(acc.add(chunk))
                     thought = acc.take_reasoning()
                     if thought:
                         progress.reasoning.append(thought)
                         yield Reasoning(thought)
-                    if text:
-                        if separate:
-                            progress.parts.append("\n\n")
-                            yield Delta("\n\n")
-                            separate = False
-                        progress.parts.append(text)
-                        yield Delta(text)
+                    for piece in progress.said(text, separate):
+                        separate = False
+                        yield Delta(piece)
+                    if watch.matched:
+                        break  # a stop string: the backend's stream is closed below
+                else:
+                    for piece in progress.said(watch.flush(), separate):
+                        yield Delta(piece)
             except BackendError as exc:
                 if round_no > 0 or progress.parts or acc.parts or acc.reasoning:
                     raise
@@ -636,13 +647,15 @@ async def _call_backend(
                 context.length, context.source = named, "the backend's refusal"
                 convo = prompt.fit(context.length, _schema_tokens(offered))
                 continue
+            finally:
+                await chunks.aclose()
             round_no += 1
             progress.model = acc.model or progress.model
             _add_usage(progress.usage, acc.usage)
             calls = acc.tool_calls()
             if not calls:
-                progress.finish = acc.finish_reason or "stop"
-                progress.stop_sequence = _stop_of(acc, request.body)
+                progress.finish = "stop" if watch.matched else acc.finish_reason or "stop"
+                progress.stop_sequence = watch.matched
                 if round_no == 1:
                     # what the backend's cache should hold for the next turn (`nixx.llm.slot`)
                     parts.llm.keep_prefix(sent, acc.content,
@@ -671,15 +684,6 @@ async def _call_backend(
             "nothing was stored as the answer — send the message again",
             code="empty_answer",
         )
-
-
-def _stop_of(acc: StreamAccumulator, body: dict[str, Any]) -> str | None:
-    """The request's stop string the backend said it stopped on (never guessed)."""
-    stop = body.get("stop")
-    asked = [stop] if isinstance(stop, str) else stop if isinstance(stop, list) else []
-    if acc.finish_reason == "stop" and acc.stop_string in asked:
-        return acc.stop_string
-    return None
 
 
 async def _run_tool(

@@ -34,8 +34,8 @@ deltas, and a ``tool_use`` block's input as one ``input_json_delta`` — ``messa
 with the stop reason and usage, ``message_stop``; a turn failing after the stream began
 ends with an ``error`` event in Anthropic's error shape). ``stop_reason``: ``tool_use``
 when the client's tools were called, ``max_tokens`` at the token limit,
-``stop_sequence`` when the backend said which stop string ended it (`_stop`), else
-``end_turn``.
+``stop_sequence`` when one of ``stop_sequences`` ended it (nixx finds them in the text
+itself, on every backend: `nixx.llm.stream.StopWatch`), else ``end_turn``.
 
 A reasoning backend's thinking (`Reasoning` events) is a ``thinking`` block before the
 text it preceded (streamed as ``thinking_delta``s) when the request asked for thinking
@@ -65,10 +65,8 @@ STOP_REASONS = {"tool_calls": "tool_use", "length": "max_tokens"}
 
 
 def _stop(done: Finished) -> dict[str, Any]:
-    """``stop_reason`` and ``stop_sequence``: ``stop_sequence`` only when the backend said
-    which of ``stop_sequences`` it stopped on (vLLM does; llama.cpp and Ollama do not, and
-    their stops read ``end_turn``) — a guess from the text could not tell a stop string
-    from the model's own end."""
+    """``stop_reason`` and ``stop_sequence``: the stop string the turn found in the answer
+    (the backend is sent none, so it cannot end the answer on one unseen)."""
     if done.stop_sequence is not None:
         return {"stop_reason": "stop_sequence", "stop_sequence": done.stop_sequence}
     return {"stop_reason": STOP_REASONS.get(done.finish_reason, "end_turn"),
