@@ -240,3 +240,57 @@ def test_forwarded_addresses_do_not_escape_the_sign_in_throttle(tmp_path: Path) 
         stop(proc)
     assert codes[:MAX_FAILURES] == [401] * MAX_FAILURES
     assert set(codes[MAX_FAILURES:]) == {429}, codes
+
+
+def test_a_guesser_behind_a_proxy_is_throttled_and_the_owner_signs_in_by_a_link(
+    tmp_path: Path,
+) -> None:
+    """Behind a configured proxy the forwarded addresses are believed: twelve wrong keys
+    from twelve addresses pass every per-address limit, and the limit over all addresses
+    answers 429 before the twelfth — the owner's right key waits too. The owner's way back
+    is `nixx web link` on this machine: a one-time link that signs the browser in
+    whatever the throttle says, once."""
+    from nixx.web.security import MAX_FAILURES, MAX_FAILURES_ALL
+
+    assert MAX_FAILURES_ALL < 12
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("NIXX_")}
+    env.update(NIXX_HOME=str(tmp_path), NIXX_API_KEY="k" * 32, NIXX_PORT=str(port),
+               NIXX_FORWARDED_ALLOW_IPS="127.0.0.1",
+               NIXX_CHAT_BASE_URL="http://127.0.0.1:9/v1")
+    proc = start(env, port)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        codes = [httpx.post(base + "/ui/login", data={"key": "wrong"},
+                            headers={"X-Forwarded-For": f"203.0.113.{i}"}).status_code
+                 for i in range(12)]
+        owner = httpx.post(base + "/ui/login", data={"key": "k" * 32},
+                           headers={"X-Forwarded-For": "198.51.100.7"})
+        nixx = str(Path(sys.executable).with_name("nixx"))
+        made = subprocess.run([nixx, "web", "link", "--json"], env=env, capture_output=True,
+                              text=True, timeout=60)
+        assert made.returncode == 0, made.stderr
+        link = json.loads(made.stdout)
+        shown = subprocess.run([nixx, "web", "link"], env=env, capture_output=True,
+                               text=True, timeout=60)
+        wrong_key = subprocess.run([nixx, "web", "link"], env={**env, "NIXX_API_KEY": "x" * 32},
+                                   capture_output=True, text=True, timeout=60)
+        with httpx.Client(base_url=base) as browser:
+            signed_in = browser.get(link["url"].removeprefix(base))
+            page = browser.get("/ui")
+        again = httpx.get(link["url"])
+    finally:
+        stop(proc)
+    assert MAX_FAILURES < MAX_FAILURES_ALL  # no one address reached its own limit
+    assert codes[:MAX_FAILURES_ALL] == [401] * MAX_FAILURES_ALL
+    assert set(codes[MAX_FAILURES_ALL:]) == {429}, codes
+    assert owner.status_code == 429  # the form keeps the owner out too...
+    assert link["needs_sign_in"] and link["expires_in"] == 600
+    assert link["url"].startswith(base + "/ui/login/once/")
+    assert shown.returncode == 0 and "/ui/login/once/" in shown.stdout
+    assert "one use" in shown.stdout
+    # ...the link does not: signed in, the page answers, and the link is used up
+    assert signed_in.status_code == 303 and signed_in.headers["location"] == "/ui"
+    assert page.status_code == 200 and "Sign in" not in page.text
+    assert again.status_code == 400 and "nixx web link" in again.text
+    assert wrong_key.returncode != 0 and "refused this machine's key" in wrong_key.stderr

@@ -169,6 +169,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--db-url", help="store to work on (default NIXX_DB_URL)")
     p.set_defaults(func=_db)
 
+    p = sub.add_parser("web", help="the web page: `web link` prints a one-time sign-in link "
+                       "(the way in when wrong keys have throttled the sign-in form)")
+    p.add_argument("action", choices=["link"], help="link: a one-time sign-in link, good "
+                   "for 10 minutes, from the running server (asked with NIXX_API_KEY)")
+    p.add_argument("--url", help="nixx server URL (default http://NIXX_HOST:NIXX_PORT)")
+    p.set_defaults(func=_web)
+
     p = sub.add_parser("version", help="print the version")
     p.set_defaults(func=_version)
     return parser
@@ -315,6 +322,39 @@ def _db(args: argparse.Namespace) -> int:
     else:
         applied = ", ".join(str(v) for v in result["applied"]) or "none (already current)"
         print(f"{result['db_url']}: schema version {result['schema_version']}; applied {applied}")
+    return 0
+
+
+def _web(args: argparse.Namespace) -> int:
+    import httpx
+
+    from nixx.config import load_settings
+    from nixx.errors import BackendUnavailable, ConfigError
+    from nixx.local_server import default_url
+    from nixx.secret import reveal
+
+    settings = load_settings()
+    url = (args.url or default_url(settings)).rstrip("/")
+    key = reveal(settings.api_key)
+    headers = {"Authorization": f"Bearer {key}"} if key else {}
+    try:
+        answer = httpx.post(url + "/v1/web/sign-in-link", json={}, headers=headers, timeout=10)
+    except httpx.HTTPError as exc:
+        raise BackendUnavailable(
+            f"no nixx server answers at {url} ({type(exc).__name__}): start it with "
+            "`nixx serve`, or name it with --url (or NIXX_HOST/NIXX_PORT)"
+        ) from None
+    if answer.status_code == 401:
+        raise ConfigError(f"the server at {url} refused this machine's key: run `nixx web "
+                          "link` with the NIXX_API_KEY (or NIXX_HOME) the server runs with")
+    answer.raise_for_status()
+    link = answer.json()
+    if args.json:
+        emit_json(link)
+    elif link["needs_sign_in"]:
+        print(f"{link['url']}\n(one use, good for {link['expires_in'] // 60} minutes)")
+    else:
+        print(f"{link['url']}\n(the page is open: the server has no API key)")
     return 0
 
 

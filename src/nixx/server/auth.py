@@ -72,9 +72,10 @@ class APIKeyMiddleware:
 
     async def _page(self, scope: dict[str, Any], receive: Any, send: Any, path: str,
                     cookie: bytes) -> None:
-        from nixx.web.security import LOGIN_PATH, OPEN_UI_PATHS
+        from nixx.web.security import LOGIN_PATH, ONCE_PATH, OPEN_UI_PATHS
 
-        if path in OPEN_UI_PATHS or self.sessions.from_cookies(cookie.decode("latin-1")):
+        if (path in OPEN_UI_PATHS or path.startswith(ONCE_PATH)
+                or self.sessions.from_cookies(cookie.decode("latin-1"))):
             await self.app(scope, receive, send)
             return
         await send_response(send, 303, b"", [(b"location", LOGIN_PATH.encode())])

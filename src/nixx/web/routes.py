@@ -24,8 +24,10 @@ from nixx.errors import NixxError, NotFound, ValidationError
 from nixx.secret import reveal
 from nixx.server import shapes
 from nixx.web.security import (
+    LINK_LIFETIME,
     LOGIN_PATH,
     NOTICES,
+    ONCE_PATH,
     SESSION_COOKIE,
     CsrfGuard,
     cookie_value,
@@ -205,14 +207,40 @@ async def login(request: Request) -> Response:
             state.web_throttle.failed(address)
             return render(request, "login.html", code=401, title="Sign in",
                           error="wrong key: give the server's NIXX_API_KEY")
-        sessions = state.web_sessions
-        sessions.end(cookie_value(request.headers.get("cookie", "")))  # rotated: never reused
-        signed_in = back("/ui")
-        signed_in.set_cookie(SESSION_COOKIE, sessions.start(), httponly=True,
-                             samesite="strict", path="/", secure=request.url.scheme == "https")
-        return signed_in
+        return _signed_in(request, state.web_sessions.start())
 
     return await submit(request, act, token=False)
+
+
+def _signed_in(request: Request, session: str) -> Response:
+    """To the page, with the new session's cookie (the old one ended: never reused)."""
+    request.app.state.web_sessions.end(cookie_value(request.headers.get("cookie", "")))
+    signed_in = back("/ui")
+    signed_in.set_cookie(SESSION_COOKIE, session, httponly=True, samesite="strict",
+                         path="/", secure=request.url.scheme == "https")
+    return signed_in
+
+
+@router.post("/v1/web/sign-in-link")
+async def sign_in_link(request: Request) -> dict[str, Any]:
+    """A one-time sign-in link for the owner (`nixx web link`): the key was checked as for
+    every API call, so a throttled sign-in form does not keep the owner out."""
+    base = str(request.base_url).rstrip("/")
+    if not request.app.state.settings.api_key:
+        return {"url": base + "/ui", "expires_in": None, "needs_sign_in": False}
+    token = request.app.state.web_sessions.link()
+    return {"url": f"{base}{ONCE_PATH}{token}", "expires_in": int(LINK_LIFETIME),
+            "needs_sign_in": True}
+
+
+@router.get(ONCE_PATH + "{link}")
+async def sign_in_once(request: Request, link: str) -> Response:
+    session = request.app.state.web_sessions.redeem(link)
+    if session is None:
+        return render(request, "login.html", code=400, title="Sign in",
+                      error="this sign-in link was used or has lapsed: run `nixx web link` "
+                      "for another")
+    return _signed_in(request, session)
 
 
 @router.post("/ui/logout")

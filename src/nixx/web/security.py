@@ -10,7 +10,14 @@
 - **Guessing.** Wrong keys are counted per client address (`SignInThrottle`): after
   `MAX_FAILURES` within `FAILURE_WINDOW` seconds, every sign-in from there — the right key
   too — is refused with 429 until the oldest failure is that old; past `MAX_FAILURES_ALL`
-  from all addresses together, every sign-in waits the same way.
+  from all addresses together, every sign-in waits the same way (so a guesser with many
+  addresses is held to that rate: it is throttled before anyone else waits).
+- **The owner's way back.** A throttled form can keep the owner out as well; the owner
+  holds the key, so `nixx web link` asks the server (``POST /v1/web/sign-in-link``, with
+  the key as every API call) for a one-time link, ``/ui/login/once/<token>``, good for
+  `LINK_LIFETIME` seconds and one use (`Sessions.link`, `Sessions.redeem`). Opening it
+  signs the browser in whatever the throttle says; the link's token is as hard to guess
+  as a session's.
 - **Cross-site posts.** Every form that changes something carries a token, an HMAC of a
   secret made when the server starts and of the browser's session (of nothing when the
   page is open); a signed-out visitor is shown none. Another site's page cannot read it,
@@ -32,13 +39,16 @@ from collections.abc import Callable
 SESSION_COOKIE = "nixx_ui"
 UI_PREFIX = "/ui"
 LOGIN_PATH = "/ui/login"
+ONCE_PATH = "/ui/login/once/"  # + a one-time sign-in link's token
 OPEN_UI_PATHS = frozenset({LOGIN_PATH, "/ui/static/style.css"})
+LINK_LIFETIME = 600.0  # seconds a one-time sign-in link is good for
+MAX_LINKS = 20  # unused links kept; the oldest lapses past it
 SESSION_LIFETIME = 7 * 24 * 3600.0  # seconds a sign-in lasts
 MAX_SESSIONS = 100  # signed-in browsers kept; the oldest is signed out past it
 MAX_FAILURES = 5  # wrong keys from one address ...
 FAILURE_WINDOW = 60.0  # ... within this many seconds, then sign-in waits
 MAX_TRACKED_ADDRESSES = 1024
-MAX_FAILURES_ALL = 50  # wrong keys from all addresses within the window, then all wait
+MAX_FAILURES_ALL = 10  # wrong keys from all addresses within the window, then all wait
 
 #: ``?notice=<code>`` → the text shown; ``{n}`` is the page's ``?n=`` number.
 NOTICES = {
@@ -81,10 +91,26 @@ class Sessions:
     def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
         self._clock = clock
         self._until: OrderedDict[str, float] = OrderedDict()
+        self._links: OrderedDict[str, float] = OrderedDict()  # one-time sign-in links
 
     @staticmethod
     def _digest(token: str) -> str:
         return hashlib.sha256(token.encode()).hexdigest()
+
+    def link(self) -> str:
+        """A one-time sign-in link's token (`LINK_LIFETIME`, one use), for the owner."""
+        token = secrets.token_urlsafe(32)
+        self._links[self._digest(token)] = self._clock() + LINK_LIFETIME
+        while len(self._links) > MAX_LINKS:
+            self._links.popitem(last=False)
+        return token
+
+    def redeem(self, link: str) -> str | None:
+        """A new session for a valid, unused link (which is then used up), else None."""
+        until = self._links.pop(self._digest(link), None)
+        if until is None or until <= self._clock():
+            return None
+        return self.start()
 
     def start(self) -> str:
         token = secrets.token_urlsafe(32)
