@@ -264,6 +264,42 @@ def test_a_message_larger_than_the_context_window_is_refused_before_anything(
         assert ok.status_code == 200, ok.text
 
 
+def test_system_instructions_larger_than_the_context_are_refused_on_every_dialect(
+    make_settings: Any, llm: Any
+) -> None:
+    """A 12-15 MiB ``system`` or ``instructions`` went to the backend whole, past the
+    context length (trimming drops history, never the instructions). Now each dialect's
+    way of giving them — a chat system message, Messages' ``system``, Responses'
+    ``instructions`` and ``developer`` input — is a 400 context_length_exceeded naming
+    ``system`` when they cannot fit: nothing stored, nothing sent."""
+    big = "rule " * (200 * 1024)  # ~1 MB: ~256k tokens by nixx's estimate
+    asks = [
+        ("/v1/chat/completions", {"model": "m", "messages": [
+            {"role": "system", "content": big}, {"role": "user", "content": "hi"}]}),
+        ("/v1/messages", {"model": "m", "max_tokens": 64, "system": big,
+                          "messages": [{"role": "user", "content": "hi"}]}),
+        ("/v1/responses", {"model": "m", "instructions": big, "input": "hi"}),
+        ("/v1/responses", {"model": "m", "input": [
+            {"role": "developer", "content": big}, {"role": "user", "content": "hi"}]}),
+    ]
+    with LiveServer(create_app(make_settings(chat_context_length=8192))) as live:
+        for path, body in asks:
+            for stream in (False, True):
+                r = httpx.post(live.base_url + path, timeout=60, json={**body, "stream": stream})
+                assert r.status_code == 400, (path, r.text[:300])
+                said = r.text
+                assert "context_length_exceeded" in said or "invalid_request" in said, said
+                assert "system instructions" in said and "NIXX_CHAT_CONTEXT_LENGTH" in said
+        rows = httpx.get(live.base_url + "/v1/episodic/transcript", params={"start": 1}).json()
+        assert rows["rows"] == []
+        assert llm.chat_requests == [] and llm.embed_requests == []
+        # instructions that fit are a turn as before
+        ok = httpx.post(live.base_url + "/v1/messages", timeout=60, json={
+            "model": "m", "max_tokens": 64, "system": "rule " * 2000,
+            "messages": [{"role": "user", "content": "hi"}]})
+        assert ok.status_code == 200, ok.text
+
+
 @pytest.mark.parametrize("protocol", ["httptools", "h11"])
 def test_the_header_time_limit_holds_on_both_of_uvicorns_protocols(
     make_settings: Any, protocol: str

@@ -333,27 +333,43 @@ def _reserve(body: dict[str, Any], context_length: int) -> int:
     return min(asked, context_length // 2) if asked else _least(body, context_length)
 
 
-def _check_fits(messages: list[dict[str, Any]], body: dict[str, Any], context_length: int) -> None:
-    """Refuse, before anything is stored or sent, a last message that alone leaves less
-    than the answer's least share of the context window: trimming keeps the last message
-    always, so it would go to the backend whole (a 10 MiB message did, to an 8,192-token
-    model), and be stored, indexed, embedded and summarised on the way. A large
+def _check_fits(request: _Request, body: dict[str, Any], context_length: int) -> None:
+    """Refuse, before anything is stored or sent, what trimming cannot make fit: the
+    client's leading system text (``system``, ``instructions``, system and developer
+    messages) and the last message are kept whole, so when they alone leave less than the
+    answer's least share of the context window they would go to the backend whole (a 10
+    MiB message did, to an 8,192-token model; a 15 MiB ``instructions`` too), and the
+    message be stored, indexed, embedded and summarised on the way. A large
     ``max_tokens`` is never the cause: it is cut to what fits (`_clamp`)."""
+    messages = request.messages
     if not messages:
         return
     least = _least(body, context_length)
     room = max(context_length - least, 0)
-    cost = estimate_tokens(messages[-1])
-    if cost > room:
+    system = sum(estimate_tokens(m) for m in request.leading)
+    last = estimate_tokens(messages[-1]) if messages[-1] not in request.leading else 0
+    if system + last <= room:
+        return
+    window = (f"the backend's context window is {context_length} tokens "
+              f"(NIXX_CHAT_CONTEXT_LENGTH) and at least {least} of them are kept for the "
+              f"answer, so")
+    cure = ("set NIXX_CHAT_CONTEXT_LENGTH to the backend's real window if it is larger (a "
+            "larger max_tokens, or Claude Code's CLAUDE_CODE_MAX_OUTPUT_TOKENS, is cut to "
+            "what fits and is not the cause)")
+    if system > room // 2:
         raise ContextLengthExceeded(
-            f"the last message is about {cost} tokens and does not fit: the backend's "
-            f"context window is {context_length} tokens (NIXX_CHAT_CONTEXT_LENGTH) and at "
-            f"least {least} of them are kept for the answer, so a message may take {room}. "
-            "Send a shorter message, or set NIXX_CHAT_CONTEXT_LENGTH to the backend's real "
-            "window if it is larger (a larger max_tokens, or Claude Code's "
-            "CLAUDE_CODE_MAX_OUTPUT_TOKENS, is cut to what fits and is not the cause)",
-            param=f"messages.{len(messages) - 1}.content",
+            f"the system instructions (system, instructions, system or developer messages) "
+            f"are about {system} tokens and, with the last message's {last}, do not fit: "
+            f"{window} instructions and the last message may take {room} together. Send "
+            f"shorter instructions, or {cure}",
+            param="system",
         )
+    raise ContextLengthExceeded(
+        f"the last message is about {last} tokens and does not fit: {window} a message may "
+        f"take {room - system}{' beside the system instructions' if system else ''}. Send a "
+        f"shorter message, or {cure}",
+        param=f"messages.{len(messages) - 1}.content",
+    )
 
 
 def _schema_tokens(tools: Any) -> int:
@@ -413,7 +429,7 @@ async def run_turn(
     it would leave empty is kept whole). The five steps are the module's docstring's."""
     info = info if info is not None else {}
     request = _Request.read(body, sender, remembered)
-    _check_fits(request.messages, body, parts.settings.chat_context_length)
+    _check_fits(request, body, parts.settings.chat_context_length)
     # 1. the user's message written, beside recall's rankers
     user_row_id, ctx = await _write_and_recall(parts, request, sender.origin, info)
     model = await parts.resolve_model(body.get("model"))
