@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import fnmatch
 import os
+import re
 import stat
 import unicodedata
 from collections.abc import Sequence
@@ -103,6 +104,30 @@ def normalise_name(name: str) -> str:
     return name.rstrip(". ").casefold()
 
 
+_SHORT_NAME = re.compile(r"[^~]{1,6}~[0-9]+(\.[^.]{0,3})?")
+_DEVICES = frozenset({"con", "prn", "aux", "nul", "conin$", "conout$",
+                      *(f"{kind}{n}" for kind in ("com", "lpt") for n in "0123456789¹²³")})
+
+
+def windows_alias(name: str) -> str | None:
+    """Why Windows would read the path component `name` as another file, or None: an
+    8.3 short name (``GIT~1`` may be ``.git``, ``MAKEFI~1`` ``Makefile``: which one is
+    decided by the file system, so no name check can vouch for it), an NTFS stream
+    (``notes.txt:x`` writes into ``notes.txt``), or a device (``CON``, ``NUL.txt``). On
+    Linux these are plain names; a workspace shared with Windows (a mounted drive, WSL, a
+    synced folder) makes them the other file."""
+    if ":" in name:
+        return (f"stream name {name!r} — on Windows a name with ':' is a stream of another "
+                "file")
+    bare = name.rstrip(". ")
+    if _SHORT_NAME.fullmatch(bare):
+        return (f"short name {name!r} — on Windows '~' and a number make an 8.3 alias of "
+                "another file, such as GIT~1 for .git")
+    if bare.split(".", 1)[0].casefold() in _DEVICES:
+        return f"device name {name!r} — on Windows it names a device, not a file"
+    return None
+
+
 def matches(parts: Sequence[str], patterns: Sequence[str]) -> str | None:
     """The first pattern that matches the relative path `parts`, or None. A pattern
     without `/` matches any one component (``.git`` matches ``sub/.git/config``); one
@@ -179,10 +204,12 @@ def write_refusal(parts: Sequence[str], *, protected: Sequence[str] = (),
 
     1. `protected` (NIXX_TOOLS_PROTECTED), the user's own deny list: always refused;
     2. `allow` (NIXX_TOOLS_WRITE_ALLOW) re-opens what the rules below refuse;
-    3. a hidden component: a name starting with ``.`` as `normalise_name` reads it
+    3. a name Windows reads as another file (`windows_alias`: an 8.3 short name such as
+       ``GIT~1``, a stream ``name:stream``, a device such as ``NUL.txt``);
+    4. a hidden component: a name starting with ``.`` as `normalise_name` reads it
        (``.git.``, ``.git ``, ``.GIT`` are ``.git``), or a name of only dots and spaces;
-    4. a build, test, package, CI or agent file: the last component matches `BUILD_FILES`;
-    5. an existing regular file with an execute bit.
+    5. a build, test, package, CI or agent file: the last component matches `BUILD_FILES`;
+    6. an existing regular file with an execute bit.
 
     The reason names the rule and the setting that widens it."""
     shown = "/".join(parts)
@@ -196,6 +223,9 @@ def write_refusal(parts: Sequence[str], *, protected: Sequence[str] = (),
     widen = (f"the file tools do not write or delete it unless the server's {ALLOW_SETTING} "
              "names it (comma-separated glob patterns)")
     for part in parts:
+        alias = windows_alias(part)
+        if alias is not None:
+            return f"{shown} is protected (rule: {alias}): " + widen
         norm = normalise_name(part)
         if not norm or norm.startswith(".") or part.startswith("."):
             return (f"{shown} is protected (rule: hidden name {part!r} — a name starting "

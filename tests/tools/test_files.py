@@ -427,6 +427,10 @@ FOUND_WRITTEN = [
     "docker-compose.prod.yml", "Justfile", "justfile", "Taskfile.yml", "GEMINI.md",
     "mcp.json", "server.mcp.json", "vite.config.ts", "requirements.txt",
     "Makefile.", "Makefile ", "MAKEFILE", "Makefile::$DATA", "pyproject.toml.",
+    # names Windows reads as another file: 8.3 short names, streams, devices
+    "GIT~1/hooks/pre-commit", "git~1/config", "MAKEFI~1", "PYPROJ~1.TOM", "CLAUDE~1.MD",
+    "notes.txt:payload", "sub/readme.md:Zone.Identifier", "CON", "nul.txt", "COM1.log",
+    "sub/LPT9",
 ]
 
 
@@ -524,3 +528,17 @@ def test_names_are_compared_as_every_platform_resolves_them():
     assert normalise_name("...") == "" and normalise_name("notes.md") == "notes.md"
     # the deny list compares the same way
     assert files.is_protected(("sub", ".Venv.", "bin"), [".venv"]) == ".venv"
+
+
+def test_windows_aliases_are_named_and_plain_names_are_not():
+    from nixx.paths import windows_alias
+
+    for name, kind in [("GIT~1", "short name"), ("MAKEFI~12", "short name"),
+                       ("PYPROJ~1.TOM", "short name"), ("a~1.", "short name"),
+                       ("x:y", "stream"), ("Makefile::$DATA", "stream"),
+                       ("CON", "device"), ("con.txt", "device"), ("Lpt3.md", "device")]:
+        why = windows_alias(name)
+        assert why is not None and kind in why, (name, why)
+    for name in ("notes.md", "a~b", "version~final.txt", "console.log", "comet",
+                 "lpt", "com10", "my~notes~1x"):
+        assert windows_alias(name) is None, name
