@@ -43,6 +43,7 @@ import numpy as np  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).parent))
 
+import bridge_data  # noqa: E402
 import dialogue_data  # noqa: E402
 import recall_data  # noqa: E402
 from recall_data import Conversation, Question  # noqa: E402
@@ -200,6 +201,7 @@ SETS: dict[str, Any] = {
     "assistant": (recall_data, (12, 13)),
     "dialogue": (dialogue_data, (7, 8)),
     "turns": (_Turns, (7, 8)),
+    "bridge": (bridge_data, (5, 6)),
 }
 CATEGORIES: tuple[str, ...] = ()
 

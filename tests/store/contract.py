@@ -273,6 +273,42 @@ class StoreContract:
         assert out[0].id == answer.id
         assert out[0].score > 3 * max(r.score for r in out[1:])
 
+    def test_a_second_hop_finds_the_row_joined_by_a_name_the_question_never_says(
+        self, store: MemoryStore
+    ):
+        """Multi-hop: "where does the person who fixed the boiler work now?" finds the
+        row about the boiler; the row that answers names the person, not the boiler.
+        The second hop asks that row's own words (the name) again, so the answer is a
+        candidate it never was before — below the row it was found from — and without
+        the hop it is not found at all."""
+        from dataclasses import replace
+
+        from nixx.memory import search
+
+        for i in range(30):  # small talk: the common words of every question
+            store.append_buffer("user", f"Jakob: busy week at work again, number {i}", "api")
+        fixed = store.append_buffer(
+            "user", "Jakob: Linnea came round and fixed our boiler on Saturday", "api")
+        store.append_buffer("assistant", "Esther: Haha nice, how was the rest of it?", "api")
+        store.append_buffer("marker", "session_clear", "api")  # weeks later
+        store.append_buffer("user", "Jakob: Morning! How's your week going?", "api")
+        answer = store.append_buffer(
+            "assistant", "Esther: I ran into Linnea, she is at the old cannery these days",
+            "api")
+        other = store.append_buffer("user", "Jakob: the cannery tour was cancelled", "api")
+        question = "Which place employs the person who repaired the boiler?"
+        hopped = search.search_store(store, question, None, limit=10,
+                                     params=replace(search.DEFAULT_PARAMS, hop=0.3))
+        ids = [r.id for r in hopped]
+        assert ids[0] == fixed.id and answer.id in ids, ids
+        found = next(r for r in hopped if r.id == answer.id)
+        assert found.why.get("hop", 0) > 0 and found.score < hopped[0].score
+        assert other.id not in ids[: ids.index(answer.id)]  # the name, not just "cannery"
+        plain = search.search_store(store, question, None, limit=10,
+                                    params=replace(search.DEFAULT_PARAMS, hop=0.0))
+        assert answer.id not in [r.id for r in plain]
+        assert search.DEFAULT_PARAMS.hop > 0  # shipped on
+
     def test_a_decisive_vector_match_beats_a_flood_of_weak_word_matches(self, store: MemoryStore):
         from nixx.memory import search
 

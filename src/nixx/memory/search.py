@@ -59,6 +59,11 @@ class FusionParams:
     neighbour: float = 0.3  # share of a neighbour's evidence a row borrows
     period_boost: float = 0.5  # relative boost of rows inside a period the question names
     depth: int = 50  # candidates taken from each ranker
+    # a second hop (pseudo-relevance feedback): the words of the best `hop_from` rows that
+    # the question does not say are asked again by full text, and the rows found borrow
+    # this share of that row's evidence times their own word share (0: no second hop)
+    hop: float = 0.3
+    hop_from: int = 2
     neighbours_of: int = 10  # the best this many rows lend evidence to rows no ranker found
     # a row's sentence (`nixx.memory.pieces`) lifts its cosine from this cosine up: the
     # model's recall floor (`params_for`; None: no lift)
@@ -214,6 +219,8 @@ class _Candidates:
     bm25: dict[int, float] = field(default_factory=dict)
     why: dict[int, dict[str, float]] = field(default_factory=dict)
     base: dict[int, float] = field(default_factory=dict)  # own evidence, before lending
+    # evidence from a second hop, and the evidence of the row it came from (its ceiling)
+    hopped: dict[int, tuple[float, float]] = field(default_factory=dict)
 
     def gather(self, name: str, hits: Sequence[BufferHit]) -> None:
         """A ranker's first `depth` hits: "fts" scores are BM25 shares, "vec" cosines."""
@@ -246,8 +253,28 @@ class _Candidates:
                 self.rows[row.id], self.ranks[row.id], self.why[row.id] = row, {}, {}
                 self.base[row.id] = 0.0
 
+    def add_hop(self, hop: Callable[[BufferRow], Sequence[BufferHit]]) -> None:
+        """The second hop: the rows `hop` finds from each of the best rows (by that row's
+        words the question does not say) become candidates, with a share of its
+        evidence (`FusionParams.hop`) times their full-text share."""
+        p = self.params
+        best = sorted((rid for rid in self.base if self.base[rid] > 0),
+                      key=lambda rid: (-self.base[rid], -rid))[: p.hop_from]
+        for source in best:
+            for hit in hop(self.rows[source])[: p.depth]:
+                rid = hit.row.id
+                if rid == source:
+                    continue
+                if rid not in self.rows:
+                    self.rows[rid], self.ranks[rid], self.why[rid] = hit.row, {}, {}
+                    self.base[rid] = 0.0
+                lent = p.hop * self.base[source] * min(1.0, hit.score)
+                if lent > self.hopped.get(rid, (0.0, 0.0))[0]:
+                    self.hopped[rid] = (lent, self.base[source])
+
     def scores(self, periods: Sequence[Period]) -> dict[int, float]:
-        """Own evidence, plus a share of the better neighbour's, times the period boost."""
+        """Own evidence, plus a share of the better neighbour's and of a second hop's,
+        times the period boost."""
         p, score = self.params, dict(self.base)
         for rid in self.rows if p.neighbour else ():
             # a marker ends a session and is never a candidate: nothing is lent across it
@@ -255,6 +282,13 @@ class _Candidates:
             if near:
                 self.why[rid]["neighbour"] = p.neighbour * near
                 score[rid] += p.neighbour * near
+        for rid, (lent, ceiling) in self.hopped.items():
+            # a row a hop found never passes the row it was found from: what the question
+            # matched first stays first
+            raised = min(score[rid] + lent, ceiling)
+            if raised > score[rid]:
+                self.why[rid]["hop"] = raised - score[rid]
+                score[rid] = raised
         for rid, row in self.rows.items() if periods and p.period_boost else ():
             if any(period.contains(row.created_at) for period in periods):
                 self.why[rid]["period"] = score[rid] * p.period_boost
@@ -277,7 +311,8 @@ class _Candidates:
 
     def too_far(self, rid: int, min_cosine: float | None) -> bool:
         """A row sharing no word, lent nothing and nearer than `min_cosine` is not shown."""
-        if min_cosine is None or rid in self.bm25 or "neighbour" in self.why[rid]:
+        if min_cosine is None or rid in self.bm25 or "neighbour" in self.why[rid] \
+                or "hop" in self.why[rid]:
             return False
         return self.nearness(rid) < min_cosine
 
@@ -308,6 +343,7 @@ def fuse(
     limit: int | None = None,
     min_cosine: float | None = None,
     rows_near: Callable[[list[int]], Sequence[BufferRow]] | None = None,
+    hop: Callable[[BufferRow], Sequence[BufferHit]] | None = None,
 ) -> list[Result]:
     """The fused list, best first (see the module docstring): its first `limit` (None:
     all); with `min_cosine`, a row that shares no word with the query (no BM25 score),
@@ -320,6 +356,8 @@ def fuse(
     pool.weigh()
     if rows_near is not None and params.neighbour and params.neighbours_of:
         pool.add_neighbours(rows_near)
+    if hop is not None and params.hop and params.hop_from:
+        pool.add_hop(hop)
     # ordered on (score, kind, id) first; a Result is made for what is kept only
     order = [(-sc, "buffer", -rid, 0) for rid, sc in pool.scores(periods).items()]
     picked = summaries[: params.depth]
@@ -589,6 +627,16 @@ def combine(
             period = relative_period(rel[0], rel[1], anchors[0].created_at)
             if period:
                 periods.append(period)
+    asked = set(query_terms(query))
+
+    def hop(row: BufferRow) -> list[BufferHit]:
+        assert store is not None
+        said = [t for t in query_terms(row.content) if t not in asked]
+        common = set(store.common_words(" ".join(said))) if said else set()
+        said = [t for t in said if t not in common]
+        return [h for h in store.search_buffer(" ".join(said), params.depth) if keep(h)] \
+            if said else []
+
     results = fuse(
         fts,
         vec,
@@ -598,6 +646,7 @@ def combine(
         limit=max(0, limit),
         min_cosine=min_cosine,
         rows_near=rows_near if store is not None else None,
+        hop=hop if store is not None else None,
     )
     if store is not None and context > 0:
         attach_context(store, results, context)
