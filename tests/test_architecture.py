@@ -43,6 +43,11 @@
   ``super()._name`` (a subclass uses its base's) are not counted; nor are names nixx does
   not define (``os._exit``, a namedtuple's ``_replace``). Read by name, not by type: a
   private name M defines itself hides a read of another module's namesake.
+- **A turn is answered in one place.** Only `nixx.server.dialects.adapter` runs a turn
+  for a wire dialect (calls ``.turn(...)``) and streams it (``StreamingResponse(...)``);
+  the routes build a dialect's adapter and call `answer_turn`. And every dialect adapter
+  — a class of `nixx.server.dialects` whose ``__init__`` sets ``self.given`` — has the
+  same parts: ``given``, ``streams``, ``stream`` and ``answer``.
 """
 
 from __future__ import annotations
@@ -610,3 +615,91 @@ def test_the_private_rule_sees_attributes_imports_and_getattr_not_own_names(tmp_
         "pkg.reader:8: owner._helper",
     ]
     assert found[2].endswith("(defined in pkg.owner, pkg.same)")
+
+
+# -- a turn is answered in one place ------------------------------------------------------
+TURN_HOME = "nixx.server.dialects.adapter"
+ADAPTER_PARTS = {"given", "streams", "stream", "answer"}
+
+
+def turns_answered_outside(path: Path) -> list[str]:
+    """Where a module runs a turn (``X.turn(...)``) or streams (``StreamingResponse(...)``)."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Call):
+            fn = node.func
+            name = fn.attr if isinstance(fn, ast.Attribute) else getattr(fn, "id", "")
+            if name in ("turn", "StreamingResponse"):
+                found.append(f"{node.lineno}: {name}(...)")
+    return found
+
+
+def adapters_missing_parts(path: Path) -> list[str]:
+    """Each class whose ``__init__`` sets ``self.given`` and lacks one of the parts."""
+    out = []
+    for cls in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if not isinstance(cls, ast.ClassDef):
+            continue
+        has: set[str] = set()
+        for item in cls.body:
+            if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                has.add(item.name)
+                for sub in ast.walk(item):
+                    if (isinstance(sub, ast.Attribute) and isinstance(sub.ctx, ast.Store)
+                            and isinstance(sub.value, ast.Name) and sub.value.id == "self"):
+                        has.add(sub.attr)
+        if "given" in has and not has >= ADAPTER_PARTS:
+            out.append(f"{cls.name}: no {', '.join(sorted(ADAPTER_PARTS - has))}")
+    return out
+
+
+def test_a_turn_is_answered_in_one_place():
+    known = modules(SRC)
+    outside = [
+        f"  {name}:{where}"
+        for name, (path, _) in known.items()
+        if _within(name, ("nixx.server", "nixx.web")) and name != TURN_HOME
+        for where in turns_answered_outside(path)
+    ]
+    assert not outside, ("a turn run or streamed outside nixx.server.dialects.adapter "
+                         "(build the dialect's adapter, call answer_turn):\n"
+                         + "\n".join(outside))
+    adapters = {name: adapters_missing_parts(path) for name, (path, _) in known.items()
+                if _within(name, ("nixx.server.dialects",))}
+    assert not any(adapters.values()), adapters
+    named = {cls for name, (path, _) in known.items() if _within(name, ("nixx.server.dialects",))
+             for cls in _classes_setting_given(path)}
+    assert {"ChatCompletions", "Responses", "Messages"} <= named
+
+
+def _classes_setting_given(path: Path) -> set[str]:
+    return {c.name for c in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+            if isinstance(c, ast.ClassDef) and "given" in ast.dump(c)}
+
+
+def test_the_turn_rule_sees_runs_streams_and_missing_parts(tmp_path):
+    root = _package(tmp_path, {
+        "route.py": """
+            async def r(service, body):
+                events = service.turn(body)  # 3 (dedent keeps the first blank line)
+                return StreamingResponse(events)  # 4
+            def fine(x):
+                return x.turns(), returning(1)
+        """,
+        "dialect.py": """
+            class Whole:
+                def __init__(self, body):
+                    self.given, self.streams = body, True
+                def stream(self, events, first, info): ...
+                async def answer(self, done): ...
+            class Half:
+                def __init__(self, body):
+                    self.given = body
+                def stream(self, events, first, info): ...
+            class NotOne:
+                def answer(self): ...
+        """,
+    })
+    assert turns_answered_outside(root / "route.py") == ["3: turn(...)", "4: StreamingResponse(...)"]
+    assert adapters_missing_parts(root / "dialect.py") == ["Half: no answer, streams"]
+

@@ -393,6 +393,7 @@ def test_a_failed_user_write_ends_the_turn_and_frees_its_recall_thread(settings:
     from nixx.memory.episodic import Sender
     from nixx.memory.service import open_service
     from nixx.memory.turn import run_turn
+    from nixx.memory.turn_events import TurnInput
 
     def waiting_recall_threads() -> int:
         return sum(
@@ -411,7 +412,7 @@ def test_a_failed_user_write_ends_the_turn_and_frees_its_recall_thread(settings:
             parts = dataclasses.replace(service._turn_parts, intent=store_gone)
             body = {"model": "m", "messages": [{"role": "user", "content": "where is the key?"}]}
             try:
-                async for _ in run_turn(parts, body, Sender()):
+                async for _ in run_turn(parts, TurnInput(body), Sender()):
                     pass
             finally:
                 deadline = time.monotonic() + 10

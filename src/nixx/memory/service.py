@@ -5,7 +5,7 @@ event loop never waits on them.
 
     service = NixxService(settings, store, embedder, llm, tools)
     ctx = await service.context(query)          # the system prompt of a turn
-    async for event in service.turn(body): ...
+    async for event in service.turn(TurnInput(body)): ...
     await service.summarise_now(tags=["db"])
     await service.close()
 
@@ -26,7 +26,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
-from collections.abc import AsyncIterator, Callable, Coroutine, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Coroutine, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -57,7 +57,8 @@ from nixx.memory.responses import Chain, StoredResponse, StoredResponses
 from nixx.memory.row_vectors import RowVectors, VectorStatus
 from nixx.memory.sources import Sources
 from nixx.memory.summaries import Summaries
-from nixx.memory.turn import TurnEvent, TurnInfo, TurnParts, run_turn
+from nixx.memory.turn import TurnParts, run_turn
+from nixx.memory.turn_events import TurnEvent, TurnInfo, TurnInput
 from nixx.priority import Foreground
 from nixx.store.base import MemoryStore
 from nixx.store.forgetting import ForgetLogEntry
@@ -292,23 +293,12 @@ class NixxService:
 
     # ---- the chat turn ----------------------------------------------------------------
     def turn(
-        self,
-        body: dict[str, Any],
-        sender: Sender | None = None,
-        info: TurnInfo | None = None,
-        *,
-        answer_meta: dict[str, Any] | None = None,
-        remembered: Callable[[str], str] | None = None,
-    ) -> AsyncIterator[TurnEvent]:
-        """Run one chat turn; yields `nixx.memory.turn` events (see there). `sender`: who
-        sent it (default origin ``api``; its client and nxc persona are recorded on both
-        rows, and a persona gets no nixx tools). `answer_meta`: more keys for the answer's
-        row (`StoredResponses` reads ``response``); `remembered`: what of the user's text
-        is stored and recalled against (see there)."""
-        return run_turn(
-            self._turn_parts, body, sender or Sender(), info, answer_meta=answer_meta,
-            remembered=remembered,
-        )
+        self, given: TurnInput, sender: Sender | None = None, info: TurnInfo | None = None
+    ) -> AsyncGenerator[TurnEvent, None]:
+        """Run one chat turn (`nixx.memory.turn.run_turn`); yields its events. `sender`:
+        who sent it (default origin ``api``; its client and nxc persona are recorded on
+        both rows, and a persona gets no nixx tools)."""
+        return run_turn(self._turn_parts, given, sender or Sender(), info)
 
     # ---- stored responses (the Responses API) -------------------------------------------
     async def response_chain(

@@ -43,10 +43,10 @@ import asyncio
 import contextlib
 import json
 import logging
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Coroutine
+from collections.abc import AsyncGenerator, Awaitable, Callable, Coroutine
 from concurrent.futures import Future, InvalidStateError
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TypedDict
+from typing import TYPE_CHECKING, Any
 
 from anyio import to_thread
 
@@ -65,7 +65,17 @@ from nixx.memory.history import (
     trim_history,
 )
 from nixx.memory.layout import dedupe, memory_text, place_memory
-from nixx.memory.recall import RecallAnswerInfo, build_memory_block
+from nixx.memory.recall import build_memory_block
+from nixx.memory.turn_events import (
+    ClientToolCalls,
+    Delta,
+    Finished,
+    Reasoning,
+    ToolRun,
+    TurnEvent,
+    TurnInfo,
+    TurnInput,
+)
 
 if TYPE_CHECKING:
     from nixx.config import Settings
@@ -80,66 +90,6 @@ log = logging.getLogger(__name__)
 
 # Request keys nixx sets itself; everything else the client sent goes to the backend.
 _OWN_KEYS = {"messages", "model", "stream", "tools", "n"}
-RESULT_PREVIEW = 200
-
-
-class TurnInfo(TypedDict, total=False):
-    """What a turn tells its shell as soon as it is known, before its first event: the
-    chat route and the dialects read ``model`` for their first chunk."""
-
-    model: str
-    user_row_id: int | None
-    max_tokens_clamped: int  # the answer's max_tokens sent, cut to what fits (`_clamp`)
-
-
-@dataclass(frozen=True)
-class Delta:
-    text: str
-
-
-@dataclass(frozen=True)
-class Reasoning:
-    text: str
-
-
-@dataclass(frozen=True)
-class ToolRun:
-    id: str
-    name: str
-    arguments: str
-    result: str
-
-
-@dataclass(frozen=True)
-class ClientToolCalls:
-    calls: list[dict[str, Any]]
-
-
-def _nothing_recalled() -> RecallAnswerInfo:
-    return {"recalled_summaries": [], "recalled": []}
-
-
-@dataclass(frozen=True)
-class Finished:
-    finish_reason: str
-    model: str
-    content: str
-    usage: dict[str, int]
-    tool_runs: list[ToolRun] = field(default_factory=list)
-    client_tool_calls: list[dict[str, Any]] = field(default_factory=list)
-    # what was recalled (`RecallContext.answer_info()`: summary ids, items and scores)
-    recall_info: RecallAnswerInfo = field(default_factory=_nothing_recalled)
-    user_row_id: int | None = None
-    assistant_row_id: int | None = None
-    trimmed: int = 0
-    reasoning: str = ""  # the backend's reasoning text, every round's (not stored)
-    # the request's stop string that ended the answer (`nixx.llm.stream.StopWatch`)
-    stop_sequence: str | None = None
-
-
-TurnEvent = Delta | Reasoning | ToolRun | ClientToolCalls | Finished
-
-
 @dataclass(frozen=True)
 class TurnParts:
     """What a turn works with; `NixxService` builds it once."""
@@ -410,25 +360,17 @@ def _clamp(sent: dict[str, Any], context: _Context, progress: _Progress) -> None
 
 
 async def run_turn(
-    parts: TurnParts,
-    body: dict[str, Any],
-    sender: Sender,
-    info: TurnInfo | None = None,
-    *,
-    answer_meta: dict[str, Any] | None = None,
-    remembered: Callable[[str], str] | None = None,
-) -> AsyncIterator[TurnEvent]:
-    """Run the turn; `info` (when given) receives ``model`` and ``user_row_id`` as soon
-    as they are known. `sender`: who sent the turn — its origin is the rows' column, its
-    client name and nxc persona are in both rows' meta (``meta.client``,
-    ``meta.agent``), and a persona is offered no nixx tools (the persona's are the
-    client's tools, confined to its workspace by nxc). `answer_meta`: more keys for the
-    answer's row (a dialect's own record, e.g. the Responses API's ``response``).
-    `remembered`: what of the user's text is written to the buffer and recalled against
-    (a dialect drops its client's harness text; the backend still gets all of it; text
-    it would leave empty is kept whole). The five steps are the module's docstring's."""
+    parts: TurnParts, given: TurnInput, sender: Sender, info: TurnInfo | None = None
+) -> AsyncGenerator[TurnEvent, None]:
+    """Run the turn `given` by a dialect; `info` (when given) receives ``model`` and
+    ``user_row_id`` as soon as they are known. `sender`: who sent the turn — its origin
+    is the rows' column, its client name and nxc persona are in both rows' meta
+    (``meta.client``, ``meta.agent``), and a persona is offered no nixx tools (the
+    persona's are the client's tools, confined to its workspace by nxc). The five steps
+    are the module's docstring's."""
     info = info if info is not None else {}
-    request = _Request.read(body, sender, remembered)
+    body, answer_meta = given.body, given.answer_meta
+    request = _Request.read(body, sender, given.remembered)
     _check_fits(request, body, parts.settings.chat_context_length)
     # 1. the user's message written, beside recall's rankers
     user_row_id, ctx = await _write_and_recall(parts, request, sender.origin, info)

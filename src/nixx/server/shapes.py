@@ -19,7 +19,7 @@ from nixx.store.records import (
 if TYPE_CHECKING:
     from nixx.memory.recall import RecalledBrief
     from nixx.memory.search import Result
-    from nixx.memory.turn import Finished, TurnInfo
+    from nixx.memory.turn_events import Finished, TurnInfo
 
 
 class ToolRunJson(TypedDict):

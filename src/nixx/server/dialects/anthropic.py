@@ -50,16 +50,25 @@ from __future__ import annotations
 
 import json
 import secrets
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from nixx.errors import NixxError, ValidationError
 from nixx.memory.history import estimate_tokens
-from nixx.memory.turn import ClientToolCalls, Delta, Finished, Reasoning
-from nixx.server.dialects.system import place_system
+from nixx.memory.turn_events import (
+    ClientToolCalls,
+    Delta,
+    Finished,
+    Reasoning,
+    TurnEvent,
+    TurnInfo,
+    TurnInput,
+)
+from nixx.server.dialects.system import place_system, remembered
 from nixx.server.errors import answer_of, anthropic_envelope
+from nixx.server.shapes import turn_memory
 
 STOP_REASONS = {"tool_calls": "tool_use", "length": "max_tokens"}
 
@@ -351,11 +360,31 @@ def _event(kind: str, **data: Any) -> bytes:
     return f"event: {kind}\ndata: {payload}\n\n".encode()
 
 
+class Messages:
+    """The Messages dialect of one request (`nixx.server.dialects.adapter`)."""
+
+    def __init__(self, body: MessagesRequest) -> None:
+        self.body = body
+        self.given = TurnInput(chat_request(body), remembered=remembered)
+        self.streams = body.stream
+
+    def stream(
+        self, events: AsyncGenerator[TurnEvent, None], first: TurnEvent, info: TurnInfo
+    ) -> AsyncIterator[bytes]:
+        model = str(info.get("model") or self.body.model or "")
+        return stream(events, first, model, self.body.shows_thinking)
+
+    async def answer(self, done: Finished) -> dict[str, Any]:
+        return {**message(done, self.body.model or "", self.body.shows_thinking),
+                "nixx": turn_memory(done)}
+
+
 async def stream(
-    events: AsyncIterator[Any], first: Any, model: str, memory: Any, thinking: bool = False
+    events: AsyncGenerator[TurnEvent, None], first: TurnEvent, model: str,
+    thinking: bool = False,
 ) -> AsyncIterator[bytes]:
-    """Anthropic's event stream of the turn; `memory(done)` is the ``nixx`` key added to
-    ``message_delta`` (the memory details); `thinking`: reasoning shown as thinking blocks."""
+    """Anthropic's event stream of the turn, the memory details as the ``nixx`` key of
+    ``message_delta``; `thinking`: reasoning shown as thinking blocks."""
     blocks = _Blocks()
     try:
         start: dict[str, Any] = {"id": new_id(), "type": "message", "role": "assistant", "model": model,
@@ -363,7 +392,7 @@ async def stream(
                  "usage": {"input_tokens": 0, "output_tokens": 0}}
         yield _event("message_start", message=start)
         yield _event("ping")
-        event: Any = first
+        event: TurnEvent = first
         while True:
             if isinstance(event, Delta) or (thinking and isinstance(event, Reasoning)):
                 for chunk in blocks.text(event):
@@ -377,7 +406,7 @@ async def stream(
                             yield chunk
                 else:
                     yield _event("message_delta", delta=_stop(event),
-                                 usage=_usage(event), nixx=memory(event))
+                                 usage=_usage(event), nixx=turn_memory(event))
                     yield _event("message_stop")
             try:
                 event = await events.__anext__()
@@ -387,7 +416,7 @@ async def stream(
         status, code = answer_of(exc)
         yield _event("error", error=anthropic_envelope(exc.message, status, code)["error"])
     finally:
-        await events.aclose()  # type: ignore[attr-defined]
+        await events.aclose()
 
 
 class _Blocks:

@@ -44,14 +44,24 @@ from __future__ import annotations
 import json
 import secrets
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from nixx.errors import NixxError, ValidationError
-from nixx.memory.turn import ClientToolCalls, Delta, Finished, Reasoning
-from nixx.server.dialects.system import place_system
+from nixx.memory.responses import Chain, bounded_input
+from nixx.memory.turn_events import (
+    ClientToolCalls,
+    Delta,
+    Finished,
+    Reasoning,
+    TurnEvent,
+    TurnInfo,
+    TurnInput,
+)
+from nixx.server.dialects.system import place_system, remembered
+from nixx.server.shapes import turn_memory
 
 ROLES = ("user", "assistant", "system", "developer")
 _TEXT_PARTS = ("input_text", "output_text", "text")
@@ -324,6 +334,51 @@ def usage(counted: dict[str, int]) -> dict[str, Any]:
     return out
 
 
+class Responses:
+    """The Responses dialect of one request (`nixx.server.dialects.adapter`): `chain` is
+    the conversation a continuation loaded (`NixxService.response_chain`), `window` the
+    model's context (what is stored of the new input is bounded by it), `model` the
+    model resolved, `save` stores the response once the turn has its answer's row."""
+
+    def __init__(
+        self, body: ResponsesRequest, chain: Chain, window: int, model: str,
+        save: Callable[[str, int, dict[str, Any]], Awaitable[None]],
+    ) -> None:
+        self.body, self.model, self.save = body, model, save
+        self.response = Response(body, body.model or "")
+        added = input_messages(body.input)
+        answer_meta = None
+        if body.store:
+            kept, left_out = bounded_input(added, window)
+            record: dict[str, Any] = {"id": self.response.id,
+                                      "previous": body.previous_response_id,
+                                      "input": kept, "start": chain.next_start}
+            if left_out:
+                record["left_out"] = left_out
+            answer_meta = {"response": record}
+        self.given = TurnInput(chat_request(body, chain.messages, added), answer_meta,
+                               remembered)
+        self.streams = body.stream
+
+    def stream(
+        self, events: AsyncGenerator[TurnEvent, None], first: TurnEvent, info: TurnInfo
+    ) -> AsyncIterator[bytes]:
+        self.response.model = str(info.get("model") or self.response.model)
+        return self.response.stream(events, first, self._done)
+
+    async def answer(self, done: Finished) -> dict[str, Any]:
+        return {**self.response.finish(done), **(await self._done(done))}
+
+    async def _done(self, done: Finished) -> dict[str, Any]:
+        """Store the response (before ``response.completed``, so a client continuing at
+        once finds it); the key nixx adds, ``nixx``: the memory details."""
+        if self.body.store and done.assistant_row_id is not None:
+            said = {"status": Response.status_of(done), "model": done.model or self.model,
+                    "usage": done.usage}
+            await self.save(self.response.id, done.assistant_row_id, said)
+        return {"nixx": turn_memory(done)}
+
+
 class Response:
     """One response being built: its id and the request's fields it echoes."""
 
@@ -415,8 +470,8 @@ class Response:
 
     async def stream(
         self,
-        events: AsyncIterator[Any],
-        first: Any,
+        events: AsyncGenerator[TurnEvent, None],
+        first: TurnEvent,
         on_done: Callable[[Finished], Awaitable[dict[str, Any]]],
     ) -> AsyncIterator[bytes]:
         """The event stream of the turn; `on_done` runs before ``response.completed`` (it
@@ -427,7 +482,7 @@ class Response:
         try:
             yield self._event("response.created", response=self.object("in_progress"))
             yield self._event("response.in_progress", response=self.object("in_progress"))
-            event: Any = first
+            event: TurnEvent = first
             while True:
                 if isinstance(event, (Delta, Reasoning)):
                     kind = "message" if isinstance(event, Delta) else "reasoning"
@@ -468,7 +523,7 @@ class Response:
             yield self._event("error", code=exc.kind, message=exc.message, param=exc.param)
             yield self._event("response.failed", response=self.object("failed", error=error))
         finally:
-            await events.aclose()  # type: ignore[attr-defined]
+            await events.aclose()
 
     def _open_item(self, kind: str) -> dict[str, Any]:
         item = (self.message_item(new_id("msg"), "", "in_progress") if kind == "message"

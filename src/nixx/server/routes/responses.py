@@ -1,7 +1,7 @@
 """`POST /v1/responses`: OpenAI's Responses API with memory, JSON or the event stream.
 
-The translation is `nixx.server.dialects.responses`; the turn is the chat route's
-(`NixxService.turn`): the same recall, buffer rows (origin ``responses`` unless
+The translation is `nixx.server.dialects.responses` (`Responses`); the turn is the chat
+route's (`NixxService.turn`, answered by `nixx.server.dialects.adapter.answer_turn`): the same recall, buffer rows (origin ``responses`` unless
 ``X-Nixx-Origin`` says otherwise), summaries and intent. With ``store`` (the default)
 the answer's row keeps the request's new messages (``meta.response``) and the response
 id points at it, so ``previous_response_id`` continues it; an id nixx does not hold is a
@@ -17,23 +17,18 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Request
 from fastapi import Response as HTTPResponse
-from fastapi.responses import StreamingResponse
 
 from nixx.memory.episodic import Sender
-from nixx.memory.responses import Chain, bounded_input
-from nixx.memory.turn import Finished, TurnInfo
+from nixx.memory.responses import Chain
 from nixx.server.deps import ServiceDep, sender_of
+from nixx.server.dialects.adapter import answer_turn
 from nixx.server.dialects.responses import (
-    Response,
+    Responses,
     ResponsesRequest,
-    chat_request,
     input_items,
-    input_messages,
     stored_response,
 )
-from nixx.server.dialects.system import remembered
 from nixx.server.limits import hold_bytes
-from nixx.server.shapes import turn_headers, turn_memory
 
 router = APIRouter(tags=["responses"])
 ORIGIN = "responses"
@@ -64,48 +59,8 @@ async def create_response(
     if body.previous_response_id:
         chain = await service.response_chain(body.previous_response_id, window,
                                              hold_bytes(request.scope))
-    added = input_messages(body.input)
-    chat = chat_request(body, chain.messages, added)
-    response = Response(body, body.model or "")
-    answer_meta = None
-    if body.store:
-        kept, left_out = bounded_input(added, window)
-        record: dict[str, Any] = {"id": response.id, "previous": body.previous_response_id,
-                                  "input": kept, "start": chain.next_start}
-        if left_out:
-            record["left_out"] = left_out
-        answer_meta = {"response": record}
-    info: TurnInfo = {}
-    events = service.turn(chat, sender, info, answer_meta=answer_meta,
-                          remembered=remembered)
-
-    async def on_done(done: Finished) -> dict[str, Any]:
-        if body.store and done.assistant_row_id is not None:
-            said = {"status": Response.status_of(done), "model": done.model or model,
-                    "usage": done.usage}
-            await service.save_response(response.id, done.assistant_row_id, said)
-        return {"nixx": turn_memory(done)}
-
-    if body.stream:
-        # as on the chat route: a backend that fails before answering is a plain HTTP error
-        try:
-            first = await events.__anext__()
-        except BaseException:
-            await events.aclose()  # type: ignore[attr-defined]
-            raise
-        response.model = str(info.get("model") or response.model)
-        return StreamingResponse(
-            response.stream(events, first, on_done),
-            media_type="text/event-stream",
-            headers=turn_headers(info, stream=True),
-        )
-    done: Finished | None = None
-    async for event in events:
-        if isinstance(event, Finished):
-            done = event
-    assert done is not None
-    reply.headers.update(turn_headers(info))
-    return {**response.finish(done), **(await on_done(done))}
+    adapter = Responses(body, chain, window, model, service.save_response)
+    return await answer_turn(service, adapter, sender, reply)
 
 
 @router.get("/v1/responses/{response_id}")
