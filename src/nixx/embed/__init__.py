@@ -1,4 +1,5 @@
-"""Embedders: `local` (bundled all-MiniLM-L6-v2, ONNX Runtime or numpy) and `openai` (any /v1/embeddings)."""
+"""Embedders: `local` (all-MiniLM-L6-v2 bundled, or all-mpnet-base-v2 installed once;
+ONNX Runtime or numpy) and `openai` (any /v1/embeddings)."""
 
 from __future__ import annotations
 
@@ -16,7 +17,11 @@ def make_embedder(settings: Settings) -> Embedder:
 
         engine = None if settings.embed_engine == "auto" else settings.embed_engine
         # sizes its forward passes by tokens
-        return LocalEmbedder(engine=engine, query_weights=settings.embed_query_weights)
+        return LocalEmbedder(
+            engine=engine,
+            query_weights=settings.embed_query_weights,
+            model=settings.embed_model,  # empty: the default (all-MiniLM-L6-v2)
+        )
     from nixx.embed.openai import OpenAIEmbedder
 
     return OpenAIEmbedder(
