@@ -205,13 +205,13 @@ def engines_ab(n: int, rounds: int, queries: int = 300) -> None:
         print(f"  onnx / numpy: {best['numpy'] / best['onnx']:.2f}x\n")
 
 
-def calibrate() -> None:
+def calibrate(model: str = "minilm") -> None:
     import numpy as np
 
     from nixx.embed import default_recall_threshold
     from nixx.embed.local import LocalEmbedder
 
-    emb = LocalEmbedder()
+    emb = LocalEmbedder(model=model)
     q = emb.embed([p[0] for p in PAIRS])
     s = emb.embed([p[1] for p in PAIRS])
     sim = q @ s.T
@@ -236,6 +236,7 @@ def main() -> int:
     ap.add_argument("--repeat", type=int, default=2, help="timed runs inside each round")
     ap.add_argument("--only-local", action="store_true", help="skip sentence-transformers")
     ap.add_argument("--calibrate", action="store_true", help="measure recall thresholds")
+    ap.add_argument("--model", default="minilm", help="--calibrate this local model (minilm | mpnet)")
     ap.add_argument("--only", choices=["short", "chunks"], help="run one workload")
     ap.add_argument("--engines", action="store_true", help="onnx vs numpy (local embedder)")
     ap.add_argument("--worker", choices=["local", "st"], help=argparse.SUPPRESS)
@@ -246,7 +247,7 @@ def main() -> int:
         worker(args.worker, args.workload, args.n, args.repeat)
         return 0
     if args.calibrate:
-        calibrate()
+        calibrate(args.model)
         return 0
     if args.engines:
         engines_ab(args.n, args.rounds)
