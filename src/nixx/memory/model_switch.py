@@ -36,7 +36,8 @@ import numpy as np
 from nixx.embed.base import Embedder
 from nixx.memory.row_vectors import row_texts_for
 from nixx.priority import BACKGROUND_NICE, Foreground, lower_thread_priority
-from nixx.store.base import MemoryStore, SwitchItem
+from nixx.store.base import MemoryStore
+from nixx.store.switching import SwitchItem
 
 if TYPE_CHECKING:
     from nixx.config import Settings
