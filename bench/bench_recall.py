@@ -109,6 +109,10 @@ class CachedEmbedder:
         with the onnx engine, unless NIXX_EMBED_QUERY_WEIGHTS says float32)."""
         weights = self.inner.query_weights
         kind = "" if weights == "float32" else f"query-{weights}\0"
+        if weights == "int8" and self.model == "all-mpnet-base-v2":
+            from nixx.embed import bert_onnx  # its int8 graph's scheme: another cache key
+
+            kind += f"smooth{bert_onnx.SMOOTHING}-f{bert_onnx.FLOAT_FFN_OUT_LAYERS}\0"
         return self.embed(texts, kind=kind, run=self.inner.embed_queries)
 
     def embed(

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -388,8 +388,26 @@ class BertEncoder:
         ctx /= sums
         return ctx
 
-    def encode(self, sequences: Sequence[np.ndarray]) -> np.ndarray:
-        """Mean-pooled last hidden states of token-id sequences (one forward pass)."""
+    def ffn_ranges(self, sequences: Sequence[np.ndarray]) -> list[np.ndarray]:
+        """For each layer, the largest |value| each channel of the feed-forward block's
+        GELU output reaches on `sequences` (one at a time): what `nixx.embed.bert_onnx`
+        smooths MPNet's int8 output projection with."""
+        ranges = [np.zeros(self.config.intermediate_size, dtype=_F32) for _ in self.layers]
+
+        def observe(layer: int, inter: np.ndarray) -> None:
+            np.maximum(ranges[layer], np.abs(inter).max(axis=0), out=ranges[layer])
+
+        for seq in sequences:
+            self.encode([seq], observe=observe)
+        return ranges
+
+    def encode(
+        self,
+        sequences: Sequence[np.ndarray],
+        observe: Callable[[int, np.ndarray], None] | None = None,
+    ) -> np.ndarray:
+        """Mean-pooled last hidden states of token-id sequences (one forward pass);
+        `observe(layer, gelu_output)` sees each layer's feed-forward activations."""
         n = len(sequences)
         hid = self.config.hidden_size
         if n == 0:
@@ -414,7 +432,7 @@ class BertEncoder:
         ctx = np.empty((tokens, hid), dtype=_F32)
         attn = np.empty((tokens, hid), dtype=_F32)
         inter = np.empty((tokens, self.config.intermediate_size), dtype=_F32)
-        for layer in self.layers:
+        for index, layer in enumerate(self.layers):
             np.matmul(x, layer.w_qkv, out=qkv)
             qkv += layer.b_qkv
             self._attention(qkv, groups, ctx)
@@ -425,6 +443,8 @@ class BertEncoder:
             np.matmul(attn, layer.w_i, out=inter)
             inter += layer.b_i
             self._gelu(inter)
+            if observe is not None:
+                observe(index, inter)
             np.matmul(inter, layer.w_out, out=x)  # the layer's input is dead: reuse it
             x += layer.b_out
             x += attn

@@ -125,7 +125,13 @@ def _load(engine: str, which: LocalModel = models.MINILM) -> _Model:
 
                 # both keep the one word-embedding table; the other numpy weights go
                 encoder = OnnxBertEncoder(bert)
-                int8 = OnnxBertEncoder(bert, int8=True)
+                ranges = None
+                if bert.position_bias is not None:  # MPNet: its int8 graph is smoothed
+                    from nixx.embed.bert_onnx import CALIBRATION_TEXTS
+
+                    calibration = tokenizer.encode_batch(list(CALIBRATION_TEXTS))
+                    ranges = bert.ffn_ranges([np.asarray(e.ids, np.int64) for e in calibration])
+                int8 = OnnxBertEncoder(bert, int8=True, ffn_ranges=ranges)
             _MODELS[key] = _Model(tokenizer, encoder, max_len, int8)
     return _MODELS[key]
 
