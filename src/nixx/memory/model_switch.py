@@ -15,7 +15,8 @@ store's vectors were made with, and nixx can run that old model itself (a local 
 - **Then one transaction switches** (`MemoryStore.finish_switch`): what arrived since the
   last pass is embedded, every live vector replaced by its staged one, the new model and
   dimension recorded; after it the service embeds with the new model (its recall floors
-  and fusion scale too).
+  and fusion scale too). Searches and recalls wait while it runs (`Foreground.exclusive`:
+  none embeds its question with one model and meets the other's vectors).
 
 Progress is in `GET /v1/episodic/status` (`embedder_switch`). A restart goes on from what
 was staged. Setting the store's own model again abandons the move (staged vectors
@@ -25,6 +26,7 @@ as before (`embedder_mismatch`) and `nixx reindex` moves it.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import time
@@ -211,9 +213,13 @@ class ModelSwitch:
                     self.stage(pending[start : start + self.batch_size])
             if self._closed:
                 return False
-            self.store.finish_switch(self.target.model, self.target.embed,
-                                     lambda rows: row_texts_for(self.store, rows))
-            self._finished()
+            # no search or recall runs across the switch: one that embedded its question
+            # with the old model would meet the new model's vectors
+            guard = self.foreground.exclusive() if self.foreground else contextlib.nullcontext()
+            with guard:
+                self.store.finish_switch(self.target.model, self.target.embed,
+                                         lambda rows: row_texts_for(self.store, rows))
+                self._finished()
             return True
         finally:
             self._running = False
