@@ -844,8 +844,12 @@ class StoreContract:
         # meanwhile the live vectors are still the old model's, and are what is searched
         assert store.embedding_info().model == MODEL
         assert store.search_buffer_vectors(unit(1, 0), limit=1)[0].row.id == ids[0]
-        # a row forgotten meanwhile takes its staged vector with it
+        # a row forgotten meanwhile takes its staged vector with it (no copy is left)
+        with store._engine.read() as tx:
+            assert [i for i, _, _ in tx.staged("buffer")] == [ids[0], ids[1]]
         store.forget("buffer", buffer_ids=[ids[1]])
+        with store._engine.read() as tx:
+            assert [i for i, _, _ in tx.staged("buffer")] == [ids[0]]
         assert ("buffer", ids[1]) not in {(p.kind, p.id) for p in store.switch_pending()}
         # a row written after the last batch is embedded at the switch, inside it
         late = store.append_buffer("user", "message number 6", "tui").id
