@@ -195,21 +195,24 @@ class PositionBias:
     """MPNet's relative position bias: `bias(length)` is (1, heads, length, length)
     float32, added to the (already scaled) attention scores of sequences padded to
     `length` (padding sits after the real tokens, so their offsets are the padded grid's).
-    One (buckets, heads) table serves every layer; cached per length."""
+    One (buckets, heads) table serves every layer. A bucket depends only on the offset
+    j - i, so every length's bias is the top-left corner of the longest one's, computed
+    once (12.6 MB for MPNet's 512 positions) and sliced: a view, nothing cached per length."""
 
     def __init__(self, table: np.ndarray, config: BertConfig) -> None:
         self.table = table
         self.config = config
-        self._cache: dict[int, np.ndarray] = {}
+        self._full: np.ndarray | None = None
 
     def __call__(self, length: int) -> np.ndarray:
-        bias = self._cache.get(length)
-        if bias is None:
+        full = self._full
+        if full is None:
             cfg = self.config
-            buckets = relative_buckets(length, cfg.relative_buckets, cfg.relative_max_distance)
-            bias = np.ascontiguousarray(self.table[buckets].transpose(2, 0, 1))[None]
-            self._cache[length] = bias  # a race stores the same array twice
-        return bias
+            buckets = relative_buckets(cfg.max_tokens, cfg.relative_buckets,
+                                       cfg.relative_max_distance)
+            full = np.ascontiguousarray(self.table[buckets].transpose(2, 0, 1))[None]
+            self._full = full  # a race computes the same array twice
+        return full[:, :, :length, :length]
 
 
 class BertEncoder:

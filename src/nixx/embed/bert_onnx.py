@@ -319,6 +319,6 @@ class OnnxBertEncoder:
             mask[i, : len(seq)] = 1.0
         feeds = {"words": self._word[ids], "mask": mask}
         if self._position_bias is not None:
-            feeds["position_bias"] = self._position_bias(longest)
+            feeds["position_bias"] = np.ascontiguousarray(self._position_bias(longest))
         (pooled,) = self._session.run(["pooled"], feeds)
         return np.asarray(pooled, dtype=np.float32)
