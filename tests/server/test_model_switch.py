@@ -172,3 +172,31 @@ def test_setting_the_stores_model_again_abandons_the_move(
             assert (await service.status())["embedder_switch"] is None
 
     asyncio.run(scenario())
+
+
+def test_a_new_model_not_installed_stops_the_move_and_the_old_one_serves(
+    make_settings: Any, db_url: str, tmp_path: Any
+) -> None:
+    from nixx.embed.models import LocalModel
+    from nixx.memory.model_switch import ModelSwitch
+
+    settings = _settings(make_settings, db_url, "minilm")
+    ids = _seed_minilm(settings.database_url)
+    # a model like mpnet, split into parts, whose files were never assembled
+    absent = LocalModel(key="absent", name="absent-model", dim=8, max_seq_length=8,
+                        parts=models.MPNET.parts, zip_folder="x", files={"model.safetensors": ""})
+    target = LocalEmbedder(model=absent)
+
+    async def scenario() -> None:
+        async with open_service(settings) as service:
+            switch = ModelSwitch(service.store, MINI, target, foreground=service.foreground)
+            switch.start()
+            switch.join(60)  # the thread ends: nothing to retry
+            status = switch.status()
+            assert not status["done"] and not status["running"]
+            assert status["error"] is not None and "nixx embedder install absent" in status["error"]
+            assert service.store.embedding_info().model == MINI
+            answer = await service.search("where is the boathouse key hidden?", 3)
+            assert answer.results[0].row is not None and answer.results[0].row.id == ids[1]
+
+    asyncio.run(scenario())

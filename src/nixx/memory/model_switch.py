@@ -19,7 +19,8 @@ store's vectors were made with, and nixx can run that old model itself (a local 
   none embeds its question with one model and meets the other's vectors).
 
 Progress is in `GET /v1/episodic/status` (`embedder_switch`). A restart goes on from what
-was staged. Setting the store's own model again abandons the move (staged vectors
+was staged. A new model whose files are not installed stops the move (its `error` says
+the command that installs them); the old model keeps serving. Setting the store's own model again abandons the move (staged vectors
 dropped). When the old model is not one nixx runs (a remote model), the store is refused
 as before (`embedder_mismatch`) and `nixx reindex` moves it.
 """
@@ -36,6 +37,7 @@ from typing import TYPE_CHECKING, TypedDict
 import numpy as np
 
 from nixx.embed.base import Embedder
+from nixx.errors import ModelMissing
 from nixx.memory.row_vectors import row_texts_for
 from nixx.priority import BACKGROUND_NICE, Foreground, lower_thread_priority
 from nixx.store.base import MemoryStore
@@ -48,7 +50,8 @@ log = logging.getLogger(__name__)
 
 #: Items per embedding call (a buffer row brings its sentences too).
 BATCH_SIZE = 32
-RETRY_SECONDS = 5.0
+RETRY_SECONDS = 5.0  # after a failure, doubling up to RETRY_MAX_SECONDS
+RETRY_MAX_SECONDS = 300.0
 
 
 class SwitchingEmbedder(Embedder):
@@ -183,15 +186,22 @@ class ModelSwitch:
     # ---- work ---------------------------------------------------------------------------
     def _loop(self) -> None:
         lower_thread_priority(BACKGROUND_NICE)
+        wait = RETRY_SECONDS
         while not self._closed and not self.done:
             try:
                 self.run()
+            except ModelMissing as exc:  # the new model is not installed: nothing to retry
+                self.error = str(exc)
+                log.error("cannot move the store to %s: %s", self.target.model, exc)
+                return
             except Exception as exc:  # noqa: BLE001 - shown in the status, tried again
                 self.error = f"{type(exc).__name__}: {exc}"
-                log.warning("moving the store to %s: %s", self.target.model, self.error)
-                deadline = time.monotonic() + RETRY_SECONDS
+                log.warning("moving the store to %s: %s (again in %.0f s)", self.target.model,
+                            self.error, wait)
+                deadline = time.monotonic() + wait
                 while not self._closed and time.monotonic() < deadline:
                     time.sleep(0.1)
+                wait = min(wait * 2, RETRY_MAX_SECONDS)
 
     def run(self) -> bool:
         """Stage everything pending, pass after pass, then switch; True when switched
