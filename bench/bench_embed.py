@@ -4,6 +4,7 @@
     .venv/bin/python bench/bench_embed.py --only-local
     .venv/bin/python bench/bench_embed.py --calibrate      # recall-threshold measurement
     .venv/bin/python bench/bench_embed.py --engines        # the local embedder's two engines
+    .venv/bin/python bench/bench_embed.py --query-time     # one question: MiniLM vs MPNet
 
 `--engines` compares the local embedder's engines (onnx, numpy) in one process: the latency
 of embedding one short text (what a search or a turn waits for), the two alternating text by
@@ -205,13 +206,44 @@ def engines_ab(n: int, rounds: int, queries: int = 300) -> None:
         print(f"  onnx / numpy: {best['numpy'] / best['onnx']:.2f}x\n")
 
 
-def calibrate() -> None:
+def query_times(rounds: int, n: int = 200) -> None:
+    """One question at a time, as a search or a turn embeds it (`embed_queries`: int8
+    weights, onnx, the calling thread: one thread), MiniLM and MPNet alternating round by
+    round in one process; also float32 (`embed`) for the record. Median and p90 per round."""
+    import time
+
+    import numpy as np
+
+    from nixx.embed.local import LocalEmbedder
+
+    rng = random.Random(5)
+    questions = short_messages(n, rng)
+    embedders = {m: LocalEmbedder(model=m) for m in ("minilm", "mpnet")}
+    for emb in embedders.values():
+        emb.embed_queries(questions[:5])
+        emb.embed(questions[:5])
+    tokens = np.mean([len(t) for t in embedders["minilm"].tokenize(questions)])
+    print(f"{n} questions, {tokens:.1f} tokens on average; load {os.getloadavg()[0]:.1f}")
+    for r in range(rounds):
+        for name, emb in embedders.items():
+            for label, fn in (("int8", emb.embed_queries), ("float32", emb.embed)):
+                times = []
+                for q in questions:
+                    start = time.perf_counter()
+                    fn([q])
+                    times.append(time.perf_counter() - start)
+                ms = np.array(times) * 1000
+                print(f"round {r + 1} {name:7s}{label:8s} median {np.median(ms):6.2f} ms  "
+                      f"p90 {np.percentile(ms, 90):6.2f} ms  (load {os.getloadavg()[0]:.1f})")
+
+
+def calibrate(model: str = "minilm") -> None:
     import numpy as np
 
     from nixx.embed import default_recall_threshold
     from nixx.embed.local import LocalEmbedder
 
-    emb = LocalEmbedder()
+    emb = LocalEmbedder(model=model)
     q = emb.embed([p[0] for p in PAIRS])
     s = emb.embed([p[1] for p in PAIRS])
     sim = q @ s.T
@@ -236,8 +268,11 @@ def main() -> int:
     ap.add_argument("--repeat", type=int, default=2, help="timed runs inside each round")
     ap.add_argument("--only-local", action="store_true", help="skip sentence-transformers")
     ap.add_argument("--calibrate", action="store_true", help="measure recall thresholds")
+    ap.add_argument("--model", default="minilm", help="--calibrate this local model (minilm | mpnet)")
     ap.add_argument("--only", choices=["short", "chunks"], help="run one workload")
     ap.add_argument("--engines", action="store_true", help="onnx vs numpy (local embedder)")
+    ap.add_argument("--query-time", action="store_true",
+                    help="one question at a time, MiniLM against MPNet (one thread)")
     ap.add_argument("--worker", choices=["local", "st"], help=argparse.SUPPRESS)
     ap.add_argument("--workload", help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -246,7 +281,10 @@ def main() -> int:
         worker(args.worker, args.workload, args.n, args.repeat)
         return 0
     if args.calibrate:
-        calibrate()
+        calibrate(args.model)
+        return 0
+    if args.query_time:
+        query_times(args.rounds)
         return 0
     if args.engines:
         engines_ab(args.n, args.rounds)

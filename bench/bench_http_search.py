@@ -58,19 +58,20 @@ def corpus(rows: int, speakers: bool) -> tuple[list[dict], list[str]]:
 
 
 def seed(
-    db: Path, rows: int, summaries: int, model: str, speakers: bool = False, pieces: bool = True
+    db: Path, rows: int, summaries: int, model: str, speakers: bool = False, pieces: bool = True,
+    dim: int = 384,
 ) -> list[str]:
     """The store described above; returns the questions. With `pieces`, every third row
     also has two sentence vectors (`nixx.memory.pieces`; the two-person benchmark sets
     hold 0.6-0.8 pieces a row), drawn like the row vectors."""
     records, typical = corpus(rows, speakers)
-    vectors = Clustered(seed=1).draw(rows)
-    extra = Clustered(seed=2).draw(2 * len(range(0, rows, 3))) if pieces else None
+    vectors = Clustered(seed=1, dim=dim).draw(rows)
+    extra = Clustered(seed=2, dim=dim).draw(2 * len(range(0, rows, 3))) if pieces else None
     rng = random.Random(7)
 
     def all_records():
         yield records[0]
-        yield {"type": "embedder", "model": model, "dim": 384}
+        yield {"type": "embedder", "model": model, "dim": dim}
         yield {"type": "state", "key": "episodic.interval", "value": 10**9}
         for i, (rec, vec) in enumerate(zip(records[1:], vectors, strict=True)):
             out = {**rec, "embedding": vec.tolist()}
@@ -85,7 +86,7 @@ def seed(
                 "type": "summary",
                 "id": j + 1,
                 "content": text,
-                "embedding": FakeLLM.embedding_of(text, 384).tolist(),
+                "embedding": FakeLLM.embedding_of(text, dim).tolist(),
                 "tags": [],
                 "entities": {},
                 "start_buffer_id": j * span + 1,
@@ -108,6 +109,8 @@ def main() -> int:
     ap.add_argument("--rows", type=int, default=100_000)
     ap.add_argument("--summaries", type=int, default=10_000)
     ap.add_argument("--embed", choices=("local", "openai"), default="local")
+    ap.add_argument("--model", choices=("minilm", "mpnet"), default="minilm",
+                    help="the local model (mpnet: 768-d vectors seeded; a store of its own)")
     ap.add_argument("--limit", type=int, default=10)
     ap.add_argument("--empty", action="store_true")
     ap.add_argument("--blas-threads", type=int, default=None)
@@ -127,13 +130,18 @@ def main() -> int:
     args = ap.parse_args()
 
     tmp = Path(tempfile.mkdtemp(prefix="nixx-bench-search-"))
-    model = "fake-embed" if args.embed == "openai" else "all-MiniLM-L6-v2"
+    from nixx.embed.models import local_model
+
+    local = local_model(args.model)
+    model = "fake-embed" if args.embed == "openai" else local.name
+    dim = 384 if args.embed == "openai" else local.dim
     db = args.db or tmp / "nixx.db"
     reuse = args.db is not None and args.db.exists()
     questions = corpus(args.rows, args.speakers)[1] if reuse else []
     if not reuse and not args.empty:
         t0 = time.perf_counter()
-        questions = seed(db, args.rows, args.summaries, model, args.speakers, not args.no_pieces)
+        questions = seed(db, args.rows, args.summaries, model, args.speakers, not args.no_pieces,
+                         dim)
         print(f"seeded in {time.perf_counter() - t0:.0f}s: {db}")
     if args.seed_only:
         return 0

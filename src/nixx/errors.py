@@ -20,6 +20,7 @@ shows a notice.
     ├── BackendError               backend         502
     │   └── BackendUnavailable     backend_unavailable 503
     ├── ModelMissing               model_missing   500
+    │   └── ModelCorrupt           model_corrupt   500
     ├── ServerBusy                 server_busy     503
     ├── SyncError                  sync            502
     └── WorkspaceError             workspace       400
@@ -128,6 +129,12 @@ class ModelMissing(NixxError):
     """Local model files are not installed."""
 
     kind = "model_missing"
+
+
+class ModelCorrupt(ModelMissing):
+    """Local model files are there but not the pinned ones (a sha256 differs)."""
+
+    kind = "model_corrupt"
 
 
 class ServerBusy(NixxError):

@@ -52,12 +52,16 @@ class Foreground:
     def __init__(self) -> None:
         self._cond = threading.Condition()
         self._active = 0
+        self._exclusive = 0  # `exclusive` sections held or waiting: new busy ones wait
         self._last = time.monotonic() - 3600.0  # when the last busy section ended
 
     @contextlib.contextmanager
     def busy(self) -> Iterator[None]:
-        """Mark the block as a request's CPU-heavy work."""
+        """Mark the block as a request's CPU-heavy work (it waits while an `exclusive`
+        section runs)."""
         with self._cond:
+            while self._exclusive:
+                self._cond.wait()
             self._active += 1
         try:
             yield
@@ -65,6 +69,23 @@ class Foreground:
             with self._cond:
                 self._active -= 1
                 self._last = time.monotonic()
+                self._cond.notify_all()
+
+    @contextlib.contextmanager
+    def exclusive(self) -> Iterator[None]:
+        """Run the block with no busy section beside it: it waits for those running to
+        end, and those that start meanwhile wait for it (a store switching embedding
+        models: no search may embed its question with one model and search the other's
+        vectors)."""
+        with self._cond:
+            self._exclusive += 1
+            while self._active:
+                self._cond.wait()
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._exclusive -= 1
                 self._cond.notify_all()
 
     def wait_quiet(

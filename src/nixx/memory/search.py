@@ -83,13 +83,16 @@ DEFAULT_PARAMS = FusionParams()
 
 
 def params_for(model: str, base: FusionParams = DEFAULT_PARAMS) -> FusionParams:
-    """`base` with the cosine scale calibrated for embedding `model` (`nixx.embed`)."""
+    """`base` with the cosine scale and the weights calibrated for embedding `model`
+    (`nixx.embed`)."""
     from dataclasses import replace
 
-    from nixx.embed import cosine_scale, default_row_floor
+    from nixx.embed import cosine_scale, default_row_floor, fusion_weights
 
     lo, hi = cosine_scale(model)
-    return replace(base, cos_lo=lo, cos_hi=hi, piece_floor=default_row_floor(model))
+    w_words, w_vec = fusion_weights(model)
+    return replace(base, cos_lo=lo, cos_hi=hi, piece_floor=default_row_floor(model),
+                   w_words=w_words, w_vec=w_vec)
 
 
 @dataclass

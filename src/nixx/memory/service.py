@@ -41,6 +41,7 @@ from nixx.llm.client import ChatClient, ModelEntry, ModelList
 from nixx.llm.gate import PATIENCE, GateInfo
 from nixx.memory import forget as forgetting
 from nixx.memory import intent as intent_state
+from nixx.memory import model_switch
 from nixx.memory import search as fused
 from nixx.memory import summaries as summary_job
 from nixx.memory.background import BackgroundJobs
@@ -90,8 +91,14 @@ async def open_service(settings: Settings, *, tools: bool = False) -> AsyncItera
     store = await to_thread.run_sync(open_store, settings.database_url)
     embedder = None
     llm = None
+    target = None
     try:
         embedder = make_embedder(settings)
+        # a store whose vectors are another local model's moves to this one in the
+        # background; live work keeps the old model meanwhile (nixx.memory.model_switch)
+        old = await to_thread.run_sync(model_switch.plan, settings, store, embedder)
+        if old is not None:
+            target, embedder = embedder, model_switch.SwitchingEmbedder(old)
         llm = ChatClient(
             settings.chat_base_url,
             api_key=settings.chat_api_key,
@@ -106,6 +113,8 @@ async def open_service(settings: Settings, *, tools: bool = False) -> AsyncItera
 
             registry = ToolRegistry(settings, store)
         service = NixxService(settings, store, embedder, llm, registry)
+        if target is not None:
+            service.prepare_switch(target)
         try:
             yield service
         finally:
@@ -115,6 +124,8 @@ async def open_service(settings: Settings, *, tools: bool = False) -> AsyncItera
             await llm.aclose()
         if embedder is not None:
             embedder.close()
+        if target is not None:
+            target.close()
         await to_thread.run_sync(store.close)
 
 
@@ -176,6 +187,29 @@ class NixxService:
         self._last_model = ""  # the model of the newest turn or own call (for the status)
         self._writes: set[asyncio.Task[Any]] = set()
         self._ranker_pool: ThreadPoolExecutor | None = None
+        # a move of the store to another embedding model (started by `start`)
+        self.switch: model_switch.ModelSwitch | None = None
+
+    def prepare_switch(self, target: Embedder) -> model_switch.ModelSwitch:
+        """Move the store to `target`'s model in the background (`start` starts it):
+        `self.embedder` must be a `SwitchingEmbedder` on the store's model; it answers
+        with `target` once the store is switched."""
+        assert isinstance(self.embedder, model_switch.SwitchingEmbedder)
+        self.switch = model_switch.ModelSwitch(
+            self.store, self.embedder.model, target, foreground=self.foreground,
+            on_done=self._switched,
+        )
+        return self.switch
+
+    def _switched(self, target: Embedder) -> None:
+        """The store's vectors are `target`'s now: embed with it, and read its floors."""
+        assert isinstance(self.embedder, model_switch.SwitchingEmbedder)
+        old = self.embedder.swap(target)
+        self.recall.model = target.model
+        self.sources.bound.model = target.model
+        self.row_vectors.notify()  # a batch the old model made and the store refused: again
+        if old is not target:
+            old.close()
 
     @property
     def ranker_pool(self) -> ThreadPoolExecutor:
@@ -191,10 +225,14 @@ class NixxService:
         without a vector (backfill), the repairs a forget left queued, and the vector
         indexes warmed (not in the first search after a restart)."""
         self.row_vectors.start()
+        if self.switch is not None:
+            self.switch.start()
         await self.forgetting.resume_repairs()
         self.store.warm_vector_indexes()
 
     async def close(self) -> None:
+        if self.switch is not None:
+            await self.run(self.switch.close)
         await self.run(self.row_vectors.close)
         if self._ranker_pool is not None:
             self._ranker_pool.shutdown(wait=False)
@@ -429,6 +467,7 @@ class NixxService:
             "intent_failures": self.jobs.failures.get(INTENT_JOB, 0),
             "recall_error": self.recall.error,
             "buffer_vectors": await self.run(self.row_vectors.status),
+            "embedder_switch": None if self.switch is None else await self.run(self.switch.status),
         }
 
     async def search(self, query: str, limit: int, sent_by: str | None = None) -> SearchAnswer:
@@ -669,6 +708,8 @@ class MemoryStatus(EpisodicStatus):
     intent_failures: int
     recall_error: str | None
     buffer_vectors: VectorStatus
+    # a move to another embedding model under way (None: none); nixx.memory.model_switch
+    embedder_switch: model_switch.SwitchStatus | None
 
 
 @dataclass(frozen=True)

@@ -66,6 +66,7 @@ from nixx.store.records import (
     SummaryHit,
 )
 from nixx.store.reports import BufferStats, BufferVectorStats, ScrubReport, VacuumReport
+from nixx.store.switching import Switching
 
 EmbedFn = Callable[[Sequence[str]], np.ndarray]
 #: A JSON object a caller hands the store (metadata); stored as a copy.
@@ -73,9 +74,7 @@ JsonObject = Mapping[str, object]
 
 #: How many of the session's newest rows `append_user_once` looks at.
 RETRY_TAIL = 16
-
-
-class MemoryStore:
+class MemoryStore(Switching):
     """Persistent memory. Obtain one with `nixx.store.open_store()`."""
 
     backend: str  # "sqlite" | "postgres"

@@ -147,6 +147,22 @@ class Tx(ABC):
     def finish_reindex(self, model: str, dim: int) -> None:
         """Record (model, dim) as the embedder of every vector now stored."""
 
+    # ---- the next embedder's vectors (MemoryStore.begin_switch) -------------------------
+    @abstractmethod
+    def staged_digests(self) -> dict[tuple[str, int], str]:
+        """(kind, id) -> digest of every staged vector."""
+
+    @abstractmethod
+    def stage(self, items: Sequence[tuple[str, int, bytes, bytes | None, str]]) -> None:
+        """Store or replace staged (kind, id, float32 bytes, pieces, digest)."""
+
+    @abstractmethod
+    def staged(self, kind: str) -> list[tuple[int, bytes, bytes | None]]:
+        """(id, float32 bytes, pieces) of every staged vector of `kind`."""
+
+    @abstractmethod
+    def clear_staged(self) -> None: ...
+
     # ---- buffer -----------------------------------------------------------------------
     @abstractmethod
     def insert_buffer(

@@ -135,6 +135,32 @@ V5_ROW_PIECES = """
 ALTER TABLE buffer_vectors ADD COLUMN pieces bytea;
 """
 
+V6_VECTORS_NEXT = """
+-- The vectors of the embedder the store is moving to (MemoryStore.begin_switch), apart
+-- from the live ones until they replace them in one transaction (finish_switch); float32
+-- little-endian bytes, not pgvector: nothing searches them. A deleted row's goes with it.
+CREATE TABLE vectors_next (
+    kind      text NOT NULL CHECK (kind IN ('buffer', 'summaries', 'memories')),
+    id        bigint NOT NULL,
+    embedding bytea NOT NULL,
+    pieces    bytea,
+    digest    text NOT NULL,
+    PRIMARY KEY (kind, id)
+);
+CREATE FUNCTION vectors_next_deleted() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    DELETE FROM vectors_next WHERE kind = TG_ARGV[0] AND id = OLD.id;
+    RETURN OLD;
+END
+$$;
+CREATE TRIGGER buffer_next_deleted AFTER DELETE ON buffer
+    FOR EACH ROW EXECUTE FUNCTION vectors_next_deleted('buffer');
+CREATE TRIGGER summaries_next_deleted AFTER DELETE ON summaries
+    FOR EACH ROW EXECUTE FUNCTION vectors_next_deleted('summaries');
+CREATE TRIGGER memories_next_deleted AFTER DELETE ON memories
+    FOR EACH ROW EXECUTE FUNCTION vectors_next_deleted('memories');
+"""
+
 
 def _script(sql: str) -> Callable[[Any], None]:
     def apply(conn: Any) -> None:
@@ -149,6 +175,7 @@ MIGRATIONS.add("buffer row vectors", _script(V2_BUFFER_VECTORS))
 MIGRATIONS.add("forget log", _script(V3_FORGETTING))
 MIGRATIONS.add("dialect origins", _script(V4_DIALECT_ORIGINS))
 MIGRATIONS.add("row pieces", _script(V5_ROW_PIECES))
+MIGRATIONS.add("vectors of the next embedder", _script(V6_VECTORS_NEXT))
 
 LATEST = MIGRATIONS.head
 

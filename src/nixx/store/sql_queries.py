@@ -228,6 +228,32 @@ class SqlTx(Tx):
             [(self._vec(vec), i) for i, vec in vectors.items()],
         )
 
+    # ---- the next embedder's vectors ----------------------------------------------------
+    def staged_digests(self) -> dict[tuple[str, int], str]:
+        return {(r[0], int(r[1])): r[2] for r in self._all("SELECT kind, id, digest FROM vectors_next")}
+
+    def stage(self, items: Sequence[tuple[str, int, bytes, bytes | None, str]]) -> None:
+        p = self.dialect.placeholder
+        self._many(
+            f"INSERT INTO vectors_next (kind, id, embedding, pieces, digest) "
+            f"VALUES ({p}, {p}, {p}, {p}, {p}) ON CONFLICT (kind, id) DO UPDATE SET "
+            "embedding = excluded.embedding, pieces = excluded.pieces, digest = excluded.digest",
+            items,
+        )
+
+    def staged(self, kind: str) -> list[tuple[int, bytes, bytes | None]]:
+        p = self.dialect.placeholder
+        return [
+            (int(r[0]), bytes(r[1]), None if r[2] is None else bytes(r[2]))
+            for r in self._all(
+                f"SELECT id, embedding, pieces FROM vectors_next WHERE kind = {p} ORDER BY id",
+                (kind,),
+            )
+        ]
+
+    def clear_staged(self) -> None:
+        self._run("DELETE FROM vectors_next")
+
     # ---- buffer -----------------------------------------------------------------------
     def session_tail(self, n: int) -> list[BufferRow]:
         marker = self._value(self.sql["session_marker"])

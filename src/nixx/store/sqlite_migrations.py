@@ -249,3 +249,37 @@ def m005_row_pieces(conn: apsw.Connection) -> None:
     vectors of a row of two or more sentences, one per sentence, float16, stacked; NULL
     for a row of one sentence (and for vectors written before: `nixx reindex` adds them)."""
     conn.execute("ALTER TABLE buffer_vectors ADD COLUMN pieces BLOB")
+
+
+@migration
+def m006_vectors_next(conn: apsw.Connection) -> None:
+    """The vectors of the embedder a store is moving to (`MemoryStore.begin_switch`),
+    kept apart from the live ones until every row has one and they replace them in one
+    transaction (`finish_switch`): a kind ('buffer', 'summaries', 'memories'), the id,
+    the float32 vector, a buffer row's pieces, and a digest of the text embedded (a
+    summary edited meanwhile is embedded again). A deleted row's staged vector goes with
+    it (triggers), as its live one does."""
+    conn.execute(
+        """
+        CREATE TABLE vectors_next (
+            kind      TEXT NOT NULL CHECK (kind IN ('buffer', 'summaries', 'memories')),
+            id        INTEGER NOT NULL,
+            embedding BLOB NOT NULL,                   -- float32 little-endian
+            pieces    BLOB,
+            digest    TEXT NOT NULL,
+            PRIMARY KEY (kind, id)
+        ) WITHOUT ROWID;
+        CREATE TRIGGER buffer_next_deleted AFTER DELETE ON buffer
+        BEGIN
+            DELETE FROM vectors_next WHERE kind = 'buffer' AND id = old.id;
+        END;
+        CREATE TRIGGER summaries_next_deleted AFTER DELETE ON summaries
+        BEGIN
+            DELETE FROM vectors_next WHERE kind = 'summaries' AND id = old.id;
+        END;
+        CREATE TRIGGER memories_next_deleted AFTER DELETE ON memories
+        BEGIN
+            DELETE FROM vectors_next WHERE kind = 'memories' AND id = old.id;
+        END;
+        """
+    )
