@@ -15,16 +15,12 @@
   part of an f-string — appears only in those two places. Exempt: `nixx.testing` (the
   fake LLM server serves those paths), and `nixx.tui.client`, which calls `nixx serve`'s
   own ``/v1/chat/completions`` (the memory server, never the LLM behind it).
-- **The service is the one door.** No module under `nixx.server`, `nixx.cli`,
-  `nixx.mcp`, `nixx.web`, `nixx.tui` reads a collaborator the service holds — an
-  attribute that `NixxService.__init__` assigns (``self.store = ...``: `store`,
-  `episodic`, `embedder`, `llm`, `jobs`, `row_vectors`, `recall`, ...; the list is read
-  from `nixx.memory.service` itself) — off the service; it calls a method named for its
-  use case instead. The rule, precisely: an attribute read ``X.name`` (or
-  ``getattr(X, "name")``) with `name` in that list, where `X` is the service as shells
-  spell it: a name ``service`` or ``svc``, an attribute ``... .service`` (such as
-  ``request.app.state.service``), or a call of ``service(...)``, ``_service(...)`` or
-  ``get_service(...)``. Methods and properties of the service are not in the list.
+- **The service is the one door, kept by the language.** What `NixxService.__init__`
+  assigns on ``self`` — its collaborators (the store, the embedder, the LLM client, the
+  jobs, recall, ...) and its state — is private (``self._store``), except `PUBLIC_STATE`
+  (``settings``: configuration, read by the routes). A shell, or any other module, that
+  reads ``service._store`` is then caught by the private-name rule below, whatever it
+  calls the service; it calls a method named for its use case instead.
 - **No module over 800 lines, no function over 80** in `src/nixx`. A function's length
   is the lines of its own code: its docstring, the functions and classes defined inside
   it (each measured on its own) and the continuation lines of a multi-line string
@@ -64,8 +60,7 @@ SRC = Path(nixx.__file__).parent
 LLM_PATH = re.compile(r"/chat/completions|/embeddings/?(?:$|\?)")
 LLM_CALLERS = ("nixx.llm", "nixx.embed.openai")
 SHELLS = ("nixx.server", "nixx.cli", "nixx.mcp", "nixx.web", "nixx.tui")
-SERVICE_NAMES = {"service", "svc"}
-SERVICE_GETTERS = {"service", "_service", "get_service"}
+PUBLIC_STATE = {"settings"}  # what NixxService may hold in public
 LLM_EXEMPT = {
     "nixx.testing": "the fake LLM server serves these paths",
     "nixx.tui.client": "calls nixx serve's own /v1/chat/completions, not an LLM",
@@ -248,37 +243,6 @@ def held_by_service(path: Path, cls: str = "NixxService") -> set[str]:
     raise AssertionError(f"no {cls}.__init__ in {path}")
 
 
-def _is_service(node: ast.AST) -> bool:
-    if isinstance(node, ast.Name):
-        return node.id in SERVICE_NAMES
-    if isinstance(node, ast.Attribute):
-        return node.attr == "service"
-    if isinstance(node, ast.Call):
-        fn = node.func
-        name = fn.id if isinstance(fn, ast.Name) else fn.attr if isinstance(fn, ast.Attribute) else ""
-        return name in SERVICE_GETTERS
-    return False
-
-
-def reads_past_service(path: Path, held: set[str]) -> list[tuple[int, str]]:
-    """(line, attribute) of each read of a collaborator `held` by the service."""
-    found = []
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        if isinstance(node, ast.Attribute) and node.attr in held and _is_service(node.value):
-            found.append((node.lineno, node.attr))
-        elif (
-            isinstance(node, ast.Call)
-            and isinstance(node.func, ast.Name)
-            and node.func.id == "getattr"
-            and len(node.args) >= 2
-            and _is_service(node.args[0])
-            and isinstance(node.args[1], ast.Constant)
-            and node.args[1].value in held
-        ):
-            found.append((node.lineno, str(node.args[1].value)))
-    return sorted(found)
-
-
 def _within(name: str, prefixes) -> bool:
     return any(name == p or name.startswith(p + ".") for p in prefixes)
 
@@ -348,19 +312,13 @@ def test_the_llm_clients_are_where_the_rule_says():
         assert any(_within(name, [prefix]) for name in known), prefix
 
 
-def test_shells_go_through_the_service_not_past_it():
-    known = modules(SRC)
-    held = held_by_service(known["nixx.memory.service"][0])
-    assert {"store", "episodic", "embedder", "llm", "jobs"} <= held  # the rule reads them
-    offenders = []
-    for name, (path, _) in known.items():
-        if _within(name, SHELLS):
-            offenders += [
-                f"  {name}:{line}: service.{attr}" for line, attr in reads_past_service(path, held)
-            ]
-    assert not offenders, (
-        "shells reaching past NixxService (add a service method named for the use case):\n"
-        + "\n".join(offenders)
+def test_the_services_collaborators_are_private():
+    held = held_by_service(SRC / "memory" / "service.py")
+    assert {"_store", "_episodic", "_embedder", "_llm", "_jobs"} <= held  # the rule reads them
+    public = sorted(held - PUBLIC_STATE - {a for a in held if a.startswith("_")})
+    assert not public, (
+        "NixxService holds these in public (make them private and add a method named for "
+        f"the use case): {public}"
     )
 
 
@@ -415,35 +373,24 @@ def test_the_llm_rule_sees_calls_not_docs_or_served_routes(tmp_path):
     assert llm_paths(root / "route.py") == []
 
 
-def test_the_one_door_rule_sees_each_spelling_of_the_service(tmp_path):
+def test_the_door_rule_reads_what_init_assigns_on_self(tmp_path):
     root = _package(tmp_path, {
         "service.py": """
             class NixxService:
                 def __init__(self, store):
-                    self.store = store
+                    self._store = store
                     self.episodic: object = None
+                    self.settings = 1
                     local = 1
 
                 @property
                 def threshold(self):
                     return 0.3
         """,
-        "route.py": """
-            async def a(service):
-                return await service.run(service.store.get_buffer, 1, 2)  # 3
-            def b(request):
-                return request.app.state.service.episodic  # 5
-            def c(request):
-                return _service(request).store, getattr(svc, "episodic")  # 7, 7
-            def d(engine, service):
-                return engine.store, service.threshold, service.search("x")  # none
-        """,
     })
     held = held_by_service(root / "service.py")
-    assert held == {"store", "episodic"}
-    assert reads_past_service(root / "route.py", held) == [
-        (3, "store"), (5, "episodic"), (7, "episodic"), (7, "store")
-    ]
+    assert held == {"_store", "episodic", "settings"}
+    assert sorted(held - PUBLIC_STATE - {a for a in held if a.startswith("_")}) == ["episodic"]
 
 
 def test_no_module_over_800_lines_and_no_function_over_80():

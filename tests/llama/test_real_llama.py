@@ -163,8 +163,8 @@ def _turn(url: str, messages: list[dict[str, Any]], stream: bool) -> tuple[str, 
 def _idle(nixx: Any) -> None:
     """The user reads the answer: nixx's own work runs, then the gate sends the
     conversation again for the backend's cache (`nixx.llm.gate`)."""
-    nixx.call(lambda: nixx.service.jobs.wait_idle(600), timeout=700)
-    nixx.call(nixx.service.llm.gate.wait_idle, timeout=700)
+    nixx.call(lambda: nixx.service._jobs.wait_idle(600), timeout=700)
+    nixx.call(nixx.service._llm.gate.wait_idle, timeout=700)
 
 
 def test_turns_beside_background_work_lose_nothing_and_keep_the_prefix(
@@ -177,7 +177,7 @@ def test_turns_beside_background_work_lose_nothing_and_keep_the_prefix(
     sends the conversation again: turn 20, with nineteen turns of history, starts about as
     fast as turn 2 (the intent continues the conversation, or it is sent again after)."""
     url = nixx.base_url
-    gate = nixx.service.llm.gate
+    gate = nixx.service._llm.gate
     history: list[dict[str, Any]] = []
     first_token: dict[int, float] = {}
     evaluated: dict[int, list[tuple[int, int]]] = {}
@@ -187,12 +187,12 @@ def test_turns_beside_background_work_lose_nothing_and_keep_the_prefix(
         history.append({"role": "user", "content": f"Turn {n}: tell me one thing about "
                                                    f"{topics[n % len(topics)]}."})
         if n in (2, 20):
-            kept = gate.restores + nixx.service.llm.slot.continued
+            kept = gate.restores + nixx.service._llm.slot.continued
             r = httpx.post(f"{url}/v1/intent/derive", timeout=600)
             assert r.status_code in (200, 502), r.text  # 502: a refused intent (not grounded)
             _idle(nixx)
             # the conversation is what the slot holds: continued, or sent again after
-            assert gate.restores + nixx.service.llm.slot.continued > kept
+            assert gate.restores + nixx.service._llm.slot.continued > kept
         elif n in (6, 11, 16):
             derive = threading.Thread(
                 target=lambda: httpx.post(f"{url}/v1/intent/derive", timeout=600))
@@ -259,7 +259,7 @@ def test_a_summary_of_a_window_longer_than_the_context(nixx: Any, llama: Llama) 
     repetitive rows: 18 attempts in one run, none usable — the scripted backend's test,
     `test_summaries_split_a_window_longer_than_the_context`, shows the windows made one
     after the other; here, each attempt takes a minute or more, two windows are asked.)"""
-    store = nixx.service.store
+    store = nixx.service._store
     for n in range(16):
         role = "user" if n % 2 == 0 else "assistant"
         store.append_buffer(role, f"row {n}: we planted tomatoes and peppers. " * 30)

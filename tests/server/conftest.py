@@ -85,9 +85,7 @@ class Nixx:
         """Wait for background summaries and intent derivations to finish, and embed the
         rows the vector queue has pending (it waits for a quiet moment before a batch: left
         alone, its write could land in the middle of what a test checks next)."""
-        self.client.portal.call(self.service.jobs.wait_idle)  # type: ignore[union-attr]
-        self.client.portal.call(self.service.llm.gate.wait_idle)  # type: ignore[union-attr]
-        self.client.portal.call(self.service.row_vectors.flush)  # type: ignore[union-attr]
+        self.client.portal.call(self.service.settle)  # type: ignore[union-attr]
 
     def chat(self, content: Any, *, history: list[dict[str, Any]] | None = None, **kw: Any) -> Any:
         messages = [*(history or []), {"role": "user", "content": content}]

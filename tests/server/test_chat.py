@@ -27,7 +27,7 @@ def sse_chunks(text: str) -> list[Any]:
 
 
 def add_summary(nixx: Nixx, text: str, tags: list[str], start: int, end: int) -> Any:
-    store = nixx.service.store
+    store = nixx.service._store
     vec = FakeLLM.embedding_of(text, 384)
     store.bind_embedder("fake-embed", 384)
     return store.add_summary(
@@ -127,7 +127,7 @@ def test_content_as_parts_and_null_and_client_system_message(nixx: Nixx, llm: Fa
 def test_intent_and_recalled_summaries_in_exact_order(nixx: Nixx, llm: FakeLLM) -> None:
     # an old session: three rows, then a clear
     for text in ("we tuned the hnsw index of postgres", "ok", "unrelated cooking recipe"):
-        nixx.service.store.append_buffer("user", text)
+        nixx.service._store.append_buffer("user", text)
     nixx.client.post("/v1/buffer/clear")
     add_summary(
         nixx, "Tuned the postgres hnsw index: m=16, ef_search=64.", ["postgres", "hnsw"], 1, 2
@@ -138,14 +138,14 @@ def test_intent_and_recalled_summaries_in_exact_order(nixx: Nixx, llm: FakeLLM) 
         == 200
     )
 
-    nixx.service.row_vectors.drain()  # the background queue's work, done now
+    nixx.service._row_vectors.drain()  # the background queue's work, done now
     llm.queue(Reply(content="Use ef_search."))
     query = "how did we tune the postgres hnsw index"
     r = nixx.chat(query)
     assert r.status_code == 200
     system = sent_prompt(llm.chat_requests[-1])
     day = nixx.rows()[0]["created_at"][:10]
-    summary_day = nixx.service.store.list_summaries()[-1].created_at[:10]
+    summary_day = nixx.service._store.list_summaries()[-1].created_at[:10]
     # best first: the row itself (full text and vectors agree), then the summary of it
     assert system == (
         offered_prompt()
@@ -184,7 +184,7 @@ def test_threshold_is_respected(make_settings: Any, llm: FakeLLM, tmp_path: Any)
         settings = make_settings(recall_threshold=threshold, db_url=f"sqlite:///{tmp_path}/{n}.db")
         with TestClient(base_url=LOCAL, app=create_app(settings)) as client:
             nixx = Nixx(client)
-            nixx.service.store.append_buffer("user", "old message")
+            nixx.service._store.append_buffer("user", "old message")
             client.post("/v1/buffer/clear")
             add_summary(nixx, summary, [], 1, 1)
             llm.queue(Reply(content="x"))
@@ -210,7 +210,7 @@ def test_summaries_of_the_history_in_this_turn_are_not_recalled(nixx: Nixx, llm:
 
 
 def test_recall_can_be_switched_off(nixx: Nixx, llm: FakeLLM) -> None:
-    nixx.service.store.append_buffer("user", "x")
+    nixx.service._store.append_buffer("user", "x")
     nixx.client.post("/v1/buffer/clear")
     add_summary(nixx, "postgres hnsw index", [], 1, 1)
     assert nixx.client.post("/v1/episodic/config", json={"recall": False}).json()["recall"] is False
@@ -321,7 +321,7 @@ def test_older_summary_recalled_past_many_summaries_of_the_history(
 
     with TestClient(base_url=LOCAL, app=create_app(make_settings(recall_limit=1))) as client:
         nixx = Nixx(client)
-        store = nixx.service.store
+        store = nixx.service._store
         store.append_buffer("user", "old talk")  # row 1: an older session
         client.post("/v1/buffer/clear")  # row 2
         history: list[dict[str, Any]] = []
@@ -408,7 +408,7 @@ def test_a_failed_user_write_ends_the_turn_and_frees_its_recall_thread(settings:
 
     async def turn() -> None:
         async with open_service(settings) as service:
-            service.store.append_buffer("user", "the boathouse key is under the pot", origin="api")
+            service._store.append_buffer("user", "the boathouse key is under the pot", origin="api")
             parts = dataclasses.replace(service._turn_parts, intent=store_gone)
             body = {"model": "m", "messages": [{"role": "user", "content": "where is the key?"}]}
             try:

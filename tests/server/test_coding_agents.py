@@ -64,7 +64,7 @@ class Counted:
 
 
 def rows(live: LiveServer) -> list[Any]:
-    return live.call(lambda: live.service.run(live.service.store.get_buffer, 1))
+    return live.call(lambda: live.service.run(live.service._store.get_buffer, 1))
 
 
 def every_text(request: dict[str, Any]) -> str:

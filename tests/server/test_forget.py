@@ -315,7 +315,7 @@ def test_forgotten_secret_is_gone_from_the_sqlite_file_and_wal(
         assert client.post("/v1/episodic/summary", json={}).status_code == 200
         assert client.post("/v1/sources", json={"name": "chat"}).status_code == 200
         nixx.idle()
-        path = nixx.service.store.path
+        path = nixx.service._store.path
         secret = SECRET.encode()
         before = _disk_bytes(path)
         assert any(secret in data for data in before.values())  # it was on disk
@@ -347,9 +347,9 @@ def test_forgotten_row_loses_its_vector_and_vector_search_skips_it(
     nixx: Nixx, llm: FakeLLM
 ) -> None:
     rows = setup_talk(nixx, llm, f"the code is {SECRET}", "something else")
-    flush = nixx.service.row_vectors.flush
+    flush = nixx.service._row_vectors.flush
     assert nixx.client.portal.call(flush)["embedded"] == 4
-    store = nixx.service.store
+    store = nixx.service._store
     query = FakeLLM.embedding_of(f"the code is {SECRET}")
     assert store.search_buffer_vectors(query, limit=1)[0].row.id == rows[0]["id"]
     assert nixx.client.delete(f"/v1/buffer/{rows[0]['id']}").status_code == 200

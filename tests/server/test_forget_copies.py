@@ -59,7 +59,7 @@ def test_tool_arguments_and_agent_in_an_assistant_row_are_found_and_forgotten(
     assert SECRET in json.dumps(assistant["meta"])  # the arguments and the agent are kept
     found = _forget(nixx, SECRET)
     assert f"buffer:{assistant['id']}" in found["dry"]["ids"]
-    path = nixx.service.store.path
+    path = nixx.service._store.path
     assert not any(SECRET.encode() in data for data in _disk(path).values())
     assert SECRET not in _everywhere(nixx)
 
@@ -74,7 +74,7 @@ def test_a_source_named_after_the_secret_is_found_and_forgotten(nixx: Nixx) -> N
     assert nixx.client.get("/v1/sources").json()["sources"] == [] or SECRET not in json.dumps(
         nixx.client.get("/v1/sources").json())
     assert SECRET not in _everywhere(nixx)
-    assert not any(SECRET.encode() in d for d in _disk(nixx.service.store.path).values())
+    assert not any(SECRET.encode() in d for d in _disk(nixx.service._store.path).values())
 
 
 def test_an_intent_typed_by_hand_holding_the_secret_is_found_and_forgotten(nixx: Nixx) -> None:
@@ -142,7 +142,7 @@ def test_a_source_whose_display_summary_and_meta_hold_the_secret_leaves_no_copy(
     r = nixx.client.post("/v1/ingest", json={"path": f"vault-{SECRET}.txt"})
     assert r.status_code == 200, r.text
     nixx.idle()
-    store = nixx.service.store
+    store = nixx.service._store
     (source,) = store.list_sources()
     assert SECRET in (source.summary or "") and SECRET in json.dumps(source.meta) + source.name
     found = _forget(nixx, SECRET)

@@ -372,7 +372,7 @@ def test_a_body_of_too_many_json_items_is_refused_before_it_is_parsed(
                 assert r.json()["error"]["code"] == "too_many_items"
             assert r.headers.get("connection") != "close"
         assert llm.chat_requests == []
-        stored = live.call(lambda: live.service.run(live.service.store.get_buffer, 1))
+        stored = live.call(lambda: live.service.run(live.service._store.get_buffer, 1))
         assert stored == []
         # 2,000 braces in a string are text, not items: served
         llm.queue(Reply(content="fine"))

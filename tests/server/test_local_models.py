@@ -261,7 +261,7 @@ def test_a_users_turn_stops_a_summary_in_flight_which_runs_again_after(
             assert len(summaries) >= 2 and summaries[1] > turn_two
             first, again = [b for b in llm.chat_requests if _is_summary(b)][:2]
             assert again["messages"] == first["messages"]
-            assert server.service.llm.gate.preemptions == 1
+            assert server.service._llm.gate.preemptions == 1
     finally:
         release.set()
 
@@ -353,7 +353,7 @@ def test_one_slot_interrupting_backend_loses_no_answer(make_settings: Any) -> No
                     text = r.json()["choices"][0]["message"]["content"]
                 assert text == "a complete answer in seven words"
                 history.append({"role": "assistant", "content": text})
-            server.call(server.service.jobs.wait_idle)
+            server.call(server.service._jobs.wait_idle)
             rows = httpx.get(f"{url}/v1/episodic/transcript", params={"start": 1}).json()["rows"]
             answers = [r for r in rows if r["role"] == "assistant"]
             assert len(answers) == 8 and not any(r["meta"].get("incomplete") for r in answers)
@@ -383,7 +383,7 @@ def test_nixx_own_calls_continue_the_conversation_in_a_one_slot_cache(
     assert task["role"] == "user" and task["content"].startswith(TASK_NOTE)
     assert INTENT_PROMPT in task["content"] and "we are planning the garden" in task["content"]
     assert own["max_tokens"] == 100 and own.get("tools") == turn.get("tools")
-    assert nixx.service.llm.gate.restores == 0
+    assert nixx.service._llm.gate.restores == 0
     status = nixx.client.get("/v1/episodic/status").json()["background"]
     assert (status["continued"], status["alone"], status["restores"]) == (1, 0, 0)
     history = [{"role": "user", "content": "we are planning the garden"},
@@ -429,7 +429,7 @@ def test_an_own_call_that_does_not_fit_is_sent_alone_and_the_conversation_again_
         size = sum(len(str(m["content"])) for m in body["messages"])
         assert size > sent
         sent = size
-    assert nixx.service.llm.gate.restores == 1
+    assert nixx.service._llm.gate.restores == 1
     status = nixx.client.get("/v1/episodic/status").json()["background"]
     assert (status["continued"], status["alone"], status["restores"]) == (0, 1, 1)
 
@@ -471,12 +471,12 @@ def test_a_turn_waits_for_the_slice_in_flight_and_the_own_call_yields_then_finis
     llm.responder = responder
     with LiveServer(create_app(make_settings(background_quiet=0))) as server:
         url = server.base_url
-        gate = server.service.llm.gate
+        gate = server.service._llm.gate
         history = _long_history()
         chat = {"model": "m", "messages": [*history, {"role": "user", "content": "ok?"}]}
         assert httpx.post(f"{url}/v1/chat/completions", json=chat, timeout=30).is_success
         for message in history:  # the session's rows: the intent's material is long
-            server.service.store.append_buffer(message["role"], message["content"])
+            server.service._store.append_buffer(message["role"], message["content"])
         derive: list[Any] = []
         asked = threading.Thread(
             target=lambda: derive.append(httpx.post(f"{url}/v1/intent/derive", timeout=60)))
@@ -529,7 +529,7 @@ def test_a_backend_whose_slots_are_unknown_gets_no_extra_request(nixx: Nixx, llm
     assert nixx.client.post("/v1/intent/derive").status_code == 200
     nixx.idle()
     assert len(llm.chat_requests) == count + 1
-    assert nixx.service.llm.gate.restores == 0
+    assert nixx.service._llm.gate.restores == 0
 
 
 # ---- the context length, learned ---------------------------------------------------------
@@ -622,7 +622,7 @@ def test_an_overflow_that_trimming_cannot_fix_names_the_length_and_the_setting(
 def test_summaries_split_a_window_longer_than_the_context(nixx: Nixx, llm: FakeLLM) -> None:
     llm.props = {"default_generation_settings": {"n_ctx": 2048}, "total_slots": 1}
     llm.responder = _refusing(900)  # the backend refuses what does not fit
-    store = nixx.service.store
+    store = nixx.service._store
     for n in range(12):
         store.append_buffer("user" if n % 2 == 0 else "assistant", f"row {n} " + "lorem " * 150)
     made = []
@@ -664,7 +664,7 @@ def test_a_source_longer_than_the_context_is_summarised_whole(nixx: Nixx, llm: F
         return Reply(content="fits")
 
     llm.responder = responder
-    store = nixx.service.store
+    store = nixx.service._store
     for n in range(40):
         store.append_buffer("user" if n % 2 == 0 else "assistant",
                             f"marker{n} " + "we planted tomatoes and peppers. " * 12)
@@ -787,7 +787,7 @@ def test_an_intent_near_the_context_keeps_its_newest_rows_and_continues(
     assert r.status_code == 200, r.text
     nixx.idle()
     for message in history:  # ten long rows of the session
-        nixx.service.store.append_buffer(message["role"], message["content"])
+        nixx.service._store.append_buffer(message["role"], message["content"])
     llm.responder = lambda body: Reply(content="Composting the beds.")
     assert nixx.client.post("/v1/intent/derive").json()["intent"] == "Composting the beds."
     nixx.idle()

@@ -34,7 +34,7 @@ def claude(live: LiveServer) -> anthropic.Anthropic:
 
 
 def rows(live: LiveServer) -> list[Any]:
-    return live.call(lambda: live.service.run(live.service.store.get_buffer, 1))
+    return live.call(lambda: live.service.run(live.service._store.get_buffer, 1))
 
 
 def test_plain_message_is_one_remembered_turn(

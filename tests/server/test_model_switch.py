@@ -78,9 +78,9 @@ def test_search_answers_during_the_move_and_the_store_is_switched_after(
 
     async def scenario() -> None:
         async with open_service(settings) as service:
-            store, switch = service.store, service.switch
-            assert switch is not None and isinstance(service.embedder, SwitchingEmbedder)
-            assert service.embedder.model == MINI and switch.target.model == MPNET
+            store, switch = service._store, service._switch
+            assert switch is not None and isinstance(service._embedder, SwitchingEmbedder)
+            assert service._embedder.model == MINI and switch.target.model == MPNET
             # the move begins: a few vectors of the new model staged, the rest not yet
             assert store.begin_switch(MPNET, 768)
             pending = store.switch_pending()
@@ -98,14 +98,14 @@ def test_search_answers_during_the_move_and_the_store_is_switched_after(
                 store.search_buffer_vectors(mpnet.embed(["boathouse key"])[0], limit=1)
             # a turn's row arrives meanwhile and gets its (old-model) vector
             late = store.append_buffer("user", "Luna chewed my left shoe this morning.", "api")
-            service.row_vectors.notify()
-            await service.row_vectors.flush()
+            service._row_vectors.notify()
+            await service._row_vectors.flush()
             assert store.buffer_vector_stats()["pending"] == 0
             # the move ends: everything is the new model's, in one transaction
             assert await service.run(switch.run)
             info = store.embedding_info()
             assert (info.model, info.dim) == (MPNET, 768)
-            assert service.embedder.model == MPNET and service.recall.model == MPNET
+            assert service._embedder.model == MPNET and service._recall.model == MPNET
             assert store.switch_target() is None
             assert store.buffer_vector_stats() == {"embedded": len(ROWS) + 1, "pending": 0}
             status = (await service.status())["embedder_switch"]
@@ -167,8 +167,8 @@ def test_setting_the_stores_model_again_abandons_the_move(
 
     async def scenario() -> None:
         async with open_service(settings) as service:
-            assert service.switch is None and service.embedder.model == MINI
-            assert service.store.switch_target() is None  # dropped, with what it staged
+            assert service._switch is None and service._embedder.model == MINI
+            assert service._store.switch_target() is None  # dropped, with what it staged
             assert (await service.status())["embedder_switch"] is None
 
     asyncio.run(scenario())
@@ -189,13 +189,13 @@ def test_a_new_model_not_installed_stops_the_move_and_the_old_one_serves(
 
     async def scenario() -> None:
         async with open_service(settings) as service:
-            switch = ModelSwitch(service.store, MINI, target, foreground=service.foreground)
+            switch = ModelSwitch(service._store, MINI, target, foreground=service._foreground)
             switch.start()
             switch.join(60)  # the thread ends: nothing to retry
             status = switch.status()
             assert not status["done"] and not status["running"]
             assert status["error"] is not None and "nixx embedder install absent" in status["error"]
-            assert service.store.embedding_info().model == MINI
+            assert service._store.embedding_info().model == MINI
             answer = await service.search("where is the boathouse key hidden?", 3)
             assert answer.results[0].row is not None and answer.results[0].row.id == ids[1]
 

@@ -16,7 +16,7 @@ from .conftest import offered_prompt
 
 
 def rows(live: LiveServer) -> list[Any]:
-    return live.call(lambda: live.service.run(live.service.store.get_buffer, 1))
+    return live.call(lambda: live.service.run(live.service._store.get_buffer, 1))
 
 
 def test_non_streaming_turn(oai: openai.OpenAI, llm: FakeLLM, live: LiveServer) -> None:

@@ -96,7 +96,7 @@ def run_claude(claude: Path, path: str, base_url: str, home: Path, work: Path,
 
 
 def nixx_tool_names(live: LiveServer) -> set[str]:
-    return {s["function"]["name"] for s in live.service.tools.specs()}
+    return {s["function"]["name"] for s in live.service._tools.specs()}
 
 
 def backend_tool_lists(llm: FakeLLM) -> list[list[str]]:

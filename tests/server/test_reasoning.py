@@ -19,7 +19,7 @@ from nixx.testing.live_server import LiveServer
 
 
 def rows(live: LiveServer) -> list[Any]:
-    return live.call(lambda: live.service.run(live.service.store.get_buffer, 1))
+    return live.call(lambda: live.service.run(live.service._store.get_buffer, 1))
 
 
 def test_responses_reasoning_effort_reaches_the_backend(

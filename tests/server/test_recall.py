@@ -39,8 +39,8 @@ def embedded(nixx: Nixx) -> None:
     """Do the background work now (tests never wait on timing): the summary a clear
     started, then the row vectors."""
     nixx.idle()
-    nixx.service.row_vectors.drain()
-    assert nixx.service.store.buffer_vector_stats()["pending"] == 0
+    nixx.service._row_vectors.drain()
+    assert nixx.service._store.buffer_vector_stats()["pending"] == 0
 
 
 def test_boathouse_key_after_clear_reaches_the_model(nixx: Nixx, llm: FakeLLM) -> None:
@@ -95,8 +95,8 @@ def test_budget_and_best_first(make_settings: Any, llm: FakeLLM) -> None:
     with TestClient(base_url=LOCAL, app=create_app(make_settings(recall_tokens=60))) as client:
         nixx = Nixx(client)
         for fact in facts:
-            nixx.service.store.append_buffer("user", fact)
-        nixx.service.store.append_buffer("assistant", "ok")
+            nixx.service._store.append_buffer("user", fact)
+        nixx.service._store.append_buffer("assistant", "ok")
         client.post("/v1/buffer/clear")
         embedded(nixx)
         r = say(nixx, llm, "what is the garden shed code for the shed door", "ok")
@@ -117,7 +117,7 @@ def test_budget_and_best_first(make_settings: Any, llm: FakeLLM) -> None:
 
 
 def test_a_short_answer_comes_with_its_question(nixx: Nixx, llm: FakeLLM) -> None:
-    store = nixx.service.store
+    store = nixx.service._store
     store.append_buffer("assistant", "Did you manage to book the dentist appointment?")
     store.append_buffer("user", "yes, Tuesday at 4")
     store.append_buffer("user", "random other thing about the weather")
@@ -201,7 +201,7 @@ def both(request: pytest.FixtureRequest, make_settings: Any, tmp_path: Any) -> I
 
 
 def test_fused_search_order_kinds_and_context(both: Nixx, llm: FakeLLM) -> None:
-    store = both.service.store
+    store = both.service._store
     store.append_buffer("user", "we picked apsw for the sqlite bindings")  # 1: words + meaning
     store.append_buffer("assistant", "apsw bundles FTS5 and can load extensions")  # 2: words
     store.append_buffer("user", "thanks")  # 3
@@ -247,7 +247,7 @@ def test_fused_search_order_kinds_and_context(both: Nixx, llm: FakeLLM) -> None:
 
 
 def test_recall_follows_search_and_says_why(both: Nixx, llm: FakeLLM) -> None:
-    store = both.service.store
+    store = both.service._store
     # a row carrying the question's rare word among many others: its bag-of-words cosine
     # (~0.15) is under the row floor (0.3), its words are the whole question's
     biscuit = store.append_buffer(
@@ -312,8 +312,8 @@ def test_source_search_finds_the_read_cursor_passage(
         assert any("max register" in r["content"] and "Read state" in r["content"] for r in results)
         # the order changed, the scores are still the cosines
         service = client.app.state.service  # type: ignore[attr-defined]
-        vector = service.embedder.embed_one(query)
-        nearest = service.store.search_memories(vector, limit=5)
+        vector = service._embedder.embed_one(query)
+        nearest = service._store.search_memories(vector, limit=5)
         assert not any("Read state" in h.memory.content for h in nearest)
         for r in results:
             assert 0 < r["score"] <= 1
@@ -354,7 +354,7 @@ def test_a_speakers_name_does_not_pull_their_small_talk_first(
     ("Melanie: Talk soon") is near any question naming them by the name alone; embedded
     whole, the question below ranked two such rows above its answer. The name is in half
     the rows, so the vector rankers are asked without it (`vector_query`)."""
-    store = local_both.service.store
+    store = local_both.service._store
     for i in range(120):
         who = "Caroline" if i % 2 else "Melanie"
         store.append_buffer("user", f"{who}: {CHATTER[(i // 2) % len(CHATTER)]}")

@@ -25,7 +25,7 @@ WEATHER: Any = {
 
 
 def rows(live: LiveServer) -> list[Any]:
-    return live.call(lambda: live.service.run(live.service.store.get_buffer, 1))
+    return live.call(lambda: live.service.run(live.service._store.get_buffer, 1))
 
 
 def test_plain_response_is_one_remembered_turn(

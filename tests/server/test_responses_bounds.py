@@ -37,7 +37,7 @@ def client(live: LiveServer) -> openai.OpenAI:
 
 
 def rows(live: LiveServer) -> list[Any]:
-    return live.call(lambda: live.service.run(live.service.store.get_buffer, 1))
+    return live.call(lambda: live.service.run(live.service._store.get_buffer, 1))
 
 
 def test_a_large_tool_output_is_not_kept_whole(served: LiveServer, llm: FakeLLM) -> None:
@@ -86,7 +86,7 @@ def test_a_continuation_loads_what_trimming_could_send_and_holds_it(
     continuations begin at the same message until the cut moves by half a window, so the
     backend's prefix cache keeps them."""
     ids = _chain(client(served), llm, 30, 100)
-    stored = served.service.responses
+    stored = served.service._responses
     held: list[int] = []
 
     def hold(n: int) -> bool:

@@ -18,7 +18,7 @@ from nixx.testing.live_server import LiveServer
 
 
 def rows(live: LiveServer) -> list[tuple[str, str, bool]]:
-    got = live.service.episodic.session_rows()  # the store is thread-safe
+    got = live.service._episodic.session_rows()  # the store is thread-safe
     return [(r.role, r.content, bool(r.meta.get("incomplete"))) for r in got]
 
 

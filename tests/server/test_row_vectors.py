@@ -45,7 +45,7 @@ def vector_status(nixx: Nixx) -> dict[str, Any]:
 
 
 def flush(nixx: Nixx) -> dict[str, Any]:
-    return nixx.client.portal.call(nixx.service.row_vectors.flush)  # type: ignore[union-attr]
+    return nixx.client.portal.call(nixx.service._row_vectors.flush)  # type: ignore[union-attr]
 
 
 def talk(nixx: Nixx, texts: list[str]) -> None:
@@ -146,7 +146,7 @@ def test_the_queue_retries_after_a_failure_without_a_new_turn(
     settings = make_settings(db_url=db_url)
     with TestClient(base_url=LOCAL, app=create_app(settings)) as client:
         nixx = Nixx(client)
-        queue = nixx.service.row_vectors
+        queue = nixx.service._row_vectors
         queue.retry_min = 0.01  # back-off from 10 ms
         llm.fail_next_embeddings = 3  # the first embedding calls fail, then it is back
         talk(nixx, TEXTS[:1])
@@ -164,10 +164,10 @@ def test_the_queue_waits_for_a_quiet_moment_and_not_forever(
     batch by `max_wait` at most."""
     with TestClient(base_url=LOCAL, app=create_app(make_settings())) as client:
         nixx = Nixx(client)
-        queue = nixx.service.row_vectors
-        assert queue.foreground is nixx.service.foreground
+        queue = nixx.service._row_vectors
+        assert queue.foreground is nixx.service._foreground
         queue.max_wait = 60.0
-        busy = nixx.service.foreground.busy()
+        busy = nixx.service._foreground.busy()
         busy.__enter__()
         try:
             talk(nixx, TEXTS[:1])
@@ -180,7 +180,7 @@ def test_the_queue_waits_for_a_quiet_moment_and_not_forever(
             time.sleep(0.05)
         assert status["embedded"] == 2
         queue.max_wait = 0.1
-        with nixx.service.foreground.busy():  # never quiet
+        with nixx.service._foreground.busy():  # never quiet
             talk(nixx, TEXTS[1:2])
             deadline = time.monotonic() + 60
             while (status := vector_status(nixx))["pending"] and time.monotonic() < deadline:
@@ -321,7 +321,7 @@ def test_rows_from_before_pieces_get_theirs_when_the_server_starts(
     llm.fail_next_embeddings = 1  # the first try fails: retried, nothing lost
     with TestClient(base_url=LOCAL, app=create_app(make_settings(db_url=db_url))) as client:
         nixx = Nixx(client)
-        queue = nixx.service.row_vectors
+        queue = nixx.service._row_vectors
         queue.retry_min = 0.01
         deadline = time.monotonic() + 60
         while queue.store.buffer_rows_without_pieces(10) and time.monotonic() < deadline:

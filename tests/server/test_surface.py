@@ -96,7 +96,7 @@ def test_embeddings_dimension_mismatch_is_400(nixx: Nixx) -> None:
 
 
 def test_debug_context_is_what_the_next_turn_sends(nixx: Nixx, llm: FakeLLM) -> None:
-    nixx.service.store.append_buffer("user", "old")
+    nixx.service._store.append_buffer("user", "old")
     nixx.client.post("/v1/buffer/clear")
     add_summary(nixx, "Deployed nixx behind caddy with TLS.", ["deploy"], 1, 1)
     nixx.client.post("/v1/intent", json={"intent": "Ship the release."})

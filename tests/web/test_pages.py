@@ -25,7 +25,7 @@ pytestmark = pytest.mark.slow
 
 
 def chat(server: LiveServer, text: str, answer: str) -> None:
-    server_llm: FakeLLM = server.app.state.service.llm  # type: ignore[assignment]
+    server_llm: FakeLLM = server.app.state.service._llm  # type: ignore[assignment]
     del server_llm  # the backend is the test's FakeLLM; replies are queued by the caller
     r = httpx.post(f"{server.base_url}/v1/chat/completions", timeout=30,
                    json={"messages": [{"role": "user", "content": text}]})
@@ -70,7 +70,7 @@ def test_a_message_holding_script_renders_as_text(
 def test_conversations_page_back_through_sessions(server: LiveServer, llm: FakeLLM, page: Any) -> None:
     service = server.service
     for i in range(60):
-        server.call(lambda i=i: service.run(service.store.append_buffer, "user", f"message {i}"))
+        server.call(lambda i=i: service.run(service._store.append_buffer, "user", f"message {i}"))
     page.goto(server.base_url + "/ui/conversations")
     text = page.locator("main").inner_text()
     assert "message 59" in text and "message 9" not in text.replace("message 59", "")
@@ -294,7 +294,7 @@ def test_context_page_lists_a_recalled_excerpt(server: LiveServer, llm: FakeLLM,
     llm.queue(Reply(content="Noted."))
     chat(server, "The spare key to the boathouse is under the blue flowerpot.", "Noted.")
     httpx.post(server.base_url + "/v1/buffer/clear")
-    server.call(server.service.row_vectors.flush)
+    server.call(server.service._row_vectors.flush)
     page.goto(server.base_url + "/ui/context?query=The+spare+key+to+the+boathouse+is+where%3F")
     rows = page.locator("table.grid tbody tr")
     assert rows.count() >= 1

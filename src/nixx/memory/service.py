@@ -39,7 +39,6 @@ from nixx.embed.base import Embedder
 from nixx.errors import BackendError, NotFound
 from nixx.llm.client import ChatClient, ModelEntry, ModelList
 from nixx.llm.gate import PATIENCE, GateInfo
-from nixx.memory import forget as forgetting
 from nixx.memory import intent as intent_state
 from nixx.memory import model_switch
 from nixx.memory import search as fused
@@ -47,7 +46,7 @@ from nixx.memory import summaries as summary_job
 from nixx.memory.background import BackgroundJobs
 from nixx.memory.episodic import Episodic, EpisodicStatus, Sender
 from nixx.memory.fence import ForgetFence
-from nixx.memory.forget import ForgetAnswer, Forgetting, Repairs
+from nixx.memory.forget import ForgetAnswer, Forgetting, Matches, Repairs, matches
 from nixx.memory.intent import IntentValue
 from nixx.memory.intent_job import JOB as INTENT_JOB
 from nixx.memory.intent_job import IntentJob
@@ -139,21 +138,21 @@ class NixxService:
         tools: ToolRegistry | None = None,
     ) -> None:
         self.settings = settings
-        self.store = store
-        self.embedder = embedder
-        self.llm = llm
-        self.tools = tools
-        self.episodic = Episodic(settings, store)
+        self._store = store
+        self._embedder = embedder
+        self._llm = llm
+        self._tools = tools
+        self._episodic = Episodic(settings, store)
         # searches and recalls are marked busy here; background embedding waits them out
-        self.foreground = Foreground()
-        self.recall = Recall(
-            settings, store, self.episodic, self._embed_queries_sync, embedder.model,
-            lambda: self.ranker_pool, self.foreground,
+        self._foreground = Foreground()
+        self._recall = Recall(
+            settings, store, self._episodic, self._embed_queries_sync, embedder.model,
+            lambda: self.ranker_pool, self._foreground,
         )
         self._turn_parts = TurnParts(
             settings=settings,
-            recall=self.recall,
-            episodic=self.episodic,
+            recall=self._recall,
+            episodic=self._episodic,
             llm=llm,
             tools=tools,
             intent=functools.partial(intent_state.text, store),
@@ -163,24 +162,24 @@ class NixxService:
             trail=MemoryTrail(),
             context_length=self.context_length,
         )
-        self.jobs = BackgroundJobs()
+        self._jobs = BackgroundJobs()
         # the Responses API's stored responses (`previous_response_id`, GET, DELETE)
-        self.responses = StoredResponses(store)
+        self._responses = StoredResponses(store)
         # every buffer row's vector, made in a thread of its own (started by the server)
-        self.row_vectors = RowVectors(store, self._embed_sync, foreground=self.foreground)
+        self._row_vectors = RowVectors(store, self._embed_sync, foreground=self._foreground)
         # forgetting vs. background writes: a job that read rows before a forget drops
         # its result instead of storing text from a deleted row
         fence = ForgetFence()
         calls = OwnCalls(llm, self.resolve_model, self.context_length,
                          settings.background_timeout)
-        self.summaries = Summaries(store, self.episodic, calls, self.embed, fence, self.jobs)
-        self.intent = IntentJob(settings, store, self.episodic, calls, fence, self.jobs)
-        self.sources = Sources(settings, store, embedder, self._embed_sync,
-                               self._embed_queries_sync, calls, fence, self.jobs)
-        self.forgetting = Forgetting(store, self.episodic, fence, self.embed, Repairs(
-            resummarise=self.summaries.schedule_now,
-            rebuild_sources=self.sources.schedule_rebuild,
-            rederive_intent=self.intent.schedule_repair,
+        self._summaries = Summaries(store, self._episodic, calls, self.embed, fence, self._jobs)
+        self._intent = IntentJob(settings, store, self._episodic, calls, fence, self._jobs)
+        self._sources = Sources(settings, store, embedder, self._embed_sync,
+                               self._embed_queries_sync, calls, fence, self._jobs)
+        self._forget = Forgetting(store, self._episodic, fence, self.embed, Repairs(
+            resummarise=self._summaries.schedule_now,
+            rebuild_sources=self._sources.schedule_rebuild,
+            rederive_intent=self._intent.schedule_repair,
         ), trail=self._turn_parts.trail)
         self._bound = False
         self._models: list[str] | None = None
@@ -188,26 +187,26 @@ class NixxService:
         self._writes: set[asyncio.Task[Any]] = set()
         self._ranker_pool: ThreadPoolExecutor | None = None
         # a move of the store to another embedding model (started by `start`)
-        self.switch: model_switch.ModelSwitch | None = None
+        self._switch: model_switch.ModelSwitch | None = None
 
     def prepare_switch(self, target: Embedder) -> model_switch.ModelSwitch:
         """Move the store to `target`'s model in the background (`start` starts it):
-        `self.embedder` must be a `SwitchingEmbedder` on the store's model; it answers
+        `self._embedder` must be a `SwitchingEmbedder` on the store's model; it answers
         with `target` once the store is switched."""
-        assert isinstance(self.embedder, model_switch.SwitchingEmbedder)
-        self.switch = model_switch.ModelSwitch(
-            self.store, self.embedder.model, target, foreground=self.foreground,
+        assert isinstance(self._embedder, model_switch.SwitchingEmbedder)
+        self._switch = model_switch.ModelSwitch(
+            self._store, self._embedder.model, target, foreground=self._foreground,
             on_done=self._switched,
         )
-        return self.switch
+        return self._switch
 
     def _switched(self, target: Embedder) -> None:
         """The store's vectors are `target`'s now: embed with it, and read its floors."""
-        assert isinstance(self.embedder, model_switch.SwitchingEmbedder)
-        old = self.embedder.swap(target)
-        self.recall.model = target.model
-        self.sources.bound.model = target.model
-        self.row_vectors.notify()  # a batch the old model made and the store refused: again
+        assert isinstance(self._embedder, model_switch.SwitchingEmbedder)
+        old = self._embedder.swap(target)
+        self._recall.model = target.model
+        self._sources.bound.model = target.model
+        self._row_vectors.notify()  # a batch the old model made and the store refused: again
         if old is not target:
             old.close()
 
@@ -224,21 +223,21 @@ class NixxService:
         """What the server does once when it starts: the thread that embeds buffer rows
         without a vector (backfill), the repairs a forget left queued, and the vector
         indexes warmed (not in the first search after a restart)."""
-        self.row_vectors.start()
-        if self.switch is not None:
-            self.switch.start()
-        await self.forgetting.resume_repairs()
-        self.store.warm_vector_indexes()
+        self._row_vectors.start()
+        if self._switch is not None:
+            self._switch.start()
+        await self._forget.resume_repairs()
+        self._store.warm_vector_indexes()
 
     async def close(self) -> None:
-        if self.switch is not None:
-            await self.run(self.switch.close)
-        await self.run(self.row_vectors.close)
+        if self._switch is not None:
+            await self.run(self._switch.close)
+        await self.run(self._row_vectors.close)
         if self._ranker_pool is not None:
             self._ranker_pool.shutdown(wait=False)
         if self._writes:
             await asyncio.gather(*self._writes, return_exceptions=True)
-        await self.jobs.close()
+        await self._jobs.close()
 
     def _spawn(self, coro: Coroutine[Any, Any, T]) -> asyncio.Task[T]:
         """Run `coro` as its own task, kept alive until done (writes that must finish
@@ -255,15 +254,15 @@ class NixxService:
         return await to_thread.run_sync(fn, *args)
 
     def _embed_sync(self, texts: Sequence[str]) -> np.ndarray:
-        return self._bind(self.embedder.embed(list(texts)))
+        return self._bind(self._embedder.embed(list(texts)))
 
     def _embed_queries_sync(self, texts: Sequence[str]) -> np.ndarray:
         """Vectors of search queries (`Embedder.embed_queries`: maybe cheaper weights)."""
-        return self._bind(self.embedder.embed_queries(list(texts)))
+        return self._bind(self._embedder.embed_queries(list(texts)))
 
     def _bind(self, vectors: np.ndarray) -> np.ndarray:
         if not self._bound:
-            self.store.bind_embedder(self.embedder.model, int(vectors.shape[1]))
+            self._store.bind_embedder(self._embedder.model, int(vectors.shape[1]))
             self._bound = True
         return vectors
 
@@ -272,12 +271,12 @@ class NixxService:
 
     @property
     def embedding_model(self) -> str:
-        return self.embedder.model
+        return self._embedder.model
 
     async def embed_for_client(self, texts: Sequence[str]) -> np.ndarray:
         """Vectors for a client's texts (`POST /v1/embeddings`): the embedder only, the
         store is not bound to it."""
-        return await self.run(self.embedder.embed, texts)
+        return await self.run(self._embedder.embed, texts)
 
     async def resolve_model(self, requested: str | None) -> str:
         """NIXX_CHAT_MODEL, else the model the client asked for, else the backend's first."""
@@ -286,16 +285,16 @@ class NixxService:
         if requested:
             return requested
         if not self._models:
-            data = await self.llm.list_models(fresh=False)
+            data = await self._llm.list_models(fresh=False)
             self._models = [str(m.get("id")) for m in data["data"] if m.get("id")]
         if not self._models:
             raise BackendError(
-                f"the LLM backend at {self.llm.base_url} lists no models; set NIXX_CHAT_MODEL"
+                f"the LLM backend at {self._llm.base_url} lists no models; set NIXX_CHAT_MODEL"
             )
         return self._models[0]
 
     async def models(self) -> ModelList:
-        data = await self.llm.list_models(fresh=False)
+        data = await self._llm.list_models(fresh=False)
         self._models = [str(m.get("id")) for m in data["data"] if m.get("id")]
         return data
 
@@ -324,7 +323,7 @@ class NixxService:
         newest user message of the current session is used (what the next turn would
         recall against)."""
         return await self.run(
-            lambda: self.recall.for_next_turn(
+            lambda: self._recall.for_next_turn(
                 query, history_messages=history_messages, before_id=before_id
             )
         )
@@ -344,29 +343,29 @@ class NixxService:
     ) -> Chain:
         """The conversation a continuation of `response_id` loads (`StoredResponses.walk`:
         bounded by `window` tokens, each record held in the in-flight budget by `hold`)."""
-        return await self.run(self.responses.walk, response_id, window, hold)
+        return await self.run(self._responses.walk, response_id, window, hold)
 
     async def save_response(self, response_id: str, row_id: int, said: dict[str, Any]) -> None:
-        await self.run(self.responses.save, response_id, row_id, said)
+        await self.run(self._responses.save, response_id, row_id, said)
 
     async def get_response(self, response_id: str) -> StoredResponse:
-        return await self.run(self.responses.get, response_id)
+        return await self.run(self._responses.get, response_id)
 
     async def delete_response(self, response_id: str) -> None:
-        await self.run(self.responses.delete, response_id)
+        await self.run(self._responses.delete, response_id)
 
     def _after_turn(self) -> None:
         """Schedule the background work a new buffer row may make due."""
-        self.summaries.schedule()
-        self.intent.schedule()
-        self.row_vectors.notify()
+        self._summaries.schedule()
+        self._intent.schedule()
+        self._row_vectors.notify()
 
     async def context_length(self, model: str) -> tuple[int, str]:
         """(the model's context length in tokens, where that came from): what the backend
         says (`nixx.llm.facts`; the smaller of it and ``chat_context_length`` when that is
         set), else ``chat_context_length``."""
         self._last_model = model
-        facts = await self.llm.facts(model)
+        facts = await self._llm.facts(model)
         return self.context_length_of((facts.context_length, facts.source))
 
     def context_length_of(self, learned: tuple[int | None, str]) -> tuple[int, str]:
@@ -382,10 +381,10 @@ class NixxService:
     # ---- summaries and intent ----------------------------------------------------------
     async def summarise_now(self, tags: Sequence[str] = ()) -> Summary:
         """Summarise the unsummarised window now (`Summaries.now`)."""
-        return await self.summaries.now(tags)
+        return await self._summaries.now(tags)
 
     async def derive_intent(self) -> IntentValue:
-        return await self.intent.derive()
+        return await self._intent.derive()
 
     async def own_completion(
         self, messages: list[dict[str, Any]], *, max_tokens: int, what: str,
@@ -396,7 +395,7 @@ class NixxService:
         server's own summaries — bounded by `max_tokens` and ``background_timeout``, run
         only while no user's turn runs. Nothing is stored."""
         chosen = await self.resolve_model(model)
-        data = await self.llm.background(
+        data = await self._llm.background(
             {"model": chosen, "messages": messages, "max_tokens": max_tokens},
             budget=self.settings.background_timeout,
             what=what,
@@ -405,20 +404,20 @@ class NixxService:
         return str(content), str(data.get("model") or chosen)
 
     async def get_intent(self) -> IntentValue | None:
-        return await self.run(intent_state.get, self.store)
+        return await self.run(intent_state.get, self._store)
 
     async def set_intent(self, text: str) -> IntentValue:
-        return await self.run(lambda: intent_state.set_intent(self.store, text))
+        return await self.run(lambda: intent_state.set_intent(self._store, text))
 
     async def clear_intent(self) -> None:
-        await self.run(intent_state.clear, self.store)
+        await self.run(intent_state.clear, self._store)
 
     def failing(self) -> dict[str, tuple[str, int]]:
         """The background work whose last run failed: kind -> (why, failures in a row)."""
         return {
-            kind: (error, self.jobs.failures.get(kind, 1))
+            kind: (error, self._jobs.failures.get(kind, 1))
             for kind in (SUMMARY_JOB, INTENT_JOB)
-            if (error := self.jobs.last_error.get(kind))
+            if (error := self._jobs.last_error.get(kind))
         }
 
     def stalls(self, backlog: tuple[int, int] | None = None) -> list[str]:
@@ -427,7 +426,7 @@ class NixxService:
         for a pause longer than `STALL_SECONDS`, a summary overdue (twice the interval of
         words unsummarised). `backlog`: (unsummarised words, interval); else as the last
         check after a turn found them."""
-        info = self.llm.gate.info()
+        info = self._llm.gate.info()
         out = []
         if info["running"] and info["late"]:
             out.append(f"{info['running']} gave way to {PATIENCE} turns and now runs to its "
@@ -435,7 +434,7 @@ class NixxService:
         if info["waiting"] and info["waiting_seconds"] >= STALL_SECONDS:
             out.append(f"{', '.join(info['waiting'])} waiting for a pause in the conversation "
                        f"for {info['waiting_seconds']:.0f} s")
-        words, interval = backlog or self.episodic.backlog or (0, 0)
+        words, interval = backlog or self._episodic.backlog or (0, 0)
         if interval and words >= 2 * interval:
             out.append(f"summary overdue: {words} words unsummarised, one is made every "
                        f"{interval}")
@@ -443,31 +442,31 @@ class NixxService:
 
     # ---- episodic search and status ----------------------------------------------------
     async def status(self) -> MemoryStatus:
-        episodic = await self.run(self.episodic.status)
+        episodic = await self.run(self._episodic.status)
         # what is known already: a status is never the one to ask the backend
         model = self.settings.chat_model or self._last_model
-        length, source = self.context_length_of(self.llm.known_context(model))
-        facts = self.llm.known_facts(model)
+        length, source = self.context_length_of(self._llm.known_context(model))
+        facts = self._llm.known_facts(model)
         return {
             **episodic,
-            "threshold": self.recall.threshold,
+            "threshold": self._recall.threshold,
             "recall_limit": self.settings.recall_limit,
             "context_length": length,
             "context_length_source": source,
-            "backend_slots": self.llm.gate.slots,
+            "backend_slots": self._llm.gate.slots,
             "chat_tools": self.settings.chat_tools,
             "backend_tool_calls": facts.tool_calls if facts else None,
-            "prefix_restores": self.llm.gate.restores,
-            "background": self.llm.gate.info(self.llm.slot.continued, self.llm.slot.alone),
+            "prefix_restores": self._llm.gate.restores,
+            "background": self._llm.gate.info(self._llm.slot.continued, self._llm.slot.alone),
             "stalls": self.stalls((episodic["unsummarised_words"], episodic["interval"])),
-            "summary_running": self.jobs.running(SUMMARY_JOB),
-            "summary_error": self.jobs.last_error.get(SUMMARY_JOB),
-            "intent_error": self.jobs.last_error.get(INTENT_JOB),
-            "summary_failures": self.jobs.failures.get(SUMMARY_JOB, 0),
-            "intent_failures": self.jobs.failures.get(INTENT_JOB, 0),
-            "recall_error": self.recall.error,
-            "buffer_vectors": await self.run(self.row_vectors.status),
-            "embedder_switch": None if self.switch is None else await self.run(self.switch.status),
+            "summary_running": self._jobs.running(SUMMARY_JOB),
+            "summary_error": self._jobs.last_error.get(SUMMARY_JOB),
+            "intent_error": self._jobs.last_error.get(INTENT_JOB),
+            "summary_failures": self._jobs.failures.get(SUMMARY_JOB, 0),
+            "intent_failures": self._jobs.failures.get(INTENT_JOB, 0),
+            "recall_error": self._recall.error,
+            "buffer_vectors": await self.run(self._row_vectors.status),
+            "embedder_switch": None if self._switch is None else await self.run(self._switch.status),
         }
 
     async def search(self, query: str, limit: int, sent_by: str | None = None) -> SearchAnswer:
@@ -479,28 +478,28 @@ class NixxService:
         depth = max(limit, fused.DEFAULT_PARAMS.depth)
 
         def search() -> SearchAnswer:
-            with self.foreground.busy():
+            with self._foreground.busy():
                 # A summary ranked below `limit` among summaries can never be in the fused
                 # top `limit` (rank fusion scores a summary by its rank alone): `limit` are
                 # enough.
                 answers = fused.run_rankers(
-                    self.store,
+                    self._store,
                     query,
                     self._embed_queries_sync,
-                    lambda vector: self.store.search_summaries(
+                    lambda vector: self._store.search_summaries(
                         vector, limit=limit, threshold=None
                     ),
                     pool=self.ranker_pool,
                     depth=depth,
-                    piece_floor=self.recall.params.piece_floor,
+                    piece_floor=self._recall.params.piece_floor,
                 )
                 summaries = answers.summaries or []
                 results = answers.combine(
                     summaries,
-                    store=self.store,
+                    store=self._store,
                     limit=depth if sent_by else limit,
-                    min_cosine=self.recall.row_floor * SEARCH_FLOOR_SHARE,
-                    params=self.recall.params,
+                    min_cosine=self._recall.row_floor * SEARCH_FLOOR_SHARE,
+                    params=self._recall.params,
                 )
             if sent_by:
                 return SearchAnswer(
@@ -516,51 +515,51 @@ class NixxService:
         self, name: str, start_id: int | None, end_id: int | None
     ) -> tuple[Source, str | None]:
         """Store a buffer range as a named source; returns (source, summary problem)."""
-        return await self.sources.create(name, start_id, end_id)
+        return await self._sources.create(name, start_id, end_id)
 
     async def search_sources(self, query: str, limit: int) -> list[MemoryHit]:
         """Semantic memory: the nearest chunks by vectors, re-ranked with their words
         (`nixx.memory.search.fuse_memories`), best first."""
-        return await self.sources.search(query, limit)
+        return await self._sources.search(query, limit)
 
     async def list_sources(self, name: str | None = None) -> list[Source]:
         """Every source, newest first; with `name`, those whose name contains it
         (case-insensitive)."""
-        return await self.sources.listed(name)
+        return await self._sources.listed(name)
 
     # ---- forgetting and correcting -------------------------------------------------------
     async def forget_buffer_row(self, row_id: int) -> ForgetAnswer:
-        return await self.forgetting.forget("buffer", buffer_ids=[row_id])
+        return await self._forget.forget("buffer", buffer_ids=[row_id])
 
     async def forget_buffer_range(self, start_id: int, end_id: int) -> ForgetAnswer:
         """Every row with start_id <= id <= end_id (markers included)."""
-        return await self.forgetting.buffer_range(start_id, end_id)
+        return await self._forget.buffer_range(start_id, end_id)
 
     async def forget_summary(self, summary_id: int) -> ForgetAnswer:
-        return await self.forgetting.forget("summary", summary_ids=[summary_id])
+        return await self._forget.forget("summary", summary_ids=[summary_id])
 
     async def forget_source(self, source_id: int) -> ForgetAnswer:
-        return await self.forgetting.forget("source", source_ids=[source_id])
+        return await self._forget.forget("source", source_ids=[source_id])
 
     async def forget_refs(self, refs: Sequence[str]) -> ForgetAnswer:
         """Delete the items named by references such as ``buffer:12``, ``summary:3``,
         ``source:2``, ``memory:40`` (all or nothing)."""
-        return await self.forgetting.refs(refs)
+        return await self._forget.refs(refs)
 
-    async def forget_matches(self, query: str) -> forgetting.Matches:
+    async def forget_matches(self, query: str) -> Matches:
         """A dry run: what `query` matches (buffer rows, summaries, memories)."""
-        return await self.run(forgetting.matches, self.store, query)
+        return await self.run(matches, self._store, query)
 
     async def forget_query(self, query: str, ids: Sequence[str]) -> ForgetAnswer:
         """Delete exactly `ids`, each of which `query` must still match (``intent:1``:
         clear the intent, set by hand or derived, whose text matched)."""
-        return await self.forgetting.query(query, ids)
+        return await self._forget.query(query, ids)
 
     async def forget_log(self, limit: int = 100) -> list[ForgetLogEntry]:
-        return await self.run(self.store.forget_log, limit)
+        return await self.run(self._store.forget_log, limit)
 
     async def get_summary(self, summary_id: int) -> Summary:
-        return await self.run(self.store.get_summary, summary_id)
+        return await self.run(self._store.get_summary, summary_id)
 
     async def update_summary(
         self,
@@ -571,13 +570,13 @@ class NixxService:
         entities: dict[str, list[str]] | None = None,
     ) -> Summary:
         """Correct a summary; new content is embedded again (recall finds the new text)."""
-        return await self.forgetting.update_summary(
+        return await self._forget.update_summary(
             summary_id, content=content, tags=tags, entities=entities
         )
 
     async def resume_repairs(self) -> None:
         """Schedule the repairs a forget left queued (`Forgetting.resume_repairs`)."""
-        await self.forgetting.resume_repairs()
+        await self._forget.resume_repairs()
 
     # ---- one door per use case for the shells (routes, web page, CLI, MCP) -------------
     async def ingest(
@@ -597,7 +596,7 @@ class NixxService:
         `summarise`, ask the LLM for the source's display summary (`summarise_sources`).
         Returns the `nixx.ingest.pipeline.IngestResult` and why there is no summary
         (None if fine)."""
-        return await self.sources.ingest(
+        return await self._sources.ingest(
             path=path, url=url, text=text, name=name, tags=tags, progress=progress,
             confined=confined, summarise=summarise,
         )
@@ -608,53 +607,61 @@ class NixxService:
         the LLM (`nixx.ingest.summary`); each result's `source` is re-read after. Stops
         at the first backend failure and returns what went wrong (the sources stay
         stored and searchable without summaries; the next ingest makes them)."""
-        return await self.sources.summarise(results)
+        return await self._sources.summarise(results)
 
     async def get_source(self, source_id: int) -> Source:
-        return await self.run(self.store.get_source, source_id)
+        return await self.run(self._store.get_source, source_id)
 
     async def source_chunks(self, source_id: int) -> list[Any]:
-        return await self.run(self.store.source_chunks, source_id)
+        return await self.run(self._store.source_chunks, source_id)
 
     async def list_summaries(self, limit: int = 50, offset: int = 0) -> list[Summary]:
-        return await self.run(lambda: self.store.list_summaries(limit=limit, offset=offset))
+        return await self.run(lambda: self._store.list_summaries(limit=limit, offset=offset))
 
     async def summaries_page(self, limit: int, offset: int) -> tuple[list[Summary], int]:
         """(stored summaries newest first, from `offset`; how many there are in all)."""
 
         def work() -> tuple[list[Summary], int]:
-            return self.store.list_summaries(limit, offset), self.store.count_summaries()
+            return self._store.list_summaries(limit, offset), self._store.count_summaries()
 
         return await self.run(work)
 
     async def transcript(self, start_id: int, end_id: int) -> list[BufferRow]:
         """Buffer rows with start_id <= id <= end_id (markers included), oldest first."""
-        return await self.run(self.store.get_buffer, start_id, end_id)
+        return await self.run(self._store.get_buffer, start_id, end_id)
 
     async def session(self) -> tuple[int, list[BufferRow]]:
         """(the first buffer id of the current session, its non-marker rows oldest first)."""
 
         def work() -> tuple[int, list[BufferRow]]:
-            return self.episodic.session_start(), self.episodic.session_rows()
+            return self._episodic.session_start(), self._episodic.session_rows()
 
         return await self.run(work)
 
     async def clear_session(self, origin: str) -> BufferRow:
         """End the session: a ``session_clear`` marker row (nothing is deleted)."""
-        return await self.run(self.episodic.clear_session, origin)
+        return await self.run(self._episodic.clear_session, origin)
 
     async def wait_for_repairs(self, timeout: float) -> dict[str, str]:
         """Wait up to `timeout` seconds for the background repairs (re-summaries, source
         rebuilds, intent); what failed, by job (they stay queued for later)."""
         with contextlib.suppress(TimeoutError):
-            await self.jobs.wait_idle(timeout)
-        return dict(self.jobs.last_error)
+            await self._jobs.wait_idle(timeout)
+        return dict(self._jobs.last_error)
+
+    async def settle(self, timeout: float | None = 30.0) -> None:
+        """Wait until nothing runs behind the turns: the background jobs (summaries,
+        intent, repairs), nixx's own LLM calls, and the row vectors still to embed (a
+        script, a benchmark or a test that reads what the turns left behind)."""
+        await self._jobs.wait_idle(timeout)
+        await self._llm.gate.wait_idle()
+        await self._row_vectors.flush()
 
     async def configure(
         self, *, interval: int | None = None, recall: bool | None = None
     ) -> MemoryStatus:
         """Change the summary interval and/or recall (kept across restarts); the status after."""
-        await self.run(lambda: self.episodic.configure(interval=interval, recall=recall))
+        await self.run(lambda: self._episodic.configure(interval=interval, recall=recall))
         if interval is not None:
             self._after_turn()  # a lower interval may make a summary due now
         return await self.status()
@@ -665,12 +672,12 @@ class NixxService:
 
         def work() -> list[BufferRow]:
             end = (
-                before_id if before_id is not None else self.store.buffer_stats()["max_id"] + 1
+                before_id if before_id is not None else self._store.buffer_stats()["max_id"] + 1
             ) - 1
             width = limit
             while True:
                 start = max(1, end - width + 1)
-                rows = self.store.get_buffer(start, end) if end >= 1 else []
+                rows = self._store.get_buffer(start, end) if end >= 1 else []
                 if len(rows) >= limit or start == 1:
                     return rows[-limit:]
                 width *= 4  # ids have gaps where rows were deleted
@@ -684,7 +691,7 @@ class NixxService:
         from nixx.values import MAX_ID
 
         start = max(1, row_id - before)  # the largest id has no rows after it to show
-        return await self.run(self.store.get_buffer, start, min(row_id + after, MAX_ID))
+        return await self.run(self._store.get_buffer, start, min(row_id + after, MAX_ID))
 
 
 class MemoryStatus(EpisodicStatus):

@@ -3,7 +3,7 @@ thread of the test process (for callers that need real HTTP: the `openai` SDK, t
 
     with LiveServer(create_app(settings)) as server:
         client = openai.OpenAI(base_url=server.base_url + "/v1", api_key="x")
-        server.call(server.service.jobs.wait_idle)   # run a coroutine on the server's loop
+        server.call(server.service.settle)   # run a coroutine on the server's loop
 """
 
 from __future__ import annotations

@@ -225,7 +225,7 @@ def test_builtin_turns_go_through_a_reachable_nixx_server(tmp_path):
         assert system.startswith("You are nixx, a personal AI assistant with long-term memory")
         names = [t["function"]["name"] for t in first["tools"]]
         assert names == ["read_file", "nxc_reply", "nxc_send", "nxc_thread"]
-        rows = server.service.store.last_buffer_rows(10)
+        rows = server.service._store.last_buffer_rows(10)
         mine = [r for r in rows if r.meta.get("agent") == "ab12/reviewer"]
         assert mine == rows  # every row of the turn carries the persona
         assert mine[0].role == "user" and "please review the storage layer" in mine[0].content
@@ -234,11 +234,11 @@ def test_builtin_turns_go_through_a_reachable_nixx_server(tmp_path):
         assert init["data"]["route"] == "nixx serve"
         assert init["data"]["url"] == server.base_url
 
-        before = len(server.service.store.last_buffer_rows(100))
+        before = len(server.service._store.last_buffer_rows(100))
         other = ws.nxc_json("send", "--to", "loner", "anything to add?")
         assert ws.nxc("wait", "--thread", other["thread_id"], "--timeout", "120",
                       check=False).returncode == 0
         poll(lambda: all_idle(ws), what="the loner's session to end")
-        assert len(server.service.store.last_buffer_rows(100)) == before  # not through it
+        assert len(server.service._store.last_buffer_rows(100)) == before  # not through it
         init = ws.nxc_json("transcript", "show", other["session"])["entries"][0]
         assert init["data"]["route"] == "backend"

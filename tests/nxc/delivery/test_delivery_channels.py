@@ -315,7 +315,7 @@ def test_a_round_summary_waits_while_a_users_turn_runs(tmp_path):
                 poll(lambda: len(llm.chat_requests) == 1, what="the user's turn")
                 receipt = ws.nxc_json("send", "--to", "poll", "vote")
                 # the summary is asked for, and waits at the server's gate for the turn
-                poll(lambda: server.service.llm.gate.waiting == 1, what="the summary to wait")
+                poll(lambda: server.service._llm.gate.waiting == 1, what="the summary to wait")
                 assert len(llm.chat_requests) == 1
                 release.set()
                 turn.join(60)
@@ -329,7 +329,7 @@ def test_a_round_summary_waits_while_a_users_turn_runs(tmp_path):
                 summary = llm.chat_requests[1]
                 assert summary["max_tokens"] == 400  # bounded
                 # nothing of it went into the memory
-                rows = server.service.store.last_buffer_rows(100)
+                rows = server.service._store.last_buffer_rows(100)
                 assert [r.content for r in rows] == ["hello", "the user's answer"]
             finally:
                 release.set()
