@@ -6,11 +6,11 @@ postgresql://user@host/db      PostgreSQL + pgvector
 One `MemoryStore` holds the rules over an engine that holds the SQL (docs/storage.md):
 
 base.py               MemoryStore: validation, errors, forget, reindex, export/import
-engine.py             the protocol an engine gives: Engine, Tx, NewSummary, VectorQuery
+database.py           the protocol a database engine gives: Database, Tx, NewSummary, VectorQuery
 sql_queries.py        the statements both engines run alike (Dialect, Rows, SqlTx)
-sqlite.py             SQLiteStore / SQLiteEngine: connections, FTS5 search, scrub, vacuum
+sqlite.py             SQLiteStore / SQLiteDatabase: connections, FTS5 search, scrub, vacuum
 sqlite_queries.py     SQLite's own queries; sqlite_vectors.py its in-memory vector indexes
-postgres.py           PostgresStore / PostgresEngine: pool, errors, full-text and HNSW SQL
+postgres.py           PostgresStore / PostgresDatabase: pool, errors, full-text and HNSW SQL
 postgres_queries.py   PostgreSQL's own queries; postgres_load.py the COPY import
 forgetting.py         what a forget takes with it; records.py, reports.py, portable.py
                       the records, the named answers and the export records

@@ -3,7 +3,7 @@ a small key/value `state` (intent, runtime switches) and the forget log.
 
 `MemoryStore` holds every rule once — validation and the errors it raises, meta
 merging, the retried-user-row rule, record building, the forget plan, reindex, export
-and import — over an `Engine` (`nixx.store.engine`) that holds only SQL: SQLite
+and import — over an `Database` (`nixx.store.database`) that holds only SQL: SQLite
 (`nixx.store.sqlite`) or PostgreSQL (`nixx.store.postgres`). One contract suite
 (`tests/store/contract.py`) runs on both.
 
@@ -26,12 +26,12 @@ import numpy as np
 
 from nixx.errors import Conflict, EmbedderMismatch, NotFound, ValidationError
 from nixx.store import forgetting, validation
-from nixx.store.engine import (
+from nixx.store.database import (
     CONTENT_TABLES,
     IMPORT_TABLES,
     ChunkRow,
     ContentTable,
-    Engine,
+    Database,
     NewSource,
     NewSummary,
     RowVector,
@@ -79,7 +79,7 @@ class MemoryStore(Switching):
 
     backend: str  # "sqlite" | "postgres"
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Database) -> None:
         self._engine = engine
         self.backend = engine.backend
 

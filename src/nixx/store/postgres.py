@@ -5,7 +5,7 @@ transaction per method.
     store = PostgresStore("postgresql://nixx@db.example/nixx")
     store.migrate()
 
-`PostgresStore` is the backend-neutral `MemoryStore` over `PostgresEngine`, which holds
+`PostgresStore` is the backend-neutral `MemoryStore` over `PostgresDatabase`, which holds
 the pool, the errors PostgreSQL's are translated into, migrations, and the searches
 (full text and HNSW, below); its queries are `nixx.store.postgres_queries`.
 
@@ -36,7 +36,7 @@ from nixx import migrations
 from nixx.errors import EmbedderMismatch, SchemaError, StoreError, ValidationError
 from nixx.migrations import Migration
 from nixx.store.base import MemoryStore
-from nixx.store.engine import Engine, Event, VectorQuery
+from nixx.store.database import Database, Event, VectorQuery
 from nixx.store.portable import as_vector
 from nixx.store.postgres_queries import ROWS, PostgresTx
 from nixx.store.postgres_schema import MIGRATIONS, MIGRATIONS_TABLE
@@ -171,12 +171,12 @@ class PostgresStore(MemoryStore):
         ef_search: int = 100,
         connect_timeout: float = 10.0,
     ) -> None:
-        self.engine = PostgresEngine(url, PostgresOptions(pool_size, ef_search, connect_timeout))
+        self.engine = PostgresDatabase(url, PostgresOptions(pool_size, ef_search, connect_timeout))
         super().__init__(self.engine)
         self.url = url
 
 
-class PostgresEngine(Engine):
+class PostgresDatabase(Database):
     """PostgreSQL + pgvector under `MemoryStore` (see the module docstring)."""
 
     backend = "postgres"

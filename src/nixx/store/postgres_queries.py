@@ -1,4 +1,4 @@
-"""The PostgreSQL engine's queries: `nixx.store.engine.Tx` on one pooled connection.
+"""The PostgreSQL engine's queries: `nixx.store.database.Tx` on one pooled connection.
 
 Vectors go to the server as numpy arrays (pgvector's binary input, the dumper of
 `nixx.store.postgres`) and are read back in binary (`vector_send`); JSON travels as
@@ -19,7 +19,7 @@ import psycopg
 from psycopg.types.json import Jsonb
 
 from nixx.store import sql_queries as shared
-from nixx.store.engine import ChunkRow, NewSource, NewSummary, RowVector, Section
+from nixx.store.database import ChunkRow, NewSource, NewSummary, RowVector, Section
 from nixx.store.postgres_load import Loader
 from nixx.store.postgres_schema import lock_vector_tables, narrow_vectors, widen_vectors
 from nixx.store.records import BufferRow, JsonObject, Memory, Source, Summary

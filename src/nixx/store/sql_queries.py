@@ -1,5 +1,5 @@
 """The queries both SQL engines run alike, written once: `SqlTx`, the part of
-`nixx.store.engine.Tx` whose SQL differs between SQLite and PostgreSQL only in its
+`nixx.store.database.Tx` whose SQL differs between SQLite and PostgreSQL only in its
 spelling (placeholders, how a list of ids is passed, how a vector is cast).
 
 Statements are written with ``?`` placeholders and a few `Dialect` slots
@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from nixx.store.engine import ChunkRow, ContentTable, Tx
+from nixx.store.database import ChunkRow, ContentTable, Tx
 from nixx.store.forgetting import ForgetLogEntry
 from nixx.store.records import BufferRow, EmbeddingInfo, JsonObject, Memory, Source, Summary
 

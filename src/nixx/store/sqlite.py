@@ -1,6 +1,6 @@
 """The SQLite memory store: one file, WAL mode, FTS5 on the buffer, vectors as BLOBs.
 
-`SQLiteStore` is the backend-neutral `MemoryStore` over `SQLiteEngine`, which holds the
+`SQLiteStore` is the backend-neutral `MemoryStore` over `SQLiteDatabase`, which holds the
 connections and what SQLite does its own way: full-text search (FTS5's bm25 with the
 term weights of `nixx.store.term_stats`), vector search (the in-memory indexes of
 `nixx.store.sqlite_vectors`), and the file-level chores (`scrub`, `vacuum`). Its
@@ -28,7 +28,7 @@ from nixx.errors import ConfigError, StoreError, ValidationError
 from nixx.sqlite_tx import Immediate, immediate
 from nixx.store import sqlite_migrations
 from nixx.store.base import MemoryStore
-from nixx.store.engine import Engine, Event, VectorQuery
+from nixx.store.database import Database, Event, VectorQuery
 from nixx.store.fts_query import fts5_match_terms
 from nixx.store.records import BufferHit, Memory, SummaryHit
 from nixx.store.reports import Checkpoint, ScrubReport, VacuumReport
@@ -69,7 +69,7 @@ class SQLiteStore(MemoryStore):
         busy_timeout_ms: int = BUSY_TIMEOUT_MS,
         synchronous: str = SYNCHRONOUS,
     ) -> None:
-        self.engine = SQLiteEngine(path, SQLiteOptions(ann_threshold, busy_timeout_ms, synchronous))
+        self.engine = SQLiteDatabase(path, SQLiteOptions(ann_threshold, busy_timeout_ms, synchronous))
         super().__init__(self.engine)
         self.path = self.engine.path
 
@@ -120,7 +120,7 @@ class SQLiteStore(MemoryStore):
         return self.engine.vectors.save()
 
 
-class SQLiteEngine(Engine):
+class SQLiteDatabase(Database):
     """SQLite under `MemoryStore` (see the module docstring)."""
 
     backend = "sqlite"
@@ -393,7 +393,7 @@ def sqlite_path(url_or_path: str) -> Path:
 
 
 class _Reading:
-    """`SQLiteEngine.read()`: the thread's connection as it is, no transaction opened (a
+    """`SQLiteDatabase.read()`: the thread's connection as it is, no transaction opened (a
     class, not a generator: the hot reads of a search come through here)."""
 
     __slots__ = ("conn",)

@@ -1,4 +1,4 @@
-"""The SQLite engine's queries: `nixx.store.engine.Tx` on one apsw connection — the
+"""The SQLite engine's queries: `nixx.store.database.Tx` on one apsw connection — the
 shared statements of `nixx.store.sql_queries` in SQLite's spelling, and what SQLite
 does its own way.
 
@@ -18,7 +18,7 @@ import apsw
 import numpy as np
 
 from nixx.errors import ValidationError
-from nixx.store.engine import ChunkRow, NewSource, NewSummary, RowVector, Section
+from nixx.store.database import ChunkRow, NewSource, NewSummary, RowVector, Section
 from nixx.store.portable import as_vector, record_pieces, utc_now
 from nixx.store.records import BufferRow, JsonObject, Memory, Source, Summary
 from nixx.store.sql_queries import (

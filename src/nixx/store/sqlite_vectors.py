@@ -25,7 +25,7 @@ import apsw
 import numpy as np
 
 from nixx.errors import StoreError
-from nixx.store.engine import VectorQuery
+from nixx.store.database import VectorQuery
 from nixx.store.portable import as_vector
 from nixx.store.sql_queries import BUFFER_COLS
 from nixx.store.sqlite_queries import MEMORY_HIT_COLS, SUMMARY_HIT_COLS, one

@@ -17,7 +17,7 @@ import numpy as np
 
 from nixx.errors import Conflict
 from nixx.store import validation
-from nixx.store.engine import CONTENT_TABLES, Engine, RowVector, Tx
+from nixx.store.database import CONTENT_TABLES, Database, RowVector, Tx
 from nixx.store.portable import as_vector, checked_pieces
 from nixx.store.records import BufferRow, EmbeddingInfo
 
@@ -78,7 +78,7 @@ def _pending(tx: Tx) -> list[SwitchItem]:
 class Switching:
     """The switch's methods of `MemoryStore` (see the module docstring)."""
 
-    _engine: Engine
+    _engine: Database
 
     def switch_target(self) -> EmbeddingInfo | None:
         """The embedder the store is moving to, if a switch is under way."""

@@ -5,7 +5,7 @@ The store holds every rule once (validation, errors and their wording, meta merg
 the retried-user-row rule, the forget plan, reindex, export and import); an engine holds
 only its SQL and its strengths, in two parts:
 
-- `Engine`: the connection(s) and what works on them as a whole: transactions
+- `Database`: the connection(s) and what works on them as a whole: transactions
   (`read`, `snapshot`, `write`, `export`), schema, full-text search, vector search, the
   after-write hook, the disk-level chores (`scrub`, `vacuum`).
 - `Tx`: the queries, section by section, on one open transaction. A `Tx` is also the
@@ -52,7 +52,7 @@ CONTENT_TABLES: tuple[ContentTable, ...] = ("summaries", "memories")
 Table = Literal["buffer", "summaries", "sources", "memories"]
 #: A table `import_records` refuses to fill when it has rows already.
 IMPORT_TABLES = ("buffer", "summaries", "sources", "memories", "state", "embedder", "forget_log")
-#: An after-write event (`Engine.after_write`).
+#: An after-write event (`Database.after_write`).
 Event = Literal["buffer_vectors", "forget"]
 #: (content, vector, metadata) of a chunk ready to insert.
 ChunkRow = tuple[str, np.ndarray, JsonObject]
@@ -388,7 +388,7 @@ class Tx(ABC):
     def finish_load(self) -> None: ...
 
 
-class Engine(ABC):
+class Database(ABC):
     """A database under the memory store (see the module docstring)."""
 
     backend: str
