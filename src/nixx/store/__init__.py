@@ -14,6 +14,8 @@ postgres.py           PostgresStore / PostgresDatabase: pool, errors, full-text 
 postgres_queries.py   PostgreSQL's own queries; postgres_load.py the COPY import
 forgetting.py         what a forget takes with it; records.py, reports.py, portable.py
                       the records, the named answers and the export records
+export_file.py        export files written and read (handed a store, never importing it);
+                      export_check.py the import's record checks (RecordReader)
 """
 
 from __future__ import annotations

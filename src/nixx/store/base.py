@@ -38,7 +38,7 @@ from nixx.store.database import (
     Tx,
     VectorQuery,
 )
-from nixx.store.export_file import RecordReader
+from nixx.store.export_check import RecordReader
 from nixx.store.forgetting import ForgetLogEntry, ForgetResult
 from nixx.store.portable import (
     ExportRecord,

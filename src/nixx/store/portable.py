@@ -117,7 +117,7 @@ class ForgetRecord(TypedDict):
     counts: dict[str, int]
 
 
-#: One parsed line of an export as read back, not yet checked (`export_file.RecordReader`
+#: One parsed line of an export as read back, not yet checked (`export_check.RecordReader`
 #: checks its fields by its ``type`` before anything is stored).
 RawRecord = Mapping[str, Any]
 
