@@ -14,10 +14,11 @@ from typing import Any
 
 import pytest
 
-from nixx.config import Settings, load_settings
+from nixx.config import Settings
 from nixx.log.workspace import init_workspace
 from nixx.server.app import create_app
 from nixx.testing.fake_llm import FakeLLM
+from nixx.testing.fixtures import scripted_settings
 from nixx.testing.live_server import LiveServer
 
 API_KEY = "mcp-test-key"
@@ -42,17 +43,7 @@ def project(tmp_path: Path) -> Path:
 
 
 def server_settings(llm: FakeLLM, workspace: Path, **overrides: Any) -> Settings:
-    values: dict[str, Any] = {
-        "chat_base_url": llm.base_url,
-        "embed_provider": "openai",
-        "embed_base_url": llm.base_url,
-        "embed_model": "fake-embed",
-        "workspace": workspace,
-        "recall_threshold": 0.3,
-        "intent_interval": 10_000,
-    }
-    values.update(overrides)
-    return load_settings(**values)
+    return scripted_settings(llm, workspace, **overrides)
 
 
 @pytest.fixture

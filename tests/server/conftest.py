@@ -14,6 +14,7 @@ from fastapi.testclient import TestClient
 from nixx.config import Settings, load_settings
 from nixx.server.app import create_app
 from nixx.testing.fake_llm import FakeLLM
+from nixx.testing.fixtures import scripted_backend, scripted_settings
 from nixx.testing.live_server import LOCAL, LiveServer
 from nixx.testing.pg_fixtures import pg_server, pg_url  # noqa: F401 - used by server_db_url
 
@@ -33,19 +34,7 @@ def server_db_url(request: pytest.FixtureRequest) -> str:
 @pytest.fixture
 def make_settings(llm: FakeLLM, workspace: Path, server_db_url: str) -> SettingsFactory:
     def make(**overrides: Any) -> Settings:
-        values: dict[str, Any] = {
-            "db_url": server_db_url,
-            "chat_base_url": llm.base_url,
-            "embed_provider": "openai",
-            "embed_base_url": llm.base_url,
-            "embed_model": "fake-embed",
-            "workspace": workspace,
-            "recall_threshold": 0.3,
-            # background jobs take replies from the shared queue: off unless a test wants them
-            "intent_interval": 10_000,
-        }
-        values.update(overrides)
-        return load_settings(**values)
+        return scripted_settings(llm, workspace, **{"db_url": server_db_url, **overrides})
 
     return make
 
@@ -53,17 +42,8 @@ def make_settings(llm: FakeLLM, workspace: Path, server_db_url: str) -> Settings
 def standalone_settings(base: Path, llm: FakeLLM, **overrides: Any) -> Settings:
     """Settings for a server that outlives one test (module-scoped fixtures): its own home,
     SQLite file and workspace under `base`, backed by `llm`."""
-    values: dict[str, Any] = {
-        "home": base,
-        "db_url": f"sqlite:///{base / 'nixx.db'}",
-        "chat_base_url": llm.base_url,
-        "embed_provider": "openai",
-        "embed_base_url": llm.base_url,
-        "embed_model": "fake-embed",
-        "workspace": base,
-    }
-    values.update(overrides)
-    return load_settings(**values)
+    return load_settings(**{**scripted_backend(llm), "home": base, "workspace": base,
+                            "db_url": f"sqlite:///{base / 'nixx.db'}", **overrides})
 
 
 @pytest.fixture

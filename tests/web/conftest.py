@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from nixx.config import load_settings
 from nixx.server.app import create_app
 from nixx.testing.fake_llm import FakeLLM
+from nixx.testing.fixtures import scripted_settings
 from nixx.testing.live_server import LiveServer
 
 CHROMIUM = os.environ.get("NIXXTEST_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
@@ -52,17 +52,7 @@ def page(browser: Any) -> Iterator[Any]:
 
 
 def make_server(llm: FakeLLM, workspace: Path, **overrides: Any) -> LiveServer:
-    values: dict[str, Any] = {
-        "chat_base_url": llm.base_url,
-        "embed_provider": "openai",
-        "embed_base_url": llm.base_url,
-        "embed_model": "fake-embed",
-        "workspace": workspace,
-        "recall_threshold": 0.3,
-        "intent_interval": 10_000,
-    }
-    values.update(overrides)
-    return LiveServer(create_app(load_settings(**values)))
+    return LiveServer(create_app(scripted_settings(llm, workspace, **overrides)))
 
 
 @pytest.fixture
