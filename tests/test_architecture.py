@@ -40,10 +40,13 @@
   not define (``os._exit``, a namedtuple's ``_replace``). Read by name, not by type: a
   private name M defines itself hides a read of another module's namesake.
 - **A turn is answered in one place.** Only `nixx.server.dialects.adapter` runs a turn
-  for a wire dialect (calls ``.turn(...)``) and streams it (``StreamingResponse(...)``);
-  the routes build a dialect's adapter and call `answer_turn`. And every dialect adapter
-  — a class of `nixx.server.dialects` whose ``__init__`` sets ``self.given`` — has the
-  same parts: ``given``, ``streams``, ``stream`` and ``answer``.
+  for a wire dialect (calls ``.turn(...)``), walks its events (``__anext__()``,
+  ``aclose()``: `Adapter.wire` is the one streaming path) and streams it
+  (``StreamingResponse(...)``); the routes build a dialect's adapter and call
+  `answer_turn`. And every dialect adapter — a class of `nixx.server.dialects` whose
+  ``__init__`` sets ``self.given`` — defines the same parts itself
+  (`nixx.server.dialects.adapter.PARTS`: ``given``, ``streams``, ``opening``, ``delta``,
+  ``finished``, ``failed``, ``answer``).
 """
 
 from __future__ import annotations
@@ -566,19 +569,22 @@ def test_the_private_rule_sees_attributes_imports_and_getattr_not_own_names(tmp_
 
 # -- a turn is answered in one place ------------------------------------------------------
 TURN_HOME = "nixx.server.dialects.adapter"
-ADAPTER_PARTS = {"given", "streams", "stream", "answer"}
+ADAPTER_PARTS = {"given", "streams", "opening", "delta", "finished", "failed", "answer"}
+# what walks a turn's events, or answers them: only the turn's home may
+TURN_CALLS = ("turn", "__anext__", "aclose", "StreamingResponse")
 
 
 def turns_answered_outside(path: Path) -> list[str]:
-    """Where a module runs a turn (``X.turn(...)``) or streams (``StreamingResponse(...)``)."""
-    found = []
+    """Where a module runs a turn (``X.turn(...)``), walks events (``__anext__``,
+    ``aclose``) or streams (``StreamingResponse(...)``), by line."""
+    found: list[tuple[int, str]] = []
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.Call):
             fn = node.func
             name = fn.attr if isinstance(fn, ast.Attribute) else getattr(fn, "id", "")
-            if name in ("turn", "StreamingResponse"):
-                found.append(f"{node.lineno}: {name}(...)")
-    return found
+            if name in TURN_CALLS:
+                found.append((node.lineno, f"{node.lineno}: {name}(...)"))
+    return [where for _, where in sorted(found)]
 
 
 def adapters_missing_parts(path: Path) -> list[str]:
@@ -608,7 +614,7 @@ def test_a_turn_is_answered_in_one_place():
         if _within(name, ("nixx.server", "nixx.web")) and name != TURN_HOME
         for where in turns_answered_outside(path)
     ]
-    assert not outside, ("a turn run or streamed outside nixx.server.dialects.adapter "
+    assert not outside, ("a turn run, walked or streamed outside nixx.server.dialects.adapter "
                          "(build the dialect's adapter, call answer_turn):\n"
                          + "\n".join(outside))
     adapters = {name: adapters_missing_parts(path) for name, (path, _) in known.items()
@@ -617,6 +623,9 @@ def test_a_turn_is_answered_in_one_place():
     named = {cls for name, (path, _) in known.items() if _within(name, ("nixx.server.dialects",))
              for cls in _classes_setting_given(path)}
     assert {"ChatCompletions", "Responses", "Messages"} <= named
+    from nixx.server.dialects.adapter import PARTS
+
+    assert set(PARTS) == ADAPTER_PARTS
 
 
 def _classes_setting_given(path: Path) -> set[str]:
@@ -629,7 +638,9 @@ def test_the_turn_rule_sees_runs_streams_and_missing_parts(tmp_path):
         "route.py": """
             async def r(service, body):
                 events = service.turn(body)  # 3 (dedent keeps the first blank line)
-                return StreamingResponse(events)  # 4
+                first = await events.__anext__()  # 4: its own stream loop
+                await events.aclose()  # 5
+                return StreamingResponse(events)  # 6
             def fine(x):
                 return x.turns(), returning(1)
         """,
@@ -637,16 +648,22 @@ def test_the_turn_rule_sees_runs_streams_and_missing_parts(tmp_path):
             class Whole:
                 def __init__(self, body):
                     self.given, self.streams = body, True
-                def stream(self, events, first, info): ...
+                def opening(self, info): ...
+                def delta(self, event): ...
+                async def finished(self, done): ...
+                def failed(self, exc): ...
                 async def answer(self, done): ...
             class Half:
                 def __init__(self, body):
                     self.given = body
                 def stream(self, events, first, info): ...
+                def delta(self, event): ...
             class NotOne:
                 def answer(self): ...
         """,
     })
-    assert turns_answered_outside(root / "route.py") == ["3: turn(...)", "4: StreamingResponse(...)"]
-    assert adapters_missing_parts(root / "dialect.py") == ["Half: no answer, streams"]
+    assert turns_answered_outside(root / "route.py") == [
+        "3: turn(...)", "4: __anext__(...)", "5: aclose(...)", "6: StreamingResponse(...)"]
+    assert adapters_missing_parts(root / "dialect.py") == [
+        "Half: no answer, failed, finished, opening, streams"]
 

@@ -1,8 +1,10 @@
 """The wire dialects nixx speaks, each translated at the edge onto the one chat turn.
 
     adapter.py      the shape every dialect has (`Adapter`: request -> the turn's typed
-                    input, typed events -> its wire stream, the finished turn -> its JSON)
-                    and the one route helper that answers any of them (`answer_turn`)
+                    input, each typed event -> its wire events, a failure -> its error
+                    event, the finished turn -> its JSON), the one streaming path
+                    (`Adapter.wire`) and the one route helper that answers any of them
+                    (`answer_turn`)
     openai_chat.py  OpenAI chat completions (`POST /v1/chat/completions`): chunks, usage
     responses.py    OpenAI's Responses API (`POST /v1/responses`): input items to chat
                     messages, turn events to the Responses event stream

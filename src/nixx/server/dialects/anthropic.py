@@ -50,7 +50,6 @@ from __future__ import annotations
 
 import json
 import secrets
-from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -62,10 +61,10 @@ from nixx.memory.turn_events import (
     Delta,
     Finished,
     Reasoning,
-    TurnEvent,
     TurnInfo,
     TurnInput,
 )
+from nixx.server.dialects.adapter import Adapter
 from nixx.server.dialects.system import place_system, remembered
 from nixx.server.errors import answer_of, anthropic_envelope
 from nixx.server.shapes import turn_memory
@@ -322,12 +321,12 @@ def _tool_use(call: dict[str, Any]) -> dict[str, Any]:
     return {"type": "tool_use", "id": call.get("id"), "name": fn["name"], "input": given}
 
 
-def _usage(done: Finished | None) -> dict[str, Any]:
+def _usage(done: Finished) -> dict[str, Any]:
     """Anthropic's usage of the turn's counts: ``input_tokens`` are those the backend's
     cache did not hold (``cache_read_input_tokens`` are those it did; Anthropic counts
     them apart, OpenAI's ``prompt_tokens`` includes them); nixx's estimate when the
     backend sent none, marked ``estimated: true``."""
-    counted = done.usage if done is not None else {}
+    counted = done.usage
     cached = counted.get("cached_tokens", 0)
     usage: dict[str, Any] = {
         "input_tokens": max(counted.get("prompt_tokens", 0) - cached, 0),
@@ -340,83 +339,64 @@ def _usage(done: Finished | None) -> dict[str, Any]:
     return usage
 
 
-def message(done: Finished, model: str, thinking: bool = False) -> dict[str, Any]:
-    """The ``message`` of a turn that ran to its end; `thinking`: its reasoning shown."""
-    content: list[dict[str, Any]] = []
-    if thinking and done.reasoning:
-        content.append({"type": "thinking", "thinking": done.reasoning, "signature": ""})
-    if done.content:
-        content.append({"type": "text", "text": done.content})
-    content.extend(_tool_use(c) for c in done.client_tool_calls)
-    return {
-        "id": new_id(), "type": "message", "role": "assistant",
-        "model": done.model or model, "content": content,
-        **_stop(done), "usage": _usage(done),
-    }
-
-
 def _event(kind: str, **data: Any) -> bytes:
     payload = json.dumps({"type": kind, **data}, ensure_ascii=False)
     return f"event: {kind}\ndata: {payload}\n\n".encode()
 
 
-class Messages:
-    """The Messages dialect of one request (`nixx.server.dialects.adapter`)."""
+class Messages(Adapter):
+    """The Messages dialect of one request (the module docstring)."""
 
     def __init__(self, body: MessagesRequest) -> None:
-        self.body = body
         self.given = TurnInput(chat_request(body), remembered=remembered)
         self.streams = body.stream
+        self.model = body.model or ""
+        self.thinking = body.shows_thinking  # reasoning shown as thinking blocks
+        self.blocks = _Blocks()
 
-    def stream(
-        self, events: AsyncGenerator[TurnEvent, None], first: TurnEvent, info: TurnInfo
-    ) -> AsyncIterator[bytes]:
-        model = str(info.get("model") or self.body.model or "")
-        return stream(events, first, model, self.body.shows_thinking)
+    def opening(self, info: TurnInfo) -> list[bytes]:
+        start: dict[str, Any] = {
+            "id": new_id(), "type": "message", "role": "assistant",
+            "model": str(info.get("model") or self.model), "content": [],
+            "stop_reason": None, "stop_sequence": None,
+            "usage": {"input_tokens": 0, "output_tokens": 0}}
+        return [_event("message_start", message=start), _event("ping")]
+
+    def delta(self, event: Delta) -> list[bytes]:
+        return self.blocks.text(event)
+
+    def reasoning(self, event: Reasoning) -> list[bytes]:
+        return self.blocks.text(event) if self.thinking else []
+
+    def client_calls(self, event: ClientToolCalls) -> list[bytes]:
+        out = self.blocks.close()
+        for call in event.calls:
+            out.extend(self.blocks.tool_use(call))
+        return out
+
+    async def finished(self, done: Finished) -> list[bytes]:
+        return [*self.blocks.close(),
+                _event("message_delta", delta=_stop(done), usage=_usage(done),
+                       nixx=turn_memory(done)),
+                _event("message_stop")]
+
+    def failed(self, exc: NixxError) -> list[bytes]:
+        status, code = answer_of(exc)
+        return [_event("error", error=anthropic_envelope(exc.message, status, code)["error"])]
 
     async def answer(self, done: Finished) -> dict[str, Any]:
-        return {**message(done, self.body.model or "", self.body.shows_thinking),
-                "nixx": turn_memory(done)}
-
-
-async def stream(
-    events: AsyncGenerator[TurnEvent, None], first: TurnEvent, model: str,
-    thinking: bool = False,
-) -> AsyncIterator[bytes]:
-    """Anthropic's event stream of the turn, the memory details as the ``nixx`` key of
-    ``message_delta``; `thinking`: reasoning shown as thinking blocks."""
-    blocks = _Blocks()
-    try:
-        start: dict[str, Any] = {"id": new_id(), "type": "message", "role": "assistant", "model": model,
-                 "content": [], "stop_reason": None, "stop_sequence": None,
-                 "usage": {"input_tokens": 0, "output_tokens": 0}}
-        yield _event("message_start", message=start)
-        yield _event("ping")
-        event: TurnEvent = first
-        while True:
-            if isinstance(event, Delta) or (thinking and isinstance(event, Reasoning)):
-                for chunk in blocks.text(event):
-                    yield chunk
-            elif isinstance(event, (ClientToolCalls, Finished)):
-                for chunk in blocks.close():
-                    yield chunk
-                if isinstance(event, ClientToolCalls):
-                    for call in event.calls:
-                        for chunk in blocks.tool_use(call):
-                            yield chunk
-                else:
-                    yield _event("message_delta", delta=_stop(event),
-                                 usage=_usage(event), nixx=turn_memory(event))
-                    yield _event("message_stop")
-            try:
-                event = await events.__anext__()
-            except StopAsyncIteration:
-                break
-    except NixxError as exc:
-        status, code = answer_of(exc)
-        yield _event("error", error=anthropic_envelope(exc.message, status, code)["error"])
-    finally:
-        await events.aclose()
+        """The ``message`` of a turn that ran to its end, its reasoning shown when asked."""
+        content: list[dict[str, Any]] = []
+        if self.thinking and done.reasoning:
+            content.append({"type": "thinking", "thinking": done.reasoning, "signature": ""})
+        if done.content:
+            content.append({"type": "text", "text": done.content})
+        content.extend(_tool_use(c) for c in done.client_tool_calls)
+        return {
+            "id": new_id(), "type": "message", "role": "assistant",
+            "model": done.model or self.model, "content": content,
+            **_stop(done), "usage": _usage(done), "nixx": turn_memory(done),
+        }
 
 
 class _Blocks:

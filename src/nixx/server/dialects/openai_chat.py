@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -36,10 +35,10 @@ from nixx.memory.turn_events import (
     Finished,
     Reasoning,
     ToolRun,
-    TurnEvent,
     TurnInfo,
     TurnInput,
 )
+from nixx.server.dialects.adapter import Adapter
 from nixx.server.errors import nixx_error_body
 from nixx.server.shapes import turn_memory
 
@@ -88,19 +87,6 @@ def check_tools(tools: list[dict[str, Any]] | None) -> None:
             )
 
 
-def _chunk(
-    cid: str, created: int, model: str, delta: dict[str, Any], finish: str | None = None
-) -> dict[str, Any]:
-    return {
-        "id": cid,
-        "object": "chat.completion.chunk",
-        "created": created,
-        "model": model,
-        "system_fingerprint": None,
-        "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}],
-    }
-
-
 def _sse(data: Any) -> bytes:
     text = data if isinstance(data, str) else json.dumps(data, ensure_ascii=False)
     return f"data: {text}\n\n".encode()
@@ -113,54 +99,8 @@ def _tool_run_info(event: ToolRun) -> dict[str, Any]:
     return {"id": event.id, "name": event.name, "arguments": event.arguments, "result": result}
 
 
-def _client_calls(calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    return [{"index": i, **call} for i, call in enumerate(calls)]
-
-
-async def _stream(
-    events: AsyncGenerator[TurnEvent, None],
-    first: TurnEvent,
-    model: str,
-    include_usage: bool,
-) -> AsyncIterator[bytes]:
-    cid, created = completion_id(), int(time.time())
-    try:
-        yield _sse(_chunk(cid, created, model, {"role": "assistant", "content": ""}))
-        event: TurnEvent = first
-        while True:
-            if isinstance(event, Delta):
-                yield _sse(_chunk(cid, created, model, {"content": event.text}))
-            elif isinstance(event, Reasoning):
-                yield _sse(_chunk(cid, created, model, {"reasoning_content": event.text}))
-            elif isinstance(event, ToolRun):
-                chunk = _chunk(cid, created, model, {})
-                chunk["nixx"] = {"tool_run": _tool_run_info(event)}
-                yield _sse(chunk)
-            elif isinstance(event, ClientToolCalls):
-                yield _sse(_chunk(cid, created, model, {"tool_calls": _client_calls(event.calls)}))
-            elif isinstance(event, Finished):
-                model = event.model or model
-                chunk = _chunk(cid, created, model, {}, event.finish_reason)
-                chunk["nixx"] = turn_memory(event)
-                yield _sse(chunk)
-                if include_usage:
-                    usage = _usage(event.usage)
-                    tail = {**_chunk(cid, created, model, {}), "choices": [], "usage": usage}
-                    yield _sse(tail)
-            try:
-                event = await events.__anext__()
-            except StopAsyncIteration:
-                break
-    except NixxError as exc:
-        tail = {**_chunk(cid, created, model, {}), "choices": []}
-        tail.update(nixx_error_body(exc))
-        yield _sse(tail)
-    finally:
-        await events.aclose()
-    yield _sse("[DONE]")
-
-class ChatCompletions:
-    """The chat completions dialect of one request (`nixx.server.dialects.adapter`)."""
+class ChatCompletions(Adapter):
+    """The chat completions dialect of one request (the module docstring)."""
 
     def __init__(self, body: ChatCompletionRequest) -> None:
         check_tools(body.tools)
@@ -169,11 +109,53 @@ class ChatCompletions:
         self.given = TurnInput(data)
         self.streams = body.stream
         self.include_usage = bool((body.stream_options or {}).get("include_usage"))
+        self.id, self.created, self.model = completion_id(), int(time.time()), ""
 
-    def stream(
-        self, events: AsyncGenerator[TurnEvent, None], first: TurnEvent, info: TurnInfo
-    ) -> AsyncIterator[bytes]:
-        return _stream(events, first, str(info.get("model") or ""), self.include_usage)
+    def _chunk(self, delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "object": "chat.completion.chunk",
+            "created": self.created,
+            "model": self.model,
+            "system_fingerprint": None,
+            "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}],
+        }
+
+    def opening(self, info: TurnInfo) -> list[bytes]:
+        self.model = str(info.get("model") or "")
+        return [_sse(self._chunk({"role": "assistant", "content": ""}))]
+
+    def delta(self, event: Delta) -> list[bytes]:
+        return [_sse(self._chunk({"content": event.text}))]
+
+    def reasoning(self, event: Reasoning) -> list[bytes]:
+        return [_sse(self._chunk({"reasoning_content": event.text}))]
+
+    def tool_run(self, event: ToolRun) -> list[bytes]:
+        chunk = self._chunk({})
+        chunk["nixx"] = {"tool_run": _tool_run_info(event)}
+        return [_sse(chunk)]
+
+    def client_calls(self, event: ClientToolCalls) -> list[bytes]:
+        calls = [{"index": i, **call} for i, call in enumerate(event.calls)]
+        return [_sse(self._chunk({"tool_calls": calls}))]
+
+    async def finished(self, done: Finished) -> list[bytes]:
+        self.model = done.model or self.model
+        chunk = self._chunk({}, done.finish_reason)
+        chunk["nixx"] = turn_memory(done)
+        out = [_sse(chunk)]
+        if self.include_usage:
+            out.append(_sse({**self._chunk({}), "choices": [], "usage": _usage(done.usage)}))
+        return out
+
+    def failed(self, exc: NixxError) -> list[bytes]:
+        tail = {**self._chunk({}), "choices": []}
+        tail.update(nixx_error_body(exc))
+        return [_sse(tail)]
+
+    def closing(self) -> list[bytes]:
+        return [_sse("[DONE]")]
 
     async def answer(self, done: Finished) -> dict[str, Any]:
         content = done.content if done.content or not done.client_tool_calls else None

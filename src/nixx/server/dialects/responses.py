@@ -44,24 +44,20 @@ from __future__ import annotations
 import json
 import secrets
 import time
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
-from typing import Any
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from nixx.errors import NixxError, ValidationError
 from nixx.memory.responses import Chain, bounded_input
-from nixx.memory.turn_events import (
-    ClientToolCalls,
-    Delta,
-    Finished,
-    Reasoning,
-    TurnEvent,
-    TurnInfo,
-    TurnInput,
-)
+from nixx.memory.turn_events import ClientToolCalls, Delta, Finished, Reasoning, TurnInput
+from nixx.server.dialects.adapter import Adapter
 from nixx.server.dialects.system import place_system, remembered
 from nixx.server.shapes import turn_memory
+
+if TYPE_CHECKING:
+    from nixx.memory.turn_events import TurnInfo
 
 ROLES = ("user", "assistant", "system", "developer")
 _TEXT_PARTS = ("input_text", "output_text", "text")
@@ -334,51 +330,6 @@ def usage(counted: dict[str, int]) -> dict[str, Any]:
     return out
 
 
-class Responses:
-    """The Responses dialect of one request (`nixx.server.dialects.adapter`): `chain` is
-    the conversation a continuation loaded (`NixxService.response_chain`), `window` the
-    model's context (what is stored of the new input is bounded by it), `model` the
-    model resolved, `save` stores the response once the turn has its answer's row."""
-
-    def __init__(
-        self, body: ResponsesRequest, chain: Chain, window: int, model: str,
-        save: Callable[[str, int, dict[str, Any]], Awaitable[None]],
-    ) -> None:
-        self.body, self.model, self.save = body, model, save
-        self.response = Response(body, body.model or "")
-        added = input_messages(body.input)
-        answer_meta = None
-        if body.store:
-            kept, left_out = bounded_input(added, window)
-            record: dict[str, Any] = {"id": self.response.id,
-                                      "previous": body.previous_response_id,
-                                      "input": kept, "start": chain.next_start}
-            if left_out:
-                record["left_out"] = left_out
-            answer_meta = {"response": record}
-        self.given = TurnInput(chat_request(body, chain.messages, added), answer_meta,
-                               remembered)
-        self.streams = body.stream
-
-    def stream(
-        self, events: AsyncGenerator[TurnEvent, None], first: TurnEvent, info: TurnInfo
-    ) -> AsyncIterator[bytes]:
-        self.response.model = str(info.get("model") or self.response.model)
-        return self.response.stream(events, first, self._done)
-
-    async def answer(self, done: Finished) -> dict[str, Any]:
-        return {**self.response.finish(done), **(await self._done(done))}
-
-    async def _done(self, done: Finished) -> dict[str, Any]:
-        """Store the response (before ``response.completed``, so a client continuing at
-        once finds it); the key nixx adds, ``nixx``: the memory details."""
-        if self.body.store and done.assistant_row_id is not None:
-            said = {"status": Response.status_of(done), "model": done.model or self.model,
-                    "usage": done.usage}
-            await self.save(self.response.id, done.assistant_row_id, said)
-        return {"nixx": turn_memory(done)}
-
-
 class Response:
     """One response being built: its id and the request's fields it echoes."""
 
@@ -388,7 +339,6 @@ class Response:
         self.model = model
         self.body = body
         self.output: list[dict[str, Any]] = []
-        self._seq = 0
 
     def object(
         self,
@@ -462,77 +412,120 @@ class Response:
         self.output.extend(self.call_item(c) for c in done.client_tool_calls)
         return self.object(self.status_of(done), done=done)
 
+
+#: save(response id, answer row id, what is kept of the answer): the response kept
+Store = Callable[[str, int, dict[str, Any]], Awaitable[None]]
+
+
+class Responses(Adapter):
+    """The Responses dialect of one request (the module docstring). `chain`: the stored
+    conversation a continuation loads (`previous_response_id`, read by the route);
+    `window`: the model's context length, which bounds what is kept of the input;
+    `save`: keeps the response (with ``store``), before ``response.completed`` is sent,
+    so a client continuing at once finds it."""
+
+    def __init__(self, body: ResponsesRequest, chain: Chain, window: int, model: str,
+                 save: Store) -> None:
+        added = input_messages(body.input)
+        chat = chat_request(body, chain.messages, added)
+        self.response = Response(body, body.model or "")
+        self.body, self.model, self.save = body, model, save
+        answer_meta = None
+        if body.store:
+            kept, left_out = bounded_input(added, window)
+            record: dict[str, Any] = {"id": self.response.id,
+                                      "previous": body.previous_response_id,
+                                      "input": kept, "start": chain.next_start}
+            if left_out:
+                record["left_out"] = left_out
+            answer_meta = {"response": record}
+        self.given = TurnInput(chat, answer_meta=answer_meta, remembered=remembered)
+        self.streams = body.stream
+        self._seq = 0
+        self.item: dict[str, Any] | None = None  # the open message or reasoning item
+        self.text: list[str] = []
+
+    async def _kept(self, done: Finished) -> dict[str, Any]:
+        """The response stored (with ``store``); the key nixx adds (``nixx``: the memory
+        details)."""
+        if self.body.store and done.assistant_row_id is not None:
+            said = {"status": Response.status_of(done), "model": done.model or self.model,
+                    "usage": done.usage}
+            await self.save(self.response.id, done.assistant_row_id, said)
+        return {"nixx": turn_memory(done)}
+
+    async def answer(self, done: Finished) -> dict[str, Any]:
+        return {**self.response.finish(done), **(await self._kept(done))}
+
     # ---- streaming --------------------------------------------------------------------
     def _event(self, kind: str, **data: Any) -> bytes:
         payload = {"type": kind, "sequence_number": self._seq, **data}
         self._seq += 1
         return f"event: {kind}\ndata: {json.dumps(payload, ensure_ascii=False)}\n\n".encode()
 
-    async def stream(
-        self,
-        events: AsyncGenerator[TurnEvent, None],
-        first: TurnEvent,
-        on_done: Callable[[Finished], Awaitable[dict[str, Any]]],
-    ) -> AsyncIterator[bytes]:
-        """The event stream of the turn; `on_done` runs before ``response.completed`` (it
-        stores the response, so a client continuing at once finds it) and returns the
-        key nixx adds (``nixx``: the memory details)."""
-        item: dict[str, Any] | None = None  # the open message or reasoning item
-        text: list[str] = []
-        try:
-            yield self._event("response.created", response=self.object("in_progress"))
-            yield self._event("response.in_progress", response=self.object("in_progress"))
-            event: TurnEvent = first
-            while True:
-                if isinstance(event, (Delta, Reasoning)):
-                    kind = "message" if isinstance(event, Delta) else "reasoning"
-                    if item is not None and item["type"] != kind:
-                        for chunk in self._close_item(item, "".join(text)):
-                            yield chunk
-                        item, text = None, []
-                    if item is None:
-                        item = self._open_item(kind)
-                        for chunk in self._opened(item):
-                            yield chunk
-                    text.append(event.text)
-                    yield self._event(
-                        f"response.{'output' if kind == 'message' else 'reasoning'}_text.delta",
-                        item_id=item["id"], output_index=len(self.output) - 1, content_index=0,
-                        delta=event.text, **({"logprobs": []} if kind == "message" else {}))
-                elif isinstance(event, (ClientToolCalls, Finished)):
-                    if item is not None:
-                        for chunk in self._close_item(item, "".join(text)):
-                            yield chunk
-                        item, text = None, []
-                    if isinstance(event, ClientToolCalls):
-                        for call in event.calls:
-                            for chunk in self._call_events(call):
-                                yield chunk
-                    else:
-                        extra = await on_done(event)
-                        final = {**self.object(self.status_of(event), done=event), **extra}
-                        kind = ("response.completed" if final["status"] == "completed"
-                                else "response.incomplete")
-                        yield self._event(kind, response=final)
-                try:
-                    event = await events.__anext__()
-                except StopAsyncIteration:
-                    break
-        except NixxError as exc:
-            error = {"code": exc.kind, "message": exc.message}
-            yield self._event("error", code=exc.kind, message=exc.message, param=exc.param)
-            yield self._event("response.failed", response=self.object("failed", error=error))
-        finally:
-            await events.aclose()
+    def opening(self, info: TurnInfo) -> list[bytes]:
+        self.response.model = str(info.get("model") or self.response.model)
+        return [self._event("response.created", response=self.response.object("in_progress")),
+                self._event("response.in_progress",
+                            response=self.response.object("in_progress"))]
+
+    def _said(self, kind: str, text: str) -> list[bytes]:
+        """Text of a message (`kind` ``message``) or reasoning item, opening it first (and
+        closing the other)."""
+        out: list[bytes] = []
+        if self.item is not None and self.item["type"] != kind:
+            out.extend(self._close_open())
+        if self.item is None:
+            self.item = self._open_item(kind)
+            out.extend(self._opened(self.item))
+        self.text.append(text)
+        out.append(self._event(
+            f"response.{'output' if kind == 'message' else 'reasoning'}_text.delta",
+            item_id=self.item["id"], output_index=len(self.response.output) - 1,
+            content_index=0, delta=text, **({"logprobs": []} if kind == "message" else {})))
+        return out
+
+    def delta(self, event: Delta) -> list[bytes]:
+        return self._said("message", event.text)
+
+    def reasoning(self, event: Reasoning) -> list[bytes]:
+        return self._said("reasoning", event.text)
+
+    def client_calls(self, event: ClientToolCalls) -> list[bytes]:
+        out = self._close_open()
+        for call in event.calls:
+            out.extend(self._call_events(call))
+        return out
+
+    async def finished(self, done: Finished) -> list[bytes]:
+        out = self._close_open()
+        extra = await self._kept(done)
+        final = {**self.response.object(Response.status_of(done), done=done), **extra}
+        kind = "response.completed" if final["status"] == "completed" else "response.incomplete"
+        out.append(self._event(kind, response=final))
+        return out
+
+    def failed(self, exc: NixxError) -> list[bytes]:
+        error = {"code": exc.kind, "message": exc.message}
+        return [self._event("error", code=exc.kind, message=exc.message, param=exc.param),
+                self._event("response.failed",
+                            response=self.response.object("failed", error=error))]
+
+    def _close_open(self) -> list[bytes]:
+        if self.item is None:
+            return []
+        out = self._close_item(self.item, "".join(self.text))
+        self.item, self.text = None, []
+        return out
 
     def _open_item(self, kind: str) -> dict[str, Any]:
-        item = (self.message_item(new_id("msg"), "", "in_progress") if kind == "message"
-                else self.reasoning_item(new_id("rs"), "", "in_progress"))
-        self.output.append(item)
+        item = (Response.message_item(new_id("msg"), "", "in_progress") if kind == "message"
+                else Response.reasoning_item(new_id("rs"), "", "in_progress"))
+        self.response.output.append(item)
         return item
 
     def _opened(self, item: dict[str, Any]) -> list[bytes]:
-        index = len(self.output) - 1
+        index = len(self.response.output) - 1
         part = ({"type": "output_text", "text": "", "annotations": []}
                 if item["type"] == "message" else {"type": "reasoning_text", "text": ""})
         return [
@@ -542,19 +535,19 @@ class Response:
         ]
 
     def _close_item(self, item: dict[str, Any], text: str) -> list[bytes]:
-        index = self.output.index(item)
+        index = self.response.output.index(item)
         if item["type"] == "message":
             part = {"type": "output_text", "text": text, "annotations": [], "logprobs": []}
-            done = self.message_item(item["id"], text, "completed")
+            done = Response.message_item(item["id"], text, "completed")
             text_done = self._event("response.output_text.done", item_id=item["id"],
                                     output_index=index, content_index=0, text=text,
                                     logprobs=[])
         else:
             part = {"type": "reasoning_text", "text": text}
-            done = self.reasoning_item(item["id"], text, "completed")
+            done = Response.reasoning_item(item["id"], text, "completed")
             text_done = self._event("response.reasoning_text.done", item_id=item["id"],
                                     output_index=index, content_index=0, text=text)
-        self.output[index] = done
+        self.response.output[index] = done
         return [
             text_done,
             self._event("response.content_part.done", item_id=item["id"], output_index=index,
@@ -563,10 +556,10 @@ class Response:
         ]
 
     def _call_events(self, call: dict[str, Any]) -> list[bytes]:
-        index = len(self.output)
-        started = self.call_item(call, arguments="")
-        done = self.call_item(call)
-        self.output.append(done)
+        index = len(self.response.output)
+        started = Response.call_item(call, arguments="")
+        done = Response.call_item(call)
+        self.response.output.append(done)
         arguments = done["arguments"]
         return [
             self._event("response.output_item.added", output_index=index, item=started),
