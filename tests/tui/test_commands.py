@@ -97,3 +97,23 @@ def test_every_command_has_usage_and_help():
     for spec in COMMANDS:
         assert spec.usage.startswith("/" + spec.name)
         assert spec.help
+
+
+@pytest.mark.parametrize(
+    ("line", "expected"),
+    [
+        ("/search client:claude-code what did we decide",
+         Command("search", {"query": "what did we decide", "client": "claude-code"})),
+        ("/search CLIENT:My-Script", Command("search", {"query": None, "client": "my-script"})),
+        ("/search clients are happy", Command("search", {"query": "clients are happy"})),
+    ],
+)
+def test_search_may_name_the_client_whose_rows_it_finds(line, expected):
+    assert parse(line) == expected
+
+
+def test_search_client_without_a_name_gives_usage():
+    with pytest.raises(CommandError) as info:
+        parse("/search client: kettle")
+    assert "give the client's name after client:" in str(info.value)
+    assert "/search [client:NAME] [query]" in str(info.value)

@@ -143,6 +143,31 @@ async def test_search_and_transcript(live_server):
     assert live_server.llm.chat_requests[-1]["messages"][-1]["content"] == "the weather is nice"
 
 
+async def test_search_finds_one_clients_rows(live_server):
+    """`/search client:NAME` finds only the rows that client's turns wrote (its name sent
+    as X-Nixx-Origin), and an unfiltered search shows each row's client."""
+    live_server.llm.queue(Reply(content="the kettle is on the shelf"))
+    live_server.post("/v1/chat/completions",
+                     {"messages": [{"role": "user", "content": "where is the kettle?"}]},
+                     origin="my-script")
+    _chat(live_server, "is the kettle clean?", "the kettle is clean")
+    live_server.embedded()
+    app = make(live_server.url)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await submit(pilot, "/search client:my-script kettle")
+        text = _last_notice(app)
+        assert "from my-script" in text
+        assert "where is the kettle?" in text and "on the shelf" in text
+        assert "clean" not in text
+        await submit(pilot, "/search kettle")
+        text = _last_notice(app)
+        assert "clean" in text and "my-script" in text
+        await submit(pilot, "/search client:Not!A!Name kettle")  # the server's 400
+        text = _last_notice(app)
+        assert text.startswith("/search:") and "client" in text, text
+
+
 async def test_summary_asks_for_tags_then_summarises(live_server):
     _chat(live_server, "we chose SQLite with FTS5 for the buffer", "a good choice")
     live_server.llm.queue(

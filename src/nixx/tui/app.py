@@ -340,9 +340,9 @@ class NixxApp(App[None]):
         elif command.name == "search" and not command.args.get("query"):
             last = next((m["content"] for m in reversed(self._history) if m["role"] == "user"), "")
             if not last:
-                self.notify("usage: /search [query] (no message to search for yet)")
+                self.notify("usage: /search [client:NAME] [query] (no message to search for yet)")
                 return
-            self.command_worker(Command("search", {"query": last}))
+            self.command_worker(Command("search", {**command.args, "query": last}))
         else:
             self.command_worker(command)
 
@@ -393,9 +393,9 @@ class NixxApp(App[None]):
             await self.show(Notice(Text(str(message or "nothing to summarise")), title="summary"))
         await self.refresh_status()
 
-    async def _cmd_search(self, query: str) -> None:
-        body = await self.client.search(query)
-        await self.show(Notice(render.search_results(query, body), title="search"))
+    async def _cmd_search(self, query: str, client: str | None = None) -> None:
+        body = await self.client.search(query, client=client)
+        await self.show(Notice(render.search_results(query, body, client), title="search"))
 
     async def _cmd_transcript(self, start: int, end: int | None) -> None:
         rows, truncated = await self.client.transcript(start, end)

@@ -207,10 +207,15 @@ class NixxClient:
     async def summarise(self, tags: list[str]) -> Any:
         return await self._request("POST", "/v1/episodic/summary", json={"tags": tags})
 
-    async def search(self, query: str, limit: int = 10) -> dict[str, Any]:
-        body = await self._request(
-            "POST", "/v1/episodic/search", json={"query": query, "limit": limit}
-        )
+    async def search(
+        self, query: str, limit: int = 10, *, client: str | None = None
+    ) -> dict[str, Any]:
+        """The fused search; `client`: only the rows that client's turns wrote (its own
+        name, ``meta.client``, or an origin)."""
+        asked: dict[str, Any] = {"query": query, "limit": limit}
+        if client is not None:
+            asked["client"] = client
+        body = await self._request("POST", "/v1/episodic/search", json=asked)
         return body or {}
 
     async def transcript(

@@ -33,7 +33,7 @@ COMMANDS: tuple[CommandSpec, ...] = (
     ),
     CommandSpec(
         "search",
-        "/search [query]",
+        "/search [client:NAME] [query]",
         "Search by words and meaning (default: last message)",
     ),
     CommandSpec("transcript", "/transcript <id> [end_id]", "Show buffer rows id..end_id"),
@@ -148,6 +148,14 @@ def _summary(rest: str) -> dict[str, Any]:
 
 
 def _search(rest: str) -> dict[str, Any]:
+    """`/search words`; `/search client:claude-code words` finds only the rows that
+    client's turns wrote (its own name or an origin; the server checks the name)."""
+    first, _, after = rest.partition(" ")
+    if first.lower().startswith("client:"):
+        name = first[len("client:"):].lower()
+        if not name:
+            raise _Usage("give the client's name after client: (claude-code, my-script, tui)")
+        return {"query": after.strip() or None, "client": name}
     return {"query": rest or None}
 
 

@@ -44,21 +44,23 @@ def _count(n: int, one: str, many: str | None = None) -> str:
     return f"{n} {one if n == 1 else (many or one + 's')}"
 
 
-def search_results(query: str, body: dict[str, Any]) -> RenderableType:
+def search_results(query: str, body: dict[str, Any], client: str | None = None) -> RenderableType:
     if isinstance(body.get("results"), list):
-        return fused_results(query, body["results"])
+        return fused_results(query, body["results"], client)
     return _search_lists(query, body)
 
 
-def fused_results(query: str, results: list[Any]) -> RenderableType:
+def fused_results(query: str, results: list[Any], client: str | None = None) -> RenderableType:
     """The fused list of `/v1/episodic/search`, best first: transcript rows (a short row
-    with the row before it, dim) and summaries in one table."""
+    with the row before it, dim; the client that wrote it, when it named itself) and
+    summaries in one table; `client`: the search was of that client's rows only."""
     items = [r for r in results if isinstance(r, dict)]
     rows = sum(1 for r in items if r.get("kind") == "buffer")
     parts: list[RenderableType] = [
         Text.assemble(
             ("search ", "bold"),
             (query, "italic"),
+            f" from {client}" if client else "",
             f" — {_count(rows, 'transcript row')}, "
             f"{_count(len(items) - rows, 'summary', 'summaries')}, best first",
         )
@@ -97,7 +99,12 @@ def fused_results(query: str, results: list[Any]) -> RenderableType:
         if after and content.rstrip().endswith("?") and len(after[0].get("content", "")) < 80:
             nxt = after[0]
             text.append(f"\n{nxt.get('role', '')}: {clip(nxt.get('content', ''))}", style="dim")
-        table.add_row(Text(f"buffer:{item.get('id', '?')}"), Text(date), text)
+        label = Text(f"buffer:{item.get('id', '?')}")
+        meta = item.get("meta")
+        named = meta.get("client") if isinstance(meta, dict) else None
+        if named:
+            label.append(f" {named}", style="dim")
+        table.add_row(label, Text(date), text)
     parts.append(table)
     parts.append(Text("delete a hit with /forget buffer:ID or /forget summary:ID", style="dim"))
     return Group(*parts)
