@@ -3,14 +3,14 @@
 A dialect (OpenAI chat completions, OpenAI Responses, Anthropic Messages) is an `Adapter`
 with the same parts:
 
-- the request in: `given`, the turn's typed input (`nixx.memory.turn_events.TurnInput`: the
-  body in chat completions' shape, more keys for the answer's row, what of the user's
-  text is remembered), made when the adapter is made — a request the dialect cannot
-  translate is refused then, before anything runs; `streams`, whether the client asked
-  for an event stream;
-- the typed turn events out (`nixx.memory.turn_events.TurnEvent`), as its wire stream: `opening`
-  (the stream's first events, once the turn has begun and named its model), one handler
-  per event type (`delta`, `reasoning`, `tool_run`, `client_calls`, `finished`) and
+- the request in: `given`, the turn's typed input (`nixx.memory.turn_events.TurnInput`:
+  the body in chat completions' shape, more keys for the answer's row, what of the
+  user's text is remembered), made when the adapter is made — a request the dialect
+  cannot translate is refused then, before anything runs; `streams`, whether the client
+  asked for an event stream;
+- the typed turn events out (`nixx.memory.turn_events.TurnEvent`), as its wire stream:
+  `opening` (the stream's first events, once the turn has begun and named its model),
+  one handler per event type (`delta`, `reasoning`, `tool_run`, `client_calls`, `finished`) and
   `closing` (what ends every stream, even a failed one); or, not streamed, `answer`, the
   finished turn as its JSON answer;
 - errors in its envelope: `failed`, a `NixxError` raised after the stream began as the
@@ -28,7 +28,7 @@ turn's headers (`nixx.server.shapes.turn_headers`). The routes are thin: parse, 
 adapter, `answer_turn`.
 
 An adapter is translation only: no I/O but what its maker hands it (the Responses
-API's `store` callback, which keeps the response before the stream's last event).
+API's `save` callback, which keeps the response before the stream's last event).
 """
 
 from __future__ import annotations
