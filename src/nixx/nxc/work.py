@@ -32,7 +32,6 @@ its paths (`blocking_leases`, run by the pre-commit hook `nxc lease-check`).
 
 from __future__ import annotations
 
-import fnmatch
 import json
 
 from nixx.log.ids import minter, new_thing_id
@@ -212,6 +211,8 @@ def leases(conn: Connection, now_ms: int) -> list[dict[str, Any]]:
 
 def covers(lease: dict[str, Any], path: str) -> bool:
     """Whether `lease` covers the repository-relative `path` (a glob or a path prefix)."""
+    import fnmatch  # only a lease check pays for it, not every verb that opens the log
+
     path = path.strip("/")
     for pattern in lease["paths"]:
         pattern = pattern.strip("/")
