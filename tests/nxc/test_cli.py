@@ -33,6 +33,8 @@ def test_nxs_init_log_refold(tmp_path):
     sub.mkdir()
     out = run_json("nxs", "init", "--replica", "ab12", cwd=sub)
     assert [h["action"] for h in out.pop("hooks")] == ["created", "created"]  # nixx_mcp/test_install
+    # a bare .git folder is no repository git knows: no pre-commit hook (test_work_cli)
+    assert out.pop("lease_hook") == "skipped: not a git repository"
     assert out == {"root": str(tmp_path), "db": str(tmp_path / ".nxs" / "db.sqlite"),
                    "replica": "ab12", "created": True}
     again = run_json("nxs", "init", cwd=tmp_path)

@@ -393,7 +393,18 @@ VERBS = {
     "status": _add_status, "search": _add_search, "wait": _add_wait,
     "session": lambda sub, common: _delivery_verb("add_session", sub, common),
     "transcript": lambda sub, common: _delivery_verb("add_transcript", sub, common),
+    "task": lambda sub, common: _work_verb("add_task", sub, common),
+    "lease": lambda sub, common: _work_verb("add_lease", sub, common),
+    "leases": lambda sub, common: _work_verb("add_leases", sub, common),
+    "release": lambda sub, common: _work_verb("add_release", sub, common),
+    "lease-check": lambda sub, common: _work_verb("add_lease_check", sub, common),
 }
+
+
+def _work_verb(name: str, sub, common) -> None:
+    from nixx.cli import nxc_work
+
+    getattr(nxc_work, name)(sub, common, Formatter)
 
 
 def _delivery_verb(name: str, sub, common) -> None:

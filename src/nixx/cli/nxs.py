@@ -29,15 +29,20 @@ def _init(args: argparse.Namespace) -> int:
     with LogStore.open(ws.db_path) as store:
         replica = store.replica
     hooks = []
+    lease_hook = "not installed (--no-hooks)"
     if not args.no_hooks:
-        from nixx.mcp.install import install_hooks, warnings
+        from nixx.mcp.install import executable, install_hooks, warnings
+        from nixx.nxc.work import install_lease_hook
 
         hooks = install_hooks(str(ws.root))
         for warning in warnings(hooks):
             print(f"warning: {warning}", file=sys.stderr)
+        lease_hook = install_lease_hook(str(ws.root), executable("nxc")[0])
+        if lease_hook.startswith("skipped: ") and "repository" not in lease_hook:
+            print(f"warning: lease hook {lease_hook}", file=sys.stderr)
     if args.json:
         emit_json({"root": str(ws.root), "db": str(ws.db_path), "replica": replica,
-                   "created": created, "hooks": hooks})
+                   "created": created, "hooks": hooks, "lease_hook": lease_hook})
         return 0
     if created:
         print(f"created the workspace log {ws.db_path} (replica {replica})")
@@ -124,7 +129,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--replica", help="replica prefix to mint (default: 4 random characters)")
     p.add_argument("--no-hooks", action="store_true", help="do not register the session-start "
                    "hooks (SessionStart runs `nxs prime` in .claude/settings.json and "
-                   ".gemini/settings.json)")
+                   ".gemini/settings.json) nor git's pre-commit hook (`nxc lease-check`)")
     p.set_defaults(func=_init)
 
     p = sub.add_parser("prime", parents=[common], formatter_class=Formatter,

@@ -109,8 +109,10 @@ class Engine:
     @property
     def store(self) -> LogStore:
         if self._store is None:
+            from nixx.nxc.work import WorkReducer
+
             self._store = LogStore.open(self.workspace.db_path,
-                                        [self.reducer, *self.delivery.reducers()])
+                                        [self.reducer, WorkReducer(), *self.delivery.reducers()])
         return self._store
 
     @property

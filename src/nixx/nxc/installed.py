@@ -1,5 +1,5 @@
-"""The reducers this installation folds the workspace log with: nxc's chat views and the
-delivery outcomes. The one list for every process that opens the log with all of nxc's
+"""The reducers this installation folds the workspace log with: nxc's chat views, its
+tasks and leases (`nixx.nxc.work`) and the delivery outcomes. The one list for every process that opens the log with all of nxc's
 views (`nxs`, `nxs sync`, the sync daemon, the supervisor's `Deliverer.open`); the
 engine folds chat itself and takes the rest from its delivery (`LiveDelivery.reducers`:
 `delivery_reducers()` here). `nixx.log` itself knows no product.
@@ -15,8 +15,9 @@ if TYPE_CHECKING:
 def reducers() -> list[Reducer]:
     """A fresh instance of every product reducer (a store registers its own)."""
     from nixx.nxc.reducer import ChatReducer
+    from nixx.nxc.work import WorkReducer
 
-    return [ChatReducer(), *delivery_reducers()]
+    return [ChatReducer(), WorkReducer(), *delivery_reducers()]
 
 
 def delivery_reducers() -> list[Reducer]:

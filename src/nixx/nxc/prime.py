@@ -3,7 +3,8 @@
 `nxs prime` (the session-start hook) and `nxc prime` print it; `Engine.prime()` returns
 its data (the JSON of both). Who you are, how many messages are unread (no bodies: a
 session is handed the bodies it must act on), the threads that await your reply (with
-the command that answers each) and how many threads you opened still wait on others.
+the command that answers each), how many threads you opened still wait on others, the
+tasks you hold and the paths other handles lease (`nixx.nxc.work`).
 """
 
 from __future__ import annotations
@@ -29,11 +30,19 @@ def prime(engine: Engine) -> PrimeBlock:
     waiting = [t for t in threads.list_threads(
         engine.conn, me, now, limit=None, where="t.opener = :opener", params={"opener": me})
         if t["state"] == "open"]
+    from nixx.nxc import work
+
+    held = [t.id for t in work.tasks(engine.conn).values()
+            if t.state == "claimed" and t.holder == me]
+    others = [f"{', '.join(x['paths'])} ({x['holder']}, lease {x['id']})"
+              for x in work.leases(engine.conn, now) if x["holder"] != me and not x["shared"]]
     return {
         **unread,
         "workspace": str(engine.workspace.root),
         "owes": owes,
         "waiting_on_others": len(waiting),
+        "tasks_held": held,
+        "leased_to_others": others,
     }
 
 
@@ -62,4 +71,10 @@ def render(data: PrimeBlock) -> str:
         n = data["waiting_on_others"]
         lines.append(f"{n} thread{'s' if n != 1 else ''} you opened still wait{'s' if n == 1 else ''} "
                      "on others (`nxc status`).")
+    if data.get("tasks_held"):
+        lines.append(f"Tasks you hold: {', '.join(data['tasks_held'])} (`nxc task done <id>` "
+                     "when finished, `nxc task release <id>` to give one back).")
+    if data.get("leased_to_others"):
+        lines.append("Leased to others (do not change; commits touching them are refused): "
+                     + "; ".join(data["leased_to_others"][:SHOWN]) + ".")
     return "\n".join(lines)

@@ -268,6 +268,8 @@ class PrimeBlock(UnreadCounts):
     workspace: str
     owes: list[OwedThread]
     waiting_on_others: int  # threads the caller opened that still wait on others
+    tasks_held: list[str]  # ids of the tasks the caller holds (`nixx.nxc.work`)
+    leased_to_others: list[str]  # "paths (holder, lease id)" of others' exclusive leases
 
 
 class OperationThread(TypedDict):

@@ -1,0 +1,120 @@
+"""Tasks and leases through the real CLIs (`nxc task`, `nxc lease`, `nxs sync run`) across
+two clones of a bare git repository, and the pre-commit hook `nxs init` installs refusing
+a real `git commit` (issue 43)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+
+from .conftest import GIT_ENV, cli_env, run
+from .test_cli import CHANNELS, _clones, as_, ok_json
+
+
+def failing(tool: str, *args: str, cwd, env=None) -> dict:
+    proc = run(tool, *args, "--json", cwd=cwd, env=env)
+    assert proc.returncode != 0, (args, proc.stdout)
+    return json.loads(proc.stdout)["error"]
+
+
+def sync_both(a, b) -> None:
+    for folder in (a, b, a):
+        ok_json("nxs", "sync", "run", cwd=folder)
+
+
+def tasks_on(folder, who: str) -> dict[str, dict]:
+    return {t["id"]: t for t in ok_json("nxc", "task", "list", cwd=folder, env=as_(who))["tasks"]}
+
+
+def test_a_claim_race_is_won_the_same_way_on_both_clones_and_a_dependency_blocks(tmp_path):
+    _, a, b = _clones(tmp_path, {"channels.yaml": CHANNELS})
+    for folder in (a, b):
+        ok_json("nxs", "sync", "bind", "--no-daemon", cwd=folder)
+    first = ok_json("nxc", "task", "add", "migrate the schema", cwd=a, env=as_("alice"))
+    second = ok_json("nxc", "task", "add", "deploy", "--after", first["id"], cwd=a,
+                     env=as_("alice"))
+    assert second["blocked_by"] == [first["id"]]
+    sync_both(a, b)
+    # apart: both take the first task, each clone sees its own claim
+    assert ok_json("nxc", "task", "claim", first["id"], cwd=a, env=as_("alice"))["holder"] == \
+        "aaaa/alice"
+    assert ok_json("nxc", "task", "claim", first["id"], cwd=b, env=as_("bob"))["holder"] == \
+        "bbbb/bob"
+    # the dependency: the second waits on the first
+    error = failing("nxc", "task", "claim", second["id"], cwd=b, env=as_("bob"))
+    assert error["kind"] == "conflict" and "waits on" in error["msg"]
+    sync_both(a, b)
+    on_a, on_b = tasks_on(a, "alice"), tasks_on(b, "bob")
+    assert on_a == on_b  # one winner, the same on both
+    holder = on_a[first["id"]]["holder"]
+    loser = "bbbb/bob" if holder == "aaaa/alice" else "aaaa/alice"
+    assert [c["by"] for c in on_a[first["id"]]["conflicts"]] == [loser]
+    # the loser cannot finish it; the holder can, and then the second is claimable
+    win_dir, win_as = (a, "alice") if holder == "aaaa/alice" else (b, "bob")
+    lose_dir, lose_as = (b, "bob") if holder == "aaaa/alice" else (a, "alice")
+    assert failing("nxc", "task", "done", first["id"], cwd=lose_dir,
+                   env=as_(lose_as))["kind"] == "conflict"
+    assert ok_json("nxc", "task", "done", first["id"], cwd=win_dir, env=as_(win_as))["state"] == "done"
+    sync_both(a, b)
+    taken = ok_json("nxc", "task", "claim", second["id"], cwd=lose_dir, env=as_(lose_as))
+    assert (taken["state"], taken["holder"]) == ("claimed", loser)
+    listed = run("nxc", "task", "list", cwd=a, env=as_("alice"))
+    assert "refused claim by" in listed.stdout and "migrate the schema" in listed.stdout
+
+
+def commit(folder, message: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["git", "commit", "-qm", message], cwd=folder, capture_output=True,
+                          text=True, env={**os.environ, **GIT_ENV, **env})
+
+
+def test_the_pre_commit_hook_refuses_a_path_leased_to_another_handle_until_released(tmp_path):
+    _, a, b = _clones(tmp_path, {"channels.yaml": CHANNELS})
+    for folder in (a, b):
+        ok_json("nxs", "sync", "bind", "--no-daemon", cwd=folder)
+    hook = a / ".git" / "hooks" / "pre-commit"
+    assert hook.is_file() and os.access(hook, os.X_OK) and "lease-check" in hook.read_text()
+    leased = ok_json("nxc", "lease", "src/*.py", "--for", "2h", "--thread", "t-refactor",
+                     cwd=b, env=as_("bob"))
+    assert leased["holder"] == "bbbb/bob" and leased["paths"] == ["src/*.py"]
+    sync_both(a, b)
+    assert [x["id"] for x in ok_json("nxc", "leases", cwd=a, env=as_("alice"))["leases"]] == \
+        [leased["id"]]
+    # alice's clone: a commit touching the leased path is refused by the real hook
+    (a / "src").mkdir()
+    (a / "src" / "app.py").write_text("print('hi')\n")
+    (a / "README.txt").write_text("notes\n")
+    subprocess.run(["git", "add", "."], cwd=a, check=True)
+    refused = commit(a, "touch the leased file", cli_env(NXC_ACTOR="alice"))
+    assert refused.returncode != 0
+    assert "src/app.py is leased to bbbb/bob" in refused.stderr
+    assert leased["id"] in refused.stderr and "t-refactor" in refused.stderr
+    assert "NXC_LEASE_OVERRIDE=1" in refused.stderr
+    # the holder's own commit is not refused, nor alice's over other paths
+    assert run("nxc", "lease-check", "src/app.py", cwd=b, env=as_("bob")).returncode == 0
+    assert run("nxc", "lease-check", "README.txt", cwd=a, env=as_("alice")).returncode == 0
+    # alice cannot take the path, nor end bob's lease from her clone
+    assert failing("nxc", "lease", "src/app.py", cwd=a, env=as_("alice"))["kind"] == "conflict"
+    assert failing("nxc", "release", leased["id"], cwd=a, env=as_("alice"))["kind"] == "conflict"
+    # released on bob's clone and synced: the same commit goes through
+    ok_json("nxc", "release", leased["id"], cwd=b, env=as_("bob"))
+    sync_both(a, b)
+    done = commit(a, "touch the file, lease released", cli_env(NXC_ACTOR="alice"))
+    assert done.returncode == 0, done.stderr
+
+
+def test_an_expired_lease_no_longer_refuses(tmp_path):
+    """A lease expires by itself: taken for one second, it refuses while it holds and,
+    with the clock past its end (waited for, not assumed), allows the commit."""
+    import time
+
+    _, a, _b = _clones(tmp_path, {"channels.yaml": CHANNELS})
+    leased = ok_json("nxc", "lease", "notes.md", "--for", "1s", cwd=a, env=as_("carol"))
+    (a / "notes.md").write_text("x\n")
+    subprocess.run(["git", "add", "."], cwd=a, check=True)
+    held = run("nxc", "lease-check", "--staged", cwd=a, env=as_("alice"))
+    if time.time() * 1000 < leased["until"]:  # still held when checked
+        assert held.returncode == 1 and "leased to aaaa/carol" in held.stderr
+    while time.time() * 1000 <= leased["until"]:
+        time.sleep(0.05)
+    assert commit(a, "after the lease", cli_env(NXC_ACTOR="alice")).returncode == 0
