@@ -45,8 +45,10 @@ def test_only_installed_lists_the_product_reducers():
     )
 
 
-def test_installed_is_chat_plus_what_live_delivery_adds():
+def test_installed_is_chat_and_work_plus_what_live_delivery_adds():
+    """What every process opening the log folds with is what the engine folds with: chat,
+    tasks and leases (`nixx.nxc.work`, both always), then live delivery's reducers."""
     domains = [r.domain for r in installed.reducers()]
-    assert domains[0] == "message"
-    assert domains[1:] == [r.domain for r in LiveDelivery().reducers()]
-    assert sorted(domains) == sorted({"message", "delivery"})
+    assert domains[:2] == ["message", "work"]
+    assert domains[2:] == [r.domain for r in LiveDelivery().reducers()]
+    assert sorted(domains) == sorted({"message", "work", "delivery"})
