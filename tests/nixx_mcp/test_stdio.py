@@ -153,6 +153,43 @@ def test_stdio_chat_tools_two_agents_send_reply_wait(project: Path, nixx_home: P
     assert not (nixx_home / "logs" / "mcp-server.log").exists()
 
 
+def test_stdio_work_tools_two_agents_never_hold_one_task_or_one_file(
+    project: Path, nixx_home: Path
+) -> None:
+    """Over MCP as over `nxc task`/`nxc lease`: the lead adds two tasks, the second after
+    the first; the coder claims the first, the lead's claim of it is refused naming the
+    holder, the second waits until the first is done; a leased path refuses another
+    handle's lease until it is released."""
+    env = mcp_env(nixx_home, NIXX_PORT=str(_free_port()))
+
+    async def scenario() -> None:
+        async with stdio_client("--actor", "lead", cwd=project, env=env) as lead, \
+                stdio_client("--actor", "coder", cwd=project, env=env) as coder:
+            first = await call(lead, "nxc_task_add", {"title": "fix the fixture"})
+            second = await call(lead, "nxc_task_add", {"title": "release", "after": [first["id"]]})
+            claimed = await call(coder, "nxc_task_claim", {"task": first["id"]})
+            assert (claimed["state"], claimed["holder"]) == ("claimed", "ab12/coder")
+            assert "ab12/coder holds it" in await refused(lead, "nxc_task_claim",
+                                                          {"task": first["id"]})
+            assert "waits on" in await refused(coder, "nxc_task_claim", {"task": second["id"]})
+            assert "only the task's holder" in await refused(lead, "nxc_task_done",
+                                                             {"task": first["id"]})
+            await call(coder, "nxc_task_done", {"task": first["id"]})
+            assert (await call(lead, "nxc_task_claim", {"task": second["id"]}))["holder"] == \
+                "ab12/lead"
+            tasks = {t["id"]: t for t in (await call(coder, "nxc_tasks"))["tasks"]}
+            assert [tasks[first["id"]]["state"], tasks[second["id"]]["state"]] == ["done", "claimed"]
+            lease = await call(coder, "nxc_lease", {"paths": ["tests/"], "minutes": 20})
+            assert "leased to ab12/coder" in await refused(lead, "nxc_lease",
+                                                           {"paths": ["tests/test_x.py"]})
+            assert [x["id"] for x in (await call(lead, "nxc_leases"))["leases"]] == [lease["id"]]
+            await call(coder, "nxc_release", {"lease": lease["id"]})
+            assert (await call(lead, "nxc_lease", {"paths": ["tests/test_x.py"]}))["holder"] == \
+                "ab12/lead"
+
+    asyncio.run(scenario())
+
+
 def test_stdio_chat_tools_outside_a_workspace_say_what_to_do(tmp_path: Path, nixx_home: Path) -> None:
     async def scenario() -> None:
         async with stdio_client(cwd=tmp_path, env=mcp_env(nixx_home)) as client:

@@ -40,6 +40,7 @@ Json = dict[str, Any]
 MAX_WAIT = 600.0  # seconds one nxc_wait call may block (call again to keep waiting)
 Kind = Literal["task", "question", "report", "decision", "info"]
 Priority = Literal["urgent", "normal", "background"]
+TaskId = Annotated[str, Field(min_length=1, max_length=200, description="A task id (nxc_tasks).")]
 Thread = Annotated[str, Field(min_length=1, max_length=200, description="A thread id (t-…).")]
 
 
@@ -64,7 +65,7 @@ def _guard(fn: Callable[..., Awaitable[Json]]) -> Callable[..., Awaitable[Any]]:
 
 READ_ONLY = frozenset({"memory_search", "sources_search", "intent_get", "transcript_view",
                        "nxc_prime", "nxc_list", "nxc_threads_show", "nxc_threads_list",
-                       "nxc_status", "nxc_wait", "nxc_search"})
+                       "nxc_status", "nxc_wait", "nxc_search", "nxc_tasks", "nxc_leases"})
 
 
 def _add(server: MCPServer, fn: Callable[..., Awaitable[Json]]) -> None:
@@ -301,9 +302,69 @@ def _chat_post_tools(server: MCPServer, chat: ChatTools) -> None:
 
     for fn in (nxc_send, nxc_reply):
         _add(server, fn)
+    _work_tools(server, chat)
+
+
+def _work_tools(server: MCPServer, chat: ChatTools) -> None:
+    """Claimable tasks and leased files (`nixx.nxc.work`), as `nxc task` and `nxc lease`."""
+    from nixx.nxc import work
+
+    async def nxc_tasks() -> Json:
+        """Every task: state (open, claimed, done), holder, what it waits on, lost claims."""
+        return {"tasks": await chat.call(work.task_list)}
+
+    async def nxc_task_add(
+        title: Annotated[str, Field(min_length=1, max_length=500)],  # work.MAX_TITLE
+        after: Annotated[list[str] | None, Field(
+            description="Task ids that must be done before this one is claimable.")] = None,
+        thread: Annotated[str | None, Field(description="The thread it belongs to.")] = None,
+    ) -> Json:
+        """Add an open task for someone (or you) to claim."""
+        return await chat.call(lambda e: work.add_task(e, title, after or [], thread))
+
+    async def nxc_task_claim(task: TaskId) -> Json:
+        """Claim an open task whose dependencies are done, before working on it: two agents
+        never hold one task (claims made apart are settled the same on every clone)."""
+        return await chat.call(lambda e: work.claim(e, task))
+
+    async def nxc_task_release(task: TaskId) -> Json:
+        """Give back a task you hold (open again)."""
+        return await chat.call(lambda e: work.release_task(e, task))
+
+    async def nxc_task_done(task: TaskId) -> Json:
+        """Mark a task you hold done (tasks waiting on it become claimable)."""
+        return await chat.call(lambda e: work.finish_task(e, task))
+
+    async def nxc_lease(
+        paths: Annotated[list[str], Field(min_length=1, max_length=100, description=(
+            "Repository-relative paths or globs (a folder covers what is under it)."))],
+        minutes: Annotated[int, Field(ge=1, le=7 * 24 * 60)] = 30,
+        thread: Annotated[str | None, Field(description="The thread the work is for.")] = None,
+        shared: Annotated[bool, Field(description="Announce without refusing others.")] = False,
+    ) -> Json:
+        """Lease files before changing them: other handles' leases over them and their
+        commits touching them are refused until it ends (it expires by itself)."""
+        return await chat.call(lambda e: work.lease(e, paths, for_ms=minutes * 60_000,
+                                                    thread=thread, shared=shared))
+
+    async def nxc_leases() -> Json:
+        """The active leases: holder, paths, thread, until (epoch ms), shared."""
+        return {"leases": await chat.call(lambda e: work.leases(e.conn, e.now_ms()))}
+
+    async def nxc_release(
+        lease: Annotated[str, Field(min_length=1, max_length=200, description="A lease id.")],
+    ) -> Json:
+        """End a lease you took (in this clone) once the change is committed."""
+        return await chat.call(lambda e: work.release_lease(e, lease))
+
+    for fn in (nxc_tasks, nxc_task_add, nxc_task_claim, nxc_task_release, nxc_task_done,
+               nxc_lease, nxc_leases, nxc_release):
+        _add(server, fn)
 
 
 MEMORY_TOOLS = ("memory_search", "memory_remember", "sources_search", "ingest", "intent_get",
                 "intent_set", "transcript_view")
 CHAT_TOOLS = ("nxc_prime", "nxc_list", "nxc_send", "nxc_reply", "nxc_threads_show",
-              "nxc_threads_list", "nxc_status", "nxc_wait", "nxc_search")
+              "nxc_threads_list", "nxc_status", "nxc_wait", "nxc_search",
+              "nxc_tasks", "nxc_task_add", "nxc_task_claim", "nxc_task_release", "nxc_task_done",
+              "nxc_lease", "nxc_leases", "nxc_release")
