@@ -61,6 +61,11 @@ def test_a_claim_race_is_won_the_same_way_on_both_clones_and_a_dependency_blocks
     assert (taken["state"], taken["holder"]) == ("claimed", loser)
     listed = run("nxc", "task", "list", cwd=a, env=as_("alice"))
     assert "refused claim by" in listed.stdout and "migrate the schema" in listed.stdout
+    # the operations view says who holds what
+    status = ok_json("nxc", "status", cwd=lose_dir, env=as_(lose_as))
+    assert [(t["id"], t["holder"]) for t in status["held"]] == [(second["id"], loser)]
+    shown = run("nxc", "status", cwd=lose_dir, env=as_(lose_as))
+    assert f"task {second['id']} held by {loser}: deploy" in shown.stdout
 
 
 def commit(folder, message: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:

@@ -214,6 +214,11 @@ def _status(args: argparse.Namespace) -> int:
                   "(--all shows them)")
         for line in failure_lines(op.get("refusals", [])):
             print(line)
+    for task in out["held"]:
+        print(f"task {task['id']} held by {task['holder']}: {task['title']}")
+    for lease in out["leases"]:
+        print(f"lease {lease['id']} {lease['holder']}: {', '.join(lease['paths'])}"
+              + (" (shared)" if lease["shared"] else ""))
     return 0
 
 

@@ -52,6 +52,7 @@ if TYPE_CHECKING:
     from nixx.nxc.delivery.hooks import Delivery
     from nixx.nxc.shapes import (
         DeclarationsFolder,
+        HeldTask,
         ListedChannel,
         ListedPersona,
         Listing,
@@ -609,7 +610,14 @@ class Engine:
             self.conn, self.handle, self.now_ms(), personas=self.declarations.personas,
             thread=thread, channel=channel, include_finished=include_finished,
         )
-        out: StatusReport = {"actor": self.handle, "operations": ops}
+        from nixx.nxc import work
+
+        now = self.now_ms()
+        held: list[HeldTask] = [
+            {"id": t.id, "title": t.title, "holder": t.holder, "thread": t.thread}
+            for t in work.tasks(self.conn).values() if t.state == "claimed" and t.holder]
+        out: StatusReport = {"actor": self.handle, "operations": ops, "held": held,
+                             "leases": work.leases(self.conn, now)}
         return self.delivery.annotate_status(self, out)
 
     def search(self, query: str, *, limit: int = 20) -> builtins.list[SearchHit]:

@@ -310,11 +310,22 @@ class Operation(TypedDict):
     refusals: NotRequired[list[DeliveryOutcome]]  # `LiveDelivery.annotate_status`
 
 
+class HeldTask(TypedDict):
+    """A claimed task as `nxc status` shows it (`nixx.nxc.work`): who holds what."""
+
+    id: str
+    title: str
+    holder: str
+    thread: str | None
+
+
 class StatusReport(TypedDict):
     """`Engine.status` (`nxc status`)."""
 
     actor: str
     operations: list[Operation]
+    held: list[HeldTask]  # the claimed tasks, workspace-wide
+    leases: list[dict[str, Any]]  # the active leases (`nixx.nxc.work.leases`)
 
 
 class ReadMark(TypedDict):
