@@ -65,6 +65,19 @@ def main() -> int:
         subprocess.run([sys.executable, "-m", "nixx.cli.nxc", "send", "--to", "reviewer",
                         "please review the storage layer"], cwd=ws, env=env, check=True,
                        capture_output=True)
+
+        def nxc(*args: str, **extra: str) -> dict:
+            done = subprocess.run([sys.executable, "-m", "nixx.cli.nxc", *args, "--json"],
+                                  cwd=ws, env={**env, **extra}, check=True, capture_output=True,
+                                  text=True)
+            return json.loads(done.stdout)
+
+        schema = nxc("task", "add", "migrate the schema to v7")
+        nxc("task", "add", "release 0.9", "--after", schema["id"])
+        nxc("task", "claim", nxc("task", "add", "fix the flaky sync test")["id"],
+            NXC_ACTOR="reviewer")
+        nxc("lease", "src/nixx/store/*.py", "--for", "2h", "--thread", "t-storage")
+        nxc("lease", "docs/", "--for", "1h", "--shared", NXC_ACTOR="reviewer")
         with LiveServer(create_app(settings)) as server:
             base = server.base_url
             for text, answer in TURNS:

@@ -233,6 +233,52 @@ def test_agents_page_shows_the_operation_tree_and_a_thread(
     assert page.locator("main .content b").count() == 0
 
 
+def test_agents_page_claims_finishes_and_releases_from_the_browser(
+    server: LiveServer, workspace: Path, page: Any
+) -> None:
+    """Tasks and leases on the agents page (issue 43): a task added with `nxc task` is
+    claimed and finished from the page by the person who runs the server; another task
+    waits on it until then; a lease taken with `nxc lease` by that person is released
+    from the page, one another handle holds is shown without a button."""
+    from nixx.log.workspace import init_workspace
+
+    init_workspace(workspace, replica="ab12")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("NXC_", "NIXX_"))}
+
+    def nxc(*args: str, actor: str | None = None) -> Any:
+        proc = subprocess.run([sys.executable, "-m", "nixx.cli.nxc", *args, "--json"],
+                              cwd=workspace, capture_output=True, text=True, timeout=60,
+                              env={**env, **({"NXC_ACTOR": actor} if actor else {})})
+        assert proc.returncode == 0, proc.stderr
+        return json.loads(proc.stdout)
+
+    first = nxc("task", "add", "write the <b>parser</b>")
+    second = nxc("task", "add", "ship it", "--after", first["id"])
+    mine = nxc("lease", "src/parser.py", "--for", "1h")
+    nxc("lease", "docs/", "--for", "1h", actor="reviewer")
+    page.goto(server.base_url + "/ui/agents")
+    tasks = page.locator("ul.tasks")
+    assert "write the <b>parser</b>" in tasks.inner_text()  # escaped, never markup
+    assert page.locator("ul.tasks b").count() == 0
+    assert f"waits on {first['id']}" in tasks.inner_text()
+    assert tasks.locator("li", has_text="ship it").locator("button").count() == 0
+    tasks.locator("li", has_text="parser").get_by_role("button", name="Claim").click()
+    assert "task claimed" in page.locator("main").inner_text()
+    assert "held by" in page.locator("ul.tasks li", has_text="parser").inner_text()
+    page.locator("ul.tasks li", has_text="parser").get_by_role("button", name="Done").click()
+    assert "task done" in page.locator("main").inner_text()
+    assert page.locator("ul.tasks li", has_text="ship it").get_by_role(
+        "button", name="Claim").count() == 1  # its dependency is done
+    leases = page.locator("ul.leases")
+    assert "src/parser.py" in leases.inner_text() and "ab12/reviewer" in leases.inner_text()
+    assert leases.locator("li", has_text="docs").locator("button").count() == 0
+    leases.locator("li", has_text="src/parser.py").get_by_role("button", name="Release").click()
+    assert "lease released" in page.locator("main").inner_text()
+    assert mine["id"] not in page.locator("main").inner_text()
+    held = nxc("task", "list")["tasks"]
+    assert {t["id"]: t["state"] for t in held} == {first["id"]: "done", second["id"]: "open"}
+
+
 SUMMARY_REPLY = (
     '{"summary": "The boathouse key is under the red flowerpot.", '
     '"entities": {"concepts": ["boathouse"]}, "tags": ["home"]}'

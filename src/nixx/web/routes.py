@@ -506,15 +506,65 @@ def _engine(request: Request) -> Any:
 async def agents(request: Request) -> HTMLResponse:
     from anyio import to_thread
 
-    def read() -> dict[str, Any]:
+    from nixx.nxc import work
+
+    def read() -> tuple[Any, list[dict[str, Any]], str]:
         with _engine(request) as engine:
-            return engine.status(include_finished=True)
+            return (engine.status(include_finished=True), work.task_list(engine),
+                    engine.store.replica)
+
+    from nixx.nxc.durations import iso
 
     try:
-        status = await to_thread.run_sync(read)
+        status, tasks, replica = await to_thread.run_sync(read)
     except NixxError as exc:
         return render(request, "agents.html", title="Agents", status=None, error=exc.message)
-    return render(request, "agents.html", title="Agents", status=status)
+    leases = [{**x, "until_iso": iso(x["until"])} for x in status["leases"]]
+    return render(request, "agents.html", title="Agents", status=status, tasks=tasks,
+                  leases=leases, replica=replica)
+
+
+TASK_STEPS = {"claim": "task-claimed", "release": "task-released", "done": "task-done"}
+
+
+@router.post("/ui/agents/tasks/{task_id}/{step}")
+async def task_step(request: Request, task_id: str, step: str) -> Response:
+    """Claim, release or finish a task as the person who runs the server (`nxc task`)."""
+    from anyio import to_thread
+
+    from nixx.nxc import work
+
+    async def act(fields: dict[str, str]) -> Response:
+        if step not in TASK_STEPS:
+            raise NotFound(f"no task step {step!r}: claim, release or done")
+        do = {"claim": work.claim, "release": work.release_task, "done": work.finish_task}[step]
+
+        def run() -> None:
+            with _engine(request) as engine:
+                do(engine, task_id)
+
+        await to_thread.run_sync(run)
+        return back("/ui/agents", TASK_STEPS[step])
+
+    return await submit(request, act)
+
+
+@router.post("/ui/agents/leases/{lease_id}/release")
+async def lease_release(request: Request, lease_id: str) -> Response:
+    """End a lease taken on this clone (`nxc release`)."""
+    from anyio import to_thread
+
+    from nixx.nxc import work
+
+    async def act(fields: dict[str, str]) -> Response:
+        def run() -> None:
+            with _engine(request) as engine:
+                work.release_lease(engine, lease_id)
+
+        await to_thread.run_sync(run)
+        return back("/ui/agents", "lease-released")
+
+    return await submit(request, act)
 
 
 @router.get("/ui/agents/threads/{thread_id}")

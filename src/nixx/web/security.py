@@ -60,6 +60,10 @@ NOTICES = {
     "summary-deleted": "summary {n} deleted",
     "source-deleted": "source {n} deleted with its memories",
     "signed-out": "signed out",
+    "task-claimed": "task claimed",
+    "task-released": "task released",
+    "task-done": "task done",
+    "lease-released": "lease released",
 }
 
 
