@@ -140,22 +140,3 @@ def test_a_lease_expires_by_itself_at_read_time():
         finally:
             s.close()
 
-
-def test_a_sessions_own_lease_ends_with_the_session():
-    """A lease taken inside an agent session (its payload names the session) ends when the
-    session's clone records it ``exited``; another session's end leaves it be."""
-    from nixx.nxc.delivery.outcomes import DeliveryReducer
-
-    with tempfile.TemporaryDirectory() as tmp:
-        s = LogStore.open(init_workspace(f"{tmp}/a", replica="bbbb")[0].db_path,
-                          [WorkReducer(), DeliveryReducer()])
-        try:
-            s.append(DOMAIN, "lease", L1, "bbbb/coder", {**lease_ops[0][3], "session": "s-1"})
-            s.append("delivery", "exited", "t-1", "bbbb/coder",
-                     {"thread": "t-1", "session": "s-other", "persona": "coder", "code": 0})
-            assert [x["id"] for x in leases(s.conn, NOW)] == [L1]
-            s.append("delivery", "exited", "t-1", "bbbb/coder",
-                     {"thread": "t-1", "session": "s-1", "persona": "coder", "code": 0})
-            assert leases(s.conn, NOW) == []
-        finally:
-            s.close()

@@ -12,7 +12,7 @@ property tests check.
                                                                      claimer's own)
     task_release   task id   {}                                      any; counts from the holder
     task_done      task id   {}                                      any; counts from the holder
-    lease          lease id  {paths, thread, until, shared, session} the replica that
+    lease          lease id  {paths, thread, until, shared}          the replica that
                                                                      minted the lease id
     lease_release  lease id  {}                                      the lease's replica
 
@@ -25,9 +25,7 @@ claim with the least pos win after sync, and the other is told.
 
 **A lease** names its holder (the actor), the paths or globs it covers, a thread, and an
 expiry (``until``, epoch ms); it is active until released by its own replica or until the
-clock passes ``until`` (decided at read time: it expires by itself, on every clone). A
-lease taken inside an agent session (``NXC_SESSION``) also ends when that session does
-(an ``exited`` or ``failed`` delivery outcome of its clone after the lease).
+clock passes ``until`` (decided at read time: it expires by itself, on every clone).
 An exclusive lease (not ``shared``) held by another handle refuses a commit that touches
 its paths (`blocking_leases`, run by the pre-commit hook `nxc lease-check`).
 """
@@ -115,8 +113,7 @@ def _well_formed(op: Op) -> bool:
                 and 0 < len(paths) <= MAX_PATHS
                 and all(isinstance(x, str) and x and len(x) <= 1000 for x in paths)
                 and type(p.get("until")) is int and isinstance(p.get("shared"), bool)
-                and isinstance(p.get("thread"), (str, type(None)))
-                and isinstance(p.get("session"), (str, type(None))))
+                and isinstance(p.get("thread"), (str, type(None))))
     if op.kind == "lease_release":
         return minter(op.target) == op.origin
     return True  # claim, release, done: judged against the holder at read time
@@ -197,31 +194,16 @@ def tasks(conn: Connection) -> dict[str, Task]:
     return found
 
 
-def _ended_sessions(conn: Connection) -> dict[tuple[str, str], str]:
-    """(session, origin) → the pos of its latest end (an ``exited`` or ``failed`` delivery
-    outcome); {} where the delivery views are not folded."""
-    import apsw
-
-    try:
-        rows = conn.execute(
-            "SELECT session_id, origin, max(pos) FROM nxd_outcomes WHERE kind IN "
-            "('exited', 'failed') AND session_id IS NOT NULL GROUP BY session_id, origin")
-        return {(session, origin): pos for session, origin, pos in rows}
-    except apsw.SQLError:
-        return {}
-
-
 def leases(conn: Connection, now_ms: int) -> list[dict[str, Any]]:
-    """The active leases (not released by their replica, not past their expiry, and for
-    a lease an agent session took, that session not ended since), oldest first."""
-    released = {t for k, t, _p, _a, o, _x in _rows(conn, ("lease_release",)) if minter(t) == o}
-    ended = _ended_sessions(conn)
+    """The active leases (not released by their replica, not past their expiry), oldest
+    first: one read of the view."""
+    rows = _rows(conn, LEASE_KINDS)
+    released = {t for k, t, _p, _a, o, _x in rows if k == "lease_release" and minter(t) == o}
     out = []
     seen: set[str] = set()
-    for _k, target, pos, actor, origin, p in _rows(conn, ("lease",)):
-        session_end = ended.get((p.get("session") or "", origin), "")
-        if (target in seen or target in released or p["until"] <= now_ms
-                or session_end > pos):
+    for kind, target, _pos, actor, origin, p in rows:
+        if (kind != "lease" or target in seen or target in released
+                or p["until"] <= now_ms):
             continue
         seen.add(target)
         out.append({"id": target, "holder": actor, "origin": origin, "paths": p["paths"],
@@ -356,10 +338,8 @@ def lease(engine: Engine, paths: list[str], *, for_ms: int, thread: str | None =
             raise Conflict(f"{', '.join(other['paths'])} is leased to {other['holder']} "
                            f"(lease {other['id']}, until {iso(other['until'])})")
     lease_id = new_thing_id("l", engine.store.replica, now)
-    # a lease taken inside an agent session ends with the session (`leases`)
     _append(engine, "lease", lease_id, {"paths": clean, "thread": thread,
-                                        "until": now + for_ms, "shared": shared,
-                                        "session": engine.env.get("NXC_SESSION") or None})
+                                        "until": now + for_ms, "shared": shared})
     return next(x for x in leases(engine.conn, now) if x["id"] == lease_id)
 
 
