@@ -395,6 +395,26 @@ def test_nixx_own_calls_continue_the_conversation_in_a_one_slot_cache(
     assert llm.chat_requests[-1]["messages"][: len(conversation)] == conversation
 
 
+def test_the_conversation_kept_ends_where_a_stop_string_cut_the_answer(
+    nixx: Nixx, llm: FakeLLM
+) -> None:
+    """The client is shown the answer up to its stop string and sends that back next
+    turn: the conversation nixx's own calls continue is the same, not the backend's text
+    past the stop (which no later prompt begins with)."""
+    llm.props = {"default_generation_settings": {"n_ctx": 4096}, "total_slots": 1}
+    llm.queue(Reply(content="plant the beans first ### then the peas"))
+    first = nixx.chat("what goes in the garden?", stop=["###"])
+    answer = first.json()["choices"][0]["message"]["content"]
+    assert answer == "plant the beans first "
+    nixx.idle()
+    turn = llm.chat_requests[-1]
+    llm.responder = lambda body: Reply(content="Planning the garden.")
+    assert nixx.client.post("/v1/intent/derive").status_code == 200
+    nixx.idle()
+    own = llm.chat_requests[-1]
+    assert own["messages"][:-1] == [*turn["messages"], {"role": "assistant", "content": answer}]
+
+
 def test_an_own_call_that_does_not_fit_is_sent_alone_and_the_conversation_again_in_slices(
     nixx: Nixx, llm: FakeLLM
 ) -> None:

@@ -195,6 +195,33 @@ def test_messages_stop_sequence_on_any_backend(
     assert stored == ["1, 2, 3 ", "one two thr ", "1, 2, 3 EN", "alpha beta "]
 
 
+def test_a_stop_string_closes_the_backends_stream(
+    claude: anthropic.Anthropic, oai: openai.OpenAI, llm: FakeLLM
+) -> None:
+    """nixx stops reading at the stop string and hangs up on the backend, so a local
+    server stops generating: the scripted backend holds its stream open after the stop
+    string and answers only when nixx closes it (were nixx to read on, the answer would
+    come when the hold ran out, with no hang-up counted)."""
+    question: Any = [{"role": "user", "content": "count"}]
+    llm.queue(Reply(content="1, 2, 3 END 4, 5", hold=60))
+    message = claude.messages.create(model="fake-model", max_tokens=64, messages=question,
+                                     stop_sequences=["END"])
+    assert (message.stop_reason, message.stop_sequence) == ("stop_sequence", "END")
+    assert llm.wait_hung_up(1)
+    llm.queue(Reply(content="alpha beta ### gamma", hold=60))
+    shown = "".join(
+        c.choices[0].delta.content or "" for c in oai.chat.completions.create(
+            model="fake-model", stop="###", stream=True,
+            messages=[{"role": "user", "content": "greek"}]) if c.choices)
+    assert shown == "alpha beta "
+    assert llm.wait_hung_up(2)
+    # no stop string: the held stream is read to its end, and no hang-up is counted
+    llm.queue(Reply(content="one two", hold=0.2))
+    plain = claude.messages.create(model="fake-model", max_tokens=64, messages=question)
+    assert plain.content[0].text == "one two"  # type: ignore[union-attr]
+    assert llm.hung_up == 2
+
+
 @settings(max_examples=300, deadline=None)
 @given(text=st.text(alphabet="abc ", max_size=40),
        cuts=st.lists(st.integers(min_value=0, max_value=40), max_size=8),

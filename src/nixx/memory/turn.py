@@ -615,8 +615,10 @@ async def _call_backend(
                 progress.finish = "stop" if watch.matched else acc.finish_reason or "stop"
                 progress.stop_sequence = watch.matched
                 if round_no == 1:
-                    # what the backend's cache should hold for the next turn (`nixx.llm.slot`)
-                    parts.llm.keep_prefix(sent, acc.content,
+                    # what the backend's cache should hold for the next turn (`nixx.llm.slot`):
+                    # the answer as the client was shown it (cut at a stop string), which the
+                    # next turn sends back
+                    parts.llm.keep_prefix(sent, progress.content,
                                           budget=parts.settings.background_timeout,
                                           resend=parts.settings.chat_keep_prefix)
                 break

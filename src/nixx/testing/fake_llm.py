@@ -22,7 +22,8 @@ It can be told to behave as a local server does (llama.cpp, llama-cpp-python):
   ``[DONE]`` with no finish reason. `peak_in_flight` is the most chat requests it ever
   held at once (arrived, not yet answered), waiting ones included.
 - ``Reply(done_after=n)`` ends that one stream after `n` content chunks with ``[DONE]``
-  and no finish reason.
+  and no finish reason; ``Reply(hold=seconds)`` keeps it open after its content until the
+  client hangs up (`hung_up` counts those, `wait_hung_up` awaits them).
 - ``FakeLLM(cache=PromptCache(...))`` keeps one evaluated prompt as a llama slot does:
   a request is evaluated from where its tokens differ from what the slot holds (its
   prompt and what it generated), at ``eval_rate`` tokens a second, and the evaluation
@@ -87,6 +88,10 @@ class Reply:
     # do: SSE ``delta.reasoning_content`` chunks before the content, JSON
     # ``message.reasoning_content``
     reasoning: str | None = None
+    # SSE: after the content chunks, hold the stream open (neither finish nor close it)
+    # until the client hangs up, at most this many seconds, then finish as usual; a
+    # hang-up is counted in `FakeLLM.hung_up` (a client that stops reading early)
+    hold: float | None = None
 
 
 @dataclass
@@ -217,6 +222,7 @@ class FakeLLM:
         self._serving = 0
         self.peak_serving = 0  # the most chat requests it ever answered at once
         self.interrupted = 0  # streams ended early because another request waited
+        self.hung_up = 0  # streams the client closed while a Reply(hold=) held them open
         self.models: list[str] = [model]
         self.responder: Callable[[dict[str, Any]], Reply] | None = None
         self.requests: list[Recorded] = []
@@ -227,6 +233,7 @@ class FakeLLM:
         self.embed_responder: Callable[[dict[str, Any]], Reply | None] | None = None
         self._queue: list[Reply] = []
         self._lock = threading.Lock()
+        self._hang_up = threading.Condition(self._lock)
         self._server = _QuietServer(("127.0.0.1", port), self._handler_class())
         self._server.daemon_threads = True
         self._thread = threading.Thread(
@@ -283,6 +290,12 @@ class FakeLLM:
             self._slot.release()
         with self._lock:
             self._in_flight -= 1
+
+    def wait_hung_up(self, count: int = 1, timeout: float = 30.0) -> bool:
+        """Wait until the client has hung up on `count` held streams (`Reply.hold`);
+        False when it had not within `timeout` seconds."""
+        with self._hang_up:
+            return self._hang_up.wait_for(lambda: self.hung_up >= count, timeout)
 
     def _others_wait(self) -> bool:
         with self._lock:
@@ -553,6 +566,8 @@ class _Handler(BaseHTTPRequestHandler):
             if self.fake.cache is not None:
                 self.fake.cache.generated(piece)
             send(chunk({"content": piece}))
+        if reply.hold is not None and self._held_until_hung_up(reply.hold):
+            return
         for raw in reply.raw_chunks or []:
             send(raw)
         self._stream_calls(calls, send, chunk)
@@ -563,6 +578,26 @@ class _Handler(BaseHTTPRequestHandler):
         send("[DONE]")
         self.wfile.write(b"0\r\n\r\n")
         self.wfile.flush()
+
+    def _held_until_hung_up(self, seconds: float) -> bool:
+        """Keep the stream open until the client closes the connection (True, counted)
+        or `seconds` pass (False). The request was read whole, so the client sends nothing
+        more on this connection: a read returns only at its end."""
+        self.connection.settimeout(seconds)
+        try:
+            gone = self.connection.recv(1) == b""
+        except ConnectionError:  # reset rather than closed: gone all the same
+            gone = True
+        except TimeoutError:
+            gone = False
+        finally:
+            self.connection.settimeout(None)
+        if gone:
+            self.close_connection = True
+            with self.fake._hang_up:
+                self.fake.hung_up += 1
+                self.fake._hang_up.notify_all()
+        return gone
 
     @staticmethod
     def _stream_calls(
