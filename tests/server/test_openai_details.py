@@ -8,8 +8,10 @@ import httpx
 import openai
 import pytest
 
-from nixx.testing.fake_llm import FakeLLM, Reply
+from nixx.testing.fake_llm import FakeLLM, Reply, ToolCall
 from nixx.testing.live_server import LiveServer
+
+from .conftest import Nixx
 
 
 def test_models_retrieve(oai: openai.OpenAI, llm: FakeLLM) -> None:
@@ -58,6 +60,32 @@ def test_usage_is_estimated_when_the_backend_sent_none(
     assert reply.usage.prompt_tokens_details is not None
     assert reply.usage.prompt_tokens_details.cached_tokens == 7
     assert "estimated" not in reply.model_dump()["usage"]
+
+
+def test_a_round_the_backend_did_not_count_is_estimated_beside_its_counts(
+    nixx: Nixx, llm: FakeLLM
+) -> None:
+    """A round nixx cut at a stop string ends before the backend's usage chunk: the turn's
+    usage is the counted round's plus nixx's estimate of the cut one, marked estimated
+    (it was the first round's counts alone, unmarked)."""
+    llm.queue(Reply(tool_calls=[ToolCall("list_dir", {})]),
+              Reply(content="the folder is empty ### and more words after the stop"))
+    r = nixx.chat("what is in the folder?", stop=["###"])
+    assert r.status_code == 200, r.text
+    body = r.json()
+    assert body["choices"][0]["message"]["content"] == "the folder is empty "
+    first = llm.chat_requests[-2]
+    counted = sum(len(str(m.get("content") or "").split()) for m in first["messages"])
+    usage = body["usage"]
+    assert usage["estimated"] is True
+    assert usage["prompt_tokens"] > counted  # the cut round's prompt, estimated, added
+    assert usage["completion_tokens"] == len("the folder is empty ") // 4 + 1
+    assert usage["total_tokens"] == usage["prompt_tokens"] + usage["completion_tokens"]
+    # every round counted: the backend's sums, not marked
+    llm.queue(Reply(tool_calls=[ToolCall("list_dir", {})]), Reply(content="still empty"))
+    again = nixx.chat("and now?").json()["usage"]
+    assert "estimated" not in again
+    assert again["completion_tokens"] == 2  # FakeLLM counts words: the call has none
 
 
 def test_unknown_field_names_the_nearest_with_param(live: LiveServer) -> None:

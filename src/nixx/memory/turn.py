@@ -121,6 +121,8 @@ class _Progress:
     client_calls: list[dict[str, Any]] = field(default_factory=list)
     refused_calls: list[str] = field(default_factory=list)
     usage: dict[str, int] = field(default_factory=dict)
+    # nixx's estimate of each round the backend sent no counts for (`_turn_usage`)
+    uncounted: list[dict[str, int]] = field(default_factory=list)
     finish: str = "stop"
     stop_sequence: str | None = None
     exhausted: bool = False  # the tool rounds ran out
@@ -241,15 +243,44 @@ def _add_usage(total: dict[str, int], usage: dict[str, Any] | None) -> None:
             total[key] = total.get(key, 0) + value
 
 
-def _estimated_usage(convo: list[dict[str, Any]], offer: _Offer, content: str) -> dict[str, int]:
+def _estimated_usage(
+    convo: list[dict[str, Any]], tools: list[Any], content: str
+) -> dict[str, int]:
     """nixx's own counts (characters / 4, as its context budget counts) for a backend that
     reported none, marked ``estimated``: clients read ``usage`` on every answer (``llm``
     fails without it, Codex showed "tokens used 0")."""
     prompt = sum(estimate_tokens(m) for m in convo)
-    prompt += len(json.dumps([*offer.client, *offer.nixx])) // 4 if offer.client or offer.nixx else 0
+    prompt += len(json.dumps(tools)) // 4 if tools else 0
     completion = len(content) // 4 + (1 if content else 0)
     return {"prompt_tokens": prompt, "completion_tokens": completion,
             "total_tokens": prompt + completion, "estimated": 1}
+
+
+def _count_round(
+    progress: _Progress, usage: dict[str, Any] | None, convo: list[dict[str, Any]],
+    offered: list[Any], said: str, calls: list[dict[str, Any]],
+) -> None:
+    """One round's token counts: the backend's `usage`, else nixx's estimate of the round
+    (its prompt, what it `said` and the `calls` it made), kept apart (`_turn_usage`)."""
+    _add_usage(progress.usage, usage)
+    if usage is None:
+        produced = said + (json.dumps(calls) if calls else "")
+        progress.uncounted.append(_estimated_usage(convo, offered, produced))
+
+
+def _turn_usage(progress: _Progress, convo: list[dict[str, Any]], offer: _Offer) -> dict[str, int]:
+    """The turn's usage: the backend's counts of its rounds; nixx's estimate of the whole
+    turn when it counted none; and when it counted some rounds but not others (a round
+    nixx cut at a stop string ends before the backend's usage chunk), its counts plus
+    nixx's estimate of the rounds it did not count, marked ``estimated``."""
+    if not progress.usage:
+        return _estimated_usage(convo, [*offer.client, *offer.nixx], progress.content)
+    if not progress.uncounted:
+        return progress.usage
+    total = dict(progress.usage)
+    for guess in progress.uncounted:
+        _add_usage(total, guess)
+    return {**total, "estimated": 1}
 
 
 def _kept(text: str | None, remembered: Callable[[str], str]) -> str | None:
@@ -408,7 +439,7 @@ async def run_turn(
         finish_reason=progress.finish,
         model=progress.model,
         content=progress.content,
-        usage=progress.usage or _estimated_usage(convo, offer, progress.content),
+        usage=_turn_usage(progress, convo, offer),
         tool_runs=progress.tool_runs,
         client_tool_calls=progress.client_calls,
         recall_info=ctx.answer_info(),
@@ -574,7 +605,7 @@ async def _call_backend(
             last_round = round_no == max_rounds
             offered = offer.client + ([] if last_round else list(offer.nixx))
             acc, watch = StreamAccumulator(), StopWatch(request.body.get("stop"))
-            separate = bool(progress.parts)
+            separate, before = bool(progress.parts), len(progress.content)
             sent = _round_request(request, offer, model, convo, offered, round_no)
             _clamp(sent, context, progress)
             chunks = parts.llm.stream(sent)
@@ -609,15 +640,14 @@ async def _call_backend(
                 await chunks.aclose()
             round_no += 1
             progress.model = acc.model or progress.model
-            _add_usage(progress.usage, acc.usage)
             calls = acc.tool_calls()
+            _count_round(progress, acc.usage, convo, offered, progress.content[before:], calls)
             if not calls:
                 progress.finish = "stop" if watch.matched else acc.finish_reason or "stop"
                 progress.stop_sequence = watch.matched
                 if round_no == 1:
                     # what the backend's cache should hold for the next turn (`nixx.llm.slot`):
-                    # the answer as the client was shown it (cut at a stop string), which the
-                    # next turn sends back
+                    # the answer as shown (cut at a stop string), which the next turn sends
                     parts.llm.keep_prefix(sent, progress.content,
                                           budget=parts.settings.background_timeout,
                                           resend=parts.settings.chat_keep_prefix)
