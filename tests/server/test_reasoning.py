@@ -222,6 +222,32 @@ def test_a_stop_string_closes_the_backends_stream(
     assert llm.hung_up == 2
 
 
+def test_stop_strings_past_the_bounds_are_refused_naming_them(
+    claude: anthropic.Anthropic, oai: openai.OpenAI, llm: FakeLLM, live: LiveServer
+) -> None:
+    """nixx searches every piece of the answer for every stop string, so a request gives
+    at most MAX_STOPS of at most MAX_STOP_CHARS characters: past that a 400 in the
+    dialect's envelope naming the field and the bounds, before anything is stored or
+    sent; at the bounds the turn runs."""
+    from nixx.llm.stream import MAX_STOP_CHARS, MAX_STOPS
+
+    question: Any = [{"role": "user", "content": "count"}]
+    asked = len(llm.chat_requests)
+    for stops in (["x"] * (MAX_STOPS + 1), ["y" * (MAX_STOP_CHARS + 1)]):
+        with pytest.raises(anthropic.BadRequestError, match="stop_sequences takes at most"):
+            claude.messages.create(model="fake-model", max_tokens=64, messages=question,
+                                   stop_sequences=stops)
+        with pytest.raises(openai.BadRequestError, match="stop takes at most") as info:
+            oai.chat.completions.create(model="fake-model", stop=stops, messages=question)
+        assert isinstance(info.value.body, dict) and info.value.body["param"] == "stop"
+    assert len(llm.chat_requests) == asked and rows(live) == []
+    llm.queue(Reply(content="1 2 3"))
+    edge = [f"{i:0{MAX_STOP_CHARS}d}" for i in range(MAX_STOPS)]
+    message = claude.messages.create(model="fake-model", max_tokens=64, messages=question,
+                                     stop_sequences=edge)
+    assert message.content[0].text == "1 2 3"  # type: ignore[union-attr]
+
+
 @settings(max_examples=300, deadline=None)
 @given(text=st.text(alphabet="abc ", max_size=40),
        cuts=st.lists(st.integers(min_value=0, max_value=40), max_size=8),

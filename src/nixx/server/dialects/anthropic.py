@@ -55,6 +55,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from nixx.errors import NixxError, ValidationError
+from nixx.llm.stream import check_stops
 from nixx.memory.history import estimate_tokens
 from nixx.memory.turn_events import (
     ClientToolCalls,
@@ -348,6 +349,7 @@ class Messages(Adapter):
     """The Messages dialect of one request (the module docstring)."""
 
     def __init__(self, body: MessagesRequest) -> None:
+        check_stops(body.stop_sequences, "stop_sequences")
         self.given = TurnInput(chat_request(body), remembered=remembered)
         self.streams = body.stream
         self.model = body.model or ""

@@ -28,6 +28,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from nixx.errors import NixxError, ValidationError
+from nixx.llm.stream import check_stops
 from nixx.memory.turn_events import (
     RESULT_PREVIEW,
     ClientToolCalls,
@@ -71,6 +72,7 @@ class ChatCompletionRequest(BaseModel):
     max_tokens: int | None = Field(default=None, ge=1)
     max_completion_tokens: int | None = Field(default=None, ge=1)
     temperature: float | None = Field(default=None, ge=0, le=2)
+    stop: str | list[str] | None = None
 
 
 def check_tools(tools: list[dict[str, Any]] | None) -> None:
@@ -104,6 +106,7 @@ class ChatCompletions(Adapter):
 
     def __init__(self, body: ChatCompletionRequest) -> None:
         check_tools(body.tools)
+        check_stops(body.stop, "stop")
         data = body.model_dump(exclude_unset=True)
         data["messages"] = [m.model_dump(exclude_unset=True) for m in body.messages]
         self.given = TurnInput(data)
