@@ -219,6 +219,11 @@ def _status(args: argparse.Namespace) -> int:
     for lease in out["leases"]:
         print(f"lease {lease['id']} {lease['holder']}: {', '.join(lease['paths'])}"
               + (" (shared)" if lease["shared"] else ""))
+    for c in out["lost_claims"]:
+        print(f"lost claim on task {c['task']} by {c['by']} (clone {c['origin']}): {c['reason']}")
+    for lease in out["lost_leases"]:
+        print(f"lost lease {lease['id']} {lease['holder']}: {', '.join(lease['paths'])}: "
+              f"{lease['reason']}")
     return 0
 
 

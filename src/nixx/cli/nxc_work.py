@@ -93,14 +93,16 @@ def _leases(args: argparse.Namespace) -> int:
     from nixx.nxc.durations import iso
 
     with _engine(args) as engine:
-        rows = work.leases(engine.conn, engine.now_ms())
+        rows, lost = work.lease_state(engine.conn, engine.now_ms())
     if args.json:
-        emit_json({"leases": rows})
+        emit_json({"leases": rows, "lost": lost})
         return 0
     for x in rows:
         print(f"{x['id']}  {x['holder']}  {', '.join(x['paths'])}  until {iso(x['until'])}"
               + (f"  thread {x['thread']}" if x["thread"] else "")
               + ("  shared" if x["shared"] else ""))
+    for x in lost:
+        print(f"lost {x['id']}  {x['holder']}  {', '.join(x['paths'])}: {x['reason']}")
     return 0
 
 
@@ -178,7 +180,7 @@ def add_lease(sub, common, formatter) -> None:
 
 def add_leases(sub, common, formatter) -> None:
     p = sub.add_parser("leases", parents=[common], formatter_class=formatter,
-                       help="the active leases (holder, paths, expiry)")
+                       help="the active leases (holder, paths, expiry) and those that lost")
     p.set_defaults(func=_leases)
 
 

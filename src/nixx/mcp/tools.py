@@ -348,8 +348,10 @@ def _work_tools(server: MCPServer, chat: ChatTools) -> None:
                                                     thread=thread, shared=shared))
 
     async def nxc_leases() -> Json:
-        """The active leases: holder, paths, thread, until (epoch ms), shared."""
-        return {"leases": await chat.call(lambda e: work.leases(e.conn, e.now_ms()))}
+        """The active leases (holder, paths, thread, until in epoch ms, shared) and the
+        leases that lost to an earlier one over the same paths (`lost`, with the reason)."""
+        live, lost = await chat.call(lambda e: work.lease_state(e.conn, e.now_ms()))
+        return {"leases": live, "lost": lost}
 
     async def nxc_release(
         lease: Annotated[str, Field(min_length=1, max_length=200, description="A lease id.")],

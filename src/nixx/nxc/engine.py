@@ -613,11 +613,14 @@ class Engine:
         from nixx.nxc import work
 
         now = self.now_ms()
+        found = work.tasks(self.conn)
         held: list[HeldTask] = [
             {"id": t.id, "title": t.title, "holder": t.holder, "thread": t.thread}
-            for t in work.tasks(self.conn).values() if t.state == "claimed" and t.holder]
+            for t in found.values() if t.state == "claimed" and t.holder]
+        live, lost = work.lease_state(self.conn, now)
         out: StatusReport = {"actor": self.handle, "operations": ops, "held": held,
-                             "leases": work.leases(self.conn, now)}
+                             "leases": live, "lost_claims": work.lost_claims(found),
+                             "lost_leases": lost}
         return self.delivery.annotate_status(self, out)
 
     def search(self, query: str, *, limit: int = 20) -> builtins.list[SearchHit]:

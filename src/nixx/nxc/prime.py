@@ -4,7 +4,8 @@
 its data (the JSON of both). Who you are, how many messages are unread (no bodies: a
 session is handed the bodies it must act on), the threads that await your reply (with
 the command that answers each), how many threads you opened still wait on others, the
-tasks you hold and the paths other handles lease (`nixx.nxc.work`).
+tasks you hold, the leases you hold, the paths other handles lease (holder, thread, end)
+and the claims and leases of yours that lost to an earlier one (`nixx.nxc.work`).
 """
 
 from __future__ import annotations
@@ -32,17 +33,29 @@ def prime(engine: Engine) -> PrimeBlock:
         if t["state"] == "open"]
     from nixx.nxc import work
 
-    held = [t.id for t in work.tasks(engine.conn).values()
-            if t.state == "claimed" and t.holder == me]
-    others = [f"{', '.join(x['paths'])} ({x['holder']}, lease {x['id']})"
-              for x in work.leases(engine.conn, now) if x["holder"] != me and not x["shared"]]
+    from nixx.nxc.durations import iso
+
+    found = work.tasks(engine.conn)
+    held = [t.id for t in found.values() if t.state == "claimed" and t.holder == me]
+    live, lost_leases = work.lease_state(engine.conn, now)
+    others = [f"{', '.join(x['paths'])} ({x['holder']}, lease {x['id']}"
+              + (f", thread {x['thread']}" if x["thread"] else "") + f", until {iso(x['until'])})"
+              for x in live if x["holder"] != me and not x["shared"]]
+    mine = [f"{', '.join(x['paths'])} (lease {x['id']}, until {iso(x['until'])})"
+            for x in live if x["holder"] == me]
+    lost = ([f"your claim on task {c['task']} lost: {c['reason']}"
+             for c in work.lost_claims(found) if c["by"] == me]
+            + [f"your lease {x['id']} on {', '.join(x['paths'])} lost: {x['reason']}"
+               for x in lost_leases if x["holder"] == me])
     return {
         **unread,
         "workspace": str(engine.workspace.root),
         "owes": owes,
         "waiting_on_others": len(waiting),
         "tasks_held": held,
+        "leases_held": mine,
         "leased_to_others": others,
+        "lost": lost,
     }
 
 
@@ -74,6 +87,12 @@ def render(data: PrimeBlock) -> str:
     if data.get("tasks_held"):
         lines.append(f"Tasks you hold: {', '.join(data['tasks_held'])} (`nxc task done <id>` "
                      "when finished, `nxc task release <id>` to give one back).")
+    if data.get("leases_held"):
+        lines.append("Your leases (`nxc release <lease>` when done): "
+                     + "; ".join(data["leases_held"][:SHOWN]) + ".")
+    if data.get("lost"):
+        lines.append("Lost to someone earlier (see `nxc task list`, `nxc leases`): "
+                     + "; ".join(data["lost"][:SHOWN]) + ".")
     if data.get("leased_to_others"):
         lines.append("Leased to others (do not change; commits touching them are refused): "
                      + "; ".join(data["leased_to_others"][:SHOWN]) + ".")

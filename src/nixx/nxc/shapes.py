@@ -269,7 +269,9 @@ class PrimeBlock(UnreadCounts):
     owes: list[OwedThread]
     waiting_on_others: int  # threads the caller opened that still wait on others
     tasks_held: list[str]  # ids of the tasks the caller holds (`nixx.nxc.work`)
-    leased_to_others: list[str]  # "paths (holder, lease id)" of others' exclusive leases
+    leases_held: list[str]  # "paths (lease id, until)" of the caller's active leases
+    leased_to_others: list[str]  # "paths (holder, lease id, thread, until)": others' exclusive
+    lost: list[str]  # the caller's claims and leases that lost to an earlier one
 
 
 class OperationThread(TypedDict):
@@ -326,6 +328,8 @@ class StatusReport(TypedDict):
     operations: list[Operation]
     held: list[HeldTask]  # the claimed tasks, workspace-wide
     leases: list[dict[str, Any]]  # the active leases (`nixx.nxc.work.leases`)
+    lost_claims: list[dict[str, str]]  # claims that lost a race (`nixx.nxc.work.lost_claims`)
+    lost_leases: list[dict[str, Any]]  # leases that lost to an earlier one, not yet expired
 
 
 class ReadMark(TypedDict):

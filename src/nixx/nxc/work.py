@@ -194,21 +194,69 @@ def tasks(conn: Connection) -> dict[str, Task]:
     return found
 
 
-def leases(conn: Connection, now_ms: int) -> list[dict[str, Any]]:
-    """The active leases (not released by their replica, not past their expiry), oldest
-    first: one read of the view."""
-    rows = _rows(conn, LEASE_KINDS)
-    released = {t for k, t, _p, _a, o, _x in rows if k == "lease_release" and minter(t) == o}
+def lost_claims(found: dict[str, Task]) -> list[dict[str, str]]:
+    """The claims that lost and still matter — on a task not done, by a handle that does
+    not hold it now — each ``{task, title, by, origin, reason}``: how the loser of a race
+    is told (`nxc status`, and `nxc prime` for the loser's own)."""
     out = []
-    seen: set[str] = set()
-    for kind, target, _pos, actor, origin, p in rows:
-        if (kind != "lease" or target in seen or target in released
-                or p["until"] <= now_ms):
+    for t in found.values():
+        if t.state == "done":
             continue
-        seen.add(target)
-        out.append({"id": target, "holder": actor, "origin": origin, "paths": p["paths"],
-                    "thread": p.get("thread"), "until": p["until"], "shared": p["shared"]})
+        for c in t.conflicts:
+            if c["kind"] == "claim" and (c["by"], c["origin"]) != (t.holder, t.holder_origin):
+                out.append({"task": t.id, "title": t.title, "by": c["by"],
+                            "origin": c["origin"], "reason": c["reason"]})
     return out
+
+
+def lease_state(conn: Connection, now_ms: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(the active leases, the leases that lost) at `now_ms`, oldest first: one read of
+    the view.
+
+    Walking the leases in pos order, a lease *loses* when an earlier lease that did not
+    lose overlaps it (`overlaps`), is another handle's, is not shared with it (both
+    shared), and still held when it was taken — not released by an op before it, not
+    expired by its clock. So two clones leasing one path while apart both show, after
+    sync, the lease with the least pos as the holder's; the other never refuses anyone
+    and is listed with the reason. A lease is active when it did not lose, its own
+    replica has not released it and `now_ms` is before its ``until``."""
+    from nixx.log.clock import decode
+
+    rows = _rows(conn, LEASE_KINDS)
+    released_at: dict[str, str] = {}  # lease id -> the pos of its replica's first release
+    for kind, target, pos, _actor, origin, _p in rows:
+        if kind == "lease_release" and minter(target) == origin and target not in released_at:
+            released_at[target] = pos
+    kept: list[dict[str, Any]] = []
+    lost: list[dict[str, Any]] = []
+    seen: set[str] = set()
+    for kind, target, pos, actor, origin, p in rows:
+        if kind != "lease" or target in seen:
+            continue  # written once: the least pos (its minter's) stands
+        seen.add(target)
+        x = {"id": target, "holder": actor, "origin": origin, "paths": p["paths"],
+             "thread": p.get("thread"), "until": p["until"], "shared": p["shared"]}
+        taken_ms = decode(pos.split(".", 1)[0])[0]
+        first = next((m for m in kept if m["holder"] != actor
+                      and not (m["shared"] and x["shared"]) and m["until"] > taken_ms
+                      and released_at.get(m["id"], "~") > pos and overlaps(m, x)), None)
+        if first is None:
+            kept.append(x)
+        else:
+            lost.append({**x, "lost_to": first["id"],
+                         "reason": f"leased to {first['holder']} first (lease {first['id']})"})
+    live = [x for x in kept if x["id"] not in released_at and x["until"] > now_ms]
+    return live, [x for x in lost if x["id"] not in released_at and x["until"] > now_ms]
+
+
+def leases(conn: Connection, now_ms: int) -> list[dict[str, Any]]:
+    """The active leases at `now_ms` (`lease_state`), oldest first."""
+    return lease_state(conn, now_ms)[0]
+
+
+def overlaps(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    """Whether two leases' paths meet: a path or glob of one covers one of the other's."""
+    return (any(covers(a, q) for q in b["paths"]) or any(covers(b, p) for p in a["paths"]))
 
 
 def covers(lease: dict[str, Any], path: str) -> bool:
@@ -333,8 +381,7 @@ def lease(engine: Engine, paths: list[str], *, for_ms: int, thread: str | None =
     for other in leases(engine.conn, now):
         if other["holder"] == me or (other["shared"] and shared):
             continue
-        if any(covers(other, p) or covers({"paths": clean}, q)
-               for p in clean for q in other["paths"]):
+        if overlaps(other, {"paths": clean}):
             raise Conflict(f"{', '.join(other['paths'])} is leased to {other['holder']} "
                            f"(lease {other['id']}, until {iso(other['until'])})")
     lease_id = new_thing_id("l", engine.store.replica, now)
@@ -346,8 +393,8 @@ def lease(engine: Engine, paths: list[str], *, for_ms: int, thread: str | None =
 def release_lease(engine: Engine, lease_id: str) -> dict[str, Any]:
     from nixx.errors import Conflict, NotFound
 
-    mine = [x for x in leases(engine.conn, engine.now_ms()) if x["id"] == lease_id]
-    if not mine:
+    live, lost = lease_state(engine.conn, engine.now_ms())
+    if not any(x["id"] == lease_id for x in live + lost):
         raise NotFound(f"no active lease {lease_id} (`nxc leases`)")
     if minter(lease_id) != engine.store.replica:
         raise Conflict(f"lease {lease_id} was taken on another clone: only it releases it")
