@@ -123,3 +123,58 @@ def test_an_expired_lease_no_longer_refuses(tmp_path):
     while time.time() * 1000 <= leased["until"]:
         time.sleep(0.05)
     assert commit(a, "after the lease", cli_env(NXC_ACTOR="alice")).returncode == 0
+
+
+# a persona's runtime: answers its thread with `nxc reply` (the thread is in its prompt)
+AGENT = r'''
+import re, subprocess, sys
+thread = re.search(r"Thread (t-[0-9a-z-]+) awaits", sys.argv[1]).group(1)
+subprocess.run([sys.executable, "-m", "nixx.cli.nxc", "reply", "--thread", thread,
+                "deployed to staging"], check=True)
+'''
+
+
+def test_an_approval_given_on_clone_b_moves_the_operation_opened_on_clone_a(tmp_path):
+    import sys
+    import time
+
+    agent = tmp_path / "agent.py"
+    agent.write_text(AGENT)
+    deployer = ("handle: aaaa/deployer\nsystem_prompt: You deploy.\napprove: [start]\n"
+                f"runtime:\n  start: [{sys.executable}, {agent}, '{{prompt}}']\n")
+    _, a, b = _clones(tmp_path, {"channels.yaml": CHANNELS, "deployer.yaml": deployer})
+    for folder in (a, b):
+        ok_json("nxs", "sync", "bind", "--no-daemon", cwd=folder)
+    sent = ok_json("nxc", "send", "--to", "deployer", "deploy the release branch", cwd=a,
+                   env=as_("alice"))
+    approval = sent["approval"]
+    assert sent["spawned"] is False
+    status = ok_json("nxc", "status", cwd=a, env=as_("alice"))
+    (op,) = status["operations"]
+    assert op["awaiting_human"] and [x["id"] for x in op["approvals"]] == [approval]
+    sync_both(a, b)
+    # clone B sees what waits for a person, and bob approves there
+    (waiting,) = ok_json("nxc", "approvals", cwd=b, env=as_("bob"))["approvals"]
+    assert (waiting["id"], waiting["origin"], waiting["step"]) == (approval, "aaaa", "start")
+    decided = ok_json("nxc", "approve", approval, "--note", "ok from the train", cwd=b,
+                      env=as_("bob"))
+    assert decided["taken"] == []  # held on clone A: taken there when the decision arrives
+    shown = run("nxc", "approvals", "--all", cwd=b, env=as_("bob")).stdout
+    assert "approved by bbbb/bob (clone bbbb): ok from the train" in shown
+    # the decision reaches A by sync; the sync pass takes the held start there
+    sync_both(b, a)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        thread = ok_json("nxc", "threads", "show", sent["thread_id"], cwd=a, env=as_("alice"))
+        if thread["complete"]:
+            break
+        time.sleep(0.2)
+    assert thread["complete"], thread
+    assert [m["body"] for m in thread["messages"] if m["sender"] == "aaaa/deployer"] == [
+        "deployed to staging"]
+    # the decision is an op like any other: who, when, from where — the same on both
+    sync_both(a, b)
+    on_a = ok_json("nxc", "approvals", "--all", cwd=a, env=as_("alice"))["approvals"]
+    on_b = ok_json("nxc", "approvals", "--all", cwd=b, env=as_("bob"))["approvals"]
+    assert on_a == on_b and on_a[0]["decided_by"] == "bbbb/bob"
+    assert on_a[0]["decided_origin"] == "bbbb" and on_a[0]["decided"] > on_a[0]["asked"]

@@ -224,6 +224,8 @@ def _status(args: argparse.Namespace) -> int:
     for lease in out["lost_leases"]:
         print(f"lost lease {lease['id']} {lease['holder']}: {', '.join(lease['paths'])}: "
               f"{lease['reason']}")
+    for a in out["approvals"]:
+        print(f"awaiting approval {a['id']}: {a['what']} (nxc approve|deny {a['id']})")
     return 0
 
 
@@ -408,7 +410,16 @@ VERBS = {
     "leases": lambda sub, common: _work_verb("add_leases", sub, common),
     "release": lambda sub, common: _work_verb("add_release", sub, common),
     "lease-check": lambda sub, common: _work_verb("add_lease_check", sub, common),
+    "approvals": lambda sub, common: _approval_verb("add_approvals", sub, common),
+    "approve": lambda sub, common: _approval_verb("add_approve", sub, common),
+    "deny": lambda sub, common: _approval_verb("add_deny", sub, common),
 }
+
+
+def _approval_verb(name: str, sub, common) -> None:
+    from nixx.cli import nxc_approvals
+
+    getattr(nxc_approvals, name)(sub, common, Formatter)
 
 
 def _work_verb(name: str, sub, common) -> None:

@@ -100,16 +100,17 @@ def _run(args: argparse.Namespace) -> int:
 
 def _catch_up(ws) -> None:
     """Answers that arrived by sync move on the channel rounds this machine runs (the
-    machine that sent a round settles it: docs/channels.md)."""
+    machine that sent a round settles it: docs/channels.md), and a person's decisions
+    take the steps held here for them (docs/nxc.md, approvals)."""
     import os
 
-    from nixx.nxc.delivery.rounds import catch_up
+    from nixx.nxc.delivery.dispatch import catch_up
 
     try:
         catch_up(ws, os.environ)
     except Exception as exc:  # noqa: BLE001 - the pass itself succeeded; say it, go on
         sys.stderr.write(f"warning: the pass stored new answers, but moving the channel "
-                         f"rounds on failed: {exc}; the next pass tries again\n")
+                         f"rounds or the approved steps on failed: {exc}; the next pass tries again\n")
 
 
 def _status(args: argparse.Namespace) -> int:

@@ -22,6 +22,7 @@ import json
 import os
 
 from nixx.errors import ValidationError
+from nixx.nxc.approvals import CHANNEL_STEPS, PERSONA_STEPS
 from nixx.nxc.durations import parse_duration_ms, parse_instant_ms
 from nixx.nxc.handles import check_agent, qualify
 
@@ -49,11 +50,11 @@ BUILTIN_RUNTIMES = frozenset({"nixx"})
 _PERSONA_KEYS = {
     "handle", "system_prompt", "job_title", "job_description", "expected_output", "model",
     "stage", "tools", "permissions", "prime", "addressable", "working_tree", "runtime",
-    "shared_memory",
+    "shared_memory", "approve",
 }
 _CHANNEL_KEYS = {
     "name", "members", "description", "kind", "expects", "on_complete", "summary_prompt",
-    "visibility", "flow", "timeout",
+    "visibility", "flow", "timeout", "approve",
 }
 
 
@@ -129,11 +130,11 @@ class Persona(_Record):
 
     __slots__ = ("handle", "file", "system_prompt", "job_title", "job_description",
                  "expected_output", "model", "stage", "tools", "permissions", "prime",
-                 "addressable", "working_tree", "runtime", "shared_memory")
+                 "addressable", "working_tree", "runtime", "shared_memory", "approve")
     _defaults = {"job_title": None, "job_description": None, "expected_output": None,
                  "model": None, "stage": None, "tools": None, "permissions": None,
                  "prime": True, "addressable": Addressable, "working_tree": "shared",
-                 "runtime": None, "shared_memory": True}
+                 "runtime": None, "shared_memory": True, "approve": ()}
     handle: str  # qualified
     file: str
     system_prompt: str
@@ -149,6 +150,7 @@ class Persona(_Record):
     working_tree: str
     runtime: Runtime | None
     shared_memory: bool  # the built-in runtime goes through a reachable `nixx serve`
+    approve: tuple[str, ...]  # steps a person approves first (`nixx.nxc.approvals`)
 
     @property
     def agent(self) -> str:
@@ -161,10 +163,10 @@ class ChannelDecl(_Record):
 
     __slots__ = ("name", "file", "members", "expects", "description", "kind", "on_complete",
                  "summary_prompt", "visibility", "flow", "timeout", "timeout_ms",
-                 "timeout_at_ms")
+                 "timeout_at_ms", "approve")
     _defaults = {"description": None, "kind": "group", "on_complete": "pass_through",
                  "summary_prompt": None, "visibility": "requester_only", "flow": "parallel",
-                 "timeout": None, "timeout_ms": None, "timeout_at_ms": None}
+                 "timeout": None, "timeout_ms": None, "timeout_at_ms": None, "approve": ()}
     name: str
     file: str
     members: tuple[str, ...]
@@ -178,6 +180,7 @@ class ChannelDecl(_Record):
     timeout: str | None  # as written
     timeout_ms: int | None  # a duration
     timeout_at_ms: int | None  # an instant
+    approve: tuple[str, ...]  # steps a person approves first (`nixx.nxc.approvals`)
 
     @property
     def id(self) -> str:
@@ -499,6 +502,16 @@ def _addressable(path: str, value: Any, origin: str) -> Addressable:
     raise _err(path, "addressable", "must be `general`, `none` or {personas: [...], humans: bool}")
 
 
+def _approve(path: str, value: Any, steps: tuple[str, ...], fld: str) -> tuple[str, ...]:
+    """`approve:` — the steps a person approves first: a list out of `steps`."""
+    if value is None:
+        return ()
+    if not isinstance(value, list) or not all(isinstance(v, str) and v in steps for v in value):
+        raise _err(path, fld, f"must be a list of steps out of {', '.join(steps)} "
+                              f"(a person approves each before it is taken)")
+    return tuple(dict.fromkeys(value))
+
+
 def _persona(path: str, data: Any, origin: str) -> Persona:
     if not isinstance(data, dict):
         raise ValidationError(f"{path}: a persona file must be a YAML map", file=str(path))
@@ -549,6 +562,7 @@ def _persona(path: str, data: Any, origin: str) -> Persona:
         working_tree=_choice(path, data, "working_tree", ("shared", "exclusive"), "working_tree"),
         runtime=_runtime(path, data.get("runtime")),
         shared_memory=shared_memory,
+        approve=_approve(path, data.get("approve"), PERSONA_STEPS, "approve"),
     )
 
 
@@ -624,6 +638,7 @@ def _channels(path: str, data: Any, origin: str) -> list[ChannelDecl]:
                 timeout=None if timeout is None else str(timeout),
                 timeout_ms=timeout_ms,
                 timeout_at_ms=timeout_at,
+                approve=_approve(path, item.get("approve"), CHANNEL_STEPS, f"{where}.approve"),
             )
         )
     return out

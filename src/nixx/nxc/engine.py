@@ -350,6 +350,8 @@ class Engine:
         }
         if "sessions" in delivered:
             receipt["sessions"] = delivered["sessions"]
+        if "approval" in delivered:  # held for a person (`nixx.nxc.approvals`)
+            receipt["approval"] = delivered["approval"]
         if target == "channel":
             receipt["members"] = members
         return receipt
@@ -618,10 +620,39 @@ class Engine:
             {"id": t.id, "title": t.title, "holder": t.holder, "thread": t.thread}
             for t in found.values() if t.state == "claimed" and t.holder]
         live, lost = work.lease_state(self.conn, now)
+        from nixx.nxc import approvals
+
+        pending = [a.as_json() for a in approvals.approvals(self.conn).values()
+                   if a.state == "pending"]
+        for op in ops:  # a step held for a person: the operation awaits one
+            mine = [a for a in pending if a["thread"] in {t["thread_id"] for t in op["threads"]}]
+            for t in op["threads"]:
+                if any(a["thread"] == t["thread_id"] for a in mine):
+                    t["awaiting_human"] = True
+            op["approvals"] = mine
+            op["awaiting_human"] = op["awaiting_human"] or bool(mine)
         out: StatusReport = {"actor": self.handle, "operations": ops, "held": held,
                              "leases": live, "lost_claims": work.lost_claims(found),
-                             "lost_leases": lost}
+                             "lost_leases": lost, "approvals": pending}
         return self.delivery.annotate_status(self, out)
+
+    def approvals(self, *, include_decided: bool = False) -> builtins.list[dict[str, Any]]:
+        """The approvals asked in this workspace (`nixx.nxc.approvals`): the pending ones,
+        oldest first, or every one with `include_decided`."""
+        from nixx.nxc import approvals
+
+        found = approvals.approvals(self.conn).values()
+        return [a.as_json() for a in found if include_decided or a.state == "pending"]
+
+    def decide(self, approval_id: str, decision: str, note: str = "") -> dict[str, Any]:
+        """A person approves or denies (`decision`: approved | denied) a held step; the
+        steps it decides that are held on this machine are taken now (`taken`), those
+        held on another clone when the decision reaches it by sync."""
+        from nixx.nxc import approvals
+
+        out = approvals.decide(self, approval_id, decision, note)
+        out["taken"] = self.delivery.on_decided(self)
+        return out
 
     def search(self, query: str, *, limit: int = 20) -> builtins.list[SearchHit]:
         from nixx.nxc.search import search

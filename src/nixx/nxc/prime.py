@@ -32,7 +32,6 @@ def prime(engine: Engine) -> PrimeBlock:
         engine.conn, me, now, limit=None, where="t.opener = :opener", params={"opener": me})
         if t["state"] == "open"]
     from nixx.nxc import work
-
     from nixx.nxc.durations import iso
 
     found = work.tasks(engine.conn)

@@ -98,6 +98,7 @@ class Delivered(TypedDict):
     sessions: NotRequired[list[str]]  # a channel round: every session it started
     refused: NotRequired[str]  # why nothing was started (``hop_limit``)
     failed: NotRequired[str]  # why the start failed (executable missing, no supervisor)
+    approval: NotRequired[str]  # held for a person: the approval that starts it
 
 
 class Resumed(TypedDict):
@@ -109,6 +110,7 @@ class Resumed(TypedDict):
     dropped: NotRequired[bool]  # every message was handed over already
     queued: NotRequired[bool]  # the session runs: the answer waits for its next wake
     settled: NotRequired[bool]  # a round's last slot answered
+    approval: NotRequired[str]  # the round's hand-back is held for a person
 
 
 class Await(TypedDict):
@@ -130,6 +132,7 @@ SendReceipt = TypedDict("SendReceipt", {
     "sessions": NotRequired[list[str]],
     "expects": list[str],
     "members": NotRequired[list[str]],
+    "approval": NotRequired[str],  # held for a person: `nxc approve` it
     "deadline": str | None,
     "spawned": bool,
     "warnings": list[str],
@@ -309,6 +312,7 @@ class Operation(TypedDict):
     needs_decision: bool
     awaiting_human: bool
     threads: list[OperationThread]  # depth first, the root first
+    approvals: NotRequired[list[dict[str, Any]]]  # pending in its tree (`Engine.status`)
     refusals: NotRequired[list[DeliveryOutcome]]  # `LiveDelivery.annotate_status`
 
 
@@ -330,6 +334,7 @@ class StatusReport(TypedDict):
     leases: list[dict[str, Any]]  # the active leases (`nixx.nxc.work.leases`)
     lost_claims: list[dict[str, str]]  # claims that lost a race (`nixx.nxc.work.lost_claims`)
     lost_leases: list[dict[str, Any]]  # leases that lost to an earlier one, not yet expired
+    approvals: list[dict[str, Any]]  # steps held for a person (`nixx.nxc.approvals`)
 
 
 class ReadMark(TypedDict):

@@ -15,6 +15,7 @@ property tests check.
     lease          lease id  {paths, thread, until, shared}          the replica that
                                                                      minted the lease id
     lease_release  lease id  {}                                      the lease's replica
+    approval_ask, approval_decide: a person's approvals (`nixx.nxc.approvals`)
 
 **A task** is ``open`` → ``claimed`` by one handle → ``done`` (or released back to open).
 Walking its ops in pos order: a claim counts when the task is open and every task it
@@ -36,6 +37,7 @@ import json
 
 from nixx.log.ids import minter, new_thing_id
 from nixx.log.reducer import Reducer
+from nixx.nxc import approvals
 
 TYPE_CHECKING = False  # `typing` costs start-up; only annotations use it
 if TYPE_CHECKING:
@@ -99,8 +101,11 @@ class WorkReducer(Reducer):
 
 def _well_formed(op: Op) -> bool:
     p = op.payload
-    if op.kind not in TASK_KINDS + LEASE_KINDS or not isinstance(p, dict) or not op.actor:
+    if op.kind not in TASK_KINDS + LEASE_KINDS + approvals.KINDS or not isinstance(p, dict) \
+            or not op.actor:
         return False
+    if op.kind in approvals.KINDS:
+        return approvals.well_formed(op)
     if op.kind == "task_add":
         deps = p.get("depends_on", [])
         return (minter(op.target) == op.origin and isinstance(p.get("title"), str)

@@ -12,6 +12,9 @@
       settles; a member's escalation wakes the requester's session at once;
     * by the requester in the round's thread: every member's session hears it.
 - A send refused by the persona's `addressable` is recorded before the error is raised.
+- A person's decision (`nixx.nxc.approvals`), seen here first by the `nxc approve|deny`
+  that wrote it or by the sync pass that brought it: the held steps it decides are
+  taken (`take_decided`).
 
 The sending session (`NXC_SESSION`) is where the sender stands: its thread becomes the
 parent of what it sends, and it is recorded as the opener to wake.
@@ -23,11 +26,14 @@ from nixx.nxc.delivery.hooks import Delivery
 
 TYPE_CHECKING = False  # `typing` costs ~2 ms of every CLI start; only annotations use it
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from nixx.log.reducer import Reducer
+    from nixx.log.workspace import Workspace
     from nixx.nxc.declarations import Persona
     from nixx.nxc.delivery.hooks import ReplyContext, SendContext
     from nixx.nxc.delivery.launcher import Deliverer
-    from nixx.nxc.delivery.shapes import Wake
+    from nixx.nxc.delivery.shapes import Taken, Wake
     from nixx.nxc.engine import Engine
     from nixx.nxc.shapes import Delivered, Resumed, StatusReport, ThreadSummary
 
@@ -150,6 +156,13 @@ class LiveDelivery(Delivery):
             "thread": thread, "persona": persona.handle, "reason": reason, "msg": msg,
             "to": to})
 
+    def on_decided(self, engine: Engine) -> list[Taken]:
+        """A person decided an approval here: take the held steps it decides."""
+        d = self.deliverer(engine)
+        if not d.has_local():
+            return []  # nothing was ever held on this machine
+        return take_decided(d)
+
     def annotate_thread(self, engine: Engine, summary: ThreadSummary) -> ThreadSummary:
         """Add `failures`: the personas still owed a reply whose last delivery failed or was
         refused, with the cause (`reason`, `msg`)."""
@@ -187,3 +200,60 @@ class LiveDelivery(Delivery):
                     t["session"] = row["session"]
                     t["session_state"] = row["state"]
         return out
+
+
+def take_decided(d: Deliverer) -> list[Taken]:
+    """Take each step held on this machine (`gates`) that a person has now decided:
+    approved, the step runs; denied, the thread says so (a persona's start: a `refused`
+    outcome, reason ``denied``; a round's start or hand-back: the supervisor hands the
+    denial back). Each step runs once, whichever process sees the decision first."""
+    from nixx.nxc.delivery import gates, outcomes, rounds
+
+    out: list[Taken] = []
+    for a, action, args in gates.decided(d):
+        approved = a.state == "approved"
+        result: Delivered | Resumed
+        if action == "start":
+            persona = d.decls.personas.get(args["persona"])
+            if approved and persona is not None:
+                kwargs = {k: v for k, v in args.items() if k != "persona"}
+                result = d.start(persona, approved=a.id, **kwargs)
+            else:
+                msg = gates.denial(a) if not approved else (
+                    f"{args['persona']} is no longer declared: not started")
+                outcomes.record(d.store, "refused", args["thread_id"], args["sender"], {
+                    "thread": args["thread_id"], "persona": args["persona"],
+                    "reason": "denied", "approval": a.id, "msg": msg})
+                result = {"session": None, "spawned": False, "warnings": [msg]}
+                if args.get("round_thread"):  # the round goes on without this member
+                    rounds.on_member_exit(d, args["round_thread"], args["persona"])
+        elif action == "round":
+            result = (rounds.begin(d, args["thread_id"]) if approved
+                      else rounds.deny(d, args["thread_id"], gates.denial(a)))
+        else:  # hand_back
+            result = rounds.hand_back(d, args["thread_id"], warnings=[],
+                                      denied=None if approved else gates.denial(a))
+        out.append({"approval": a.id, "action": action, "state": a.state,
+                    "thread": a.thread, "warnings": result.get("warnings", [])})
+    return out
+
+
+def catch_up(workspace: Workspace, env: Mapping[str, str]) -> list[str]:
+    """After a sync pass stored new ops: move on the rounds this machine runs
+    (`rounds.catch_up`) and take the held steps a person decided on another clone.
+    → the rounds settled and the approvals taken."""
+    import os
+
+    from nixx.nxc.delivery.localstore import local_db_path
+
+    if not os.path.exists(local_db_path(workspace.state_dir)):
+        return []  # no session, round or held step ever here
+    from nixx.nxc.delivery import rounds
+    from nixx.nxc.delivery.launcher import Deliverer
+
+    d = Deliverer.open(workspace.db_path, dict(env))
+    try:
+        taken = [t["approval"] for t in take_decided(d)]
+        return rounds.catch_up(d) + taken
+    finally:
+        d.store.close()

@@ -32,6 +32,7 @@ TYPE_CHECKING = False  # `typing` costs ~2 ms of every CLI start; only annotatio
 if TYPE_CHECKING:
     from nixx.log.reducer import Reducer
     from nixx.nxc.declarations import ChannelDecl, Persona
+    from nixx.nxc.delivery.shapes import Taken
     from nixx.nxc.engine import Engine
     from nixx.nxc.shapes import Delivered, Resumed, StatusReport, ThreadSummary
 
@@ -99,6 +100,11 @@ class Delivery:
     def on_refused(self, engine: Engine, *, to: str, persona: Persona, reason: str,
                    msg: str) -> None:
         """A send to `persona` was refused (`reason`), before the error is raised."""
+
+    def on_decided(self, engine: Engine) -> list[Taken]:
+        """A person decided an approval (`nixx.nxc.approvals`): take the steps held here
+        that it decides. → what was taken."""
+        return []
 
     def annotate_thread(self, engine: Engine, summary: ThreadSummary) -> ThreadSummary:
         """A thread summary (`threads show`, `wait`), with what delivery knows of it."""

@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 
-from nixx.nxc.delivery import chain, outcomes, sessions
+from nixx.nxc.delivery import chain, gates, outcomes, sessions
 from nixx.nxc.delivery.chain import NxcEnv
 from nixx.nxc.delivery.localstore import LocalStore, local_db_path
 from nixx.nxc.delivery.spawn import enclosing_sessions
@@ -151,12 +151,18 @@ class Deliverer:
         self, persona: Persona, *, thread_id: str, task: str, sender: str, channel: str | None = None,
         earlier: list[Said] | None = None, timeout_ms: int | None = None,
         round_thread: str | None = None, round_opener: str | None = None,
-        kill_at_ms: int | None = None,
+        kill_at_ms: int | None = None, approved: str | None = None,
+        spawned_by: str | None = None,
     ) -> Delivered:
         """Start a fresh session of `persona` answering `thread_id`; its run is killed
         `timeout_ms` after it starts, or at the instant `kill_at_ms` (epoch ms). A round's
         member names the round's thread (`round_thread`) and the session that opened the
         round (`round_opener`, None: a person), whose hop it runs one below.
+
+        A persona that declares `approve: [start]` is held for a person (`gates.hold`):
+        nothing starts, the receipt names the approval. Once approved, the start is run
+        again with `approved` (its id) and `spawned_by` (the session that sent, held with
+        it: the process that approves is a person's, not the sender's).
         → {session, spawned, warnings}."""
         actor = sender
         if persona.runtime is None:
@@ -170,6 +176,8 @@ class Deliverer:
         # round's depth + 1, whichever process starts it), else the session we run in
         if round_thread is not None:
             current = sessions.get(self.local, round_opener) if round_opener else None
+        elif approved is not None:
+            current = sessions.get(self.local, spawned_by) if spawned_by else None
         else:
             current = self.current_session()
         hop, limit, bounds = chain.place(self.nxc_env, current,
@@ -182,6 +190,21 @@ class Deliverer:
                 "hop": hop, "limit": limit, "msg": msg})
             return {"session": None, "spawned": False, "warnings": [msg], "refused": "hop_limit"}
         runtime = runs.runtime_dict(persona.runtime)
+        if approved is None and gates.required(persona.approve, "start"):
+            args = {"persona": persona.handle, "thread_id": thread_id, "task": task,
+                    "sender": sender, "channel": channel, "earlier": earlier,
+                    "timeout_ms": timeout_ms, "round_thread": round_thread,
+                    "round_opener": round_opener, "kill_at_ms": kill_at_ms,
+                    "spawned_by": current["session"] if current else None}
+            shown = " ".join(runtime.get("start") or [str(runtime.get("builtin"))])
+            approval = gates.hold(
+                self, step="start", subject=persona.handle, thread=thread_id, actor=actor,
+                action="start", args=args,
+                what=(f"start {persona.handle} ({shown[:200]}) for thread {thread_id}, asked "
+                      f"by {sender}"))  # no body: who may read it is the thread's rule
+            return {"session": None, "spawned": False, "approval": approval, "warnings": [
+                f"{persona.handle} starts once a person approves: nxc approve {approval} "
+                f"(or nxc deny {approval}), on any clone"]}
         sid = sessions.create(
             self.local, persona=persona.handle, thread_id=thread_id, runtime=runtime, hop=hop,
             max_hops=limit, parent_session=current["session"] if current else None,

@@ -22,6 +22,8 @@ flag to forget and no filter to get wrong. Deleting the file loses only device s
                                                         every message handed over once
     rounds(thread_id, channel, flow, members, next_index, opener_session, timeout_ms,
            settled, config, created)
+    gates(approval_id, action, args, created, done)   steps held for a person's approval
+                                                        (`gates`): what to do once decided
     transcript(session_id, seq, kind, at, tool_use_id, parent_tool_use_id,
                subagent_type, data, text)              + transcript_fts (FTS5 over text)
     transcript_sessions(session_id, first_at, last_at, entries)
@@ -135,6 +137,14 @@ def m001_device_state(conn: apsw.Connection) -> None:
         have = {r[1] for r in conn.execute(f"PRAGMA table_info({table})")}
         if column not in have:
             conn.execute(f"ALTER TABLE {table} ADD COLUMN {column} {decl}")
+
+
+@MIGRATIONS.register
+def m002_gates(conn: apsw.Connection) -> None:
+    """The steps held here for a person's approval (`nixx.nxc.delivery.gates`)."""
+    conn.execute("CREATE TABLE IF NOT EXISTS gates(approval_id TEXT PRIMARY KEY, "
+                 "action TEXT NOT NULL, args TEXT NOT NULL, created INTEGER NOT NULL, "
+                 "done INTEGER NOT NULL DEFAULT 0) WITHOUT ROWID")
 
 
 def _legacy_version(conn: apsw.Connection) -> int:

@@ -13,9 +13,9 @@ order folds to the same rows.
     failed    thread id         {thread, session, persona, reason, code?}
                                  the runtime could not start, or a run exited non-zero:
                                  `reason` is the cause in words (which URL, which setting)
-    refused   thread id | handle {thread, persona, reason: hop_limit|resume_limit|addressable,
+    refused   thread id | handle {thread, persona, reason: hop_limit|resume_limit|addressable|denied,
                                   hop | scope+count, limit, msg}
-    round     thread id         {thread, channel, event: posted|advanced, member?}
+    round     thread id         {thread, channel, event: posted|denied|advanced, member?}
 
 `refused` with reason ``addressable`` is written when a send is refused before any
 thread exists: its target is the sender's current thread (inside a session) or the

@@ -38,24 +38,22 @@ import json
 import time
 
 from nixx.nxc.channels import supervisor_handle
-from nixx.nxc.delivery import outcomes, sessions
+from nixx.nxc.delivery import gates, outcomes, sessions
 from nixx.nxc.delivery.session_prompt import blocks
 from nixx.nxc.reducer import DOMAIN, children_by, posts_of, thread_channel
 
 TYPE_CHECKING = False  # `typing` costs ~2 ms of every CLI start; only annotations use it
 if TYPE_CHECKING:
-    from collections.abc import Mapping
     from typing import Any
 
     from apsw import Connection
 
-    from nixx.log.workspace import Workspace
     from nixx.nxc.declarations import ChannelDecl, Persona
     from nixx.nxc.delivery.launcher import Deliverer
     from nixx.nxc.delivery.shapes import Said
     from nixx.nxc.shapes import Delivered, Resumed, ThreadSummary
 
-__all__ = ["catch_up", "is_round", "member_sessions", "on_member_exit", "on_slot_reply",
+__all__ = ["begin", "catch_up", "deny", "hand_back", "is_round", "member_sessions", "on_member_exit", "on_slot_reply",
            "open_round", "round_of_slot", "settle", "slot_of_member", "slots",
            "supervisor_handle"]
 
@@ -82,9 +80,26 @@ def open_round(d: Deliverer, *, channel: ChannelDecl, thread_id: str, members: l
     # NIXX_* settings: the backend is captured here, in the sender's process
     if builtin or channel.on_complete == "summarize":
         d.keep_round_backend(thread_id)
+    if gates.required(channel.approve, "start"):
+        supervisor = supervisor_handle(d.origin, channel.name)
+        approval = gates.hold(
+            d, step="start", subject=supervisor, thread=thread_id, actor=supervisor,
+            action="round", args={"thread_id": thread_id},
+            what=(f"start the round of {channel.name} ({', '.join(members)}) in thread "
+                  f"{thread_id}, asked by {sender}"))
+        return {"session": None, "sessions": [], "spawned": False, "approval": approval,
+                "warnings": [f"the round of {channel.name} starts once a person approves: "
+                             f"nxc approve {approval} (or nxc deny {approval}), on any clone"]}
+    return begin(d, thread_id)
+
+
+def begin(d: Deliverer, thread_id: str) -> Delivered:
+    """Start the round's first member(s): every member (parallel) or the first
+    (sequential). → receipt fields."""
+    r = _existing_round(d, thread_id)
     started: list[str] = []
     warnings: list[str] = []
-    count = len(members) if channel.flow == "parallel" else 1
+    count = len(r["members"]) if r["flow"] == "parallel" else 1
     for _ in range(count):
         result = _start_next(d, thread_id)
         if result is None:
@@ -303,39 +318,34 @@ def on_member_exit(d: Deliverer, thread_id: str, member: str) -> Resumed | None:
     return settle(d, thread_id, warnings=[])
 
 
-def catch_up(workspace: Workspace, env: Mapping[str, str]) -> list[str]:
+def catch_up(d: Deliverer) -> list[str]:
     """Move on the rounds this machine runs with answers that arrived by sync (a member
     answered in its slot in another clone: no process here saw the reply). Called after
-    a sync pass stored new ops. → the rounds settled now."""
-    import os
+    a sync pass stored new ops (`dispatch.catch_up`). → the rounds settled now."""
+    rows = d.local.conn.execute(
+        "SELECT thread_id FROM rounds WHERE settled = 0 ORDER BY created").fetchall()
+    settled: list[str] = []
+    for root in [str(tid) for (tid,) in rows]:
+        r = _existing_round(d, root)
+        if r["flow"] == "sequential" and r["next_index"] > 0:
+            from nixx.nxc.threads import get_thread
 
-    from nixx.nxc.delivery.localstore import local_db_path
+            member = r["members"][r["next_index"] - 1]
+            slot = slots(d.store.conn, root, _supervisor(r)).get(member)
+            summary = get_thread(d.store.conn, slot, _now_ms()) if slot else None
+            if summary is not None and summary["complete"]:
+                _start_next(d, root, r["next_index"])
+                r = _existing_round(d, root)
+        if _all_answered(d, r) and settle(d, root, warnings=[]).get("settled"):
+            settled.append(root)
+    return settled
 
-    if not os.path.exists(local_db_path(workspace.state_dir)):
-        return []  # no round ever ran here
-    from nixx.nxc.delivery.launcher import Deliverer
 
-    d = Deliverer.open(workspace.db_path, dict(env))
-    try:
-        rows = d.local.conn.execute(
-            "SELECT thread_id FROM rounds WHERE settled = 0 ORDER BY created").fetchall()
-        settled: list[str] = []
-        for root in [str(tid) for (tid,) in rows]:
-            r = _existing_round(d, root)
-            if r["flow"] == "sequential" and r["next_index"] > 0:
-                from nixx.nxc.threads import get_thread
-
-                member = r["members"][r["next_index"] - 1]
-                slot = slots(d.store.conn, root, _supervisor(r)).get(member)
-                summary = get_thread(d.store.conn, slot, _now_ms()) if slot else None
-                if summary is not None and summary["complete"]:
-                    _start_next(d, root, r["next_index"])
-                    r = _existing_round(d, root)
-            if _all_answered(d, r) and settle(d, root, warnings=[]).get("settled"):
-                settled.append(root)
-        return settled
-    finally:
-        d.store.close()
+def deny(d: Deliverer, thread_id: str, denied: str) -> Resumed:
+    """A person denied the round's start: it is settled with the denial handed back."""
+    with d.local.transaction() as conn:
+        conn.execute("UPDATE rounds SET settled = 1 WHERE thread_id = ?", (thread_id,))
+    return hand_back(d, thread_id, warnings=[], denied=denied)
 
 
 def member_sessions(d: Deliverer, round_thread: str) -> list[str]:
@@ -349,20 +359,43 @@ def member_sessions(d: Deliverer, round_thread: str) -> list[str]:
 
 
 def settle(d: Deliverer, thread_id: str, *, warnings: list[str]) -> Resumed:
-    """Post the supervisor's reply once, and wake the opener's session with it."""
+    """Post the supervisor's reply once, and wake the opener's session with it — or, when
+    the channel declares `approve: [hand_back]`, hold it for a person (`gates`)."""
     with d.local.transaction() as conn:
         conn.execute("UPDATE rounds SET settled = 1 WHERE thread_id = ? AND settled = 0",
                      (thread_id,))
         if conn.changes() == 0:
             return {"resumed": None, "warnings": warnings}
     r = _existing_round(d, thread_id)
+    channel = d.decls.channels.get(r["channel"])
+    if channel is not None and gates.required(channel.approve, "hand_back"):
+        answers = _answers(d, r, r["members"])
+        approval = gates.hold(
+            d, step="hand_back", subject=_supervisor(r), thread=thread_id,
+            actor=_supervisor(r), action="hand_back", args={"thread_id": thread_id},
+            what=(f"hand the round of {r['channel']} in thread {thread_id} back to "
+                  f"{r['config']['sender']}: {len(answers)} answer(s) from "
+                  f"{', '.join(sorted({a['sender'] for a in answers})) or 'nobody'}"))
+        return {"resumed": None, "settled": False, "approval": approval, "warnings": warnings + [
+            f"the round of {r['channel']} is handed back once a person approves: nxc "
+            f"approve {approval} (or nxc deny {approval}), on any clone"]}
+    return hand_back(d, thread_id, warnings=warnings)
+
+
+def hand_back(d: Deliverer, thread_id: str, *, warnings: list[str],
+              denied: str | None = None) -> Resumed:
+    """Post the supervisor's reply in the round's thread — the answers in member order,
+    or what a person's denial says (`denied`) — and wake the opener's session with it."""
+    r = _existing_round(d, thread_id)
     answers = _answers(d, r, r["members"])
     answered = {a["sender"] for a in answers}
     silent = [m for m in r["members"] if m not in answered]
     body = blocks(answers) if answers else "(no member answered)"
-    if r["config"]["on_complete"] == "summarize" and answers:
+    if denied is not None:
+        body = f"Not handed back: {denied}"
+    elif r["config"]["on_complete"] == "summarize" and answers:
         body = _summarize(d, r, body)
-    if silent:
+    if silent and denied is None:
         body += "\n\nNo answer from: " + ", ".join(silent)
     actor = _supervisor(r)
     from nixx.log.ids import new_thing_id
@@ -374,7 +407,8 @@ def settle(d: Deliverer, thread_id: str, *, warnings: list[str]) -> Resumed:
             "thread": thread_id, "channel": summary_channel, "body": body, "kind": "report",
             "priority": "normal", "disposition": "in_turn", "escalate": False, "refs": {"round": r["channel"]}})
     outcomes.record(d.store, "round", thread_id, actor, {
-        "thread": thread_id, "channel": r["channel"], "event": "posted",
+        "thread": thread_id, "channel": r["channel"],
+        "event": "posted" if denied is None else "denied",
         "answered": [m for m in r["members"] if m in answered], "silent": silent})
     resumed = None
     if r["opener_session"]:

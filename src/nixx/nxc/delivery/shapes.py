@@ -71,6 +71,16 @@ class RunSpec(TypedDict):
     keep_days: int | None  # NXC_TRANSCRIPT_KEEP_DAYS of the process that started it
 
 
+class Taken(TypedDict):
+    """A held step a person decided, taken (`dispatch.take_decided`)."""
+
+    approval: str
+    action: str  # start | round | hand_back (`gates`)
+    state: str  # approved | denied
+    thread: str
+    warnings: list[str]
+
+
 class Launched(TypedDict):
     spawned: bool
     warnings: list[str]
