@@ -27,9 +27,11 @@ OVERRIDE = "NXC_LEASE_OVERRIDE"
 
 
 def _engine(args: argparse.Namespace) -> Engine:
+    from nixx.nxc.delivery.dispatch import LiveDelivery
     from nixx.nxc.engine import Engine
 
-    return Engine.open(db=args.db)
+    # live delivery knows the agent session a verb runs in: a lease taken there ends with it
+    return Engine.open(db=args.db, delivery=LiveDelivery())
 
 
 def _show_task(t: dict[str, Any]) -> str:

@@ -12,9 +12,10 @@ property tests check.
                                                                      claimer's own)
     task_release   task id   {}                                      any; counts from the holder
     task_done      task id   {}                                      any; counts from the holder
-    lease          lease id  {paths, thread, until, shared}          the replica that
+    lease          lease id  {paths, thread, until, shared,          the replica that
+                              session?}
                                                                      minted the lease id
-    lease_release  lease id  {}                                      the lease's replica
+    lease_release  lease id  {session?}                              the lease's replica
     approval_ask, approval_decide: a person's approvals (`nixx.nxc.approvals`)
 
 **A task** is ``open`` → ``claimed`` by one handle → ``done`` (or released back to open).
@@ -47,6 +48,7 @@ if TYPE_CHECKING:
     from apsw import Connection
 
     from nixx.log.op import Op
+    from nixx.log.store import LogStore
     from nixx.nxc.engine import Engine
 
 DOMAIN = "work"
@@ -118,7 +120,8 @@ def _well_formed(op: Op) -> bool:
                 and 0 < len(paths) <= MAX_PATHS
                 and all(isinstance(x, str) and x and len(x) <= 1000 for x in paths)
                 and type(p.get("until")) is int and isinstance(p.get("shared"), bool)
-                and isinstance(p.get("thread"), (str, type(None))))
+                and isinstance(p.get("thread"), (str, type(None)))
+                and isinstance(p.get("session"), (str, type(None))))
     if op.kind == "lease_release":
         return minter(op.target) == op.origin
     return True  # claim, release, done: judged against the holder at read time
@@ -240,7 +243,8 @@ def lease_state(conn: Connection, now_ms: int) -> tuple[list[dict[str, Any]], li
             continue  # written once: the least pos (its minter's) stands
         seen.add(target)
         x = {"id": target, "holder": actor, "origin": origin, "paths": p["paths"],
-             "thread": p.get("thread"), "until": p["until"], "shared": p["shared"]}
+             "thread": p.get("thread"), "until": p["until"], "shared": p["shared"],
+             "session": p.get("session")}
         taken_ms = decode(pos.split(".", 1)[0])[0]
         first = next((m for m in kept if m["holder"] != actor
                       and not (m["shared"] and x["shared"]) and m["until"] > taken_ms
@@ -390,9 +394,28 @@ def lease(engine: Engine, paths: list[str], *, for_ms: int, thread: str | None =
             raise Conflict(f"{', '.join(other['paths'])} is leased to {other['holder']} "
                            f"(lease {other['id']}, until {iso(other['until'])})")
     lease_id = new_thing_id("l", engine.store.replica, now)
-    _append(engine, "lease", lease_id, {"paths": clean, "thread": thread,
-                                        "until": now + for_ms, "shared": shared})
+    payload: dict[str, Any] = {"paths": clean, "thread": thread, "until": now + for_ms,
+                               "shared": shared}
+    session = engine.delivery.current_session(engine)
+    if session is not None:  # taken inside an agent's session: it ends with the session
+        payload["session"] = session
+    _append(engine, "lease", lease_id, payload)
     return next(x for x in leases(engine.conn, now) if x["id"] == lease_id)
+
+
+def release_session_leases(store: LogStore, session: str, actor: str) -> list[str]:
+    """Release the leases taken inside `session` on this clone that are still active
+    (the supervisor, when the session's run ends with nothing left to do). → their ids."""
+    import time
+
+    now = time.time_ns() // 1_000_000
+    mine = [x["id"] for x in leases(store.conn, now)
+            if x.get("session") == session and minter(x["id"]) == store.replica]
+    if mine:
+        with store.transaction() as txn:
+            for lease_id in mine:
+                txn.append(DOMAIN, "lease_release", lease_id, actor, {"session": session})
+    return mine
 
 
 def release_lease(engine: Engine, lease_id: str) -> dict[str, Any]:

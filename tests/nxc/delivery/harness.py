@@ -30,6 +30,7 @@ BIN = str(Path(sys.executable).parent)
 #   bind_as    bind this runtime session id with `nxc session bind` (and print no init line)
 #   wait_for   a file to wait for before replying (orders answers without timing)
 #   touch      a file to create after replying
+#   nxc_first  `nxc` argument lists to run before replying (fresh runs), e.g. a lease
 # A persona may declare a `resume` template `[python, script, cfg, --resumed-as,
 # {runtime_session}, {prompt}]`; the run's log line then carries `resumed_as`.
 SCRIPT = r'''
@@ -80,6 +81,11 @@ if not resumed:
         emit({"type": "user", "message": {"content": [{"type": "tool_result",
               "tool_use_id": f"tu{n}", "content": out, "is_error": code != 0}]}})
     time.sleep(cfg.get("sleep", 0))
+for args in ([] if resumed else cfg.get("nxc_first", [])):
+    code, out = nxc(*args)
+    if cfg.get("log"):
+        with open(cfg["log"] + ".nxc", "a") as fh:
+            fh.write(json.dumps({"args": args, "code": code, "out": out}) + "\n")
 body = None
 if resumed and cfg.get("on_resume") is not None:
     body = cfg["on_resume"] + "\n" + prompt

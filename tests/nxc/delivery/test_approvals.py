@@ -132,3 +132,26 @@ def test_a_declaration_naming_an_unknown_step_is_refused(tmp_path):
     error = json.loads(out.stdout)["error"]
     assert error["kind"] == "validation" and "approve" in error["msg"]
     assert "start" in error["msg"]
+
+
+def test_a_lease_taken_inside_a_session_ends_with_the_session(tmp_path):
+    ws = make_workspace(tmp_path)
+    log = ws.scripted("coder", reply="done", nxc_first=[["lease", "src/db.py", "--for", "2h"]])
+    ws.nxc("lease", "docs/", "--for", "2h")  # a person's lease: no session, it stays
+    receipt = ws.nxc_json("send", "--to", "coder", "change the schema")
+    waited = ws.nxc("wait", "--thread", receipt["thread_id"], "--timeout", "120", check=False)
+    assert waited.returncode == 0, waited.stdout + waited.stderr
+    (taken,) = [json.loads(line) for line in (tmp_path / "ws" / "coder.log.jsonl.nxc")
+                .read_text().splitlines()]
+    assert taken["code"] == 0, taken
+    lease = json.loads(taken["out"])
+    assert lease["holder"] == "ab12/coder" and lease["session"] == receipt["session"]
+    poll(lambda: all_idle(ws), what="the session to end")
+    left = poll(lambda: [x for x in ws.nxc_json("leases")["leases"]
+                         if x["holder"] == "ab12/coder"] == [] and ws.nxc_json("leases"),
+                what="the session's lease to end")
+    assert [(x["holder"], x["paths"]) for x in left["leases"]] == [("ab12/operator", ["docs"])]
+    released = [op for op in ws.log_ops("work") if op["kind"] == "lease_release"]
+    assert [(op["target"], op["actor"], op["payload"]) for op in released] == [
+        (lease["id"], "ab12/coder", {"session": receipt["session"]})]
+    assert len(runs(log)) == 1

@@ -65,6 +65,13 @@ class LiveDelivery(Delivery):
         current = d.current_session()
         return current["thread_id"] if current else None
 
+    def current_session(self, engine: Engine) -> str | None:
+        d = self.deliverer(engine)
+        if not d.in_session():
+            return None
+        current = d.current_session()
+        return current["session"] if current else None
+
     def on_send(self, ctx: SendContext) -> Delivered:
         d = self.deliverer(ctx.engine)
         current = d.current_session()

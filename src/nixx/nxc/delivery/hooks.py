@@ -91,6 +91,10 @@ class Delivery:
     def parent_thread(self, engine: Engine) -> str | None:
         return None
 
+    def current_session(self, engine: Engine) -> str | None:
+        """The agent session the calling process runs in (None: a person's)."""
+        return None
+
     def on_send(self, ctx: SendContext) -> Delivered:
         return {"session": None, "spawned": False, "warnings": []}
 

@@ -236,6 +236,7 @@ def supervise(run_file: str) -> int:
             except Exception as exc:  # noqa: BLE001 - recorded, the supervisor carries on
                 print(f"round bookkeeping failed: {exc!r}", file=sys.stderr)
         if code is None:
+            _end_leases(d, sid, persona)
             return 1
         refused: list[Refusal] = []
         wakes = sessions.finish_or_take(d.local, sid, code, failure=ran["failure"],
@@ -244,10 +245,21 @@ def supervise(run_file: str) -> int:
         for info in refused:
             d.record_refusal(info, actor=persona)
         if not wakes:
+            _end_leases(d, sid, persona)
             return 0
         # resumed in place: the session stays claimed (state running)
         run = runs.resume_run(d, sessions.require(d.local, sid), wakes)
         runs.record_in_place(d, run, actor=wakes[-1]["sender"])
+
+
+def _end_leases(d: Deliverer, sid: str, persona: str) -> None:
+    """The session ended: the leases it took end with it (`work.release_session_leases`)."""
+    from nixx.nxc.work import release_session_leases
+
+    try:
+        release_session_leases(d.store, sid, persona)
+    except Exception as exc:  # noqa: BLE001 - the leases still expire by themselves
+        print(f"releasing the session's leases failed: {exc!r}", file=sys.stderr)
 
 
 def main(argv: list[str] | None = None) -> int:

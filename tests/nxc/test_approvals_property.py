@@ -1,0 +1,89 @@
+"""The merge rule of approvals (`nixx.nxc.approvals`), with clocks the test chooses: asks
+and decisions written on three clones — some at clocks before their ask (a forged or
+skewed clock), some by the step's own subject — reach every clone in its own order, in
+partial batches, with duplicates; every clone then shows the same approvals, a re-fold
+shows the same, and the decision that counts is the first after the ask, in the log's
+order, by a handle other than the subject; every other decision is listed, none lost."""
+
+from __future__ import annotations
+
+import tempfile
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from nixx.log.clock import encode
+from nixx.log.op import Op
+from nixx.log.store import LogStore
+from nixx.log.workspace import init_workspace
+from nixx.nxc.approvals import approvals
+from nixx.nxc.work import DOMAIN, WorkReducer
+
+REPLICAS = ("aaaa", "bbbb", "cccc")
+ACTORS = ("aaaa/ann", "bbbb/bob", "cccc/cy", "aaaa/coder")  # coder: the subject
+ASKS = tuple(f"a-{i:026d}-aaaa" for i in range(2))
+
+decision = st.tuples(st.integers(0, 2),  # the clone writing
+                     st.integers(0, 3),  # the actor
+                     st.integers(0, 80),  # its wall clock, ms past the start
+                     st.integers(0, 2),  # the counter
+                     st.sampled_from(ASKS),
+                     st.sampled_from(["approved", "denied"]))
+
+
+def build(ask_walls: list[int], decisions: list) -> list[Op]:
+    ops = [Op.make(domain=DOMAIN, kind="approval_ask", target=aid, origin="aaaa",
+                   clock=encode(1_000 + wall, 0), actor="aaaa/coder", created=1_000 + wall,
+                   payload={"step": "start", "subject": "aaaa/coder", "thread": f"t-{i}",
+                            "what": "start aaaa/coder"})
+           for i, (aid, wall) in enumerate(zip(ASKS, ask_walls, strict=True))]
+    for r, who, wall, counter, aid, verdict in decisions:
+        ops.append(Op.make(domain=DOMAIN, kind="approval_decide", target=aid,
+                           origin=REPLICAS[r], clock=encode(1_000 + wall, counter),
+                           actor=ACTORS[who], created=1_000 + wall,
+                           payload={"decision": verdict, "note": f"{who}-{wall}"}))
+    return ops
+
+
+def state(store: LogStore) -> list:
+    return sorted(repr(a.as_json()) for a in approvals(store.conn).values())
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.integers(0, 60), min_size=2, max_size=2), st.lists(decision, max_size=12),
+       st.lists(st.randoms(use_true_random=False), min_size=3, max_size=3),
+       st.lists(st.integers(1, 6), min_size=3, max_size=3))
+def test_every_delivery_order_decides_each_approval_alike(ask_walls, decisions, orders, cuts):
+    ops = build(ask_walls, decisions)
+    with tempfile.TemporaryDirectory() as tmp:
+        stores = [LogStore.open(init_workspace(f"{tmp}/{i}", replica=f"r{i}zz")[0].db_path,
+                                [WorkReducer()]) for i in range(3)]
+        try:
+            for store, rnd, cut in zip(stores, orders, cuts, strict=True):
+                batch = [Op.from_wire(op.to_wire()) for op in ops]
+                batch += rnd.sample(batch, len(batch) // 3)  # some twice
+                rnd.shuffle(batch)
+                for i in range(0, len(batch), cut):  # in partial batches
+                    store.insert(batch[i:i + cut])
+            states = [state(s) for s in stores]
+            assert states[0] == states[1] == states[2]
+            stores[2].refold()
+            assert state(stores[2]) == states[0]
+            found = approvals(stores[0].conn)
+        finally:
+            for s in stores:
+                s.close()
+    for aid, ask in zip(ASKS, ops, strict=False):
+        a = found[aid]
+        after = sorted({op.id: op for op in ops if op.kind == "approval_decide"
+                        and op.target == aid and op.pos > ask.pos}.values(),
+                       key=lambda op: op.pos)  # the same op written twice is one op
+        counted = [op for op in after if op.actor != "aaaa/coder"]
+        if not counted:
+            assert a.state == "pending" and a.decided_by is None
+        else:
+            first = counted[0]
+            assert (a.state, a.decided_by, a.decided_origin, a.note) == (
+                first.payload["decision"], first.actor, first.origin, first.payload["note"])
+        # every decision after the ask but the one that counts is listed as a conflict
+        assert len(a.conflicts) == len(after) - (1 if counted else 0)
