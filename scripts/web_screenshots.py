@@ -61,10 +61,15 @@ def main() -> int:
         (ws / ".nxs-personas" / "reviewer.yaml").write_text(
             "handle: reviewer\nsystem_prompt: You review changes.\n"
         )
+        (ws / ".nxs-personas" / "deployer.yaml").write_text(
+            "handle: deployer\nsystem_prompt: You deploy.\napprove: [start]\nruntime:\n"
+            f"  start: [{json.dumps(sys.executable)}, -c, pass, '{{prompt}}']\n"
+        )
         env = {k: v for k, v in os.environ.items() if not k.startswith("NXC_")}
-        subprocess.run([sys.executable, "-m", "nixx.cli.nxc", "send", "--to", "reviewer",
-                        "please review the storage layer"], cwd=ws, env=env, check=True,
-                       capture_output=True)
+        review = json.loads(subprocess.run(
+            [sys.executable, "-m", "nixx.cli.nxc", "send", "--to", "reviewer", "--json",
+             "please review the storage layer"], cwd=ws, env=env, check=True,
+            capture_output=True, text=True).stdout)
 
         def nxc(*args: str, **extra: str) -> dict:
             done = subprocess.run([sys.executable, "-m", "nixx.cli.nxc", *args, "--json"],
@@ -78,6 +83,7 @@ def main() -> int:
             NXC_ACTOR="reviewer")
         nxc("lease", "src/nixx/store/*.py", "--for", "2h", "--thread", "t-storage")
         nxc("lease", "docs/", "--for", "1h", "--shared", NXC_ACTOR="reviewer")
+        nxc("send", "--to", "deployer", "deploy 0.9 to staging")  # held for a person
         with LiveServer(create_app(settings)) as server:
             base = server.base_url
             for text, answer in TURNS:
@@ -97,6 +103,7 @@ def main() -> int:
                 "context": "/ui/context?answer=4",
                 "settings": "/ui/settings",
                 "agents": "/ui/agents",
+                "agent-thread": f"/ui/agents/threads/{review['thread_id']}",
             }
             from playwright.sync_api import sync_playwright
 

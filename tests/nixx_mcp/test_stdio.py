@@ -271,3 +271,48 @@ def test_stdio_stops_the_server_it_started_when_the_host_sends_sigterm(
     proc.send_signal(signal.SIGTERM)  # the stdin stays open: only the signal ends it
     assert proc.wait(60) == 128 + signal.SIGTERM
     assert not server_answers(url), "the server started for nixx mcp outlived it"
+
+
+def test_stdio_a_person_approves_a_held_start_and_an_agent_may_not(
+    project: Path, nixx_home: Path
+) -> None:
+    """Over MCP as over `nxc approvals|approve`: a persona declaring `approve: [start]` is
+    held when the lead sends to it; the lead (a declared persona) may not approve; the
+    person this server runs for (dana) sees what is asked and approves; the held start is
+    taken at once (the step waits on this clone)."""
+    import sys
+
+    started = project / "deployer-started"
+    import yaml
+
+    (project / ".nxs-personas" / "deployer.yaml").write_text(yaml.safe_dump({
+        "handle": "deployer", "system_prompt": "You deploy.", "approve": ["start"],
+        "runtime": {"start": [sys.executable, "-c", f"open({str(started)!r}, 'w').close()",
+                              "{prompt}"]}}))
+    env = mcp_env(nixx_home, NIXX_PORT=str(_free_port()))
+
+    async def scenario() -> None:
+        async with stdio_client("--actor", "lead", cwd=project, env=env) as lead, \
+                stdio_client("--actor", "dana", cwd=project, env=env) as dana:
+            receipt = await call(lead, "nxc_send", {"to": "deployer", "body": "ship it"})
+            assert receipt["spawned"] is False and receipt["approval"]
+            (asked,) = (await call(dana, "nxc_approvals"))["approvals"]
+            assert asked["id"] == receipt["approval"] and asked["step"] == "start"
+            assert "forbidden" in await refused(lead, "nxc_approve",
+                                                {"approval": asked["id"]})
+            decided = await call(dana, "nxc_approve", {"approval": asked["id"],
+                                                      "note": "looks fine"})
+            assert (decided["state"], decided["decided_by"]) == ("approved", "ab12/dana")
+            assert [t["action"] for t in decided["taken"]] == ["start"]
+            assert "approved already" in await refused(dana, "nxc_deny",
+                                                       {"approval": asked["id"]})
+            assert (await call(dana, "nxc_approvals"))["approvals"] == []
+
+    asyncio.run(scenario())
+    for _ in range(600):  # the runtime runs detached, under its supervisor
+        if started.exists():
+            break
+        import time
+
+        time.sleep(0.1)
+    assert started.exists()

@@ -279,6 +279,77 @@ def test_agents_page_claims_finishes_and_releases_from_the_browser(
     assert {t["id"]: t["state"] for t in held} == {first["id"]: "done", second["id"]: "open"}
 
 
+def test_agents_page_approves_a_held_start_and_replies_in_a_thread(
+    server: LiveServer, workspace: Path, page: Any, tmp_path: Path
+) -> None:
+    """Approvals on the agents page (issue 43): a persona declaring `approve: [start]` is
+    held when someone sends to it; the page lists what waits for the person who runs the
+    server, who approves with a note — the held start is taken at once (its runtime
+    runs) — and a denied one tells the thread why; a reply is posted from a thread's page."""
+    import time
+
+    import yaml
+
+    from nixx.log.workspace import init_workspace
+
+    init_workspace(workspace, replica="ab12")
+    started = tmp_path / "started"
+    folder = workspace / ".nxs-personas"
+    folder.mkdir()
+    for name in ("deployer", "migrator"):
+        (folder / f"{name}.yaml").write_text(yaml.safe_dump({
+            "handle": name, "system_prompt": "You act.", "approve": ["start"],
+            "runtime": {"start": [sys.executable, "-c",
+                                  f"open({str(started)!r} + {name!r}, 'w').close()",
+                                  "{prompt}"]}}))
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("NXC_", "NIXX_"))}
+
+    def nxc(*args: str, actor: str | None = None) -> Any:
+        proc = subprocess.run([sys.executable, "-m", "nixx.cli.nxc", *args, "--json"],
+                              cwd=workspace, capture_output=True, text=True, timeout=60,
+                              env={**env, **({"NXC_ACTOR": actor} if actor else {})})
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        return json.loads(proc.stdout)
+
+    deploy = nxc("send", "--to", "deployer", "deploy <b>now</b>")  # as the server's user
+    migrate = nxc("send", "--to", "migrator", "migrate the schema", actor="lead")
+    page.goto(server.base_url + "/ui/agents")
+    waiting = page.locator("ul.approvals")
+    assert deploy["approval"] in waiting.inner_text()
+    assert "start ab12/deployer" in waiting.inner_text()
+    assert "awaiting approval" in page.locator("section.op", has_text=deploy["thread_id"]).inner_text()
+    row = waiting.locator("li", has_text="ab12/deployer")
+    row.locator("input[name=note]").first.fill("ship <i>it</i>")
+    row.get_by_role("button", name="Approve").click()
+    assert "approved: the step goes on" in page.locator("main").inner_text()
+    for _ in range(600):  # the runtime runs detached, under its supervisor
+        if (tmp_path / "starteddeployer").exists():
+            break
+        time.sleep(0.1)
+    assert (tmp_path / "starteddeployer").exists()
+    row = page.locator("ul.approvals li", has_text="ab12/migrator")
+    row.locator("input[name=note]").nth(1).fill("not during the freeze")
+    row.get_by_role("button", name="Deny").click()
+    assert "denied: the thread is told why" in page.locator("main").inner_text()
+    assert page.locator("ul.approvals").count() == 0
+    decided = {a["id"]: a for a in nxc("approvals", "--all")["approvals"]}
+    assert decided[deploy["approval"]]["note"] == "ship <i>it</i>"
+    assert decided[migrate["approval"]]["state"] == "denied"
+    assert not (tmp_path / "startedmigrator").exists()
+    shown = nxc("threads", "show", migrate["thread_id"], actor="lead")
+    assert "not during the freeze" in json.dumps(nxc("status", "--thread", migrate["thread_id"],
+                                                     actor="lead"))
+    assert shown["messages"][0]["body"] == "migrate the schema"
+    # a reply from the thread's page, as the person who runs the server (its opener: a
+    # follow-up to the deployer)
+    page.goto(server.base_url + f"/ui/agents/threads/{deploy['thread_id']}")
+    page.fill("textarea[name=body]", "the <b>release</b> branch")
+    page.get_by_role("button", name="Reply").click()
+    assert "reply posted" in page.locator("main").inner_text()
+    assert "the <b>release</b> branch" in page.locator("main").inner_text()
+    assert page.locator("main .content b").count() == 0
+
+
 SUMMARY_REPLY = (
     '{"summary": "The boathouse key is under the red flowerpot.", '
     '"entities": {"concepts": ["boathouse"]}, "tags": ["home"]}'

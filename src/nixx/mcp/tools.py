@@ -42,6 +42,9 @@ Kind = Literal["task", "question", "report", "decision", "info"]
 Priority = Literal["urgent", "normal", "background"]
 TaskId = Annotated[str, Field(min_length=1, max_length=200, description="A task id (nxc_tasks).")]
 Thread = Annotated[str, Field(min_length=1, max_length=200, description="A thread id (t-…).")]
+ApprovalId = Annotated[str, Field(min_length=1, max_length=200,
+                                  description="An approval id (nxc_approvals).")]
+Note = Annotated[str, Field(max_length=2000, description="Why, for the record.")]  # approvals.MAX_NOTE
 
 
 def _guard(fn: Callable[..., Awaitable[Json]]) -> Callable[..., Awaitable[Any]]:
@@ -306,7 +309,8 @@ def _chat_post_tools(server: MCPServer, chat: ChatTools) -> None:
 
 
 def _work_tools(server: MCPServer, chat: ChatTools) -> None:
-    """Claimable tasks and leased files (`nixx.nxc.work`), as `nxc task` and `nxc lease`."""
+    """Claimable tasks and leased files (`nixx.nxc.work`), as `nxc task` and `nxc lease`;
+    a person's approvals (`nixx.nxc.approvals`), as `nxc approvals|approve|deny`."""
     from nixx.nxc import work
 
     async def nxc_tasks() -> Json:
@@ -359,8 +363,24 @@ def _work_tools(server: MCPServer, chat: ChatTools) -> None:
         """End a lease you took (in this clone) once the change is committed."""
         return await chat.call(lambda e: work.release_lease(e, lease))
 
+    async def nxc_approvals(
+        all: Annotated[bool, Field(description="Decided approvals too.")] = False,
+    ) -> Json:
+        """The steps held for a person's approval (a persona's start, a round's start or
+        hand-back): id, step, what is asked, state, and who decided, when, from where."""
+        return {"approvals": await chat.call(lambda e: e.approvals(include_decided=all))}
+
+    async def nxc_approve(approval: ApprovalId, note: Note = "") -> Json:
+        """Approve a held step, as the person this server runs for (an agent's session is
+        refused): the clone that holds it takes it now or when the decision syncs there."""
+        return await chat.call(lambda e: e.decide(approval, "approved", note))
+
+    async def nxc_deny(approval: ApprovalId, note: Note = "") -> Json:
+        """Deny a held step, as the person this server runs for: the thread is told why."""
+        return await chat.call(lambda e: e.decide(approval, "denied", note))
+
     for fn in (nxc_tasks, nxc_task_add, nxc_task_claim, nxc_task_release, nxc_task_done,
-               nxc_lease, nxc_leases, nxc_release):
+               nxc_lease, nxc_leases, nxc_release, nxc_approvals, nxc_approve, nxc_deny):
         _add(server, fn)
 
 
@@ -369,4 +389,5 @@ MEMORY_TOOLS = ("memory_search", "memory_remember", "sources_search", "ingest", 
 CHAT_TOOLS = ("nxc_prime", "nxc_list", "nxc_send", "nxc_reply", "nxc_threads_show",
               "nxc_threads_list", "nxc_status", "nxc_wait", "nxc_search",
               "nxc_tasks", "nxc_task_add", "nxc_task_claim", "nxc_task_release", "nxc_task_done",
-              "nxc_lease", "nxc_leases", "nxc_release")
+              "nxc_lease", "nxc_leases", "nxc_release", "nxc_approvals", "nxc_approve",
+              "nxc_deny")

@@ -494,12 +494,14 @@ async def save_settings(request: Request) -> Response:
 # ---- agents -----------------------------------------------------------------------------
 def _engine(request: Request) -> Any:
     from nixx.log.workspace import find_workspace
+    from nixx.nxc.delivery.dispatch import LiveDelivery
     from nixx.nxc.engine import Engine
 
-    # the page reads as the person who runs the server: NXC_ACTOR, else $USER, as `nxc` does
+    # the page reads and acts as the person who runs the server: NXC_ACTOR, else $USER, as
+    # `nxc` does; live delivery, so a reply or an approval starts what it starts from `nxc`
     root = request.app.state.settings.workspace
     workspace = find_workspace(cwd=root or ".", env={})
-    return Engine(workspace, env=os.environ)
+    return Engine(workspace, env=os.environ, delivery=LiveDelivery())
 
 
 @router.get("/ui/agents")
@@ -520,8 +522,54 @@ async def agents(request: Request) -> HTMLResponse:
     except NixxError as exc:
         return render(request, "agents.html", title="Agents", status=None, error=exc.message)
     leases = [{**x, "until_iso": iso(x["until"])} for x in status["leases"]]
+    approvals = [{**a, "asked_iso": iso(a["asked"])} for a in status["approvals"]]
     return render(request, "agents.html", title="Agents", status=status, tasks=tasks,
-                  leases=leases, replica=replica)
+                  leases=leases, replica=replica, approvals=approvals)
+
+
+DECISIONS = {"approve": ("approved", "approval-approved"), "deny": ("denied", "approval-denied")}
+
+
+@router.post("/ui/agents/approvals/{approval_id}/{step}")
+async def decide(request: Request, approval_id: str, step: str) -> Response:
+    """Approve or deny a held step as the person who runs the server (`nxc approve|deny`):
+    a step held on this clone is taken now, one held on another when this syncs there."""
+    from anyio import to_thread
+
+    async def act(fields: dict[str, str]) -> Response:
+        if step not in DECISIONS:
+            raise NotFound(f"no decision {step!r}: approve or deny")
+        decision, notice = DECISIONS[step]
+
+        def run() -> None:
+            with _engine(request) as engine:
+                engine.decide(approval_id, decision, fields.get("note", "").strip())
+
+        await to_thread.run_sync(run)
+        return back("/ui/agents", notice)
+
+    return await submit(request, act)
+
+
+@router.post("/ui/agents/threads/{thread_id}/reply")
+async def agent_reply(request: Request, thread_id: str) -> Response:
+    """Post into a thread as the person who runs the server (`nxc reply`): an answer, or
+    the opener's follow-up, which resumes the sessions answering it."""
+    from anyio import to_thread
+
+    async def act(fields: dict[str, str]) -> Response:
+        body = fields.get("body", "").strip()
+        if not body:
+            raise ValidationError("write the reply first", param="body")
+
+        def run() -> None:
+            with _engine(request) as engine:
+                engine.reply(body, thread=thread_id)
+
+        await to_thread.run_sync(run)
+        return back(f"/ui/agents/threads/{thread_id}", "reply-posted")
+
+    return await submit(request, act)
 
 
 TASK_STEPS = {"claim": "task-claimed", "release": "task-released", "done": "task-done"}
@@ -571,12 +619,13 @@ async def lease_release(request: Request, lease_id: str) -> Response:
 async def agent_thread(request: Request, thread_id: str) -> HTMLResponse:
     from anyio import to_thread
 
-    def read() -> dict[str, Any]:
+    def read() -> tuple[dict[str, Any], str]:
         with _engine(request) as engine:
-            return engine.thread(thread_id)
+            return engine.thread(thread_id), engine.handle
 
     try:
-        thread = await to_thread.run_sync(read)
+        thread, actor = await to_thread.run_sync(read)
     except NixxError as exc:
         return _failure(request, exc)
-    return render(request, "thread.html", title=f"Thread {thread_id}", thread=thread)
+    return render(request, "thread.html", title=f"Thread {thread_id}", thread=thread,
+                  actor=actor)

@@ -64,6 +64,9 @@ NOTICES = {
     "task-released": "task released",
     "task-done": "task done",
     "lease-released": "lease released",
+    "approval-approved": "approved: the step goes on",
+    "approval-denied": "denied: the thread is told why",
+    "reply-posted": "reply posted",
 }
 
 
