@@ -279,3 +279,60 @@ async def test_double_slash_sends_a_slash_message(live_server):
         await settle(pilot)
         await submit(pilot, "//etc/hosts is a file")
     assert live_server.llm.chat_requests[-1]["messages"][-1]["content"] == "/etc/hosts is a file"
+
+
+async def test_approvals_are_listed_approved_and_denied_from_the_chat(live_server, tmp_path):
+    """`/approvals`, `/approve`, `/deny` (issue 43): two sends to a persona declaring
+    `approve: [start]` wait in the server's workspace; the person lists them, approves
+    one with a note (its runtime runs: the step is held on this clone) and denies the
+    other; the decisions are what `nxc approvals --all` shows."""
+    import os
+    import subprocess
+    import sys
+
+    import anyio
+    import yaml
+
+    from nixx.log.workspace import init_workspace
+
+    workspace = live_server.settings.workspace
+    init_workspace(workspace, replica="ab12")
+    (workspace / ".nxs-personas").mkdir()
+    started = tmp_path / "started"
+    (workspace / ".nxs-personas" / "deployer.yaml").write_text(yaml.safe_dump({
+        "handle": "deployer", "system_prompt": "You deploy.", "approve": ["start"],
+        "runtime": {"start": [sys.executable, "-c", f"open({str(started)!r}, 'a').write('x')",
+                              "{prompt}"]}}))
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("NXC_", "NIXX_"))}
+
+    def nxc(*args: str) -> dict:
+        done = subprocess.run([sys.executable, "-m", "nixx.cli.nxc", *args, "--json"],
+                              cwd=workspace, env={**env, "NXC_ACTOR": "lead"},
+                              capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0, done.stdout + done.stderr
+        return json.loads(done.stdout)
+
+    first = nxc("send", "--to", "deployer", "deploy to staging")["approval"]
+    second = nxc("send", "--to", "deployer", "deploy to production")["approval"]
+    app = make(live_server.url)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await submit(pilot, "/approvals")
+        shown = _last_notice(app)
+        assert first in shown and second in shown and "start ab12/deployer" in shown
+        await submit(pilot, f"/approve {first} staging is fine")
+        shown = _last_notice(app)
+        assert "approved by" in shown and "staging is fine" in shown
+        assert "start approved in thread" in shown
+        await submit(pilot, f"/deny {second} not before the review")
+        assert "denied by" in _last_notice(app)
+        await submit(pilot, "/approvals")
+        assert "nothing waits for your approval" in _last_notice(app)
+    decided = {a["id"]: a for a in nxc("approvals", "--all")["approvals"]}
+    assert (decided[first]["state"], decided[first]["note"]) == ("approved", "staging is fine")
+    assert decided[second]["state"] == "denied"
+    for _ in range(600):  # the approved start's runtime runs detached
+        if started.exists():
+            break
+        await anyio.sleep(0.1)
+    assert started.read_text() == "x"  # one start: the approved one

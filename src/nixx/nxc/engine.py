@@ -344,9 +344,7 @@ class Engine:
             "spawned": bool(delivered.get("spawned")),
             "warnings": warnings + list(delivered.get("warnings", [])),
             "await": None if agent_caller else {
-                "command": f"nxc wait --thread {thread_id}",
-                "until": "complete or stale",
-            },
+                "command": f"nxc wait --thread {thread_id}", "until": "complete or stale"},
         }
         if "sessions" in delivered:
             receipt["sessions"] = delivered["sessions"]

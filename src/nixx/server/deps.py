@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import Depends, Header, Request
 
@@ -67,3 +67,17 @@ def _agent(value: str | None) -> str | None:
 
 ServiceDep = Annotated[NixxService, Depends(get_service)]
 OriginDep = Annotated[str, Depends(get_origin)]
+
+
+def workspace_engine(request: Request) -> Any:
+    """An `nxc` engine on the server's workspace, acting as the person who runs the
+    server, with live delivery (a reply or a decision starts what it starts from `nxc`)."""
+    import os
+
+    from nixx.log.workspace import find_workspace
+    from nixx.nxc.delivery.dispatch import LiveDelivery
+    from nixx.nxc.engine import Engine
+
+    root = request.app.state.settings.workspace
+    workspace = find_workspace(cwd=root or ".", env={})
+    return Engine(workspace, env=os.environ, delivery=LiveDelivery())

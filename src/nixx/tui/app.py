@@ -453,6 +453,18 @@ class NixxApp(App[None]):
         shown = f"{intent.text}\n({intent.provenance})" if intent else "(no intent set)"
         await self.show(Notice(Text(shown), title="intent"))
 
+    async def _cmd_approvals(self, all: bool) -> None:
+        rows = await self.client.approvals(include_decided=all)
+        await self.show(Notice(render.approvals_view(rows, all), title="approvals"))
+
+    async def _cmd_approve(self, approval: str, note: str) -> None:
+        body = await self.client.decide(approval, "approve", note)
+        await self.show(Notice(render.decision_view(body), title="approved"))
+
+    async def _cmd_deny(self, approval: str, note: str) -> None:
+        body = await self.client.decide(approval, "deny", note)
+        await self.show(Notice(render.decision_view(body), title="denied"))
+
     async def _cmd_source(self, name: str, start: int | None, end: int | None) -> None:
         if start is None:
             rows = [r for r in await self.client.session() if isinstance(r.get("id"), int)]

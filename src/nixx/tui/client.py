@@ -272,6 +272,17 @@ class NixxClient:
         return await self._request("POST", "/v1/ingest", json={key: target})
 
 
+    async def approvals(self, *, include_decided: bool = False) -> list[dict[str, Any]]:
+        body = await self._request("GET", "/v1/nxc/approvals",
+                                   params={"all": "true"} if include_decided else None)
+        return list(body.get("approvals", [])) if isinstance(body, dict) else []
+
+    async def decide(self, approval: str, decision: str, note: str) -> dict[str, Any]:
+        """`decision`: approve | deny."""
+        return await self._request("POST", f"/v1/nxc/approvals/{approval}",
+                                   json={"decision": decision, "note": note}) or {}
+
+
 def _chunk_events(chunk: Any) -> list[StreamEvent]:
     events: list[StreamEvent] = []
     if not isinstance(chunk, dict):

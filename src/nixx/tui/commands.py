@@ -56,6 +56,10 @@ COMMANDS: tuple[CommandSpec, ...] = (
         "/forget <query | buffer:ID ...>",
         "Find and delete from memory (asks first)",
     ),
+    CommandSpec("approvals", "/approvals [--all]",
+                "Steps your agents wait to take until you approve them"),
+    CommandSpec("approve", "/approve <id> [note]", "Approve a held step: it goes on"),
+    CommandSpec("deny", "/deny <id> [note]", "Deny a held step: its thread is told why"),
     CommandSpec("quit", "/quit", "Leave nixx chat", aliases=("exit", "q")),
 )
 
@@ -238,6 +242,20 @@ def _forget(rest: str) -> dict[str, Any]:
     return {"query": rest, "ids": None}
 
 
+def _approvals(rest: str) -> dict[str, Any]:
+    if rest not in ("", "--all"):
+        raise _Usage(f"unknown option {rest.split()[0]}")
+    return {"all": rest == "--all"}
+
+
+def _decision(rest: str) -> dict[str, Any]:
+    """`/approve a-… [note]` (the note is the rest of the line, quotes not needed)."""
+    approval, _, note = rest.partition(" ")
+    if not approval:
+        raise _Usage("give the approval id (/approvals lists them)")
+    return {"approval": approval, "note": note.strip()}
+
+
 _PARSERS = {
     "help": _none,
     "context": _none,
@@ -251,5 +269,8 @@ _PARSERS = {
     "source": _source,
     "ingest": _ingest,
     "forget": _forget,
+    "approvals": _approvals,
+    "approve": _decision,
+    "deny": _decision,
     "quit": _none,
 }

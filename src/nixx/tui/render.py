@@ -316,3 +316,37 @@ def ingest_view(target: str, body: Any) -> RenderableType:
     if isinstance(body, dict) and body.get("summary_error"):
         parts.append(Text(f"no summary: {body['summary_error']}", style="yellow"))
     return Group(*parts)
+
+
+def _approval_lines(a: dict[str, Any]) -> Text:
+    text = Text()
+    text.append(f"{a.get('id')}  ", style="bold")
+    text.append(f"{a.get('state')} ", style="yellow" if a.get("state") == "pending" else "dim")
+    text.append(str(a.get("what", "")))
+    if a.get("state") != "pending":
+        note = f": {a['note']}" if a.get("note") else ""
+        text.append(f"\n  {a.get('state')} by {a.get('decided_by')} "
+                    f"(clone {a.get('decided_origin')}){note}", style="dim")
+    return text
+
+
+def approvals_view(rows: list[dict[str, Any]], include_decided: bool) -> RenderableType:
+    """`/approvals`: what waits for the person (each with its id for `/approve`)."""
+    if not rows:
+        return Text("nothing waits for your approval"
+                    + ("" if include_decided else " (/approvals --all shows decided ones)"),
+                    style="dim")
+    hint = Text("/approve <id> [note] or /deny <id> [note]", style="dim")
+    return Group(*(_approval_lines(a) for a in rows), hint)
+
+
+def decision_view(body: dict[str, Any]) -> RenderableType:
+    """`/approve` and `/deny`: the decision, and what this clone did with the step."""
+    parts: list[RenderableType] = [_approval_lines(body)]
+    taken = body.get("taken") or []
+    if not taken:
+        parts.append(Text(f"the step waits on clone {body.get('origin')}: it is taken there "
+                          "when this decision reaches it (nxs sync)", style="dim"))
+    for t in taken:
+        parts.append(Text(f"{t.get('action')} {t.get('state')} in thread {t.get('thread')}"))
+    return Group(*parts)

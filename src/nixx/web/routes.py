@@ -11,7 +11,6 @@ recall, summary interval) and agents (the workspace log's operations, read-only)
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -493,15 +492,9 @@ async def save_settings(request: Request) -> Response:
 
 # ---- agents -----------------------------------------------------------------------------
 def _engine(request: Request) -> Any:
-    from nixx.log.workspace import find_workspace
-    from nixx.nxc.delivery.dispatch import LiveDelivery
-    from nixx.nxc.engine import Engine
+    from nixx.server.deps import workspace_engine
 
-    # the page reads and acts as the person who runs the server: NXC_ACTOR, else $USER, as
-    # `nxc` does; live delivery, so a reply or an approval starts what it starts from `nxc`
-    root = request.app.state.settings.workspace
-    workspace = find_workspace(cwd=root or ".", env={})
-    return Engine(workspace, env=os.environ, delivery=LiveDelivery())
+    return workspace_engine(request)
 
 
 @router.get("/ui/agents")

@@ -17,6 +17,9 @@ a session is started or woken), `runs.py` (how one run of it is made and launche
                         under a detached supervisor, resumed (the one resume builder)
     folders.py          every path of a session (`SessionFolder`) and of a round
     rounds.py           channel rounds: one send to a channel runs its members as a tree
+    gates.py            steps held for a person's approval (`nixx.nxc.approvals`) and
+                        what to do once decided (device-local); `dispatch.take_decided`
+                        takes them
     sessions.py         the session state machine and the wake queue (device-local)
     chain.py            the policy: may a session start here (hop guard, resume bounds),
                         and the NXC_* environment parsed once (`NxcEnv`)

@@ -23,6 +23,7 @@ _ROUTERS = (
     "forget",
     "debug",
     "background",
+    "approvals",
 )
 _OPTIONAL = ("ingest",)  # owned by the ingest package; mounted when present
 
