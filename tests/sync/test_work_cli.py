@@ -178,3 +178,67 @@ def test_an_approval_given_on_clone_b_moves_the_operation_opened_on_clone_a(tmp_
     on_b = ok_json("nxc", "approvals", "--all", cwd=b, env=as_("bob"))["approvals"]
     assert on_a == on_b and on_a[0]["decided_by"] == "bbbb/bob"
     assert on_a[0]["decided_origin"] == "bbbb" and on_a[0]["decided"] > on_a[0]["asked"]
+
+
+# a persona's runtime that claims the task its prompt names, and logs every prompt it gets
+CLAIMER = r'''
+import json, re, subprocess, sys
+log, prompt = sys.argv[1], sys.argv[-1]
+print(json.dumps({"type": "system", "subtype": "init", "session_id": "rt-1"}), flush=True)
+with open(log, "a") as fh:
+    fh.write(json.dumps({"prompt": prompt}) + "\n")
+found = re.search(r"claim (k-[0-9a-z]+-[0-9a-z]+)", prompt)
+if found and not prompt.startswith("New messages"):
+    subprocess.run([sys.executable, "-m", "nixx.cli.nxc", "task", "claim", found.group(1)],
+                   check=True, capture_output=True)
+print(json.dumps({"type": "result", "subtype": "success", "is_error": False}), flush=True)
+'''
+
+
+def test_a_session_whose_claim_lost_a_race_is_woken_with_the_fact_once(tmp_path):
+    import sys
+    import time
+
+    agent, log = tmp_path / "claimer.py", tmp_path / "claimer.jsonl"
+    agent.write_text(CLAIMER)
+    argv = f"[{sys.executable}, {agent}, {log}, '{{prompt}}']"
+    coder = (f"handle: aaaa/coder\nsystem_prompt: You code.\n"
+             f"runtime:\n  start: {argv}\n  resume: {argv}\n")
+    _, a, b = _clones(tmp_path, {"channels.yaml": CHANNELS, "coder.yaml": coder})
+    for folder in (a, b):
+        ok_json("nxs", "sync", "bind", "--no-daemon", cwd=folder)
+    task = ok_json("nxc", "task", "add", "fix the parser", cwd=a, env=as_("alice"))["id"]
+    sync_both(a, b)
+    # apart: bob claims on B first; then alice's agent claims on A (it cannot know)
+    ok_json("nxc", "task", "claim", task, cwd=b, env=as_("bob"))
+    sent = ok_json("nxc", "send", "--to", "coder", f"please claim {task} and fix it", cwd=a,
+                   env=as_("alice"))
+
+    def prompts() -> list[str]:
+        return [json.loads(x)["prompt"] for x in log.read_text().splitlines()] \
+            if log.exists() else []
+
+    def settled(n: int) -> bool:
+        sessions = ok_json("nxc", "session", "state", cwd=a, env=as_("alice"))["sessions"]
+        return len(prompts()) >= n and all(s["state"] != "running" for s in sessions)
+
+    def until(check, what: str) -> None:
+        give_up = time.monotonic() + 120
+        while not check():
+            assert time.monotonic() < give_up, what
+            time.sleep(0.1)
+
+    until(lambda: settled(1), "the coder's first run to end")
+    claimed = tasks_on(a, "alice")[task]
+    assert claimed["holder"] == "aaaa/coder"  # on A, before the sync: the agent holds it
+    sync_both(a, b)  # B's earlier claim arrives: the agent's claim lost
+    until(lambda: settled(2), "the coder to be woken with the fact")
+    woken = prompts()[1]
+    assert woken.startswith("New messages for you")
+    assert f"Your claim on task {task} (fix the parser) lost: bbbb/bob claimed it first" in woken
+    assert "--- from bbbb/bob" in woken
+    assert tasks_on(a, "alice")[task]["holder"] == "bbbb/bob"
+    sync_both(a, b)  # told once: another pass wakes nobody
+    until(lambda: settled(2), "the sessions to stay idle")
+    assert len(prompts()) == 2
+    del sent

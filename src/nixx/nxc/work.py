@@ -8,7 +8,7 @@ property tests check.
     kind           target    payload                                 who may write it
     task_add       task id   {title, depends_on: [ids], thread}      the replica that
                                                                      minted the task id
-    task_claim     task id   {}                                      any replica (the
+    task_claim     task id   {session?}                              any replica (the
                                                                      claimer's own)
     task_release   task id   {}                                      any; counts from the holder
     task_done      task id   {}                                      any; counts from the holder
@@ -124,7 +124,9 @@ def _well_formed(op: Op) -> bool:
                 and isinstance(p.get("session"), (str, type(None))))
     if op.kind == "lease_release":
         return minter(op.target) == op.origin
-    return True  # claim, release, done: judged against the holder at read time
+    if op.kind == "task_claim":  # judged against the holder at read time
+        return isinstance(p.get("session"), (str, type(None)))
+    return True  # release, done: judged against the holder at read time
 
 
 # -- reading: the state from the ops, in pos order ------------------------------------------
@@ -164,7 +166,7 @@ def tasks(conn: Connection) -> dict[str, Task]:
     before the claim)."""
     found: dict[str, Task] = {}
     done_at: dict[str, str] = {}  # task id -> the pos of the op that made it done
-    pending: list[tuple[str, str, str, str, str]] = []
+    pending: list[tuple[str, str, str, str, str, dict[str, Any]]] = []
     for kind, target, pos, actor, origin, payload in _rows(conn, TASK_KINDS):
         if kind == "task_add":
             if target in found:
@@ -173,19 +175,21 @@ def tasks(conn: Connection) -> dict[str, Task]:
                                  list(dict.fromkeys(payload.get("depends_on") or [])),
                                  payload.get("thread"), actor)
         else:
-            pending.append((kind, target, pos, actor, origin))
-    for kind, target, pos, actor, origin in sorted(pending, key=lambda r: r[2]):
+            pending.append((kind, target, pos, actor, origin, payload))
+    for kind, target, pos, actor, origin, payload in sorted(pending, key=lambda r: r[2]):
         t = found.get(target)
+        # a lost claim names the session it was made in, so that session can be told
+        session = {"session": payload["session"]} if payload.get("session") else {}
         if t is None or t.state == "done" and kind != "task_done":
             if t is not None and kind == "task_claim":
                 t.conflicts.append({"kind": "claim", "by": actor, "origin": origin,
-                                    "reason": "the task was done"})
+                                    "reason": "the task was done", **session})
             continue
         if kind == "task_claim":
             blocked = [d for d in t.depends_on if done_at.get(d, "~") >= pos]
             if t.state == "claimed" or blocked:
                 t.conflicts.append({
-                    "kind": "claim", "by": actor, "origin": origin,
+                    "kind": "claim", "by": actor, "origin": origin, **session,
                     "reason": (f"{t.holder} claimed it first" if t.state == "claimed"
                                else f"waits on {', '.join(blocked)}")})
                 continue
@@ -204,8 +208,9 @@ def tasks(conn: Connection) -> dict[str, Task]:
 
 def lost_claims(found: dict[str, Task]) -> list[dict[str, str]]:
     """The claims that lost and still matter — on a task not done, by a handle that does
-    not hold it now — each ``{task, title, by, origin, reason}``: how the loser of a race
-    is told (`nxc status`, and `nxc prime` for the loser's own)."""
+    not hold it now — each ``{task, title, by, origin, reason, session?}``: how the loser
+    of a race is told (`nxc status`, `nxc prime` for the loser's own, and a wake of the
+    session it was made in: `dispatch.tell_losers`)."""
     out = []
     for t in found.values():
         if t.state == "done":
@@ -213,7 +218,8 @@ def lost_claims(found: dict[str, Task]) -> list[dict[str, str]]:
         for c in t.conflicts:
             if c["kind"] == "claim" and (c["by"], c["origin"]) != (t.holder, t.holder_origin):
                 out.append({"task": t.id, "title": t.title, "by": c["by"],
-                            "origin": c["origin"], "reason": c["reason"]})
+                            "origin": c["origin"], "reason": c["reason"],
+                            **({"session": c["session"]} if "session" in c else {})})
     return out
 
 
@@ -343,7 +349,8 @@ def claim(engine: Engine, task_id: str) -> dict[str, Any]:
         why = (f"{t.holder} holds it" if t.state == "claimed" else "it is done"
                if t.state == "done" else f"it waits on {', '.join(waits)}")
         raise Conflict(f"task {task_id} cannot be claimed: {why}")
-    _append(engine, "task_claim", task_id, {})
+    session = engine.delivery.current_session(engine)
+    _append(engine, "task_claim", task_id, {"session": session} if session else {})
     return _task(engine, task_id).as_json(_done(engine))
 
 

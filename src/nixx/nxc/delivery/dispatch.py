@@ -247,8 +247,9 @@ def take_decided(d: Deliverer) -> list[Taken]:
 
 def catch_up(workspace: Workspace, env: Mapping[str, str]) -> list[str]:
     """After a sync pass stored new ops: move on the rounds this machine runs
-    (`rounds.catch_up`) and take the held steps a person decided on another clone.
-    → the rounds settled and the approvals taken."""
+    (`rounds.catch_up`), take the held steps a person decided on another clone, and tell
+    this clone's sessions whose claims or leases lost (`tell_losers`).
+    → the rounds settled, the approvals taken and the sessions woken."""
     import os
 
     from nixx.nxc.delivery.localstore import local_db_path
@@ -261,6 +262,40 @@ def catch_up(workspace: Workspace, env: Mapping[str, str]) -> list[str]:
     d = Deliverer.open(workspace.db_path, dict(env))
     try:
         taken = [t["approval"] for t in take_decided(d)]
-        return rounds.catch_up(d) + taken
+        return rounds.catch_up(d) + taken + tell_losers(d)
     finally:
         d.store.close()
+
+
+def tell_losers(d: Deliverer) -> list[str]:
+    """Wake each session of this clone whose task claim or exclusive lease lost to one
+    made apart on another clone (what a sync pass brought), with the fact — once: the
+    wake queue is keyed by (session, the lost op), so a later pass wakes nobody again.
+    → the sessions woken."""
+    import time
+
+    from nixx.nxc import work
+    from nixx.nxc.delivery import sessions
+
+    found = work.tasks(d.store.conn)
+    live, lost_leases = work.lease_state(d.store.conn, time.time_ns() // 1_000_000)
+    holders = {x["id"]: x["holder"] for x in live + lost_leases}
+    replica = d.store.replica
+    facts = [(c["session"], f"lost-claim-{c['task']}", found[c["task"]].holder or c["by"],
+              f"Your claim on task {c['task']} ({c['title']}) lost: {c['reason']}. Leave it "
+              "to its holder (`nxc task list`).")
+             for c in work.lost_claims(found) if c.get("session") and c["origin"] == replica]
+    facts += [(x["session"], f"lost-lease-{x['id']}", holders.get(x["lost_to"], x["holder"]),
+               f"Your lease {x['id']} on {', '.join(x['paths'])} lost: {x['reason']}. Do not "
+               "change those files until it ends (`nxc leases`).")
+              for x in lost_leases if x.get("session") and x["origin"] == replica]
+    woken: list[str] = []
+    for sid, key, sender, body in facts:
+        row = sessions.get(d.local, sid)
+        if row is None or not row["thread_id"]:
+            continue
+        woke = d.wake(sid, thread_id=row["thread_id"], message_id=key, sender=sender,
+                      body=body)
+        if woke.get("resumed"):
+            woken.append(sid)
+    return woken
