@@ -14,9 +14,9 @@ from nixx.cli.output import emit_json
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any
 
     from nixx.nxc.engine import Engine
+    from nixx.nxc.shapes import ApprovalRecord
 
 
 def _engine(args: argparse.Namespace) -> Engine:
@@ -26,7 +26,7 @@ def _engine(args: argparse.Namespace) -> Engine:
     return Engine.open(db=args.db, delivery=LiveDelivery())
 
 
-def show(a: dict[str, Any]) -> str:
+def show(a: ApprovalRecord) -> str:
     """One approval in a line: id, state, step, what is asked; who decided, and the note."""
     from nixx.nxc.durations import iso
 

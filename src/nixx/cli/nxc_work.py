@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from typing import Any
 
     from nixx.nxc.engine import Engine
+    from nixx.nxc.shapes import TaskRecord
 
 OVERRIDE = "NXC_LEASE_OVERRIDE"
 
@@ -34,7 +35,7 @@ def _engine(args: argparse.Namespace) -> Engine:
     return Engine.open(db=args.db, delivery=LiveDelivery())
 
 
-def _show_task(t: dict[str, Any]) -> str:
+def _show_task(t: TaskRecord) -> str:
     holder = f" · {t['holder']}" if t["holder"] else ""
     waits = f" · waits on {', '.join(t['blocked_by'])}" if t["blocked_by"] and t["state"] == "open" else ""
     lost = f" · {len(t['conflicts'])} refused" if t["conflicts"] else ""

@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from nixx.log.op import Op
     from nixx.log.store import LogStore
     from nixx.nxc.engine import Engine
+    from nixx.nxc.shapes import ApprovalRecord
 
 KINDS = ("approval_ask", "approval_decide")
 #: the steps a declaration may hold for a person, by what declares them
@@ -86,8 +87,12 @@ class Approval:
         self.note = ""
         self.conflicts: list[dict[str, str]] = []
 
-    def as_json(self) -> dict[str, Any]:
-        return {name: getattr(self, name) for name in self.__slots__}
+    def as_json(self) -> ApprovalRecord:
+        return {"id": self.id, "step": self.step, "subject": self.subject,
+                "thread": self.thread, "what": self.what, "asked_by": self.asked_by,
+                "origin": self.origin, "asked": self.asked, "state": self.state,
+                "decided_by": self.decided_by, "decided_origin": self.decided_origin,
+                "decided": self.decided, "note": self.note, "conflicts": self.conflicts}
 
 
 def approvals(conn: Connection, *, thread_ids: set[str] | None = None) -> dict[str, Approval]:
@@ -128,7 +133,7 @@ def ask(store: LogStore, *, step: str, subject: str, thread: str, what: str,
     return approval_id
 
 
-def decide(engine: Engine, approval_id: str, decision: str, note: str = "") -> dict[str, Any]:
+def decide(engine: Engine, approval_id: str, decision: str, note: str = "") -> ApprovalRecord:
     """A person's decision (`decision`: approved | denied), as the engine's handle. Raises
     `NotFound` for an unknown id, `Conflict` when it was decided already, `Forbidden` when
     the caller is an agent (a declared persona, or a process inside a session)."""

@@ -51,6 +51,7 @@ if TYPE_CHECKING:
 
     from nixx.nxc.delivery.hooks import Delivery
     from nixx.nxc.shapes import (
+        ApprovalRecord,
         DeclarationsFolder,
         HeldTask,
         ListedChannel,
@@ -634,7 +635,7 @@ class Engine:
                              "lost_leases": lost, "approvals": pending}
         return self.delivery.annotate_status(self, out)
 
-    def approvals(self, *, include_decided: bool = False) -> builtins.list[dict[str, Any]]:
+    def approvals(self, *, include_decided: bool = False) -> builtins.list[ApprovalRecord]:
         """The approvals asked in this workspace (`nixx.nxc.approvals`): the pending ones,
         oldest first, or every one with `include_decided`."""
         from nixx.nxc import approvals
@@ -642,7 +643,7 @@ class Engine:
         found = approvals.approvals(self.conn).values()
         return [a.as_json() for a in found if include_decided or a.state == "pending"]
 
-    def decide(self, approval_id: str, decision: str, note: str = "") -> dict[str, Any]:
+    def decide(self, approval_id: str, decision: str, note: str = "") -> ApprovalRecord:
         """A person approves or denies (`decision`: approved | denied) a held step; the
         steps it decides that are held on this machine are taken now (`taken`), those
         held on another clone when the decision reaches it by sync."""

@@ -16,6 +16,10 @@ from __future__ import annotations
 
 from typing import Any, NotRequired, TypedDict
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from nixx.nxc.delivery.shapes import Taken
+
 
 class ThreadSummary(TypedDict):
     """A thread and its derived quorum (`nixx.nxc.threads`): what `threads show`,
@@ -312,8 +316,70 @@ class Operation(TypedDict):
     needs_decision: bool
     awaiting_human: bool
     threads: list[OperationThread]  # depth first, the root first
-    approvals: NotRequired[list[dict[str, Any]]]  # pending in its tree (`Engine.status`)
+    approvals: NotRequired[list[ApprovalRecord]]  # pending in its tree (`Engine.status`)
     refusals: NotRequired[list[DeliveryOutcome]]  # `LiveDelivery.annotate_status`
+
+
+class LostStep(TypedDict):
+    """A claim (or a release or done by a non-holder) that counted for nothing
+    (`nixx.nxc.work.tasks`): who, from which clone, why; `session`: the agent session it
+    was made in (told when it lost a race)."""
+
+    kind: str  # claim | release | done
+    by: str
+    origin: str
+    reason: str
+    session: NotRequired[str]
+
+
+class TaskRecord(TypedDict):
+    """A task as `nxc task` shows it (`nixx.nxc.work.Task.as_json`)."""
+
+    id: str
+    title: str
+    state: str  # open | claimed | done
+    holder: str | None
+    depends_on: list[str]
+    blocked_by: list[str]  # the dependencies not done yet
+    thread: str | None
+    author: str
+    conflicts: list[LostStep]
+
+
+class LeaseRecord(TypedDict):
+    """A lease (`nixx.nxc.work.lease_state`): active, or lost to an earlier one."""
+
+    id: str
+    holder: str
+    origin: str
+    paths: list[str]
+    thread: str | None
+    until: int  # epoch ms
+    shared: bool
+    session: str | None  # the agent session it was taken in: it ends with it
+    lost_to: NotRequired[str]  # a lost lease: the lease that won
+    reason: NotRequired[str]
+    touched: NotRequired[list[str]]  # `blocking_leases`: the paths of a commit it covers
+
+
+class ApprovalRecord(TypedDict):
+    """A step held for a person (`nixx.nxc.approvals.Approval.as_json`)."""
+
+    id: str
+    step: str  # start | hand_back
+    subject: str  # the persona, or the channel's supervisor
+    thread: str
+    what: str
+    asked_by: str
+    origin: str  # the clone that holds the step
+    asked: int  # epoch ms
+    state: str  # pending | approved | denied
+    decided_by: str | None
+    decided_origin: str | None
+    decided: int | None
+    note: str
+    conflicts: list[dict[str, str]]  # decisions that did not count, with the reason
+    taken: NotRequired[list[Taken]]  # `Engine.decide`: what this clone did with the step
 
 
 class HeldTask(TypedDict):
@@ -331,10 +397,10 @@ class StatusReport(TypedDict):
     actor: str
     operations: list[Operation]
     held: list[HeldTask]  # the claimed tasks, workspace-wide
-    leases: list[dict[str, Any]]  # the active leases (`nixx.nxc.work.leases`)
+    leases: list[LeaseRecord]  # the active leases (`nixx.nxc.work.leases`)
     lost_claims: list[dict[str, str]]  # claims that lost a race (`nixx.nxc.work.lost_claims`)
-    lost_leases: list[dict[str, Any]]  # leases that lost to an earlier one, not yet expired
-    approvals: list[dict[str, Any]]  # steps held for a person (`nixx.nxc.approvals`)
+    lost_leases: list[LeaseRecord]  # leases that lost to an earlier one, not yet expired
+    approvals: list[ApprovalRecord]  # steps held for a person (`nixx.nxc.approvals`)
 
 
 class ReadMark(TypedDict):

@@ -42,7 +42,7 @@ from nixx.nxc import approvals
 
 TYPE_CHECKING = False  # `typing` costs start-up; only annotations use it
 if TYPE_CHECKING:
-    from collections.abc import Iterable
+    from collections.abc import Iterable, Mapping
     from typing import Any
 
     from apsw import Connection
@@ -50,6 +50,7 @@ if TYPE_CHECKING:
     from nixx.log.op import Op
     from nixx.log.store import LogStore
     from nixx.nxc.engine import Engine
+    from nixx.nxc.shapes import LeaseRecord, LostStep, TaskRecord
 
 DOMAIN = "work"
 TASK_KINDS = ("task_add", "task_claim", "task_release", "task_done")
@@ -145,9 +146,9 @@ class Task:
         self.state = "open"  # open | claimed | done
         self.holder: str | None = None
         self.holder_origin: str | None = None
-        self.conflicts: list[dict[str, str]] = []
+        self.conflicts: list[LostStep] = []
 
-    def as_json(self, done: set[str]) -> dict[str, Any]:
+    def as_json(self, done: set[str]) -> TaskRecord:
         blocked = [d for d in self.depends_on if d not in done]
         return {"id": self.id, "title": self.title, "state": self.state, "holder": self.holder,
                 "depends_on": self.depends_on, "blocked_by": blocked, "thread": self.thread,
@@ -159,6 +160,15 @@ def _rows(conn: Connection, kinds: tuple[str, ...]) -> list[tuple[str, str, str,
     return [(k, t, pos, actor, origin, json.loads(payload)) for k, t, pos, actor, origin, payload
             in conn.execute(f"SELECT kind, target, pos, actor, origin, payload FROM work_ops "
                             f"WHERE kind IN ({marks}) ORDER BY pos", kinds)]
+
+
+def _lost(kind: str, actor: str, origin: str, reason: str, payload: dict[str, Any]) -> LostStep:
+    """A step that counted for nothing; a claim names the session it was made in, so
+    that session can be told it lost (`dispatch.tell_losers`)."""
+    out: LostStep = {"kind": kind, "by": actor, "origin": origin, "reason": reason}
+    if isinstance(payload.get("session"), str):
+        out["session"] = payload["session"]
+    return out
 
 
 def tasks(conn: Connection) -> dict[str, Task]:
@@ -178,20 +188,16 @@ def tasks(conn: Connection) -> dict[str, Task]:
             pending.append((kind, target, pos, actor, origin, payload))
     for kind, target, pos, actor, origin, payload in sorted(pending, key=lambda r: r[2]):
         t = found.get(target)
-        # a lost claim names the session it was made in, so that session can be told
-        session = {"session": payload["session"]} if payload.get("session") else {}
         if t is None or t.state == "done" and kind != "task_done":
             if t is not None and kind == "task_claim":
-                t.conflicts.append({"kind": "claim", "by": actor, "origin": origin,
-                                    "reason": "the task was done", **session})
+                t.conflicts.append(_lost("claim", actor, origin, "the task was done", payload))
             continue
         if kind == "task_claim":
             blocked = [d for d in t.depends_on if done_at.get(d, "~") >= pos]
             if t.state == "claimed" or blocked:
-                t.conflicts.append({
-                    "kind": "claim", "by": actor, "origin": origin, **session,
-                    "reason": (f"{t.holder} claimed it first" if t.state == "claimed"
-                               else f"waits on {', '.join(blocked)}")})
+                t.conflicts.append(_lost("claim", actor, origin, (
+                    f"{t.holder} claimed it first" if t.state == "claimed"
+                    else f"waits on {', '.join(blocked)}"), payload))
                 continue
             t.state, t.holder, t.holder_origin = "claimed", actor, origin
         elif (t.state == "claimed" and actor == t.holder and origin == t.holder_origin):
@@ -223,7 +229,7 @@ def lost_claims(found: dict[str, Task]) -> list[dict[str, str]]:
     return out
 
 
-def lease_state(conn: Connection, now_ms: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+def lease_state(conn: Connection, now_ms: int) -> tuple[list[LeaseRecord], list[LeaseRecord]]:
     """(the active leases, the leases that lost) at `now_ms`, oldest first: one read of
     the view.
 
@@ -241,14 +247,14 @@ def lease_state(conn: Connection, now_ms: int) -> tuple[list[dict[str, Any]], li
     for kind, target, pos, _actor, origin, _p in rows:
         if kind == "lease_release" and minter(target) == origin and target not in released_at:
             released_at[target] = pos
-    kept: list[dict[str, Any]] = []
-    lost: list[dict[str, Any]] = []
+    kept: list[LeaseRecord] = []
+    lost: list[LeaseRecord] = []
     seen: set[str] = set()
     for kind, target, pos, actor, origin, p in rows:
         if kind != "lease" or target in seen:
             continue  # written once: the least pos (its minter's) stands
         seen.add(target)
-        x = {"id": target, "holder": actor, "origin": origin, "paths": p["paths"],
+        x: LeaseRecord = {"id": target, "holder": actor, "origin": origin, "paths": p["paths"],
              "thread": p.get("thread"), "until": p["until"], "shared": p["shared"],
              "session": p.get("session")}
         taken_ms = decode(pos.split(".", 1)[0])[0]
@@ -258,23 +264,24 @@ def lease_state(conn: Connection, now_ms: int) -> tuple[list[dict[str, Any]], li
         if first is None:
             kept.append(x)
         else:
-            lost.append({**x, "lost_to": first["id"],
-                         "reason": f"leased to {first['holder']} first (lease {first['id']})"})
+            x["lost_to"] = first["id"]
+            x["reason"] = f"leased to {first['holder']} first (lease {first['id']})"
+            lost.append(x)
     live = [x for x in kept if x["id"] not in released_at and x["until"] > now_ms]
     return live, [x for x in lost if x["id"] not in released_at and x["until"] > now_ms]
 
 
-def leases(conn: Connection, now_ms: int) -> list[dict[str, Any]]:
+def leases(conn: Connection, now_ms: int) -> list[LeaseRecord]:
     """The active leases at `now_ms` (`lease_state`), oldest first."""
     return lease_state(conn, now_ms)[0]
 
 
-def overlaps(a: dict[str, Any], b: dict[str, Any]) -> bool:
+def overlaps(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
     """Whether two leases' paths meet: a path or glob of one covers one of the other's."""
     return (any(covers(a, q) for q in b["paths"]) or any(covers(b, p) for p in a["paths"]))
 
 
-def covers(lease: dict[str, Any], path: str) -> bool:
+def covers(lease: Mapping[str, Any], path: str) -> bool:
     """Whether `lease` covers the repository-relative `path` (a glob or a path prefix)."""
     import fnmatch  # only a lease check pays for it, not every verb that opens the log
 
@@ -287,10 +294,10 @@ def covers(lease: dict[str, Any], path: str) -> bool:
 
 
 def blocking_leases(conn: Connection, paths: Iterable[str], me: str,
-                    now_ms: int) -> list[dict[str, Any]]:
+                    now_ms: int) -> list[LeaseRecord]:
     """The active exclusive leases another handle holds over any of `paths`, each with the
     paths it covers (what the pre-commit hook refuses)."""
-    out = []
+    out: list[LeaseRecord] = []
     for lease in leases(conn, now_ms):
         if lease["shared"] or lease["holder"] == me:
             continue
@@ -317,7 +324,7 @@ def _task(engine: Engine, task_id: str) -> Task:
 
 
 def add_task(engine: Engine, title: str, depends_on: list[str] | None = None,
-             thread: str | None = None) -> dict[str, Any]:
+             thread: str | None = None) -> TaskRecord:
     from nixx.errors import NotFound, ValidationError
 
     title = " ".join(title.split())
@@ -337,7 +344,7 @@ def _done(engine: Engine) -> set[str]:
     return {t.id for t in tasks(engine.conn).values() if t.state == "done"}
 
 
-def claim(engine: Engine, task_id: str) -> dict[str, Any]:
+def claim(engine: Engine, task_id: str) -> TaskRecord:
     """Claim an open task whose dependencies are done; raises `Conflict` naming the holder
     or what it waits on (nothing is written then)."""
     from nixx.errors import Conflict
@@ -354,7 +361,7 @@ def claim(engine: Engine, task_id: str) -> dict[str, Any]:
     return _task(engine, task_id).as_json(_done(engine))
 
 
-def _holder_step(engine: Engine, task_id: str, kind: str) -> dict[str, Any]:
+def _holder_step(engine: Engine, task_id: str, kind: str) -> TaskRecord:
     from nixx.errors import Conflict
 
     t = _task(engine, task_id)
@@ -365,22 +372,22 @@ def _holder_step(engine: Engine, task_id: str, kind: str) -> dict[str, Any]:
     return _task(engine, task_id).as_json(_done(engine))
 
 
-def release_task(engine: Engine, task_id: str) -> dict[str, Any]:
+def release_task(engine: Engine, task_id: str) -> TaskRecord:
     return _holder_step(engine, task_id, "task_release")
 
 
-def finish_task(engine: Engine, task_id: str) -> dict[str, Any]:
+def finish_task(engine: Engine, task_id: str) -> TaskRecord:
     return _holder_step(engine, task_id, "task_done")
 
 
-def task_list(engine: Engine) -> list[dict[str, Any]]:
+def task_list(engine: Engine) -> list[TaskRecord]:
     found = tasks(engine.conn)
     done = {t.id for t in found.values() if t.state == "done"}
     return [t.as_json(done) for t in found.values()]
 
 
 def lease(engine: Engine, paths: list[str], *, for_ms: int, thread: str | None = None,
-          shared: bool = False) -> dict[str, Any]:
+          shared: bool = False) -> LeaseRecord:
     """Lease `paths` (paths or globs, repository-relative) for `for_ms`; raises `Conflict`
     when another handle holds an exclusive lease over them (or this one would be
     exclusive over a path another holds)."""
@@ -425,7 +432,7 @@ def release_session_leases(store: LogStore, session: str, actor: str) -> list[st
     return mine
 
 
-def release_lease(engine: Engine, lease_id: str) -> dict[str, Any]:
+def release_lease(engine: Engine, lease_id: str) -> dict[str, str]:
     from nixx.errors import Conflict, NotFound
 
     live, lost = lease_state(engine.conn, engine.now_ms())

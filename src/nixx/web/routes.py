@@ -503,7 +503,7 @@ async def agents(request: Request) -> HTMLResponse:
 
     from nixx.nxc import work
 
-    def read() -> tuple[Any, list[dict[str, Any]], str]:
+    def read() -> tuple[Any, list[Any], str]:
         with _engine(request) as engine:
             return (engine.status(include_finished=True), work.task_list(engine),
                     engine.store.replica)
