@@ -46,9 +46,15 @@ def prime(engine: Engine) -> PrimeBlock:
              for c in work.lost_claims(found) if c["by"] == me]
             + [f"your lease {x['id']} on {', '.join(x['paths'])} lost: {x['reason']}"
                for x in lost_leases if x["holder"] == me])
+    from nixx.nxc import approvals
+
+    # a person is told what waits for a decision; an agent never decides, so is not
+    awaiting = [] if me in engine.declarations.personas else [
+        a.id for a in approvals.approvals(engine.conn).values() if a.state == "pending"]
     return {
         **unread,
         "workspace": str(engine.workspace.root),
+        "approvals_waiting": awaiting,
         "owes": owes,
         "waiting_on_others": len(waiting),
         "tasks_held": held,
@@ -92,6 +98,11 @@ def render(data: PrimeBlock) -> str:
     if data.get("lost"):
         lines.append("Lost to someone earlier (see `nxc task list`, `nxc leases`): "
                      + "; ".join(data["lost"][:SHOWN]) + ".")
+    if data.get("approvals_waiting"):
+        ids = data["approvals_waiting"]
+        lines.append(f"{len(ids)} step{'s' if len(ids) != 1 else ''} of your agents wait"
+                     f"{'s' if len(ids) == 1 else ''} for your approval: `nxc approvals`, then "
+                     "`nxc approve <id>` or `nxc deny <id>`.")
     if data.get("leased_to_others"):
         lines.append("Leased to others (do not change; commits touching them are refused): "
                      + "; ".join(data["leased_to_others"][:SHOWN]) + ".")

@@ -279,6 +279,7 @@ class PrimeBlock(UnreadCounts):
     leases_held: list[str]  # "paths (lease id, until)" of the caller's active leases
     leased_to_others: list[str]  # "paths (holder, lease id, thread, until)": others' exclusive
     lost: list[str]  # the caller's claims and leases that lost to an earlier one
+    approvals_waiting: list[str]  # a person's: ids of the steps held for a decision
 
 
 class OperationThread(TypedDict):
@@ -289,7 +290,7 @@ class OperationThread(TypedDict):
     parent: str | None
     depth: int
     state: str  # "open" | "answered" | "stale"
-    awaiting_human: bool  # only ever true at the root
+    awaiting_human: bool  # the root of a finished operation, or a step held for a person
     escalated: bool  # an escalation not yet answered
     opener: str
     expects: list[str]

@@ -37,6 +37,10 @@ def test_a_persona_starts_only_after_a_person_approves(tmp_path):
     assert approval in listed and "pending" in listed
     shown = ws.nxc("status").stdout
     assert f"awaiting approval {approval}" in shown
+    # the person's prime block says a step waits for them; the agent's does not
+    assert ws.nxc_json("prime")["approvals_waiting"] == [approval]
+    assert "1 step of your agents waits for your approval" in ws.nxc("prime").stdout
+    assert ws.nxc_json("prime", env={"NXC_ACTOR": "coder"})["approvals_waiting"] == []
     # an agent may not approve: the persona itself, or a process claiming a session
     refused = ws.nxc("approve", approval, "--json", env={"NXC_ACTOR": "coder"}, check=False)
     assert refused.returncode == 1
