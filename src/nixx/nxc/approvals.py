@@ -20,8 +20,10 @@ other than its subject (a persona never approves its own start) — then ``appro
 as a conflict ("decided already"). The CLI and the other shells refuse a decision from
 inside an agent's session or by a declared persona: a person decides.
 
-Steps: ``start`` (before a persona's session starts; on a channel, before its round
-starts its members) and ``hand_back`` (a channel: before the round hands its answers back).
+Steps: ``start`` (before a persona's session starts — its declared runtime command's
+first run; on a channel, before its round starts its members), ``run`` (a persona: before
+every run of its declared command, the start and each resume) and ``hand_back`` (a
+channel: before the round hands its answers back).
 """
 
 from __future__ import annotations
@@ -41,8 +43,9 @@ if TYPE_CHECKING:
 
 KINDS = ("approval_ask", "approval_decide")
 #: the steps a declaration may hold for a person, by what declares them
-PERSONA_STEPS = ("start",)
+PERSONA_STEPS = ("start", "run")
 CHANNEL_STEPS = ("start", "hand_back")
+STEPS = ("start", "run", "hand_back")
 DECISIONS = ("approved", "denied")
 MAX_WHAT = 2000
 MAX_NOTE = 2000
@@ -58,7 +61,7 @@ def well_formed(op: Op) -> bool:
     """Whether an approval op may be kept (`WorkReducer.fold`)."""
     p = op.payload
     if op.kind == "approval_ask":
-        return (minter(op.target) == op.origin and p.get("step") in CHANNEL_STEPS
+        return (minter(op.target) == op.origin and p.get("step") in STEPS
                 and isinstance(p.get("subject"), str) and 0 < len(p["subject"]) <= 200
                 and isinstance(p.get("thread"), str) and len(p["thread"]) <= 200
                 and isinstance(p.get("what"), str) and len(p["what"]) <= MAX_WHAT)

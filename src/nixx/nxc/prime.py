@@ -48,8 +48,9 @@ def prime(engine: Engine) -> PrimeBlock:
                for x in lost_leases if x["holder"] == me])
     from nixx.nxc import approvals
 
-    # a person is told what waits for a decision; an agent never decides, so is not
-    awaiting = [] if me in engine.declarations.personas else [
+    # a person is told what waits for a decision; an agent (a caller in a session, as a
+    # send's receipt judges it) never decides, so is not — and no declaration is read
+    awaiting = [] if engine.env.get("NXC_SESSION") else [
         a.id for a in approvals.approvals(engine.conn).values() if a.state == "pending"]
     return {
         **unread,

@@ -367,7 +367,7 @@ class ApprovalRecord(TypedDict):
     """A step held for a person (`nixx.nxc.approvals.Approval.as_json`)."""
 
     id: str
-    step: str  # start | hand_back
+    step: str  # start | run | hand_back
     subject: str  # the persona, or the channel's supervisor
     thread: str
     what: str

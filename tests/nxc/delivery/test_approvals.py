@@ -40,7 +40,8 @@ def test_a_persona_starts_only_after_a_person_approves(tmp_path):
     # the person's prime block says a step waits for them; the agent's does not
     assert ws.nxc_json("prime")["approvals_waiting"] == [approval]
     assert "1 step of your agents waits for your approval" in ws.nxc("prime").stdout
-    assert ws.nxc_json("prime", env={"NXC_ACTOR": "coder"})["approvals_waiting"] == []
+    assert ws.nxc_json("prime", env={"NXC_ACTOR": "coder", "NXC_SESSION": "s-x"})[
+        "approvals_waiting"] == []
     # an agent may not approve: the persona itself, or a process claiming a session
     refused = ws.nxc("approve", approval, "--json", env={"NXC_ACTOR": "coder"}, check=False)
     assert refused.returncode == 1
@@ -159,3 +160,60 @@ def test_a_lease_taken_inside_a_session_ends_with_the_session(tmp_path):
     assert [(op["target"], op["actor"], op["payload"]) for op in released] == [
         (lease["id"], "ab12/coder", {"session": receipt["session"]})]
     assert len(runs(log)) == 1
+
+
+def test_run_holds_every_run_of_the_declared_command_a_resume_too(tmp_path):
+    ws = make_workspace(tmp_path)
+    log = ws.scripted("coder", reply="first answer", on_resume="again:",
+                      resume_template=True, persona_fields={"approve": ["run"]})
+    receipt = ws.nxc_json("send", "--to", "coder", "fix the flaky test")
+    root = receipt["thread_id"]
+    (start,) = ws.nxc_json("approvals")["approvals"]
+    assert start["step"] == "start" and runs(log) == []
+    ws.nxc_json("approve", start["id"])
+    assert ws.nxc("wait", "--thread", root, "--timeout", "120", check=False).returncode == 0
+    poll(lambda: all_idle(ws), what="the first run to end")
+    # the opener follows up: the resume waits for a person, the session is let go
+    follow = ws.nxc_json("reply", "--thread", root, "and the other one too")
+    assert follow["resumed"] is None and "resumes once a person approves" in " ".join(
+        follow["warnings"])
+    (held,) = ws.nxc_json("approvals")["approvals"]
+    assert held["step"] == "run" and held["thread"] == root
+    (session,) = ws.sessions()
+    assert held["what"] == (f"resume ab12/coder (session {session['session']}) with "
+                            "1 message(s) from ab12/operator")
+    assert [s["state"] for s in ws.sessions()] == ["exited"] and len(runs(log)) == 1
+    decided = ws.nxc_json("approve", held["id"])
+    assert [(t["action"], t["state"]) for t in decided["taken"]] == [("resume", "approved")]
+    poll(lambda: len(runs(log)) == 2 and all_idle(ws), what="the approved resume to run")
+    second = runs(log)[1]
+    assert second["resumed"] is True and "and the other one too" in second["prompt"]
+    # denied: the waiting answer is dropped, nothing runs, the thread says why
+    ws.nxc_json("reply", "--thread", root, "one last thing")
+    (held,) = ws.nxc_json("approvals")["approvals"]
+    ws.nxc_json("deny", held["id"], "--note", "enough for today")
+    assert len(runs(log)) == 2 and all_idle(ws)
+    refused = [o for o in ws.outcomes() if o["kind"] == "refused"]
+    assert [o["payload"]["reason"] for o in refused] == ["denied"]
+    assert "enough for today" in refused[0]["payload"]["msg"]
+
+
+def test_a_resume_queued_while_the_session_ran_is_held_when_the_run_ends(tmp_path):
+    ws = make_workspace(tmp_path)
+    flag = tmp_path / "go"
+    log = ws.scripted("coder", reply="done", on_resume="again:", resume_template=True,
+                      wait_for=str(flag), persona_fields={"approve": ["run"]})
+    receipt = ws.nxc_json("send", "--to", "coder", "fix it")
+    ws.nxc_json("approve", ws.nxc_json("approvals")["approvals"][0]["id"])
+    poll(lambda: runs(log), what="the first run to start")
+    queued = ws.nxc_json("reply", "--thread", receipt["thread_id"], "while you are at it")
+    (session,) = ws.sessions()
+    assert queued["resumed"] == session["session"]  # queued for the running session
+    flag.write_text("")  # the first run answers and ends; the supervisor finds the answer
+    held = poll(lambda: ws.nxc_json("approvals")["approvals"], what="the in-place resume held")
+    assert held[0]["step"] == "run" and "while you are at it" not in held[0]["what"]
+    poll(lambda: all_idle(ws), what="the supervisor to let the session go")
+    assert len(runs(log)) == 1
+    ws.nxc_json("approve", held[0]["id"])
+    poll(lambda: len(runs(log)) == 2 and all_idle(ws), what="the approved resume")
+    assert "while you are at it" in runs(log)[1]["prompt"]

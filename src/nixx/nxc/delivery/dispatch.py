@@ -27,9 +27,11 @@ from nixx.nxc.delivery.hooks import Delivery
 TYPE_CHECKING = False  # `typing` costs ~2 ms of every CLI start; only annotations use it
 if TYPE_CHECKING:
     from collections.abc import Mapping
+    from typing import Any
 
     from nixx.log.reducer import Reducer
     from nixx.log.workspace import Workspace
+    from nixx.nxc.approvals import Approval
     from nixx.nxc.declarations import Persona
     from nixx.nxc.delivery.hooks import ReplyContext, SendContext
     from nixx.nxc.delivery.launcher import Deliverer
@@ -234,6 +236,8 @@ def take_decided(d: Deliverer) -> list[Taken]:
                 result = {"session": None, "spawned": False, "warnings": [msg]}
                 if args.get("round_thread"):  # the round goes on without this member
                     rounds.on_member_exit(d, args["round_thread"], args["persona"])
+        elif action == "resume":
+            result = _take_resume(d, a, args)
         elif action == "round":
             result = (rounds.begin(d, args["thread_id"]) if approved
                       else rounds.deny(d, args["thread_id"], gates.denial(a)))
@@ -243,6 +247,32 @@ def take_decided(d: Deliverer) -> list[Taken]:
         out.append({"approval": a.id, "action": action, "state": a.state,
                     "thread": a.thread, "warnings": result.get("warnings", [])})
     return out
+
+
+def _take_resume(d: Deliverer, a: Approval, args: dict[str, Any]) -> Resumed:
+    """A held resume decided: approved, the session is resumed with every answer waiting
+    in its queue; denied, they are dropped (handed over, never run) and its thread gets a
+    `refused` outcome (reason ``denied``)."""
+    from nixx.nxc.delivery import gates, outcomes, sessions
+
+    sid = args["session"]
+    row = sessions.get(d.local, sid)
+    if row is None:
+        return {"resumed": None, "warnings": [f"session {sid} is not on this machine"]}
+    if a.state == "approved":
+        wakes = sessions.take_queued(d.local, sid)
+        if not wakes:
+            return {"resumed": None, "warnings": [
+                f"nothing waits for session {sid} now (it runs, or another approval took "
+                "its answers)"]}
+        return d.resume(sessions.require(d.local, sid), wakes, actor=args["actor"],
+                        approved=a.id)
+    sessions.take_queued(d.local, sid, drop=True)
+    msg = gates.denial(a)
+    outcomes.record(d.store, "refused", row["thread_id"] or sid, args["actor"], {
+        "thread": row["thread_id"], "persona": row["persona"], "session": sid,
+        "reason": "denied", "approval": a.id, "msg": msg})
+    return {"resumed": None, "warnings": [msg]}
 
 
 def catch_up(workspace: Workspace, env: Mapping[str, str]) -> list[str]:

@@ -15,6 +15,10 @@ taken by compare-and-set), wherever the decision is seen first on this machine: 
                                                     members               back the denial
     hand_back {thread_id}                           the answers go back   the denial goes
                                                                           back instead
+    resume   {session, actor}                       the session resumes   its waiting
+                                                    with every answer     answers are
+                                                    waiting in its queue  dropped; a
+                                                                          `refused` outcome
 """
 
 from __future__ import annotations

@@ -190,7 +190,8 @@ class Deliverer:
                 "hop": hop, "limit": limit, "msg": msg})
             return {"session": None, "spawned": False, "warnings": [msg], "refused": "hop_limit"}
         runtime = runs.runtime_dict(persona.runtime)
-        if approved is None and gates.required(persona.approve, "start"):
+        if approved is None and (gates.required(persona.approve, "start")
+                                 or gates.required(persona.approve, "run")):
             args = {"persona": persona.handle, "thread_id": thread_id, "task": task,
                     "sender": sender, "channel": channel, "earlier": earlier,
                     "timeout_ms": timeout_ms, "round_thread": round_thread,
@@ -272,13 +273,35 @@ class Deliverer:
                 for mid, sender, body in turn_messages(self.store.conn, thread_id, opener)]
 
     def resume(self, row: SessionRecord, wakes: list[Wake], *,
-               actor: str) -> Resumed:
-        """Start a resume run for a session already claimed (state running)."""
+               actor: str, approved: str | None = None) -> Resumed:
+        """Start a resume run for a session already claimed (state running) — unless its
+        persona declares `approve: [run]` and no person `approved` it yet: then it is held
+        (`hold_resume`)."""
         from nixx.nxc.delivery import runs
 
+        held = None if approved is not None else self.hold_resume(row, wakes, actor=actor)
+        if held is not None:
+            return {"resumed": None, "approval": held, "warnings": [
+                f"{row['persona']} resumes once a person approves: nxc approve {held} (or "
+                f"nxc deny {held}), on any clone"]}
         result = runs.launch(self, runs.resume_run(self, row, wakes), actor=actor)
         return {"resumed": row["session"] if result["spawned"] else None,
                 "warnings": result["warnings"]}
+
+    def hold_resume(self, row: SessionRecord, wakes: list[Wake], *, actor: str) -> str | None:
+        """When the session's persona declares `approve: [run]`: let the claimed session
+        go, its answers back in its queue, and ask a person (`gates`). → the approval id,
+        or None (nothing is held)."""
+        persona = self.decls.personas.get(row["persona"])
+        if persona is None or not gates.required(persona.approve, "run"):
+            return None
+        sessions.requeue(self.local, row["session"], wakes)
+        senders = ", ".join(sorted({w["sender"] for w in wakes}))
+        return gates.hold(
+            self, step="run", subject=persona.handle, thread=row["thread_id"] or "",
+            actor=actor, action="resume", args={"session": row["session"], "actor": actor},
+            what=(f"resume {persona.handle} (session {row['session']}) with {len(wakes)} "
+                  f"message(s) from {senders}"))
 
     def still_owed(self, row: SessionRecord) -> str | None:
         """The session's own thread while it still awaits the session's persona (not

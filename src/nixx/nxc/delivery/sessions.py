@@ -328,6 +328,41 @@ def deliver(
         return "resume", [m for _, m in fresh]
 
 
+def requeue(local: LocalStore, session_id: str, wakes: list[Wake]) -> None:
+    """A resume held for a person (`gates`): the session, claimed for it, is let go
+    (`exited`) and the answers it was to be handed wait in its queue again."""
+    ids = [w["message_id"] for w in wakes if w.get("message_id")]
+    with local.transaction() as conn:
+        if ids:
+            conn.execute(f"UPDATE wake_queue SET taken = NULL WHERE session_id = ? AND "
+                         f"message_id IN ({','.join('?' * len(ids))})", (session_id, *ids))
+        conn.execute("UPDATE sessions SET state = 'exited', pid = NULL, updated = ? "
+                     "WHERE session_id = ?", (_now_ms(), session_id))
+
+
+def take_queued(local: LocalStore, session_id: str, *, drop: bool = False) -> list[Wake]:
+    """The answers waiting in an idle session's queue, taken: the session is claimed
+    (`running`) to be resumed with them — or, `drop`, they are only marked handed over
+    (a person denied the resume). Nothing when the session runs (its supervisor takes
+    them when the run ends) or nothing waits."""
+    now = _now_ms()
+    with local.transaction() as conn:
+        current = _existing(conn, session_id)
+        if current["state"] == "running":
+            return []
+        rows: list[Any] = conn.execute(
+            "SELECT id, thread_id, message_id, sender, body FROM wake_queue "
+            "WHERE session_id = ? AND taken IS NULL ORDER BY id", (session_id,)).fetchall()
+        if not rows:
+            return []
+        conn.execute(f"UPDATE wake_queue SET taken = ? WHERE id IN ({','.join('?' * len(rows))})",
+                     (now, *[r[0] for r in rows]))
+        if not drop:
+            conn.execute("UPDATE sessions SET state = 'running', pid = NULL, detail = NULL, "
+                         "updated = ? WHERE session_id = ?", (now, session_id))
+    return [{"thread_id": r[1], "message_id": r[2], "sender": r[3], "body": r[4]} for r in rows]
+
+
 def claim_or_queue(
     local: LocalStore, session_id: str, *, thread_id: str, message_id: str | None,
     sender: str, body: str,

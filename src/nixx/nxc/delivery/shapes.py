@@ -75,7 +75,7 @@ class Taken(TypedDict):
     """A held step a person decided, taken (`dispatch.take_decided`)."""
 
     approval: str
-    action: str  # start | round | hand_back (`gates`)
+    action: str  # start | resume | round | hand_back (`gates`)
     state: str  # approved | denied
     thread: str
     warnings: list[str]

@@ -244,11 +244,12 @@ def supervise(run_file: str) -> int:
                                         agents=d.decls.personas, refused=refused)
         for info in refused:
             d.record_refusal(info, actor=persona)
-        if not wakes:
-            _end_leases(d, sid, persona)
+        row = sessions.require(d.local, sid)
+        if not wakes or d.hold_resume(row, wakes, actor=wakes[-1]["sender"]) is not None:
+            _end_leases(d, sid, persona)  # ended, or its next run waits for a person
             return 0
         # resumed in place: the session stays claimed (state running)
-        run = runs.resume_run(d, sessions.require(d.local, sid), wakes)
+        run = runs.resume_run(d, row, wakes)
         runs.record_in_place(d, run, actor=wakes[-1]["sender"])
 
 
