@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import Depends, Header, Request
 
@@ -10,6 +10,10 @@ from nixx.errors import ValidationError
 from nixx.memory.episodic import Sender, check_origin
 from nixx.memory.service import NixxService
 from nixx.store.records import ORIGINS
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from nixx.nxc.engine import Engine
 
 
 async def get_service(request: Request) -> NixxService:
@@ -69,7 +73,7 @@ ServiceDep = Annotated[NixxService, Depends(get_service)]
 OriginDep = Annotated[str, Depends(get_origin)]
 
 
-def workspace_engine(request: Request) -> Any:
+def workspace_engine(request: Request) -> Engine:
     """An `nxc` engine on the server's workspace, acting as the person who runs the
     server, with live delivery (a reply or a decision starts what it starts from `nxc`)."""
     import os

@@ -5,7 +5,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
 from anyio import to_thread
 from fastapi import APIRouter, Request
@@ -13,6 +13,10 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from nixx.nxc.approvals import MAX_NOTE
 from nixx.server.deps import workspace_engine
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # annotations only (`response_model=None`: FastAPI does not read them)
+    from nixx.nxc.shapes import ApprovalRecord
 
 router = APIRouter(tags=["agents"])
 
@@ -23,24 +27,24 @@ class Decision(BaseModel):
     note: str = Field(default="", max_length=MAX_NOTE, description="Why, for the record.")
 
 
-@router.get("/v1/nxc/approvals")
-async def list_approvals(request: Request, all: bool = False) -> dict[str, Any]:
+@router.get("/v1/nxc/approvals", response_model=None)  # shapes are annotations only
+async def list_approvals(request: Request, all: bool = False) -> dict[str, list[ApprovalRecord]]:
     """The pending approvals, oldest first (`all`: decided ones too)."""
 
-    def read() -> list[dict[str, Any]]:
+    def read() -> list[ApprovalRecord]:
         with workspace_engine(request) as engine:
-            return engine.approvals(include_decided=all)  # type: ignore[no-any-return]
+            return engine.approvals(include_decided=all)
 
     return {"approvals": await to_thread.run_sync(read)}
 
 
-@router.post("/v1/nxc/approvals/{approval_id}")
-async def decide(request: Request, approval_id: str, body: Decision) -> dict[str, Any]:
+@router.post("/v1/nxc/approvals/{approval_id}", response_model=None)
+async def decide(request: Request, approval_id: str, body: Decision) -> ApprovalRecord:
     """Approve or deny a held step; `taken`: what this clone did with it now."""
     decision = "approved" if body.decision == "approve" else "denied"
 
-    def run() -> dict[str, Any]:
+    def run() -> ApprovalRecord:
         with workspace_engine(request) as engine:
-            return engine.decide(approval_id, decision, body.note.strip())  # type: ignore[no-any-return]
+            return engine.decide(approval_id, decision, body.note.strip())
 
     return await to_thread.run_sync(run)
