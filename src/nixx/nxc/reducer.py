@@ -512,13 +512,6 @@ def thread_deadline(conn: Connection, thread_id: str) -> int | None:
     return None if row is None or row[0] is None else int(row[0])
 
 
-def thread_channel(conn: Connection, thread_id: str) -> str | None:
-    """The channel the thread was opened in, None when its root is not in the log."""
-    row = conn.execute(
-        "SELECT channel_id FROM nxc_threads WHERE thread_id = ?", (thread_id,)).fetchone()
-    return None if row is None else str(row[0])
-
-
 def children_by(conn: Connection, parent: str, opener: str) -> list[tuple[str, list[str]]]:
     """The threads `opener` opened under `parent`, oldest first: (thread id, expects)."""
     rows = conn.execute(

@@ -356,7 +356,7 @@ def claim(engine: Engine, task_id: str) -> TaskRecord:
         why = (f"{t.holder} holds it" if t.state == "claimed" else "it is done"
                if t.state == "done" else f"it waits on {', '.join(waits)}")
         raise Conflict(f"task {task_id} cannot be claimed: {why}")
-    session = engine.delivery.current_session(engine)
+    session = engine.delivery.agent_session(engine)
     _append(engine, "task_claim", task_id, {"session": session} if session else {})
     return _task(engine, task_id).as_json(_done(engine))
 
@@ -410,7 +410,7 @@ def lease(engine: Engine, paths: list[str], *, for_ms: int, thread: str | None =
     lease_id = new_thing_id("l", engine.store.replica, now)
     payload: dict[str, Any] = {"paths": clean, "thread": thread, "until": now + for_ms,
                                "shared": shared}
-    session = engine.delivery.current_session(engine)
+    session = engine.delivery.agent_session(engine)
     if session is not None:  # taken inside an agent's session: it ends with the session
         payload["session"] = session
     _append(engine, "lease", lease_id, payload)

@@ -67,7 +67,7 @@ class LiveDelivery(Delivery):
         current = d.current_session()
         return current["thread_id"] if current else None
 
-    def current_session(self, engine: Engine) -> str | None:
+    def agent_session(self, engine: Engine) -> str | None:
         d = self.deliverer(engine)
         if not d.in_session():
             return None

@@ -91,7 +91,7 @@ class Delivery:
     def parent_thread(self, engine: Engine) -> str | None:
         return None
 
-    def current_session(self, engine: Engine) -> str | None:
+    def agent_session(self, engine: Engine) -> str | None:
         """The agent session the calling process runs in (None: a person's)."""
         return None
 

@@ -173,13 +173,18 @@ class Deliverer:
         from nixx.nxc.delivery.session_prompt import session_prompt
 
         # who spawns: the round's opener for a round's member (every member runs at the
-        # round's depth + 1, whichever process starts it), else the session we run in
-        if round_thread is not None:
-            current = sessions.get(self.local, round_opener) if round_opener else None
-        elif approved is not None:
-            current = sessions.get(self.local, spawned_by) if spawned_by else None
+        # round's depth + 1, whichever process starts it), the session that sent a start
+        # a person approved, else the session we run in
+        spawner = round_opener if round_thread is not None else spawned_by
+        if round_thread is not None or approved is not None:
+            current = sessions.get(self.local, spawner) if spawner else None
         else:
             current = self.current_session()
+        builtin = bool(persona.runtime.builtin)
+        backend = self.backend(persona, round_thread=round_thread) if builtin else None
+        prompt = session_prompt(persona=persona, decls=self.decls, thread={"thread_id": thread_id},
+                                task=task, sender=sender, builtin=builtin, earlier=earlier,
+                                channel=channel)
         hop, limit, bounds = chain.place(self.nxc_env, current,
                                          round_member=round_thread is not None)
         if hop > limit:
@@ -189,7 +194,6 @@ class Deliverer:
                 "thread": thread_id, "persona": persona.handle, "reason": "hop_limit",
                 "hop": hop, "limit": limit, "msg": msg})
             return {"session": None, "spawned": False, "warnings": [msg], "refused": "hop_limit"}
-        runtime = runs.runtime_dict(persona.runtime)
         if approved is None and (gates.required(persona.approve, "start")
                                  or gates.required(persona.approve, "run")):
             args = {"persona": persona.handle, "thread_id": thread_id, "task": task,
@@ -197,7 +201,7 @@ class Deliverer:
                     "timeout_ms": timeout_ms, "round_thread": round_thread,
                     "round_opener": round_opener, "kill_at_ms": kill_at_ms,
                     "spawned_by": current["session"] if current else None}
-            shown = " ".join(runtime.get("start") or [str(runtime.get("builtin"))])
+            shown = " ".join(persona.runtime.start or [str(persona.runtime.builtin)])
             approval = gates.hold(
                 self, step="start", subject=persona.handle, thread=thread_id, actor=actor,
                 action="start", args=args,
@@ -206,25 +210,10 @@ class Deliverer:
             return {"session": None, "spawned": False, "approval": approval, "warnings": [
                 f"{persona.handle} starts once a person approves: nxc approve {approval} "
                 f"(or nxc deny {approval}), on any clone"]}
-        sid = sessions.create(
-            self.local, persona=persona.handle, thread_id=thread_id, runtime=runtime, hop=hop,
-            max_hops=limit, parent_session=current["session"] if current else None,
-            **bounds)
-        builtin = bool(runtime.get("builtin"))
-        summary = {"thread_id": thread_id}
-        prompt = session_prompt(persona=persona, decls=self.decls, thread=summary, task=task,
-                                sender=sender, builtin=builtin, earlier=earlier, channel=channel)
-        backend = self.backend(persona, round_thread=round_thread) if builtin else None
-        run = runs.prepare(self, session=sid, persona=persona.handle, thread=thread_id,
-                           runtime=runtime, hop=hop, mode="start", prompt=prompt,
-                           backend=backend, timeout_ms=timeout_ms,
-                           round_thread=round_thread, kill_at_ms=kill_at_ms)
-        launched = runs.launch(self, run, actor=actor)
-        result: Delivered = {"session": sid, "spawned": launched["spawned"],
-                             "warnings": launched["warnings"]}
-        if "failed" in launched:
-            result["failed"] = launched["failed"]
-        return result
+        return runs.start_session(self, persona=persona, thread=thread_id, current=current, hop=hop,
+                                  limit=limit, bounds=bounds, prompt=prompt, backend=backend,
+                                  timeout_ms=timeout_ms, round_thread=round_thread,
+                                  kill_at_ms=kill_at_ms, actor=actor)
 
     # -- waking --------------------------------------------------------------------------
 

@@ -40,7 +40,7 @@ import time
 from nixx.nxc.channels import supervisor_handle
 from nixx.nxc.delivery import gates, outcomes, sessions
 from nixx.nxc.delivery.session_prompt import blocks
-from nixx.nxc.reducer import DOMAIN, children_by, posts_of, thread_channel
+from nixx.nxc.reducer import DOMAIN, children_by, posts_of
 
 TYPE_CHECKING = False  # `typing` costs ~2 ms of every CLI start; only annotations use it
 if TYPE_CHECKING:
@@ -139,6 +139,12 @@ def is_round(d: Deliverer, thread_id: str) -> bool:
     return _round(d, thread_id) is not None
 
 
+def _channel_id(r: dict[str, Any]) -> str:
+    """The round's channel: a round is only ever sent to a declared channel, whose id is
+    ``decl:<name>`` (`ChannelDecl.id`), so its slots and its hand-back are posted there."""
+    return "decl:" + str(r["channel"])
+
+
 def _supervisor(r: dict[str, Any]) -> str:
     return supervisor_handle(r["config"]["origin"], r["channel"])
 
@@ -214,7 +220,7 @@ def _open_slot(d: Deliverer, r: dict[str, Any], member: str) -> str:
     deadline = r["config"].get("timeout_at_ms")
     if deadline is None and r["timeout_ms"]:
         deadline = now + r["timeout_ms"]
-    channel_id = thread_channel(d.store.conn, r["thread_id"]) or "decl:" + r["channel"]
+    channel_id = _channel_id(r)
     slot = new_thing_id("t", d.store.replica, now)
     d.store.append(DOMAIN, "thread_open", slot, _supervisor(r), {
         "channel": channel_id, "parent": r["thread_id"], "expects": [member],
@@ -228,8 +234,8 @@ def _start_next(d: Deliverer, thread_id: str, expected_index: int | None = None)
         return None
     index, r = taken
     handle = r["members"][index]
-    earlier = _answers(d, r, r["members"][:index]) if r["flow"] == "sequential" else None
     slot = _open_slot(d, r, handle)
+    earlier = _answers(d, r, r["members"][:index]) if r["flow"] == "sequential" else None
     persona = _persona(d, handle)
     result: Delivered
     if persona is None:
@@ -401,7 +407,7 @@ def hand_back(d: Deliverer, thread_id: str, *, warnings: list[str],
     from nixx.log.ids import new_thing_id
 
     message_id = new_thing_id("m", d.store.replica)
-    summary_channel = thread_channel(d.store.conn, thread_id) or "decl:" + r["channel"]
+    summary_channel = _channel_id(r)
     with d.store.transaction() as txn:
         txn.append(DOMAIN, "post", message_id, actor, {
             "thread": thread_id, "channel": summary_channel, "body": body, "kind": "report",

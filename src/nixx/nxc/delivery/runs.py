@@ -74,18 +74,20 @@ TYPE_CHECKING = False  # `typing` costs ~2 ms of every CLI start; only annotatio
 if TYPE_CHECKING:
     from typing import Any
 
-    from nixx.nxc.declarations import Runtime
+    from nixx.nxc.declarations import Persona, Runtime
     from nixx.nxc.delivery.chain import NxcEnv
     from nixx.nxc.delivery.launcher import Deliverer
     from nixx.nxc.delivery.session_prompt import SessionPrompt
     from nixx.nxc.delivery.shapes import (
         Backend,
+        ChainBounds,
         Launched,
         RunSpec,
         SessionRecord,
         StoredRuntime,
         Wake,
     )
+    from nixx.nxc.shapes import Delivered
 
 
 class Run:
@@ -181,6 +183,29 @@ def prepare(d: Deliverer, *, session: str, persona: str, thread: str | None,
                format=runtime.get("format", "stream-json"), db=d.workspace.db_path,
                timeout_ms=timeout_ms, kill_at_ms=kill_at_ms, round=round_thread,
                backend_file=backend_file, keep_days=d.nxc_env.transcript_keep_days)
+
+
+def start_session(d: Deliverer, *, persona: Persona, thread: str, current: SessionRecord | None,
+          hop: int, limit: int, bounds: ChainBounds, prompt: SessionPrompt,
+          backend: Backend | None, timeout_ms: int | None, round_thread: str | None,
+          kill_at_ms: int | None, actor: str) -> Delivered:
+    """A fresh session of `persona` for `thread`, placed at `hop` by the deliverer
+    (`Deliverer.start` decided it may start): its row, its first run prepared and
+    launched. → {session, spawned, warnings[, failed]}."""
+    assert persona.runtime is not None  # the deliverer starts only a persona with one
+    runtime = runtime_dict(persona.runtime)
+    sid = sessions.create(
+        d.local, persona=persona.handle, thread_id=thread, runtime=runtime, hop=hop,
+        max_hops=limit, parent_session=current["session"] if current else None, **bounds)
+    run = prepare(d, session=sid, persona=persona.handle, thread=thread, runtime=runtime,
+                  hop=hop, mode="start", prompt=prompt, backend=backend, timeout_ms=timeout_ms,
+                  round_thread=round_thread, kill_at_ms=kill_at_ms)
+    launched = launch(d, run, actor=actor)
+    result: Delivered = {"session": sid, "spawned": launched["spawned"],
+                         "warnings": launched["warnings"]}
+    if "failed" in launched:
+        result["failed"] = launched["failed"]
+    return result
 
 
 def launch(d: Deliverer, run: Run, *, actor: str) -> Launched:
