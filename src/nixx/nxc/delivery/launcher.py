@@ -2,9 +2,10 @@
 
 Used by `LiveDelivery` (in the process that sent or replied) and by the supervisor (in
 the process that watched a runtime end). The `Deliverer` decides: where the caller
-stands (`current_session`), whether a session may start (`chain`), whether answers
-resume a session or wait in its queue (`sessions`), which backend the built-in runtime
-inherits. Each run it starts or resumes is made and launched by `runs`. Every outcome
+stands (`current_session`), whether a session may start (`chain`) or waits for a
+person (`gates`), whether answers resume a session or wait in its queue (`sessions`),
+which backend the built-in runtime inherits. Each session it starts and each run it
+resumes is made and launched by `runs`. Every outcome
 is recorded in the log (`outcomes`); process state goes to the device-local store
 (`sessions`).
 """
