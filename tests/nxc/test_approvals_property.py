@@ -87,3 +87,25 @@ def test_every_delivery_order_decides_each_approval_alike(ask_walls, decisions, 
                 first.payload["decision"], first.actor, first.origin, first.payload["note"])
         # every decision after the ask but the one that counts is listed as a conflict
         assert len(a.conflicts) == len(after) - (1 if counted else 0)
+
+
+def test_a_clone_cannot_slip_escape_sequences_into_what_a_person_reads(tmp_path):
+    """`what` and `note` are printed in a person's terminal (`nxc approvals`, `nxc status`):
+    an ask or a decision holding a control character is refused by the fold on every
+    clone, and `nxc approve --note` with one is a validation error."""
+    store = LogStore.open(init_workspace(tmp_path, replica="r0zz")[0].db_path, [WorkReducer()])
+    try:
+        whats = ("start aaaa/coder", "start aaaa/coder\x1b[2K\rapproved by you")
+        ok, evil = (Op.make(domain=DOMAIN, kind="approval_ask", target=aid, origin="aaaa",
+                            clock=encode(1_000, i), actor="aaaa/coder", created=1_000,
+                            payload={"step": "start", "subject": "aaaa/coder", "thread": "t-1",
+                                     "what": what})
+                    for i, (aid, what) in enumerate(zip(ASKS, whats, strict=True)))
+        bad_note = Op.make(domain=DOMAIN, kind="approval_decide", target=ASKS[0],
+                           origin="bbbb", clock=encode(2_000, 0), actor="bbbb/bob",
+                           created=2_000, payload={"decision": "approved", "note": "ok\x07"})
+        store.insert([ok, evil, bad_note])
+        found = approvals(store.conn)
+        assert list(found) == [ASKS[0]] and found[ASKS[0]].state == "pending"
+    finally:
+        store.close()

@@ -57,16 +57,20 @@ WRITERS = {
 }
 
 
+def printable(text: object, limit: int) -> bool:
+    """One line of printable text of at most `limit` characters: what a person reads in a
+    terminal, so a clone cannot slip escape sequences or a fake line into it."""
+    return isinstance(text, str) and len(text) <= limit and text.isprintable()
+
+
 def well_formed(op: Op) -> bool:
     """Whether an approval op may be kept (`WorkReducer.fold`)."""
     p = op.payload
     if op.kind == "approval_ask":
         return (minter(op.target) == op.origin and p.get("step") in STEPS
-                and isinstance(p.get("subject"), str) and 0 < len(p["subject"]) <= 200
-                and isinstance(p.get("thread"), str) and len(p["thread"]) <= 200
-                and isinstance(p.get("what"), str) and len(p["what"]) <= MAX_WHAT)
-    return (p.get("decision") in DECISIONS and isinstance(p.get("note", ""), str)
-            and len(p.get("note", "")) <= MAX_NOTE)
+                and printable(p.get("subject"), 200) and bool(p["subject"])
+                and printable(p.get("thread"), 200) and printable(p.get("what"), MAX_WHAT))
+    return p.get("decision") in DECISIONS and printable(p.get("note", ""), MAX_NOTE)
 
 
 class Approval:
@@ -130,6 +134,7 @@ def ask(store: LogStore, *, step: str, subject: str, thread: str, what: str,
         actor: str) -> str:
     """Write the ask of a held step; → the approval id (minted by this replica)."""
     approval_id = new_thing_id("a", store.replica)
+    what = "".join(c if c.isprintable() else " " for c in what)  # an argv may hold a newline
     what = what if len(what) <= MAX_WHAT else what[:MAX_WHAT - 1] + "…"
     store.append("work", "approval_ask", approval_id, actor,
                  {"step": step, "subject": subject, "thread": thread, "what": what})
@@ -144,8 +149,9 @@ def decide(engine: Engine, approval_id: str, decision: str, note: str = "") -> A
 
     if decision not in DECISIONS:
         raise ValidationError(f"a decision is one of {', '.join(DECISIONS)}", param="decision")
-    if len(note) > MAX_NOTE:
-        raise ValidationError(f"a note is at most {MAX_NOTE} characters", param="note")
+    if not printable(note, MAX_NOTE):
+        raise ValidationError(f"a note is one line of printable text, at most {MAX_NOTE} "
+                              "characters", param="note")
     a = approvals(engine.conn).get(approval_id)
     if a is None:
         raise NotFound(f"no approval {approval_id} in this workspace (`nxc approvals`)")

@@ -46,6 +46,9 @@ def test_a_persona_starts_only_after_a_person_approves(tmp_path):
     refused = ws.nxc("approve", approval, "--json", env={"NXC_ACTOR": "coder"}, check=False)
     assert refused.returncode == 1
     assert json.loads(refused.stdout)["error"]["kind"] == "forbidden"
+    # a note is one line of printable text (it is printed in a person's terminal)
+    bad = ws.nxc("approve", approval, "--note", "fine\x1b[2K", "--json", check=False)
+    assert json.loads(bad.stdout)["error"]["kind"] == "validation"
     # a person approves: the held start is taken now, on this clone
     decided = ws.nxc_json("approve", approval, "--note", "go ahead")
     assert (decided["state"], decided["decided_by"], decided["note"]) == (
