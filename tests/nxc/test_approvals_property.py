@@ -109,3 +109,26 @@ def test_a_clone_cannot_slip_escape_sequences_into_what_a_person_reads(tmp_path)
         assert list(found) == [ASKS[0]] and found[ASKS[0]].state == "pending"
     finally:
         store.close()
+
+
+def test_task_titles_and_leased_paths_are_printable_text_too(tmp_path):
+    """Task titles and leased paths are printed the same way (`nxc task list`, `nxc
+    leases`, the pre-commit hook): a forged op holding a control character is refused."""
+    store = LogStore.open(init_workspace(tmp_path, replica="r0zz")[0].db_path, [WorkReducer()])
+    try:
+        def op(kind: str, target: str, payload: dict) -> Op:
+            return Op.make(domain=DOMAIN, kind=kind, target=target, origin="aaaa",
+                           clock=encode(1_000, 0), actor="aaaa/ann", created=1_000,
+                           payload=payload)
+
+        store.insert([
+            op("task_add", "k-00000000000000000000000000-aaaa",
+               {"title": "fix it\x1b]0;pwned\x07", "depends_on": [], "thread": None}),
+            op("lease", "l-00000000000000000000000000-aaaa",
+               {"paths": ["src/\x1b[31mx"], "thread": None, "until": 9_999_999_999_999,
+                "shared": False}),
+        ])
+        kinds = [k for (k,) in store.conn.execute("SELECT kind FROM work_ops")]
+        assert kinds == []
+    finally:
+        store.close()

@@ -112,14 +112,15 @@ def _well_formed(op: Op) -> bool:
     if op.kind == "task_add":
         deps = p.get("depends_on", [])
         return (minter(op.target) == op.origin and isinstance(p.get("title"), str)
-                and 0 < len(p["title"]) <= MAX_TITLE and isinstance(deps, list)
+                and approvals.printable(p["title"], MAX_TITLE) and bool(p["title"])
+                and isinstance(deps, list)
                 and len(deps) <= MAX_DEPENDS and all(isinstance(d, str) for d in deps)
                 and isinstance(p.get("thread"), (str, type(None))))
     if op.kind == "lease":
         paths = p.get("paths")
         return (minter(op.target) == op.origin and isinstance(paths, list)
                 and 0 < len(paths) <= MAX_PATHS
-                and all(isinstance(x, str) and x and len(x) <= 1000 for x in paths)
+                and all(approvals.printable(x, 1000) and x for x in paths)
                 and type(p.get("until")) is int and isinstance(p.get("shared"), bool)
                 and isinstance(p.get("thread"), (str, type(None)))
                 and isinstance(p.get("session"), (str, type(None))))
@@ -328,8 +329,9 @@ def add_task(engine: Engine, title: str, depends_on: list[str] | None = None,
     from nixx.errors import NotFound, ValidationError
 
     title = " ".join(title.split())
-    if not title or len(title) > MAX_TITLE:
-        raise ValidationError(f"a task's title is 1 to {MAX_TITLE} characters")
+    if not title or not approvals.printable(title, MAX_TITLE):
+        raise ValidationError(f"a task's title is 1 to {MAX_TITLE} characters of printable "
+                              "text")
     known = tasks(engine.conn)
     missing = [d for d in depends_on or [] if d not in known]
     if missing:
@@ -397,6 +399,8 @@ def lease(engine: Engine, paths: list[str], *, for_ms: int, thread: str | None =
     clean = [p.strip().strip("/") for p in paths if p.strip().strip("/")]
     if not clean or len(clean) > MAX_PATHS:
         raise ValidationError(f"give 1 to {MAX_PATHS} paths or globs to lease")
+    if not all(approvals.printable(p, 1000) for p in clean):
+        raise ValidationError("a leased path is at most 1,000 characters of printable text")
     if not 0 < for_ms <= MAX_LEASE_MS:
         raise ValidationError("a lease lasts from a second to 7 days (--for 30m, 2h, 1d)")
     now = engine.now_ms()
