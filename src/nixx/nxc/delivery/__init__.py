@@ -13,7 +13,7 @@ a session is started or woken), `runs.py` (how one run of it is made and launche
     launcher.py         `Deliverer`: start a persona's session for a thread, wake one
                         with answers, record each outcome; where the caller stands
     runs.py             one run of a session: a new session and its first run
-                        (`start_session`), prepared (`Run`: its hop, files, argv from the
+                        (`first_run`), prepared (`Run`: its hop, files, argv from the
                         persona's runtime, the cleared child environment), launched under
                         a detached supervisor, resumed (the one resume builder)
     folders.py          every path of a session (`SessionFolder`) and of a round

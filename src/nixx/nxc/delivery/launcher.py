@@ -211,10 +211,14 @@ class Deliverer:
             return {"session": None, "spawned": False, "approval": approval, "warnings": [
                 f"{persona.handle} starts once a person approves: nxc approve {approval} "
                 f"(or nxc deny {approval}), on any clone"]}
-        return runs.start_session(self, persona=persona, thread=thread_id, current=current, hop=hop,
-                                  limit=limit, bounds=bounds, prompt=prompt, backend=backend,
-                                  timeout_ms=timeout_ms, round_thread=round_thread,
-                                  kill_at_ms=kill_at_ms, actor=actor)
+        runtime = sessions.stored_runtime(persona.runtime)
+        sid = sessions.create(
+            self.local, persona=persona.handle, thread_id=thread_id, runtime=runtime, hop=hop,
+            max_hops=limit, parent_session=current["session"] if current else None, **bounds)
+        return runs.first_run(self, session=sid, persona=persona.handle, thread=thread_id,
+                              runtime=runtime, hop=hop, prompt=prompt, backend=backend,
+                              timeout_ms=timeout_ms, round_thread=round_thread,
+                              kill_at_ms=kill_at_ms, actor=actor)
 
     # -- waking --------------------------------------------------------------------------
 

@@ -50,7 +50,7 @@ self-contained: the thread id and the answers).
 
 The built-in ``nixx`` runtime is `python -m nixx.nxc.delivery.builtin_runtime`: the
 persona's model and tools through an OpenAI-compatible backend, plus nxc send/reply.
-What a session stores of its runtime is `runtime_dict` (`shapes.StoredRuntime`).
+What a session stores of its runtime is `sessions.stored_runtime` (`shapes.StoredRuntime`).
 
 Launch. The runtime does not run under the sender: the run file is written (0600) and
 `python -m nixx.nxc.delivery.supervisor RUNFILE` starts in a new session (detached,
@@ -74,13 +74,11 @@ TYPE_CHECKING = False  # `typing` costs ~2 ms of every CLI start; only annotatio
 if TYPE_CHECKING:
     from typing import Any
 
-    from nixx.nxc.declarations import Persona, Runtime
     from nixx.nxc.delivery.chain import NxcEnv
     from nixx.nxc.delivery.launcher import Deliverer
     from nixx.nxc.delivery.session_prompt import SessionPrompt
     from nixx.nxc.delivery.shapes import (
         Backend,
-        ChainBounds,
         Launched,
         RunSpec,
         SessionRecord,
@@ -185,23 +183,17 @@ def prepare(d: Deliverer, *, session: str, persona: str, thread: str | None,
                backend_file=backend_file, keep_days=d.nxc_env.transcript_keep_days)
 
 
-def start_session(d: Deliverer, *, persona: Persona, thread: str, current: SessionRecord | None,
-          hop: int, limit: int, bounds: ChainBounds, prompt: SessionPrompt,
-          backend: Backend | None, timeout_ms: int | None, round_thread: str | None,
-          kill_at_ms: int | None, actor: str) -> Delivered:
-    """A fresh session of `persona` for `thread`, placed at `hop` by the deliverer
-    (`Deliverer.start` decided it may start): its row, its first run prepared and
-    launched. → {session, spawned, warnings[, failed]}."""
-    assert persona.runtime is not None  # the deliverer starts only a persona with one
-    runtime = runtime_dict(persona.runtime)
-    sid = sessions.create(
-        d.local, persona=persona.handle, thread_id=thread, runtime=runtime, hop=hop,
-        max_hops=limit, parent_session=current["session"] if current else None, **bounds)
-    run = prepare(d, session=sid, persona=persona.handle, thread=thread, runtime=runtime,
+def first_run(d: Deliverer, *, session: str, persona: str, thread: str,
+              runtime: StoredRuntime, hop: int, prompt: SessionPrompt, backend: Backend | None,
+              timeout_ms: int | None, round_thread: str | None, kill_at_ms: int | None,
+              actor: str) -> Delivered:
+    """A fresh session's first run (the deliverer decided it may start and recorded it),
+    prepared and launched. → {session, spawned, warnings[, failed]}."""
+    run = prepare(d, session=session, persona=persona, thread=thread, runtime=runtime,
                   hop=hop, mode="start", prompt=prompt, backend=backend, timeout_ms=timeout_ms,
                   round_thread=round_thread, kill_at_ms=kill_at_ms)
     launched = launch(d, run, actor=actor)
-    result: Delivered = {"session": sid, "spawned": launched["spawned"],
+    result: Delivered = {"session": session, "spawned": launched["spawned"],
                          "warnings": launched["warnings"]}
     if "failed" in launched:
         result["failed"] = launched["failed"]
@@ -255,14 +247,6 @@ def resume_run(d: Deliverer, row: SessionRecord, wakes: list[Wake]) -> Run:
     return prepare(d, session=row["session"], persona=row["persona"], thread=row["thread_id"],
                    runtime=runtime, hop=row["hop"], mode="resume", prompt=prompt,
                    runtime_session=row.get("runtime_session"))
-
-
-def runtime_dict(runtime: Runtime) -> StoredRuntime:
-    """The JSON form stored with a session (from a `declarations.Runtime`)."""
-    if runtime.builtin:
-        return {"builtin": runtime.builtin, "format": "nixx"}
-    return {"start": list(runtime.start), "resume": list(runtime.resume),
-            "format": runtime.format or "stream-json"}
 
 
 def _fields(template: str) -> set[str]:

@@ -39,6 +39,7 @@ if TYPE_CHECKING:
 
     from apsw import Connection
 
+    from nixx.nxc.declarations import Runtime
     from nixx.nxc.delivery.shapes import (
         Refusal,
         ResumeBound,
@@ -98,6 +99,14 @@ def _row(row: tuple[Any, ...]) -> SessionRecord:
 
 def new_session_id() -> str:
     return "s-" + new_ulid()
+
+
+def stored_runtime(runtime: Runtime) -> StoredRuntime:
+    """A persona's runtime as a session stores it (from a `declarations.Runtime`)."""
+    if runtime.builtin:
+        return {"builtin": runtime.builtin, "format": "nixx"}
+    return {"start": list(runtime.start), "resume": list(runtime.resume),
+            "format": runtime.format or "stream-json"}
 
 
 def create(

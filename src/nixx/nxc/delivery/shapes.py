@@ -41,7 +41,7 @@ class Backend(TypedDict, total=False):
 
 
 class StoredRuntime(TypedDict, total=False):
-    """A persona's runtime as a session stores it (`runs.runtime_dict`): the built-in
+    """A persona's runtime as a session stores it (`sessions.stored_runtime`): the built-in
     one, or the argv templates of an agent CLI."""
 
     builtin: str  # "nixx": the built-in runtime (then no templates)
