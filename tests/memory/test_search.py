@@ -51,10 +51,23 @@ def test_scores_not_ranks_decide() -> None:
     fts = hits(weak, [0.15] * 30)
     vec = hits([*weak[:10], 99], [0.16 - 0.001 * n for n in range(10)] + [0.6])
     assert search.fuse(fts, vec)[0].id == 99
-    # and a row carrying the question's rare word beats rows only vaguely near it
+    # and a row carrying the question's rare word beats rows only vaguely near it (below
+    # MiniLM's recall floor of 0.40)
     fts = hits([50], [0.7])
-    vec = hits([60, 61, 62, 50], [0.42, 0.41, 0.40, 0.2])
+    vec = hits([60, 61, 62, 50], [0.32, 0.31, 0.30, 0.2])
     assert search.fuse(fts, vec)[0].id == 50
+
+
+def test_one_shared_word_of_several_does_not_pass_the_row_nearest_in_meaning() -> None:
+    # row 7 carries 0.3 of the question's term weight (one word of several) and a fair
+    # cosine; row 8 shares no word and is nearer in meaning. Counted linearly, the word
+    # lifted row 7 first; the word evidence is the share squared (`words_power`), so a
+    # partial match counts for less than its share and row 8 comes first — while a row
+    # carrying all the words still wins (`test_agreeing_rankers_win_and_weights_count`)
+    fts, vec = hits([7], [0.3]), hits([8, 7], [0.45, 0.35])
+    assert search.fuse(fts, vec)[0].id == 8
+    linear = search.FusionParams(words_power=1.0)
+    assert search.fuse(fts, vec, params=linear)[0].id == 7
 
 
 def test_the_limit_and_the_cosine_floor_cut_the_fused_list_in_order() -> None:

@@ -10,7 +10,8 @@ Three rankers answer a question:
 
 `fuse` combines them by the strength of their evidence, not by their ranks: a row's
 full-text score is the share of the question's term weight it carries (BM25 over the sum
-of the question's IDFs, the same scale in both stores: `nixx.store.term_stats`), its
+of the question's IDFs, the same scale in both stores: `nixx.store.term_stats`), squared
+as evidence (one shared word of several is weak evidence: `FusionParams.words_power`), its
 cosine is read on the embedding model's scale of evidence (`nixx.embed.cosine_scale`: 0
 where unrelated text reaches, 1 where a match is decisive), and the two are mixed
 (`FusionParams`: 0.5 words, 0.5 vector). Rank fusion let two weak ranks outscore one
@@ -68,6 +69,10 @@ class FusionParams:
     # a row's sentence (`nixx.memory.pieces`) lifts its cosine from this cosine up: the
     # model's recall floor (`params_for`; None: no lift)
     piece_floor: float | None = 0.40
+    # the word evidence is the full-text share raised to this power: a row carrying half
+    # the question's term weight is a quarter of a full match's evidence, so one shared
+    # word of several no longer lifts a row past the one nearest in meaning (1: linear)
+    words_power: float = 2.0
 
     def vector_evidence(self, cosine: float | None) -> float:
         """A cosine on the 0..1 scale of evidence (0 at `cos_lo`, 1 at `cos_hi`)."""
@@ -241,7 +246,7 @@ class _Candidates:
         for rid in self.rows:
             parts = self.why[rid] = {}
             if rid in self.bm25:
-                parts["words"] = p.w_words * min(1.0, self.bm25[rid])
+                parts["words"] = p.w_words * min(1.0, self.bm25[rid]) ** p.words_power
             if rid in self.cosine:
                 parts["vector"] = p.w_vec * p.vector_evidence(self.nearness(rid))
             self.base[rid] = sum(parts.values())
