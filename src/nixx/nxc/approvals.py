@@ -155,7 +155,7 @@ def decide(engine: Engine, approval_id: str, decision: str, note: str = "") -> A
     a = approvals(engine.conn).get(approval_id)
     if a is None:
         raise NotFound(f"no approval {approval_id} in this workspace (`nxc approvals`)")
-    if engine.handle in engine.declarations.personas or engine.delivery.parent_thread(engine):
+    if engine.handle in engine.declarations.personas or engine.delivery.agent_session(engine):
         raise Forbidden(f"{engine.handle} is an agent: a person approves or denies "
                         f"(`nxc approve {approval_id}` from your own shell)")
     if a.state != "pending":

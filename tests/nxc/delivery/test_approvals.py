@@ -186,6 +186,10 @@ def test_run_holds_every_run_of_the_declared_command_a_resume_too(tmp_path):
     assert held["what"] == (f"resume ab12/coder (session {session['session']}) with "
                             "1 message(s) from ab12/operator")
     assert [s["state"] for s in ws.sessions()] == ["exited"] and len(runs(log)) == 1
+    # a process inside an agent's session may not decide, whatever handle it claims
+    inside = ws.nxc("approve", held["id"], "--json", env={"NXC_SESSION": session["session"]},
+                    check=False)
+    assert json.loads(inside.stdout)["error"]["kind"] == "forbidden"
     decided = ws.nxc_json("approve", held["id"])
     assert [(t["action"], t["state"]) for t in decided["taken"]] == [("resume", "approved")]
     poll(lambda: len(runs(log)) == 2 and all_idle(ws), what="the approved resume to run")

@@ -244,9 +244,12 @@ def supervise(run_file: str) -> int:
                                         agents=d.decls.personas, refused=refused)
         for info in refused:
             d.record_refusal(info, actor=persona)
+        if not wakes:
+            _end_leases(d, sid, persona)
+            return 0
         row = sessions.require(d.local, sid)
-        if not wakes or d.hold_resume(row, wakes, actor=wakes[-1]["sender"]) is not None:
-            _end_leases(d, sid, persona)  # ended, or its next run waits for a person
+        if d.hold_resume(row, wakes, actor=wakes[-1]["sender"]) is not None:
+            _end_leases(d, sid, persona)  # its next run waits for a person
             return 0
         # resumed in place: the session stays claimed (state running)
         run = runs.resume_run(d, row, wakes)
