@@ -224,3 +224,28 @@ def test_a_resume_queued_while_the_session_ran_is_held_when_the_run_ends(tmp_pat
     ws.nxc_json("approve", held[0]["id"])
     poll(lambda: len(runs(log)) == 2 and all_idle(ws), what="the approved resume")
     assert "while you are at it" in runs(log)[1]["prompt"]
+
+
+def test_a_held_step_is_taken_once_and_one_let_go_is_taken_again(tmp_path):
+    """`gates`: a decided step is taken by one process only (compare-and-set); one whose
+    action failed is let go (`untake`), and the next process that sees the decision — here
+    the sync pass's `catch_up` — takes it and runs it once."""
+    from nixx.log.workspace import Workspace
+    from nixx.nxc.delivery import gates
+    from nixx.nxc.delivery.dispatch import catch_up
+    from nixx.nxc.delivery.launcher import Deliverer
+
+    ws = make_workspace(tmp_path)
+    db = str(ws.root / ".nxs" / "db.sqlite")
+    log = ws.scripted("coder", reply="done", persona_fields={"approve": ["start"]})
+    approval = ws.nxc_json("send", "--to", "coder", "fix it")["approval"]
+    d = Deliverer.open(db, ws.env)
+    try:
+        assert gates.take(d, approval) is True and gates.take(d, approval) is False
+        assert ws.nxc_json("approve", approval)["taken"] == []  # another process holds it
+        gates.untake(d, approval)  # its action failed: let go
+    finally:
+        d.store.close()
+    assert catch_up(Workspace.for_db(db), ws.env) == [approval]
+    poll(lambda: len(runs(log)) == 1 and all_idle(ws), what="the start to run")
+    assert catch_up(Workspace.for_db(db), ws.env) == []  # taken once

@@ -215,38 +215,47 @@ def take_decided(d: Deliverer) -> list[Taken]:
     """Take each step held on this machine (`gates`) that a person has now decided:
     approved, the step runs; denied, the thread says so (a persona's start: a `refused`
     outcome, reason ``denied``; a round's start or hand-back: the supervisor hands the
-    denial back). Each step runs once, whichever process sees the decision first."""
-    from nixx.nxc.delivery import gates, outcomes, rounds
+    denial back). Each step runs once, whichever process sees the decision first; one that
+    fails half-way is let go again, so the next `nxc approve` or sync pass retries it."""
+    from nixx.nxc.delivery import gates
 
     out: list[Taken] = []
     for a, action, args in gates.decided(d):
-        approved = a.state == "approved"
-        result: Delivered | Resumed
-        if action == "start":
-            persona = d.decls.personas.get(args["persona"])
-            if approved and persona is not None:
-                kwargs = {k: v for k, v in args.items() if k != "persona"}
-                result = d.start(persona, approved=a.id, **kwargs)
-            else:
-                msg = gates.denial(a) if not approved else (
-                    f"{args['persona']} is no longer declared: not started")
-                outcomes.record(d.store, "refused", args["thread_id"], args["sender"], {
-                    "thread": args["thread_id"], "persona": args["persona"],
-                    "reason": "denied", "approval": a.id, "msg": msg})
-                result = {"session": None, "spawned": False, "warnings": [msg]}
-                if args.get("round_thread"):  # the round goes on without this member
-                    rounds.on_member_exit(d, args["round_thread"], args["persona"])
-        elif action == "resume":
-            result = _take_resume(d, a, args)
-        elif action == "round":
-            result = (rounds.begin(d, args["thread_id"]) if approved
-                      else rounds.deny(d, args["thread_id"], gates.denial(a)))
-        else:  # hand_back
-            result = rounds.hand_back(d, args["thread_id"], warnings=[],
-                                      denied=None if approved else gates.denial(a))
+        try:
+            result = _take(d, a, action, args)
+        except BaseException:
+            gates.untake(d, a.id)  # taken by nobody: the next `approve` or sync pass retries
+            raise
         out.append({"approval": a.id, "action": action, "state": a.state,
                     "thread": a.thread, "warnings": result.get("warnings", [])})
     return out
+
+
+def _take(d: Deliverer, a: Approval, action: str, args: dict[str, Any]) -> Delivered | Resumed:
+    """Run one decided step (`take_decided`)."""
+    from nixx.nxc.delivery import gates, outcomes, rounds
+
+    approved = a.state == "approved"
+    if action == "resume":
+        return _take_resume(d, a, args)
+    if action == "round":
+        return (rounds.begin(d, args["thread_id"]) if approved
+                else rounds.deny(d, args["thread_id"], gates.denial(a)))
+    if action == "hand_back":
+        return rounds.hand_back(d, args["thread_id"], warnings=[],
+                                denied=None if approved else gates.denial(a))
+    persona = d.decls.personas.get(args["persona"])  # start
+    if approved and persona is not None:
+        kwargs = {k: v for k, v in args.items() if k != "persona"}
+        return d.start(persona, approved=a.id, **kwargs)
+    msg = gates.denial(a) if not approved else (
+        f"{args['persona']} is no longer declared: not started")
+    outcomes.record(d.store, "refused", args["thread_id"], args["sender"], {
+        "thread": args["thread_id"], "persona": args["persona"],
+        "reason": "denied" if not approved else "undeclared", "approval": a.id, "msg": msg})
+    if args.get("round_thread"):  # the round goes on without this member
+        rounds.on_member_exit(d, args["round_thread"], args["persona"])
+    return {"session": None, "spawned": False, "warnings": [msg]}
 
 
 def _take_resume(d: Deliverer, a: Approval, args: dict[str, Any]) -> Resumed:

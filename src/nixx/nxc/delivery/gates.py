@@ -67,6 +67,12 @@ def take(d: Deliverer, approval_id: str) -> bool:
         return conn.changes() == 1
 
 
+def untake(d: Deliverer, approval_id: str) -> None:
+    """Let a taken step go again (its action failed): the next caller takes it."""
+    with d.local.transaction() as conn:
+        conn.execute("UPDATE gates SET done = 0 WHERE approval_id = ?", (approval_id,))
+
+
 def decided(d: Deliverer) -> list[tuple[Approval, str, dict[str, Any]]]:
     """The held steps a person has decided, each taken (only this caller runs it):
     (approval, action, args), oldest first."""

@@ -13,7 +13,7 @@ order folds to the same rows.
     failed    thread id         {thread, session, persona, reason, code?}
                                  the runtime could not start, or a run exited non-zero:
                                  `reason` is the cause in words (which URL, which setting)
-    refused   thread id | handle {thread, persona, reason: hop_limit|resume_limit|addressable|denied,
+    refused   thread id | handle {thread, persona, reason: hop_limit|resume_limit|addressable|denied|undeclared,
                                   hop | scope+count, limit, msg}
     round     thread id         {thread, channel, event: posted|denied|advanced, member?}
 
