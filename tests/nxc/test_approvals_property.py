@@ -7,8 +7,6 @@ order, by a handle other than the subject; every other decision is listed, none 
 
 from __future__ import annotations
 
-import tempfile
-
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -18,6 +16,8 @@ from nixx.log.store import LogStore
 from nixx.log.workspace import init_workspace
 from nixx.nxc.approvals import approvals
 from nixx.nxc.work import DOMAIN, WorkReducer
+
+from .clones import assert_alike, delivered_apart
 
 REPLICAS = ("aaaa", "bbbb", "cccc")
 ACTORS = ("aaaa/ann", "bbbb/bob", "cccc/cy", "aaaa/coder")  # coder: the subject
@@ -55,24 +55,9 @@ def state(store: LogStore) -> list:
        st.lists(st.integers(1, 6), min_size=3, max_size=3))
 def test_every_delivery_order_decides_each_approval_alike(ask_walls, decisions, orders, cuts):
     ops = build(ask_walls, decisions)
-    with tempfile.TemporaryDirectory() as tmp:
-        stores = [LogStore.open(init_workspace(f"{tmp}/{i}", replica=f"r{i}zz")[0].db_path,
-                                [WorkReducer()]) for i in range(3)]
-        try:
-            for store, rnd, cut in zip(stores, orders, cuts, strict=True):
-                batch = [Op.from_wire(op.to_wire()) for op in ops]
-                batch += rnd.sample(batch, len(batch) // 3)  # some twice
-                rnd.shuffle(batch)
-                for i in range(0, len(batch), cut):  # in partial batches
-                    store.insert(batch[i:i + cut])
-            states = [state(s) for s in stores]
-            assert states[0] == states[1] == states[2]
-            stores[2].refold()
-            assert state(stores[2]) == states[0]
-            found = approvals(stores[0].conn)
-        finally:
-            for s in stores:
-                s.close()
+    with delivered_apart(ops, orders, cuts) as stores:
+        assert_alike(stores, state)
+        found = approvals(stores[0].conn)
     for aid, ask in zip(ASKS, ops, strict=False):
         a = found[aid]
         after = sorted({op.id: op for op in ops if op.kind == "approval_decide"

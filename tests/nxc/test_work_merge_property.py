@@ -16,16 +16,15 @@ clone receives all of it in its own order — partial batches, duplicates — an
 
 from __future__ import annotations
 
-import tempfile
-
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from nixx.log.clock import encode
 from nixx.log.op import Op
 from nixx.log.store import LogStore
-from nixx.log.workspace import init_workspace
-from nixx.nxc.work import DOMAIN, WorkReducer, lease_state, lost_claims, overlaps, tasks
+from nixx.nxc.work import DOMAIN, lease_state, lost_claims, overlaps, tasks
+
+from .clones import assert_alike, delivered_apart
 
 REPLICAS = ("aaaa", "bbbb", "cccc")
 HANDLES = {"aaaa": ("aaaa/ann", "aaaa/dee"), "bbbb": ("bbbb/bob",), "cccc": ("cccc/cy",)}
@@ -93,25 +92,10 @@ def state(store: LogStore) -> tuple:
        st.lists(st.integers(1, 8), min_size=3, max_size=3))
 def test_every_delivery_order_settles_claims_and_leases_alike(events, orders, cuts):
     ops = build(events)
-    with tempfile.TemporaryDirectory() as tmp:
-        stores = [LogStore.open(init_workspace(f"{tmp}/{i}", replica=f"r{i}zz")[0].db_path,
-                                [WorkReducer()]) for i in range(3)]
-        try:
-            for store, rnd, cut in zip(stores, orders, cuts, strict=True):
-                batch = [Op.from_wire(op.to_wire()) for op in ops]
-                batch += rnd.sample(batch, len(batch) // 3)  # some twice
-                rnd.shuffle(batch)
-                for i in range(0, len(batch), cut):  # in partial batches
-                    store.insert(batch[i:i + cut])
-            states = [state(s) for s in stores]
-            assert states[0] == states[1] == states[2]
-            stores[1].refold()
-            assert state(stores[1]) == states[0]
-            check_claims(stores[0], ops)
-            check_leases(stores[0], ops)
-        finally:
-            for s in stores:
-                s.close()
+    with delivered_apart(ops, orders, cuts) as stores:
+        assert_alike(stores, state)
+        check_claims(stores[0], ops)
+        check_leases(stores[0], ops)
 
 
 def check_claims(store: LogStore, ops: list[Op]) -> None:

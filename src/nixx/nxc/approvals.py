@@ -102,8 +102,8 @@ class Approval:
                 "decided": self.decided, "note": self.note, "conflicts": self.conflicts}
 
 
-def approvals(conn: Connection, *, thread_ids: set[str] | None = None) -> dict[str, Approval]:
-    """Every approval by id (those of `thread_ids` when given), oldest ask first: one read."""
+def approvals(conn: Connection) -> dict[str, Approval]:
+    """Every approval by id, oldest ask first: one read."""
     import json
 
     rows = [(str(k), str(t), str(a), str(o), json.loads(str(p)), int(c)) for k, t, a, o, p, c
@@ -125,8 +125,6 @@ def approvals(conn: Connection, *, thread_ids: set[str] | None = None) -> dict[s
             continue
         a.state, a.decided_by, a.decided_origin = p["decision"], actor, origin
         a.decided, a.note = created, p.get("note", "")
-    if thread_ids is not None:
-        return {k: a for k, a in found.items() if a.thread in thread_ids}
     return found
 
 

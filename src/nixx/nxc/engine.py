@@ -623,13 +623,13 @@ class Engine:
 
         pending = [a.as_json() for a in approvals.approvals(self.conn).values()
                    if a.state == "pending"]
-        for op in ops:  # a step held for a person: the operation awaits one
-            mine = [a for a in pending if a["thread"] in {t["thread_id"] for t in op["threads"]}]
+        held_in = {a["thread"] for a in pending}
+        for op in ops:  # a step held for a person: the operation and its thread await one
             for t in op["threads"]:
-                if any(a["thread"] == t["thread_id"] for a in mine):
-                    t["awaiting_human"] = True
-            op["approvals"] = mine
-            op["awaiting_human"] = op["awaiting_human"] or bool(mine)
+                t["awaiting_human"] = t["awaiting_human"] or t["thread_id"] in held_in
+            tree = {t["thread_id"] for t in op["threads"]}
+            op["approvals"] = [a for a in pending if a["thread"] in tree]
+            op["awaiting_human"] = op["awaiting_human"] or bool(op["approvals"])
         out: StatusReport = {"actor": self.handle, "operations": ops, "held": held,
                              "leases": live, "lost_claims": work.lost_claims(found),
                              "lost_leases": lost, "approvals": pending}

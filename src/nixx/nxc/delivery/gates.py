@@ -36,11 +36,6 @@ if TYPE_CHECKING:
     from nixx.nxc.delivery.launcher import Deliverer
 
 
-def required(steps: tuple[str, ...] | None, step: str) -> bool:
-    """Whether a declaration's `approve:` holds `step` for a person."""
-    return bool(steps) and step in (steps or ())
-
-
 def hold(d: Deliverer, *, step: str, subject: str, thread: str, what: str, actor: str,
          action: str, args: dict[str, Any]) -> str:
     """Ask for a person's approval of `step` and keep what to do once decided.

@@ -195,8 +195,7 @@ class Deliverer:
                 "thread": thread_id, "persona": persona.handle, "reason": "hop_limit",
                 "hop": hop, "limit": limit, "msg": msg})
             return {"session": None, "spawned": False, "warnings": [msg], "refused": "hop_limit"}
-        if approved is None and (gates.required(persona.approve, "start")
-                                 or gates.required(persona.approve, "run")):
+        if approved is None and {"start", "run"} & set(persona.approve):
             args = {"persona": persona.handle, "thread_id": thread_id, "task": task,
                     "sender": sender, "channel": channel, "earlier": earlier,
                     "timeout_ms": timeout_ms, "round_thread": round_thread,
@@ -287,7 +286,7 @@ class Deliverer:
         go, its answers back in its queue, and ask a person (`gates`). → the approval id,
         or None (nothing is held)."""
         persona = self.decls.personas.get(row["persona"])
-        if persona is None or not gates.required(persona.approve, "run"):
+        if persona is None or "run" not in persona.approve:
             return None
         sessions.requeue(self.local, row["session"], wakes)
         senders = ", ".join(sorted({w["sender"] for w in wakes}))

@@ -80,7 +80,7 @@ def open_round(d: Deliverer, *, channel: ChannelDecl, thread_id: str, members: l
     # NIXX_* settings: the backend is captured here, in the sender's process
     if builtin or channel.on_complete == "summarize":
         d.keep_round_backend(thread_id)
-    if gates.required(channel.approve, "start"):
+    if "start" in channel.approve:
         supervisor = supervisor_handle(d.origin, channel.name)
         approval = gates.hold(
             d, step="start", subject=supervisor, thread=thread_id, actor=supervisor,
@@ -374,7 +374,7 @@ def settle(d: Deliverer, thread_id: str, *, warnings: list[str]) -> Resumed:
             return {"resumed": None, "warnings": warnings}
     r = _existing_round(d, thread_id)
     channel = d.decls.channels.get(r["channel"])
-    if channel is not None and gates.required(channel.approve, "hand_back"):
+    if channel is not None and "hand_back" in channel.approve:
         answers = _answers(d, r, r["members"])
         approval = gates.hold(
             d, step="hand_back", subject=_supervisor(r), thread=thread_id,
