@@ -359,16 +359,29 @@ def take_queued(local: LocalStore, session_id: str, *, drop: bool = False) -> li
         current = _existing(conn, session_id)
         if current["state"] == "running":
             return []
-        rows: list[Any] = conn.execute(
-            "SELECT id, thread_id, message_id, sender, body FROM wake_queue "
-            "WHERE session_id = ? AND taken IS NULL ORDER BY id", (session_id,)).fetchall()
+        rows = _queued(conn, session_id)
         if not rows:
             return []
-        conn.execute(f"UPDATE wake_queue SET taken = ? WHERE id IN ({','.join('?' * len(rows))})",
-                     (now, *[r[0] for r in rows]))
+        _mark_taken(conn, rows, now)
         if not drop:
             conn.execute("UPDATE sessions SET state = 'running', pid = NULL, detail = NULL, "
                          "updated = ? WHERE session_id = ?", (now, session_id))
+    return _wakes(rows)
+
+
+def _queued(conn: Connection, session_id: str) -> list[Any]:
+    """The session's wake-queue rows not handed over yet, oldest first."""
+    return conn.execute(
+        "SELECT id, thread_id, message_id, sender, body FROM wake_queue "
+        "WHERE session_id = ? AND taken IS NULL ORDER BY id", (session_id,)).fetchall()
+
+
+def _mark_taken(conn: Connection, rows: Sequence[Any], now: int) -> None:
+    conn.execute(f"UPDATE wake_queue SET taken = ? WHERE id IN ({','.join('?' * len(rows))})",
+                 (now, *[r[0] for r in rows]))
+
+
+def _wakes(rows: Sequence[Any]) -> list[Wake]:
     return [{"thread_id": r[1], "message_id": r[2], "sender": r[3], "body": r[4]} for r in rows]
 
 
@@ -417,10 +430,7 @@ def finish_or_take(local: LocalStore, session_id: str, exit_code: int | None, *,
     to `refused`."""
     now = _now_ms()
     with local.transaction() as conn:
-        rows: list[Any] = conn.execute(
-            "SELECT id, thread_id, message_id, sender, body FROM wake_queue "
-            "WHERE session_id = ? AND taken IS NULL ORDER BY id", (session_id,),
-        ).fetchall()
+        rows = _queued(conn, session_id)
         conn.execute("UPDATE sessions SET exit_code = ?, stderr_tail = ?, updated = ? "
                      "WHERE session_id = ?", (exit_code, stderr_tail, now, session_id))
         if rows:
@@ -429,9 +439,7 @@ def finish_or_take(local: LocalStore, session_id: str, exit_code: int | None, *,
             senders: list[WakeFrom] = [{"thread_id": r[1], "sender": r[3]} for r in rows]
             bound = _count_resume(conn, row, senders, agents)
             if bound is not None:
-                conn.execute(
-                    f"UPDATE wake_queue SET taken = ? WHERE id IN ({','.join('?' * len(rows))})",
-                    (now, *[r[0] for r in rows]))
+                _mark_taken(conn, rows, now)
                 if refused is not None:
                     refused.append(_refusal(row, bound))
                 rows = []
@@ -440,11 +448,8 @@ def finish_or_take(local: LocalStore, session_id: str, exit_code: int | None, *,
                          "WHERE session_id = ?",
                          ("failed" if failure else "exited", failure, session_id))
             return []
-        conn.execute(
-            f"UPDATE wake_queue SET taken = ? WHERE id IN ({','.join('?' * len(rows))})",
-            (now, *[r[0] for r in rows]),
-        )
-    return [{"thread_id": r[1], "message_id": r[2], "sender": r[3], "body": r[4]} for r in rows]
+        _mark_taken(conn, rows, now)
+    return _wakes(rows)
 
 
 def queued(local: LocalStore, session_id: str) -> int:
