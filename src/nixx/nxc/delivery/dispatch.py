@@ -320,10 +320,12 @@ def tell_losers(d: Deliverer) -> list[str]:
     live, lost_leases = work.lease_state(d.store.conn, time.time_ns() // 1_000_000)
     holders = {x["id"]: x["holder"] for x in live + lost_leases}
     replica = d.store.replica
-    facts: list[tuple[str, str, str, str]] = [(c["session"], f"lost-claim-{c['task']}", found[c["task"]].holder or c["by"],
-              f"Your claim on task {c['task']} ({c['title']}) lost: {c['reason']}. Leave it "
-              "to its holder (`nxc task list`).")
-             for c in work.lost_claims(found) if c.get("session") and c["origin"] == replica]
+    # (the session, the wake's key, who won, what it is told)
+    facts: list[tuple[str, str, str, str]] = [
+        (c["session"], f"lost-claim-{c['task']}", found[c["task"]].holder or c["by"],
+         f"Your claim on task {c['task']} ({c['title']}) lost: {c['reason']}. Leave it to "
+         "its holder (`nxc task list`).")
+        for c in work.lost_claims(found) if c.get("session") and c["origin"] == replica]
     facts += [(x["session"], f"lost-lease-{x['id']}",
                holders.get(x.get("lost_to", ""), x["holder"]),
                f"Your lease {x['id']} on {', '.join(x['paths'])} lost: {x.get('reason')}. Do "

@@ -53,9 +53,9 @@ if TYPE_CHECKING:
     from nixx.nxc.delivery.shapes import Said
     from nixx.nxc.shapes import Delivered, Resumed, ThreadSummary
 
-__all__ = ["begin", "catch_up", "deny", "hand_back", "is_round", "member_sessions", "on_member_exit", "on_slot_reply",
-           "open_round", "round_of_slot", "settle", "slot_of_member", "slots",
-           "supervisor_handle"]
+__all__ = ["begin", "catch_up", "deny", "hand_back", "is_round", "member_sessions",
+           "on_member_exit", "on_slot_reply", "open_round", "round_of_slot", "settle",
+           "slot_of_member", "slots", "supervisor_handle"]
 
 
 def _now_ms() -> int:
