@@ -14,7 +14,7 @@ import sys
 from collections.abc import Sequence
 
 from nixx.cli.output import emit_json
-from nixx.cli.shell import Formatter, common_parser, run_parsed
+from nixx.cli.shell import Formatter, common_parser, open_engine, run_parsed
 
 TYPE_CHECKING = False  # `typing` costs ~2 ms of every CLI start; only annotations use it
 if TYPE_CHECKING:
@@ -44,11 +44,6 @@ def failure_lines(failures: list[DeliveryOutcome], indent: str = "  ") -> list[s
     return out
 
 
-def _engine(args: argparse.Namespace) -> Engine:
-    from nixx.nxc.delivery.dispatch import LiveDelivery
-    from nixx.nxc.engine import Engine
-
-    return Engine.open(db=args.db, delivery=LiveDelivery())
 
 
 def _body(args: argparse.Namespace) -> str:
@@ -71,7 +66,7 @@ def _body(args: argparse.Namespace) -> str:
 
 
 def _whoami(args: argparse.Namespace) -> int:
-    with _engine(args) as engine:
+    with open_engine(args) as engine:
         out = {"handle": engine.handle, "origin": engine.origin, "replica": engine.store.replica,
                "db": str(engine.workspace.db_path)}
     if args.json:
@@ -82,7 +77,7 @@ def _whoami(args: argparse.Namespace) -> int:
 
 
 def _list(args: argparse.Namespace) -> int:
-    with _engine(args) as engine:
+    with open_engine(args) as engine:
         out = engine.list()
     if args.json:
         emit_json(out)
@@ -101,7 +96,7 @@ def _list(args: argparse.Namespace) -> int:
 
 def _send(args: argparse.Namespace) -> int:
     body = _body(args)
-    with _engine(args) as engine:
+    with open_engine(args) as engine:
         out = engine.send(args.to, body, expect=args.expect, deadline=args.deadline,
                           kind=args.kind, priority=args.priority)
         if getattr(args, "wait", False):
@@ -122,7 +117,7 @@ def _send(args: argparse.Namespace) -> int:
 
 def _reply(args: argparse.Namespace) -> int:
     body = _body(args)
-    with _engine(args) as engine:
+    with open_engine(args) as engine:
         out = engine.reply(body, thread=args.thread, kind=args.kind, priority=args.priority,
                            escalate=args.escalate)
     if args.json:
@@ -135,7 +130,7 @@ def _reply(args: argparse.Namespace) -> int:
 
 
 def _expect(args: argparse.Namespace) -> int:
-    with _engine(args) as engine:
+    with open_engine(args) as engine:
         out = engine.expect(args.thread, args.handles, deadline=args.deadline)
     if args.json:
         emit_json(out)
@@ -159,7 +154,7 @@ def _print_thread(t: ThreadSummary) -> None:
 
 
 def _threads_show(args: argparse.Namespace) -> int:
-    with _engine(args) as engine:
+    with open_engine(args) as engine:
         out = engine.thread(args.thread_id)
     if args.json:
         emit_json(out)
@@ -169,7 +164,7 @@ def _threads_show(args: argparse.Namespace) -> int:
 
 
 def _threads_list(args: argparse.Namespace) -> int:
-    with _engine(args) as engine:
+    with open_engine(args) as engine:
         out = engine.threads(channel=args.channel, open_only=args.open, limit=args.limit)
     if args.json:
         emit_json(out)
@@ -183,7 +178,7 @@ def _threads_list(args: argparse.Namespace) -> int:
 def _prime(args: argparse.Namespace) -> int:
     from nixx.nxc.prime import render
 
-    with _engine(args) as engine:
+    with open_engine(args) as engine:
         out = engine.prime()
     if args.json:
         emit_json(out)
@@ -193,7 +188,7 @@ def _prime(args: argparse.Namespace) -> int:
 
 
 def _status(args: argparse.Namespace) -> int:
-    with _engine(args) as engine:
+    with open_engine(args) as engine:
         out = engine.status(thread=args.thread, channel=args.channel, include_finished=args.all)
     if args.json:
         emit_json(out)
@@ -248,7 +243,7 @@ def _search(args: argparse.Namespace) -> int:
         from nixx.cli.nxc_delivery import search_transcripts
 
         return search_transcripts(args)
-    with _engine(args) as engine:
+    with open_engine(args) as engine:
         out = engine.search(args.query, limit=args.limit)
     if args.json:
         emit_json(out)
@@ -261,7 +256,7 @@ def _search(args: argparse.Namespace) -> int:
 
 
 def _wait(args: argparse.Namespace) -> int:
-    with _engine(args) as engine:
+    with open_engine(args) as engine:
         outcome, summary = engine.wait(args.thread, timeout=args.timeout)
     if args.json:
         emit_json({"outcome": outcome, **summary})

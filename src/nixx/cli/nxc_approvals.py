@@ -11,19 +11,14 @@ from __future__ import annotations
 import argparse
 
 from nixx.cli.output import emit_json
+from nixx.cli.shell import open_engine
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
 
-    from nixx.nxc.engine import Engine
     from nixx.nxc.shapes import ApprovalRecord
 
 
-def _engine(args: argparse.Namespace) -> Engine:
-    from nixx.nxc.delivery.dispatch import LiveDelivery
-    from nixx.nxc.engine import Engine
-
-    return Engine.open(db=args.db, delivery=LiveDelivery())
 
 
 def show(a: ApprovalRecord) -> str:
@@ -38,7 +33,7 @@ def show(a: ApprovalRecord) -> str:
 
 
 def _approvals(args: argparse.Namespace) -> int:
-    with _engine(args) as engine:
+    with open_engine(args) as engine:
         rows = engine.approvals(include_decided=args.all)
     if args.json:
         emit_json({"approvals": rows})
@@ -52,7 +47,7 @@ def _approvals(args: argparse.Namespace) -> int:
 
 def _decide(args: argparse.Namespace) -> int:
     decision = "approved" if args.decision == "approve" else "denied"
-    with _engine(args) as engine:
+    with open_engine(args) as engine:
         out = engine.decide(args.id, decision, args.note or "")
     if args.json:
         emit_json(out)

@@ -16,23 +16,17 @@ import subprocess
 import sys
 
 from nixx.cli.output import emit_json
+from nixx.cli.shell import open_engine
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-    from nixx.nxc.engine import Engine
     from nixx.nxc.shapes import TaskRecord
 
 OVERRIDE = "NXC_LEASE_OVERRIDE"
 
 
-def _engine(args: argparse.Namespace) -> Engine:
-    from nixx.nxc.delivery.dispatch import LiveDelivery
-    from nixx.nxc.engine import Engine
-
-    # live delivery knows the agent session a verb runs in: a lease taken there ends with it
-    return Engine.open(db=args.db, delivery=LiveDelivery())
 
 
 def _show_task(t: TaskRecord) -> str:
@@ -45,7 +39,7 @@ def _show_task(t: TaskRecord) -> str:
 def _task(args: argparse.Namespace) -> int:
     from nixx.nxc import work
 
-    with _engine(args) as engine:
+    with open_engine(args) as engine:
         if args.task_command == "add":
             after = [x.strip() for x in (args.after or "").split(",") if x.strip()]
             out: Any = work.add_task(engine, args.title, after, args.thread)
@@ -80,7 +74,7 @@ def _lease(args: argparse.Namespace) -> int:
     for_ms = parse_duration_ms(args.for_)
     if for_ms is None:
         raise ValidationError(f"--for {args.for_!r} is not a duration: 30m, 2h, 1d")
-    with _engine(args) as engine:
+    with open_engine(args) as engine:
         out = work.lease(engine, args.paths, for_ms=for_ms, thread=args.thread,
                          shared=args.shared)
     if args.json:
@@ -95,7 +89,7 @@ def _leases(args: argparse.Namespace) -> int:
     from nixx.nxc import work
     from nixx.nxc.durations import iso
 
-    with _engine(args) as engine:
+    with open_engine(args) as engine:
         rows, lost = work.lease_state(engine.conn, engine.now_ms())
     if args.json:
         emit_json({"leases": rows, "lost": lost})
@@ -112,7 +106,7 @@ def _leases(args: argparse.Namespace) -> int:
 def _release(args: argparse.Namespace) -> int:
     from nixx.nxc import work
 
-    with _engine(args) as engine:
+    with open_engine(args) as engine:
         out = work.release_lease(engine, args.id)
     if args.json:
         emit_json(out)
@@ -135,7 +129,7 @@ def _lease_check(args: argparse.Namespace) -> int:
     if os.environ.get(OVERRIDE):
         return 0
     paths = staged_paths() if args.staged or not args.paths else args.paths
-    with _engine(args) as engine:
+    with open_engine(args) as engine:
         blocking = work.blocking_leases(engine.conn, paths, engine.handle, engine.now_ms())
     if args.json:
         emit_json({"blocking": blocking})

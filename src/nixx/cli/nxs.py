@@ -55,11 +55,10 @@ def _init(args: argparse.Namespace) -> int:
 
 
 def _prime(args: argparse.Namespace) -> int:
-    from nixx.nxc.delivery.dispatch import LiveDelivery
-    from nixx.nxc.engine import Engine
+    from nixx.cli.shell import open_engine
     from nixx.nxc.prime import render
 
-    with Engine.open(db=args.db, delivery=LiveDelivery()) as engine:
+    with open_engine(args) as engine:
         out = engine.prime()
     if args.hook == "gemini":  # Gemini CLI's SessionStart hooks print one JSON object
         import json

@@ -1,5 +1,6 @@
 """The argparse shell shared by the workspace-log CLIs (`nxc`, `nxs`): the help
-formatter, the `--json`/`--db` options every verb takes, and running the chosen verb.
+formatter, the `--json`/`--db` options every verb takes, the engine a verb opens, and
+running the chosen verb.
 
 Kept light on purpose: `nxc` is a one-shot command whose start-up is measured
 (`tests/nxc/test_startup_imports.py`), so this module imports only argparse, os and
@@ -13,6 +14,10 @@ import os
 import sys
 
 from nixx.cli.output import run_command
+
+TYPE_CHECKING = False  # `typing` costs start-up; only annotations use it
+if TYPE_CHECKING:
+    from nixx.nxc.engine import Engine
 
 
 class Formatter(argparse.HelpFormatter):
@@ -46,3 +51,12 @@ def run_parsed(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int
         parser.print_help()
         return 2
     return run_command(lambda: args.func(args), as_json=args.json)
+
+
+def open_engine(args: argparse.Namespace) -> Engine:
+    """The workspace's engine for a verb (`--db`), with live delivery: what a verb writes
+    starts, wakes or releases what it would from any other shell."""
+    from nixx.nxc.delivery.dispatch import LiveDelivery
+    from nixx.nxc.engine import Engine
+
+    return Engine.open(db=args.db, delivery=LiveDelivery())
