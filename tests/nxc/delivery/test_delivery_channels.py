@@ -104,6 +104,26 @@ def test_sequential_channel_hands_earlier_answers_to_later_members(tmp_path):
     assert all(t["deadline"] for t in by_member.values())
 
 
+def test_a_sequential_round_passes_a_member_that_cannot_start_on_at_once(tmp_path):
+    # two members in a row whose runtime is missing: the turn goes on to the third in the
+    # same send, and the receipt carries both failures and the one session that started
+    ws = make_workspace(tmp_path)
+    ws.persona("ghost", runtime={"start": ["no-such-agent-cli", "{prompt}"]})
+    ws.persona("shade", runtime={"start": ["no-such-agent-cli", "{prompt}"]})
+    third = ws.scripted("reviewer", reply="review: agreed")
+    ws.channel(name="line", members=["ghost", "shade", "reviewer"], flow="sequential",
+               timeout="5m")
+    receipt = ws.nxc_json("send", "--to", "line", "pick a database")
+    assert receipt["spawned"] is True and len(receipt["sessions"]) == 1
+    assert receipt["session"] == receipt["sessions"][0]
+    failed = [w for w in receipt["warnings"] if "failed to start" in w]
+    assert [w.split(":")[0] for w in failed] == ["ab12/ghost", "ab12/shade"]
+    waited = ws.nxc("wait", "--thread", receipt["thread_id"], "--timeout", "120", check=False)
+    assert waited.returncode == 0, waited.stdout + waited.stderr
+    (run,) = runs(third)
+    assert run["thread"] == slots(ws, receipt["thread_id"])["ab12/reviewer"]["thread_id"]
+
+
 @pytest.mark.slow
 def test_sequential_round_of_nine_members_completes_under_the_default_hop_limit(tmp_path):
     ws = make_workspace(tmp_path)

@@ -13,7 +13,7 @@ and inherited the same way and enforced by `sessions.deliver` / `finish_or_take`
 
 Environment. What delivery reads of a process's own environment is `NxcEnv`, parsed
 once (by the `Deliverer`): `NXC_SESSION` (where no supervisor is an ancestor:
-`Deliverer.current_session`), `NXC_HOP`, the bounds above, `NXC_TRANSCRIPT_KEEP_DAYS`
+`Deliverer.here`), `NXC_HOP`, the bounds above, `NXC_TRANSCRIPT_KEEP_DAYS`
 (handed to the run) and the `PATH` and `HOME` a child gets. An empty variable counts as
 unset; a number that does not parse (or is negative) too.
 """

@@ -64,19 +64,19 @@ class LiveDelivery(Delivery):
         d = self.deliverer(engine)
         if not d.in_session():  # a person's shell: no store opened
             return None
-        current = d.current_session()
+        current = d.here
         return current["thread_id"] if current else None
 
     def agent_session(self, engine: Engine) -> str | None:
         d = self.deliverer(engine)
         if not d.in_session():
             return None
-        current = d.current_session()
+        current = d.here
         return current["session"] if current else None
 
     def on_send(self, ctx: SendContext) -> Delivered:
         d = self.deliverer(ctx.engine)
-        current = d.current_session()
+        current = d.here
         if current is not None:
             from nixx.nxc.delivery import sessions
 
@@ -93,7 +93,7 @@ class LiveDelivery(Delivery):
             return {"session": None, "spawned": False, "warnings": []}
         return rounds.open_round(d, channel=ctx.channel, thread_id=ctx.thread_id,
                                  members=members, body=ctx.body, sender=ctx.sender,
-                                 opener_session=current["session"] if current else None)
+                                 opener=current)
 
     def on_reply(self, ctx: ReplyContext) -> Resumed:
         from nixx.nxc.delivery import rounds, sessions
@@ -107,7 +107,7 @@ class LiveDelivery(Delivery):
             out = rounds.on_slot_reply(d, round_thread=round_thread, slot=thread,
                                        sender=ctx.sender)
             if ctx.escalate:  # a member asks the requester for a decision or help
-                me = d.current_session()
+                me = d.here
                 for sid in sessions.sessions_of_thread(d.local, round_thread, "opener"):
                     if me is None or sid != me["session"]:
                         woke = d.wake(sid, thread_id=ctx.thread_id, message_id=ctx.message_id,
@@ -133,7 +133,7 @@ class LiveDelivery(Delivery):
                     targets.append(sid)
         elif thread["complete"] or ctx.escalate:
             targets = sessions.sessions_of_thread(d.local, ctx.thread_id, "opener")
-        me = d.current_session()
+        me = d.here
         resumed, warnings = None, []
         trigger: Wake = {"thread_id": ctx.thread_id, "message_id": ctx.message_id,
                    "sender": ctx.sender, "body": ctx.body}
@@ -159,7 +159,7 @@ class LiveDelivery(Delivery):
         from nixx.nxc.delivery import outcomes
 
         d = self.deliverer(engine)
-        current = d.current_session()
+        current = d.here
         thread = current["thread_id"] if current else None
         outcomes.record(engine.store, "refused", thread or persona.handle, engine.handle, {
             "thread": thread, "persona": persona.handle, "reason": reason, "msg": msg,

@@ -2,7 +2,7 @@
 
 Used by `LiveDelivery` (in the process that sent or replied) and by the supervisor (in
 the process that watched a runtime end). The `Deliverer` decides: where the caller
-stands (`current_session`), whether a session may start (`chain`) or waits for a
+stands (`here`), whether a session may start (`chain`) or waits for a
 person (`gates`), whether answers resume a session or wait in its queue (`sessions`),
 which backend the built-in runtime inherits. Each session it starts and each run it
 resumes is made and launched by `runs`. Every outcome
@@ -38,8 +38,8 @@ class Deliverer:
         self.origin = origin
         self.nxc_env = NxcEnv.parse(env)  # all delivery reads of the environment
         self._local = local
-        self._current: SessionRecord | None = None
-        self._current_known = False  # current_session() is looked up once
+        self._here: SessionRecord | None = None
+        self._here_known = False  # `here` is looked up once
 
     @classmethod
     def open(cls, db: str, env: Mapping[str, str]) -> Deliverer:
@@ -74,24 +74,25 @@ class Deliverer:
 
     # -- where the caller stands ----------------------------------------------------------
 
-    def current_session(self) -> SessionRecord | None:
-        """The session this process runs in. The process tree decides (`spawn.
-        enclosing_sessions`: the innermost ancestor that is the recorded supervisor of a
-        session), so an agent that unsets or rewrites `NXC_SESSION` is still inside its
-        session; `NXC_SESSION` is used only where no supervisor is an ancestor (no /proc)."""
-        if self._current_known:
-            return self._current
-        found = None
-        enclosing = enclosing_sessions(self.workspace.state_dir)
-        for sid, pid in enclosing:
+    @property
+    def here(self) -> SessionRecord | None:
+        """The session this process runs in (None: a person's process), looked up once.
+        The process tree decides (`spawn.enclosing_sessions`: the innermost ancestor that
+        is the recorded supervisor of a session), so an agent that unsets or rewrites
+        `NXC_SESSION` is still inside its session; `NXC_SESSION` is used only where no
+        supervisor is an ancestor (no /proc)."""
+        if not self._here_known:
+            self._here, self._here_known = self._find_here(), True
+        return self._here
+
+    def _find_here(self) -> SessionRecord | None:
+        for sid, pid in enclosing_sessions(self.workspace.state_dir):
             row = sessions.get(self.local, sid)
             if row is not None and row["pid"] == pid:
-                found = row
-                break
-        if found is None and self.nxc_env.session:
-            found = sessions.get(self.local, self.nxc_env.session)
-        self._current, self._current_known = found, True
-        return found
+                return row
+        if self.nxc_env.session:
+            return sessions.get(self.local, self.nxc_env.session)
+        return None
 
     def in_session(self) -> bool:
         """Cheap: whether this process may run inside a session (no store opened when a
@@ -101,18 +102,19 @@ class Deliverer:
 
     # -- backend for the built-in runtime -------------------------------------------------
 
-    def backend(self, persona: Persona | None, *, round_thread: str | None = None) -> Backend:
-        """The built-in runtime's backend: inherited down the chain (a child's env holds no
-        NIXX_* settings), else the round's, else this process's nixx settings."""
+    def backend(self, persona: Persona | None, *, inherit: SessionRecord | None,
+                round_thread: str | None = None) -> Backend:
+        """The built-in runtime's backend: inherited down the chain from `inherit`, the
+        session the caller stands in (a child's env holds no NIXX_* settings), else the
+        round's, else this process's nixx settings."""
         import json
 
         from nixx.nxc.delivery.folders import SessionFolder, round_backend_file
 
         candidates = []
-        current = self.current_session()
-        if current is not None:
+        if inherit is not None:
             state = self.workspace.state_dir
-            candidates.append(SessionFolder(state, current["session"]).backend_file)
+            candidates.append(SessionFolder(state, inherit["session"]).backend_file)
         if round_thread is not None:
             candidates.append(round_backend_file(self.workspace.state_dir, round_thread))
         base: Backend | None = None
@@ -136,13 +138,14 @@ class Deliverer:
         out["workspace"] = self.workspace.root
         return out
 
-    def keep_round_backend(self, round_thread: str) -> None:
-        """Write the backend a round's members and its summary use: whoever settles the
-        round may be a member's process, whose environment holds no NIXX_* settings."""
+    def keep_round_backend(self, round_thread: str, opener: SessionRecord | None) -> None:
+        """Write the backend a round's members and its summary use, in the process of
+        the round's `opener` (None: a person's): whoever settles the round may be a
+        member's process, whose environment holds no NIXX_* settings."""
         from nixx.nxc.delivery.folders import round_backend_file
         from nixx.nxc.delivery.runs import write_private
 
-        backend = self.backend(None)
+        backend = self.backend(None, inherit=opener)
         path = round_backend_file(self.workspace.state_dir, round_thread, make=True)
         write_private(path, backend)
 
@@ -173,19 +176,21 @@ class Deliverer:
         from nixx.nxc.delivery import runs
         from nixx.nxc.delivery.session_prompt import session_prompt
 
-        # who spawns: the round's opener for a round's member (every member runs at the
-        # round's depth + 1, whichever process starts it), the session that sent a start
-        # a person approved, else the session we run in
+        builtin = bool(persona.runtime.builtin)
+        # the backend is inherited from the session this process runs in
+        backend = (self.backend(persona, inherit=self.here, round_thread=round_thread)
+                   if builtin else None)
+        prompt = session_prompt(persona=persona, decls=self.decls, thread={"thread_id": thread_id},
+                                task=task, sender=sender, builtin=builtin, earlier=earlier,
+                                channel=channel)
+        # the hop counts from who spawns: the round's opener for a round's member (every
+        # member runs at the round's depth + 1, whichever process starts it), the session
+        # that sent a start a person approved, else the session we run in
         spawner = round_opener if round_thread is not None else spawned_by
         if round_thread is not None or approved is not None:
             current = sessions.get(self.local, spawner) if spawner else None
         else:
-            current = self.current_session()
-        builtin = bool(persona.runtime.builtin)
-        backend = self.backend(persona, round_thread=round_thread) if builtin else None
-        prompt = session_prompt(persona=persona, decls=self.decls, thread={"thread_id": thread_id},
-                                task=task, sender=sender, builtin=builtin, earlier=earlier,
-                                channel=channel)
+            current = self.here
         hop, limit, bounds = chain.place(self.nxc_env, current,
                                          round_member=round_thread is not None)
         if hop > limit:

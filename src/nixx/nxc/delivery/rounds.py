@@ -50,7 +50,7 @@ if TYPE_CHECKING:
 
     from nixx.nxc.declarations import ChannelDecl, Persona
     from nixx.nxc.delivery.launcher import Deliverer
-    from nixx.nxc.delivery.shapes import Said
+    from nixx.nxc.delivery.shapes import Said, SessionRecord
     from nixx.nxc.shapes import Delivered, Resumed, ThreadSummary
 
 __all__ = ["begin", "catch_up", "deny", "hand_back", "is_round", "member_sessions",
@@ -63,15 +63,17 @@ def _now_ms() -> int:
 
 
 def open_round(d: Deliverer, *, channel: ChannelDecl, thread_id: str, members: list[str], body: str, sender: str,
-               opener_session: str | None) -> Delivered:
-    """Record the round and start its first member(s). → receipt fields."""
+               opener: SessionRecord | None) -> Delivered:
+    """Record the round opened by the session `opener` (None: a person) and start its
+    first member(s). → receipt fields."""
     config = {"on_complete": channel.on_complete, "summary_prompt": channel.summary_prompt,
               "body": body, "sender": sender, "origin": d.origin,
               "timeout_at_ms": channel.timeout_at_ms}
     with d.local.transaction() as conn:
         conn.execute(
             "INSERT OR IGNORE INTO rounds VALUES (?,?,?,?,?,?,?,?,?,?)",
-            (thread_id, channel.name, channel.flow, json.dumps(members), 0, opener_session,
+            (thread_id, channel.name, channel.flow, json.dumps(members), 0,
+             opener["session"] if opener else None,
              channel.timeout_ms, 0, json.dumps(config), _now_ms()),
         )
     builtin = any(p is not None and p.runtime is not None and p.runtime.builtin
@@ -79,7 +81,7 @@ def open_round(d: Deliverer, *, channel: ChannelDecl, thread_id: str, members: l
     # whoever settles the round may be a member's process, whose environment holds no
     # NIXX_* settings: the backend is captured here, in the sender's process
     if builtin or channel.on_complete == "summarize":
-        d.keep_round_backend(thread_id)
+        d.keep_round_backend(thread_id, opener)
     if "start" in channel.approve:
         supervisor = supervisor_handle(d.origin, channel.name)
         approval = gates.hold(
@@ -229,42 +231,46 @@ def _open_slot(d: Deliverer, r: dict[str, Any], member: str) -> str:
 
 
 def _start_next(d: Deliverer, thread_id: str, expected_index: int | None = None) -> Delivered | None:
-    taken = _take_turn(d, thread_id, expected_index)
-    if taken is None:
-        return None
-    index, r = taken
-    handle = r["members"][index]
-    slot = _open_slot(d, r, handle)
-    earlier = _answers(d, r, r["members"][:index]) if r["flow"] == "sequential" else None
-    persona = _persona(d, handle)
-    result: Delivered
-    if persona is None:
-        result = {"session": None, "spawned": False, "warnings": [
-            f"{handle} is a member of {r['channel']} but no persona declares it: not "
-            f"started (it can still answer in thread {slot})"]}
-    else:
-        cfg = r["config"]
-        # `round_thread`: the member runs at the round's depth + 1 (the deliverer counts
-        # from the round's opener, whichever member's process starts this one)
-        result = d.start(persona, thread_id=slot, task=cfg["body"], sender=cfg["sender"],
-                         channel=r["channel"], earlier=earlier or None,
-                         timeout_ms=r["timeout_ms"], kill_at_ms=cfg.get("timeout_at_ms"),
-                         round_thread=thread_id, round_opener=r["opener_session"])
-    started = result["session"] if result.get("spawned") else None
-    result["sessions"] = [started] if started is not None else []
-    # a member with a runtime whose start failed or was refused: in a sequential round
-    # the next one goes now. A member without one (a person, or an agent in another
-    # clone) is a mailbox: the round waits for its answer in the slot, which arrives by
-    # hand or by sync (`catch_up`), or for the slot's deadline (docs/channels.md)
-    mailbox = persona is None or persona.runtime is None
-    if r["flow"] == "sequential" and not result.get("spawned") and not mailbox:
-        more = _start_next(d, thread_id, index + 1)
-        if more is not None:
-            result["warnings"] = result.get("warnings", []) + more.get("warnings", [])
-            result["sessions"] += more.get("sessions", [])
-            if more.get("session") and not result.get("session"):
-                result["session"] = more["session"]
-    return result
+    """Start the member whose turn it is (compare-and-set on the round's next index: None
+    when nobody is left, or someone else advanced first). In a sequential round, a member
+    with a runtime whose start failed or was refused passes the turn on at once. A member
+    without one (a person, or an agent in another clone) is a mailbox: the round waits for
+    its answer in the slot, which arrives by hand or by sync (`catch_up`), or for the slot's
+    deadline (docs/channels.md)."""
+    out: Delivered | None = None
+    while (taken := _take_turn(d, thread_id, expected_index)) is not None:
+        index, r = taken
+        handle = r["members"][index]
+        slot = _open_slot(d, r, handle)
+        earlier = _answers(d, r, r["members"][:index]) if r["flow"] == "sequential" else None
+        persona = _persona(d, handle)
+        result: Delivered
+        if persona is None:
+            result = {"session": None, "spawned": False, "warnings": [
+                f"{handle} is a member of {r['channel']} but no persona declares it: not "
+                f"started (it can still answer in thread {slot})"]}
+        else:
+            cfg = r["config"]
+            # `round_thread`: the member runs at the round's depth + 1 (the deliverer
+            # counts from the round's opener, whichever member's process starts this one)
+            result = d.start(persona, thread_id=slot, task=cfg["body"], sender=cfg["sender"],
+                             channel=r["channel"], earlier=earlier or None,
+                             timeout_ms=r["timeout_ms"], kill_at_ms=cfg.get("timeout_at_ms"),
+                             round_thread=thread_id, round_opener=r["opener_session"])
+        started = result["session"] if result.get("spawned") else None
+        result["sessions"] = [started] if started is not None else []
+        if out is None:
+            out = result
+        else:
+            out["warnings"] = out.get("warnings", []) + result.get("warnings", [])
+            out["sessions"] += result["sessions"]
+            if result.get("session") and not out.get("session"):
+                out["session"] = result["session"]
+        mailbox = persona is None or persona.runtime is None
+        if r["flow"] != "sequential" or result.get("spawned") or mailbox:
+            break
+        expected_index = index + 1
+    return out
 
 
 def _all_answered(d: Deliverer, r: dict[str, Any]) -> bool:
@@ -433,7 +439,7 @@ def _summarize(d: Deliverer, r: dict[str, Any], text: str) -> str:
                   encoding="utf-8") as fh:
             backend = json.load(fh)
     except (OSError, ValueError):
-        backend = d.backend(None)
+        backend = d.backend(None, inherit=d.here)
     from nixx.nxc.delivery.llm_backend import complete_once
 
     try:
