@@ -27,7 +27,6 @@ from nixx.nxc.delivery.hooks import Delivery
 TYPE_CHECKING = False  # `typing` costs ~2 ms of every CLI start; only annotations use it
 if TYPE_CHECKING:
     from collections.abc import Mapping
-    from typing import Any
 
     from nixx.log.reducer import Reducer
     from nixx.log.workspace import Workspace
@@ -35,7 +34,7 @@ if TYPE_CHECKING:
     from nixx.nxc.declarations import Persona
     from nixx.nxc.delivery.hooks import ReplyContext, SendContext
     from nixx.nxc.delivery.launcher import Deliverer
-    from nixx.nxc.delivery.shapes import Taken, Wake
+    from nixx.nxc.delivery.shapes import HeldArgs, Taken, Wake
     from nixx.nxc.engine import Engine
     from nixx.nxc.shapes import Delivered, Resumed, StatusReport, ThreadSummary
 
@@ -231,7 +230,7 @@ def take_decided(d: Deliverer) -> list[Taken]:
     return out
 
 
-def _take(d: Deliverer, a: Approval, action: str, args: dict[str, Any]) -> Delivered | Resumed:
+def _take(d: Deliverer, a: Approval, action: str, args: HeldArgs) -> Delivered | Resumed:
     """Run one decided step (`take_decided`)."""
     from nixx.nxc.delivery import gates, outcomes, rounds
 
@@ -246,19 +245,23 @@ def _take(d: Deliverer, a: Approval, action: str, args: dict[str, Any]) -> Deliv
                                 denied=None if approved else gates.denial(a))
     persona = d.decls.personas.get(args["persona"])  # start
     if approved and persona is not None:
-        kwargs = {k: v for k, v in args.items() if k != "persona"}
-        return d.start(persona, approved=a.id, **kwargs)
+        return d.start(persona, approved=a.id, thread_id=args["thread_id"], task=args["task"],
+                       sender=args["sender"], channel=args.get("channel"),
+                       earlier=args.get("earlier"), timeout_ms=args.get("timeout_ms"),
+                       round_thread=args.get("round_thread"),
+                       round_opener=args.get("round_opener"),
+                       kill_at_ms=args.get("kill_at_ms"), spawned_by=args.get("spawned_by"))
     msg = gates.denial(a) if not approved else (
         f"{args['persona']} is no longer declared: not started")
     outcomes.record(d.store, "refused", args["thread_id"], args["sender"], {
         "thread": args["thread_id"], "persona": args["persona"],
         "reason": "denied" if not approved else "undeclared", "approval": a.id, "msg": msg})
-    if args.get("round_thread"):  # the round goes on without this member
-        rounds.on_member_exit(d, args["round_thread"], args["persona"])
+    if round_thread := args.get("round_thread"):  # the round goes on without this member
+        rounds.on_member_exit(d, round_thread, args["persona"])
     return {"session": None, "spawned": False, "warnings": [msg]}
 
 
-def _take_resume(d: Deliverer, a: Approval, args: dict[str, Any]) -> Resumed:
+def _take_resume(d: Deliverer, a: Approval, args: HeldArgs) -> Resumed:
     """A held resume decided: approved, the session is resumed with every answer waiting
     in its queue; denied, they are dropped (handed over, never run) and its thread gets a
     `refused` outcome (reason ``denied``)."""

@@ -30,14 +30,13 @@ from nixx.nxc import approvals
 
 TYPE_CHECKING = False  # `typing` costs ~2 ms of every CLI start; only annotations use it
 if TYPE_CHECKING:
-    from typing import Any
-
     from nixx.nxc.approvals import Approval
     from nixx.nxc.delivery.launcher import Deliverer
+    from nixx.nxc.delivery.shapes import HeldArgs
 
 
 def hold(d: Deliverer, *, step: str, subject: str, thread: str, what: str, actor: str,
-         action: str, args: dict[str, Any]) -> str:
+         action: str, args: HeldArgs) -> str:
     """Ask for a person's approval of `step` and keep what to do once decided.
     → the approval id."""
     approval_id = approvals.ask(d.store, step=step, subject=subject, thread=thread,
@@ -48,7 +47,7 @@ def hold(d: Deliverer, *, step: str, subject: str, thread: str, what: str, actor
     return approval_id
 
 
-def waiting(d: Deliverer) -> dict[str, tuple[str, dict[str, Any]]]:
+def waiting(d: Deliverer) -> dict[str, tuple[str, HeldArgs]]:
     """The steps held here and not yet taken: approval id → (action, args)."""
     return {aid: (action, json.loads(args)) for aid, action, args in d.local.conn.execute(
         "SELECT approval_id, action, args FROM gates WHERE done = 0 ORDER BY created")}
@@ -68,7 +67,7 @@ def untake(d: Deliverer, approval_id: str) -> None:
         conn.execute("UPDATE gates SET done = 0 WHERE approval_id = ?", (approval_id,))
 
 
-def decided(d: Deliverer) -> list[tuple[Approval, str, dict[str, Any]]]:
+def decided(d: Deliverer) -> list[tuple[Approval, str, HeldArgs]]:
     """The held steps a person has decided, each taken (only this caller runs it):
     (approval, action, args), oldest first."""
     held = waiting(d)

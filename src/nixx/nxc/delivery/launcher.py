@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from nixx.log.store import LogStore
     from nixx.log.workspace import Workspace
     from nixx.nxc.declarations import Declarations, Persona
-    from nixx.nxc.delivery.shapes import Backend, Refusal, Said, SessionRecord, Wake
+    from nixx.nxc.delivery.shapes import Backend, HeldArgs, Refusal, Said, SessionRecord, Wake
     from nixx.nxc.shapes import Delivered, Resumed
 
 
@@ -201,7 +201,7 @@ class Deliverer:
                 "hop": hop, "limit": limit, "msg": msg})
             return {"session": None, "spawned": False, "warnings": [msg], "refused": "hop_limit"}
         if approved is None and {"start", "run"} & set(persona.approve):
-            args = {"persona": persona.handle, "thread_id": thread_id, "task": task,
+            args: HeldArgs = {"persona": persona.handle, "thread_id": thread_id, "task": task,
                     "sender": sender, "channel": channel, "earlier": earlier,
                     "timeout_ms": timeout_ms, "round_thread": round_thread,
                     "round_opener": round_opener, "kill_at_ms": kill_at_ms,

@@ -3,7 +3,8 @@
 JSON, written by `runs.record_in_place`, read back by the supervisor), what a launch
 answers (`Launched`), the chain it joins (`ChainBounds`), a session as read back
 (`SessionRecord`), what one run of its runtime ended with (`RunOutcome`), its wakes and
-loop bounds (`Wake`, `ResumeBound`, `Refusal`), a round's answers (`Said`), and its
+loop bounds (`Wake`, `ResumeBound`, `Refusal`), a round's answers (`Said`), a step
+held for a person (`HeldArgs`), and its
 transcript (`Entry` in; `StoredEntry`, `TranscriptView`, `TranscriptHit`, `Appended`,
 `Pruned` out).
 
@@ -253,3 +254,23 @@ class Said(TypedDict):
 
     sender: str
     body: str
+
+
+class HeldArgs(TypedDict, total=False):
+    """What a step held for a person runs once decided (`gates`), by its action:
+    ``start``: `Deliverer.start`'s arguments (`persona` … `spawned_by`); ``round`` and
+    ``hand_back``: `thread_id`; ``resume``: `session` and `actor`."""
+
+    persona: str
+    thread_id: str
+    task: str
+    sender: str
+    channel: str | None
+    earlier: list[Said] | None
+    timeout_ms: int | None
+    round_thread: str | None
+    round_opener: str | None
+    kill_at_ms: int | None
+    spawned_by: str | None
+    session: str
+    actor: str
