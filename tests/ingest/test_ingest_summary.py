@@ -12,6 +12,7 @@ from typing import Any
 from nixx.ingest.summary import DOCUMENT_SUMMARY_PROMPT
 from nixx.llm.client import ChatClient
 from nixx.memory.service import NixxService
+from nixx.memory.sources import IngestSpec
 from nixx.store.base import MemoryStore
 from nixx.testing.fake_llm import FakeLLM, Reply
 
@@ -23,7 +24,7 @@ def _ingest(settings: Any, store: MemoryStore, embedder: Any, path: Path) -> tup
         llm = ChatClient(settings.chat_base_url, timeout=5)
         service = NixxService(settings, store, embedder, llm)
         try:
-            return await service.ingest(path=str(path), confined=False)
+            return await service.ingest(IngestSpec(path=str(path), confined=False))
         finally:
             await service.close()
             await llm.aclose()

@@ -85,6 +85,7 @@ async def _run(args: argparse.Namespace) -> int:
     from nixx.config import load_settings
     from nixx.ingest.pipeline import IngestResult
     from nixx.memory.service import open_service
+    from nixx.memory.sources import IngestSpec
 
     started = time.monotonic()
     results: list[IngestResult] = []
@@ -94,10 +95,9 @@ async def _run(args: argparse.Namespace) -> int:
             where = {"url": target} if _URL.match(target) else {"path": target}
             try:
                 # the CLI reads any path its user names (the server: the workspace only)
-                result, _ = await service.ingest(
-                    **where, name=args.name, tags=args.tags, progress=line,
-                    confined=False, summarise=False,
-                )
+                result, _ = await service.ingest(IngestSpec(
+                    **where, name=args.name, tags=args.tags, confined=False, summarise=False,
+                ), progress=line)
             finally:
                 line.finish()
             results.append(result)

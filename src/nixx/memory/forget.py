@@ -119,6 +119,16 @@ class Matches(TypedDict):
 
 
 @dataclass(frozen=True)
+class SummaryCorrection:
+    """What a person corrects in a summary (at least one): its `content` (embedded
+    again), `tags`, `entities` (tools, people, concepts, files, urls)."""
+
+    content: str | None = None
+    tags: Sequence[str] | None = None
+    entities: dict[str, list[str]] | None = None
+
+
+@dataclass(frozen=True)
 class Repairs:
     """The background repairs a forget may leave: each schedules its job."""
 
@@ -213,15 +223,9 @@ class Forgetting:
                                  "rebuild_source_ids": []}
         return {"forgotten": empty, "intent_cleared": True, "disk": scrub}
 
-    async def update_summary(
-        self,
-        summary_id: int,
-        *,
-        content: str | None = None,
-        tags: Sequence[str] | None = None,
-        entities: dict[str, list[str]] | None = None,
-    ) -> Summary:
-        """Correct a summary; new content is embedded again (recall finds the new text)."""
+    async def update_summary(self, summary_id: int, fix: SummaryCorrection) -> Summary:
+        """`NixxService.update_summary` (see there)."""
+        content, tags, entities = fix.content, fix.tags, fix.entities
         if content is None and tags is None and entities is None:
             raise ValidationError("give at least one of content, tags, entities")
         if content is not None and not content.strip():

@@ -46,7 +46,14 @@ from nixx.memory import summaries as summary_job
 from nixx.memory.background import BackgroundJobs
 from nixx.memory.episodic import Episodic, EpisodicStatus, Sender
 from nixx.memory.fence import ForgetFence
-from nixx.memory.forget import ForgetAnswer, Forgetting, Matches, Repairs, matches
+from nixx.memory.forget import (
+    ForgetAnswer,
+    Forgetting,
+    Matches,
+    Repairs,
+    SummaryCorrection,
+    matches,
+)
 from nixx.memory.intent import IntentValue
 from nixx.memory.intent_job import JOB as INTENT_JOB
 from nixx.memory.intent_job import IntentJob
@@ -55,7 +62,7 @@ from nixx.memory.own_calls import OwnCalls
 from nixx.memory.recall import Recall, RecallContext
 from nixx.memory.responses import Chain, StoredResponse, StoredResponses
 from nixx.memory.row_vectors import RowVectors, VectorStatus
-from nixx.memory.sources import Sources
+from nixx.memory.sources import IngestSpec, Sources
 from nixx.memory.summaries import Summaries
 from nixx.memory.turn import TurnParts, run_turn
 from nixx.memory.turn_events import TurnEvent, TurnInfo, TurnInput
@@ -561,18 +568,10 @@ class NixxService:
     async def get_summary(self, summary_id: int) -> Summary:
         return await self.run(self._store.get_summary, summary_id)
 
-    async def update_summary(
-        self,
-        summary_id: int,
-        *,
-        content: str | None = None,
-        tags: Sequence[str] | None = None,
-        entities: dict[str, list[str]] | None = None,
-    ) -> Summary:
-        """Correct a summary; new content is embedded again (recall finds the new text)."""
-        return await self._forget.update_summary(
-            summary_id, content=content, tags=tags, entities=entities
-        )
+    async def update_summary(self, summary_id: int, fix: SummaryCorrection) -> Summary:
+        """Correct a summary's content, tags or entities (`fix`); new content is embedded
+        again, so recall finds the new text."""
+        return await self._forget.update_summary(summary_id, fix)
 
     async def resume_repairs(self) -> None:
         """Schedule the repairs a forget left queued (`Forgetting.resume_repairs`)."""
@@ -580,26 +579,12 @@ class NixxService:
 
     # ---- one door per use case for the shells (routes, web page, CLI, MCP) -------------
     async def ingest(
-        self,
-        *,
-        path: str | None = None,
-        url: str | None = None,
-        text: str | None = None,
-        name: str | None = None,
-        tags: Sequence[str] | str | None = None,
-        progress: Callable[[Any], None] | None = None,
-        confined: bool = True,
-        summarise: bool = True,
+        self, spec: IngestSpec, *, progress: Callable[[Any], None] | None = None
     ) -> tuple[IngestResult, str | None]:
-        """Ingest one of `path` (inside the workspace, unless not `confined`: the CLI
-        reads any path its user names), `url` or `text` (needs `name`), then, when
-        `summarise`, ask the LLM for the source's display summary (`summarise_sources`).
-        Returns the `nixx.ingest.pipeline.IngestResult` and why there is no summary
-        (None if fine)."""
-        return await self._sources.ingest(
-            path=path, url=url, text=text, name=name, tags=tags, progress=progress,
-            confined=confined, summarise=summarise,
-        )
+        """Ingest what `spec` names (a path, a URL or a text), then, when it says so, ask
+        the LLM for the source's display summary (`summarise_sources`). Returns the
+        `nixx.ingest.pipeline.IngestResult` and why there is no summary (None if fine)."""
+        return await self._sources.ingest(spec, progress)
 
     async def summarise_sources(self, results: Sequence[IngestResult]) -> str | None:
         """Write the display summary of each ingested source that needs one (changed,

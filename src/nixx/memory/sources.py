@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import functools
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -51,6 +52,22 @@ class BoundEmbedder(Embedder):
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         return self._embed(texts)
+
+
+@dataclass(frozen=True)
+class IngestSpec:
+    """What to ingest: exactly one of `path` (inside the workspace, unless not
+    `confined`: the CLI reads any path its user names), `url` or `text` (which needs a
+    `name`); `tags` as a list or a comma-separated string; `summarise`: ask the LLM for
+    the source's display summary after (`NixxService.summarise_sources`)."""
+
+    path: str | None = None
+    url: str | None = None
+    text: str | None = None
+    name: str | None = None
+    tags: Sequence[str] | str | None = None
+    confined: bool = True
+    summarise: bool = True
 
 
 class Sources:
@@ -153,20 +170,12 @@ class Sources:
                 )
 
     async def ingest(
-        self,
-        *,
-        path: str | None = None,
-        url: str | None = None,
-        text: str | None = None,
-        name: str | None = None,
-        tags: Sequence[str] | str | None = None,
-        progress: Callable[[Any], None] | None = None,
-        confined: bool = True,
-        summarise: bool = True,
+        self, spec: IngestSpec, progress: Callable[[Any], None] | None = None
     ) -> tuple[IngestResult, str | None]:
         """`NixxService.ingest` (see there)."""
         from nixx.ingest.pipeline import Ingestor
 
+        path, url, text, name, tags = spec.path, spec.url, spec.text, spec.name, spec.tags
         given = [k for k, v in (("path", path), ("url", url), ("text", text)) if v is not None]
         if len(given) != 1:
             raise ValidationError(
@@ -177,7 +186,7 @@ class Sources:
         if text is not None and not name:
             raise ValidationError('"text" needs a "name" for the source', param="name")
         ingestor = Ingestor(self.store, self.embedder, self.settings, progress=progress)
-        root = self.settings.workspace if confined else None
+        root = self.settings.workspace if spec.confined else None
         if path is not None:
             result = await to_thread.run_sync(
                 lambda: ingestor.ingest_path(path, name=name, tags=tags, root=root)
@@ -190,7 +199,7 @@ class Sources:
             result = await to_thread.run_sync(
                 lambda: ingestor.ingest_text(text or "", name=name or "", tags=tags)
             )
-        problem = await self.summarise([result]) if summarise else None
+        problem = await self.summarise([result]) if spec.summarise else None
         return result, problem
 
     async def summarise(self, results: Sequence[IngestResult]) -> str | None:

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from nixx.errors import NixxError
+from nixx.memory.sources import IngestSpec
 
 KEEP = 20
 
@@ -53,7 +54,8 @@ class IngestJobs:
 
         async def run() -> None:
             try:
-                result, problem = await service.ingest(path=path, url=url, progress=job.update)
+                result, problem = await service.ingest(IngestSpec(path=path, url=url),
+                                                        progress=job.update)
             except NixxError as exc:
                 job.state, job.error = "failed", exc.message
                 return

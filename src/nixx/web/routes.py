@@ -20,6 +20,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import FileResponse, HTMLResponse, RedirectResponse, Response
 
 from nixx.errors import NixxError, NotFound, ValidationError
+from nixx.memory.forget import SummaryCorrection
 from nixx.secret import reveal
 from nixx.server import shapes
 from nixx.web.security import (
@@ -338,8 +339,8 @@ async def edit_summary(request: Request, summary_id: str) -> Response:
         sid = _int(summary_id, "summary_id")
         tags = [t.strip() for t in fields.get("tags", "").split(",") if t.strip()]
         entities = _entities(fields.get("entities", ""))
-        await _service(request).update_summary(sid, content=fields.get("content"), tags=tags,
-                                               entities=entities)
+        await _service(request).update_summary(sid, SummaryCorrection(
+            content=fields.get("content"), tags=tags, entities=entities))
         return back(f"/ui/summaries/{sid}", "summary-saved")
 
     return await submit(request, act)

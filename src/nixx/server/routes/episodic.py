@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt
 
 from nixx.errors import ValidationError
 from nixx.memory.episodic import CLIENT_NAME
+from nixx.memory.forget import SummaryCorrection
 from nixx.server import shapes
 from nixx.server.deps import ServiceDep
 from nixx.server.edge import MAX_ID
@@ -138,7 +139,6 @@ async def edit_summary(
     body: SummaryEdit, service: ServiceDep, summary_id: int = Path(ge=1, le=MAX_ID)
 ) -> dict[str, Any]:
     """Correct a summary's content, tags or entities; new content is embedded again."""
-    edited = await service.update_summary(
-        summary_id, content=body.content, tags=body.tags, entities=body.entities
-    )
+    edited = await service.update_summary(summary_id, SummaryCorrection(
+        content=body.content, tags=body.tags, entities=body.entities))
     return {"summary": shapes.summary(edited)}

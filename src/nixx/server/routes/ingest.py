@@ -8,6 +8,7 @@ from typing import Any
 from fastapi import APIRouter
 from pydantic import BaseModel, ConfigDict, Field
 
+from nixx.memory.sources import IngestSpec
 from nixx.server import shapes
 from nixx.server.deps import ServiceDep
 
@@ -40,9 +41,8 @@ class IngestRequest(BaseModel):
 async def ingest(body: IngestRequest, service: ServiceDep) -> dict[str, Any]:
     """Ingest one of `path`, `url` or `text`; returns the source created (or replaced, or
     found unchanged) with counts, and why there is no summary when the LLM failed."""
-    result, summary_error = await service.ingest(
-        path=body.path, url=body.url, text=body.text, name=body.name, tags=body.tags
-    )
+    result, summary_error = await service.ingest(IngestSpec(
+        path=body.path, url=body.url, text=body.text, name=body.name, tags=body.tags))
     data = result.to_dict()
     return {
         "status": result.status,
