@@ -14,7 +14,7 @@ rounds, when even they do not fit together). Every request fits `limit` characte
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from nixx.llm.client import ChatClient
@@ -70,7 +70,7 @@ def split_text(text: str, limit: int) -> list[str]:
 async def _ask(
     llm: ChatClient, model: str, system: str, user: str, *, budget: float, what: str
 ) -> str:
-    data: dict[str, Any] = await llm.background(
+    data = await llm.background(
         {
             "model": model,
             "messages": [{"role": "system", "content": system},

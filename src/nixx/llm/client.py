@@ -28,7 +28,14 @@ from nixx.errors import BackendError, BackendUnavailable
 from nixx.llm import slot
 from nixx.llm.facts import BackendFacts, probe
 from nixx.llm.gate import BackendGate, Step, Steps
-from nixx.llm.stream import StreamAccumulator, check_chunk, check_completion
+from nixx.llm.stream import (
+    AnswerMessage,
+    Chunk,
+    Completion,
+    StreamAccumulator,
+    check_chunk,
+    check_completion,
+)
 from nixx.secret import reveal
 from nixx.sse import aparse_lines
 
@@ -174,7 +181,7 @@ class SyncChatClient(_Errors):
     def list_models(self) -> ModelList:
         return self._check_models(self._request("GET", "/models"))
 
-    def create(self, body: dict[str, Any]) -> dict[str, Any]:
+    def create(self, body: dict[str, Any]) -> Completion:
         """A non-streaming chat completion; returns the backend's JSON answer."""
         return check_completion(
             self._request("POST", "/chat/completions", {**body, "stream": False}))
@@ -276,7 +283,7 @@ class ChatClient(_Errors):
 
     async def background(
         self, body: dict[str, Any], *, budget: float, what: str, context: int | None = None
-    ) -> dict[str, Any]:
+    ) -> Completion:
         """One of nixx's own completions (a summary, the intent): through the `gate`, so
         it runs only while no user's turn does, within `budget` seconds (the caller
         bounds the answer with ``max_tokens``); streamed from the backend, returned whole
@@ -293,7 +300,7 @@ class ChatClient(_Errors):
             return None
         return self.slot.room(body, context or self.known_context(str(body.get("model")))[0])
 
-    def _own_steps(self, body: dict[str, Any], context: int | None) -> Steps[dict[str, Any]]:
+    def _own_steps(self, body: dict[str, Any], context: int | None) -> Steps[Completion]:
         """One attempt at an own call, laid out for what the backend holds now."""
         if not self.gate.keeps_prefix:
             return Steps((), lambda: self._streamed(body))
@@ -349,14 +356,14 @@ class ChatClient(_Errors):
 
         self.gate.keep(restore, budget=budget)
 
-    async def _streamed(self, body: dict[str, Any]) -> dict[str, Any]:
+    async def _streamed(self, body: dict[str, Any]) -> Completion:
         """A completion asked for as a stream (so that stopping it — a user's turn took
         the slot — closes the connection and a local server stops generating; a request
         not streamed runs to its end on llama-cpp-python), in the shape of `create`'s."""
         acc = StreamAccumulator()
         async for chunk in self.stream(body):
             acc.add(chunk)
-        message: dict[str, Any] = {"role": "assistant", "content": acc.content}
+        message: AnswerMessage = {"role": "assistant", "content": acc.content}
         return {
             "object": "chat.completion",
             "model": acc.model,
@@ -378,12 +385,12 @@ class ChatClient(_Errors):
         self._probed[key] = data
         return data
 
-    async def create(self, body: dict[str, Any]) -> dict[str, Any]:
+    async def create(self, body: dict[str, Any]) -> Completion:
         """A non-streaming chat completion; returns the backend's JSON answer."""
         return check_completion(
             await self._request("POST", "/chat/completions", {**body, "stream": False}))
 
-    async def stream(self, body: dict[str, Any]) -> AsyncGenerator[dict[str, Any], None]:
+    async def stream(self, body: dict[str, Any]) -> AsyncGenerator[Chunk, None]:
         """Stream a chat completion: yields each parsed SSE chunk (dicts) in order."""
         request = self._http.build_request(
             "POST", "/chat/completions", json={**body, "stream": True}

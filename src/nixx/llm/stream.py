@@ -28,9 +28,91 @@ completion of the wrong shape raises `BackendError` (502) naming what was wrong.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict, cast
 
 from nixx.errors import BackendError, ValidationError
+
+# -- the shapes `check_chunk` and `check_completion` vouch for (the fields nixx reads; a
+# backend's other fields pass through unread) ------------------------------------------
+
+
+class FunctionCall(TypedDict):
+    name: str
+    arguments: str  # JSON text, as the backend wrote it
+
+
+class ToolCall(TypedDict):
+    """A whole tool call, as an assistant message carries it."""
+
+    id: str
+    type: str  # "function"
+    function: FunctionCall
+
+
+class AnswerMessage(TypedDict, total=False):
+    role: str
+    content: str | None
+    tool_calls: list[ToolCall]
+    reasoning_content: str
+    reasoning: str
+
+
+class CompletionChoice(TypedDict, total=False):
+    index: int
+    message: AnswerMessage
+    finish_reason: str | None
+
+
+class Usage(TypedDict, total=False):
+    prompt_tokens: int
+    completion_tokens: int
+    total_tokens: int
+    prompt_tokens_details: dict[str, Any]  # cached_tokens
+    completion_tokens_details: dict[str, Any]  # reasoning_tokens
+    estimated: int  # 1: nixx's own count (the backend sent none)
+
+
+class Completion(TypedDict, total=False):
+    """A ``chat.completion`` (`check_completion`): at least one choice."""
+
+    id: str
+    object: str
+    created: int
+    model: str | None
+    choices: list[CompletionChoice]
+    usage: Usage | None
+
+
+class ToolCallDelta(TypedDict, total=False):
+    index: int
+    id: str
+    type: str
+    function: dict[str, str]  # name and/or a piece of the arguments
+
+
+class Delta(TypedDict, total=False):
+    role: str
+    content: str | None
+    tool_calls: list[ToolCallDelta]
+    reasoning_content: str
+    reasoning: str
+
+
+class ChunkChoice(TypedDict, total=False):
+    index: int
+    delta: Delta
+    finish_reason: str | None
+
+
+class Chunk(TypedDict, total=False):
+    """A ``chat.completion.chunk`` (`check_chunk`)."""
+
+    id: str
+    object: str
+    created: int
+    model: str | None
+    choices: list[ChunkChoice]
+    usage: Usage | None
 
 
 @dataclass
@@ -39,7 +121,7 @@ class ToolCallAccumulator:
     name: str = ""
     arguments: str = ""
 
-    def to_message(self) -> dict[str, Any]:
+    def to_message(self) -> ToolCall:
         return {
             "id": self.id,
             "type": "function",
@@ -57,10 +139,10 @@ class StreamAccumulator:
     _untaken: list[str] = field(default_factory=list)
     calls: dict[int, ToolCallAccumulator] = field(default_factory=dict)
     finish_reason: str | None = None
-    usage: dict[str, Any] | None = None
+    usage: Usage | None = None
     model: str | None = None
 
-    def add(self, chunk: dict[str, Any]) -> str:
+    def add(self, chunk: Chunk) -> str:
         """Fold one chunk in; return the content text it carried ('' if none)."""
         if chunk.get("model") and not self.model:
             self.model = str(chunk["model"])
@@ -105,7 +187,7 @@ class StreamAccumulator:
         self._untaken.clear()
         return text
 
-    def tool_calls(self) -> list[dict[str, Any]]:
+    def tool_calls(self) -> list[ToolCall]:
         calls = []
         for index in sorted(self.calls):
             acc = self.calls[index]
@@ -218,7 +300,7 @@ def _check_usage(data: dict[str, Any], what: str, streamed: bool) -> None:
     _optional(data, "model", str, what, "chunk" if streamed else "completion", streamed)
 
 
-def check_chunk(chunk: Any) -> dict[str, Any]:
+def check_chunk(chunk: Any) -> Chunk:
     """`chunk` when it has the shape of an OpenAI ``chat.completion.chunk`` (the fields
     nixx reads: choices[].index/delta/finish_reason, delta.content/role/tool_calls,
     usage, model); raises `BackendError` (``stream_interrupted``) otherwise."""
@@ -228,7 +310,7 @@ def check_chunk(chunk: Any) -> dict[str, Any]:
     _check_usage(chunk, what, True)
     choices = chunk.get("choices")
     if choices is None:
-        return chunk
+        return cast(Chunk, chunk)
     if not isinstance(choices, list):
         raise _shape_error(what, "choices", choices, streamed=True)
     for i, choice in enumerate(choices):
@@ -245,10 +327,10 @@ def check_chunk(chunk: Any) -> dict[str, Any]:
         _optional(delta, "content", str, what, f"{at}.delta", True)
         _optional(delta, "role", str, what, f"{at}.delta", True)
         _check_tool_calls(delta.get("tool_calls"), what, f"{at}.delta.tool_calls", True)
-    return chunk
+    return cast(Chunk, chunk)
 
 
-def check_completion(data: Any) -> dict[str, Any]:
+def check_completion(data: Any) -> Completion:
     """`data` when it is a ``chat.completion`` with at least one choice whose message
     has the shape nixx reads; raises `BackendError` (502) otherwise."""
     what = "completion"
@@ -272,4 +354,4 @@ def check_completion(data: Any) -> dict[str, Any]:
             raise _shape_error(what, f"{at}.message", message, streamed=False)
         _optional(message, "content", str, what, f"{at}.message", False)
         _check_tool_calls(message.get("tool_calls"), what, f"{at}.message.tool_calls", False)
-    return data
+    return cast(Completion, data)

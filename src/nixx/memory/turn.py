@@ -43,7 +43,7 @@ import asyncio
 import contextlib
 import json
 import logging
-from collections.abc import AsyncGenerator, Awaitable, Callable, Coroutine
+from collections.abc import AsyncGenerator, Awaitable, Callable, Coroutine, Mapping
 from concurrent.futures import Future, InvalidStateError
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -80,6 +80,7 @@ from nixx.memory.turn_events import (
 if TYPE_CHECKING:
     from nixx.config import Settings
     from nixx.llm.client import ChatClient
+    from nixx.llm.stream import ToolCall, Usage
     from nixx.memory.episodic import Episodic
     from nixx.memory.layout import MemoryTrail
     from nixx.memory.recall import Recall, RecallContext
@@ -118,7 +119,7 @@ class _Progress:
     parts: list[str] = field(default_factory=list)
     reasoning: list[str] = field(default_factory=list)
     tool_runs: list[ToolRun] = field(default_factory=list)
-    client_calls: list[dict[str, Any]] = field(default_factory=list)
+    client_calls: list[ToolCall] = field(default_factory=list)
     refused_calls: list[str] = field(default_factory=list)
     usage: dict[str, int] = field(default_factory=dict)
     # nixx's estimate of each round the backend sent no counts for (`_turn_usage`)
@@ -226,7 +227,7 @@ def _tool_name(tool: Any) -> str:
     return str((tool.get("function") or {}).get("name"))
 
 
-def _add_usage(total: dict[str, int], usage: dict[str, Any] | None) -> None:
+def _add_usage(total: dict[str, int], usage: Mapping[str, object] | None) -> None:
     """Add one round's token counts to the turn's; ``cached_tokens`` is the backend's
     ``prompt_tokens_details.cached_tokens`` (the prompt's tokens its cache held),
     ``reasoning_tokens`` its ``completion_tokens_details.reasoning_tokens`` (the output's
@@ -257,8 +258,8 @@ def _estimated_usage(
 
 
 def _count_round(
-    progress: _Progress, usage: dict[str, Any] | None, convo: list[dict[str, Any]],
-    offered: list[Any], said: str, calls: list[dict[str, Any]],
+    progress: _Progress, usage: Usage | None, convo: list[dict[str, Any]],
+    offered: list[Any], said: str, calls: list[ToolCall],
 ) -> None:
     """One round's token counts: the backend's `usage`, else nixx's estimate of the round
     (its prompt, what it `said` and the `calls` it made), kept apart (`_turn_usage`)."""
@@ -677,7 +678,7 @@ async def _call_backend(
 
 
 async def _run_tool(
-    tools: ToolRegistry, call: dict[str, Any], offered_names: set[str], progress: _Progress
+    tools: ToolRegistry, call: ToolCall, offered_names: set[str], progress: _Progress
 ) -> ToolRun:
     """Run one of nixx's own tool calls. Only tools offered in this round run: a call to
     anything else (tool_choice "none", a disabled tool, an injected name) is answered

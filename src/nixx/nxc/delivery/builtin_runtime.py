@@ -45,6 +45,7 @@ from nixx.nxc.delivery.llm_backend import resolve_model, server_answers
 from nixx.tools.schema import ToolSpec, function_spec, object_schema
 
 if TYPE_CHECKING:
+    from nixx.llm.stream import AnswerMessage
     from nixx.nxc.delivery.shapes import Backend
 
 DEFAULT_TOOLS = ("read_file", "list_dir")
@@ -210,7 +211,7 @@ class Agent:
         print(f"error: {msg}", file=sys.stderr, flush=True)
         return 1
 
-    def _step(self, message: dict[str, Any], messages: list[dict[str, Any]]) -> tuple[str, bool]:
+    def _step(self, message: AnswerMessage, messages: list[dict[str, Any]]) -> tuple[str, bool]:
         """Record one assistant message and run its tool calls. → (its text, finished)."""
         content = message.get("content") or ""
         calls = message.get("tool_calls") or []

@@ -57,6 +57,7 @@ from nixx.server.dialects.system import place_system, remembered
 from nixx.server.shapes import turn_memory
 
 if TYPE_CHECKING:
+    from nixx.llm.stream import ToolCall
     from nixx.memory.turn_events import TurnInfo
 
 ROLES = ("user", "assistant", "system", "developer")
@@ -302,7 +303,9 @@ def stored_response(
         response.output.append(Response.message_item(f"msg_{response_id[5:]}", content,
                                                       "completed"))
     response.output.extend(Response.call_item(
-        {"id": c.get("id"), "function": {"name": c.get("name"), "arguments": c.get("arguments")}})
+        {"id": str(c.get("id") or ""), "type": "function",
+         "function": {"name": str(c.get("name") or ""),
+                      "arguments": str(c.get("arguments") or "")}})
         for c in tool_calls)
     out = response.object(str(said.get("status") or "completed"))
     counted = said.get("usage")
@@ -392,7 +395,7 @@ class Response:
                 "content": content}
 
     @staticmethod
-    def call_item(call: dict[str, Any], arguments: str | None = None) -> dict[str, Any]:
+    def call_item(call: ToolCall, arguments: str | None = None) -> dict[str, Any]:
         fn = call["function"]
         return {
             "id": "fc_" + str(call.get("id") or secrets.token_hex(8)).removeprefix("call_"),
@@ -555,7 +558,7 @@ class Responses(Adapter):
             self._event("response.output_item.done", output_index=index, item=done),
         ]
 
-    def _call_events(self, call: dict[str, Any]) -> list[bytes]:
+    def _call_events(self, call: ToolCall) -> list[bytes]:
         index = len(self.response.output)
         started = Response.call_item(call, arguments="")
         done = Response.call_item(call)
