@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import json
 import logging
-from typing import Any
+from typing import Any, Literal, TypedDict
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -91,9 +91,34 @@ def error_type(status: int, code: str | None = None) -> str:
     return _TYPES.get(status, "server_error" if status >= 500 else "invalid_request_error")
 
 
+class ErrorDetail(TypedDict):
+    message: str
+    type: str  # for the HTTP status (`error_type`)
+    param: str | None  # the request field at fault
+    code: str | None  # nixx's error kind
+
+
+class Envelope(TypedDict):
+    """OpenAI's error body (every route but Anthropic's)."""
+
+    error: ErrorDetail
+
+
+class AnthropicError(TypedDict):
+    type: str
+    message: str
+
+
+class AnthropicEnvelope(TypedDict):
+    """Anthropic's error body (``/v1/messages``)."""
+
+    type: Literal["error"]
+    error: AnthropicError
+
+
 def envelope(
     message: str, status: int, *, param: str | None = None, code: str | None = None
-) -> dict[str, Any]:
+) -> Envelope:
     return {"error": {"message": message, "type": error_type(status, code), "param": param,
                       "code": code}}
 
@@ -109,7 +134,7 @@ _ANTHROPIC_TYPES = {
 }
 
 
-def anthropic_envelope(message: str, status: int, code: str | None = None) -> dict[str, Any]:
+def anthropic_envelope(message: str, status: int, code: str | None = None) -> AnthropicEnvelope:
     """Anthropic's error body: its ``error.type`` for the HTTP status; a 503 is
     ``overloaded_error`` only when something is busy (`BUSY_CODES`), else ``api_error``
     (a backend that refuses connections is not overloaded, and clients retry that type)."""
@@ -132,7 +157,7 @@ def is_anthropic(path: str) -> bool:
 
 def envelope_for(
     path: str, message: str, status: int, *, param: str | None = None, code: str | None = None
-) -> dict[str, Any]:
+) -> Envelope | AnthropicEnvelope:
     """The error body a client of `path` reads: Anthropic's on its routes, else OpenAI's."""
     if is_anthropic(path):
         return anthropic_envelope(message, status, code)
@@ -188,7 +213,7 @@ async def send_response(
     await send({"type": "http.response.body", "body": body})
 
 
-def nixx_error_body(exc: NixxError) -> dict[str, Any]:
+def nixx_error_body(exc: NixxError) -> Envelope:
     return envelope(exc.message, exc.http_status, param=exc.param, code=exc.kind)
 
 

@@ -39,11 +39,14 @@ import re
 import threading
 import time
 from collections.abc import Callable, MutableMapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 
 from nixx.server.errors import send_error
+
+if TYPE_CHECKING:
+    from starlette.types import Message  # an ASGI message
 
 # A body declared over the size limit but at most this large is read and dropped (for at
 # most LINGER_SECONDS) before the 413, so the client reads the answer instead of a reset
@@ -222,7 +225,7 @@ class _Served:
         with self.limit._lock:
             self.limit.inflight -= self.held
 
-    async def receive(self) -> dict[str, Any]:
+    async def receive(self) -> Message:
         if self.refused:
             return {"type": "http.disconnect"}
         if self.whole:
@@ -257,7 +260,7 @@ class _Served:
         limit = self.limit.max_items or 0
         return self.braces > limit and json_items(b"".join(chunks), stop=limit) > limit
 
-    async def refuse(self, answer: Any) -> dict[str, Any]:
+    async def refuse(self, answer: Any) -> Message:
         self.refused = True
         if not self.started:
             self.started = True

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, TypedDict
 
 from nixx.config import Settings
 
@@ -11,12 +11,21 @@ if TYPE_CHECKING:
     from nixx.tui.app import NixxApp
 
 
+class ChatRun(TypedDict):
+    """What a `nixx chat` run did (its ``--json``)."""
+
+    url: str  # the server it talked to
+    autostarted: bool  # started by this run (and stopped at its end)
+    server_exit_code: int | None  # that server's, when it was started here
+    turns: int  # turns completed
+
+
 def run_chat(
     settings: Settings,
     *,
     url: str | None = None,
     runner: Callable[[NixxApp], object] | None = None,
-) -> dict[str, Any]:
+) -> ChatRun:
     """Run the chat until the user quits. Returns what happened (for `--json`).
 
     `runner` runs the app (default `app.run()` in the terminal); tests pass one that

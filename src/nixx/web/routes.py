@@ -18,6 +18,7 @@ from urllib.parse import parse_qs
 
 from fastapi import APIRouter, Request
 from fastapi.responses import FileResponse, HTMLResponse, RedirectResponse, Response
+from typing_extensions import TypedDict  # FastAPI reads it (typing's is refused on 3.11)
 
 from nixx.errors import NixxError, NotFound, ValidationError
 from nixx.memory.forget import SummaryCorrection
@@ -221,8 +222,16 @@ def _signed_in(request: Request, session: str) -> Response:
     return signed_in
 
 
+class SignInLink(TypedDict):
+    """`POST /v1/web/sign-in-link`'s answer (`nixx web link`)."""
+
+    url: str  # the page, or the one-time link that signs in to it
+    expires_in: int | None  # seconds the link is good for (None: no key, no sign-in)
+    needs_sign_in: bool
+
+
 @router.post("/v1/web/sign-in-link")
-async def sign_in_link(request: Request) -> dict[str, Any]:
+async def sign_in_link(request: Request) -> SignInLink:
     """A one-time sign-in link for the owner (`nixx web link`): the key was checked as for
     every API call, so a throttled sign-in form does not keep the owner out."""
     base = str(request.base_url).rstrip("/")
