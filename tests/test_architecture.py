@@ -39,6 +39,10 @@
   ``super()._name`` (a subclass uses its base's) are not counted; nor are names nixx does
   not define (``os._exit``, a namedtuple's ``_replace``). Read by name, not by type: a
   private name M defines itself hides a read of another module's namesake.
+- **A name means one thing.** A type's name — a CamelCase name a module defines at its
+  top level (``class X``, or an alias ``X = ...``), in its body or under an ``if`` — is
+  defined by one module of `src/nixx` only: two `Engine`s, or three `Progress`es, make a
+  reader ask which one a line means. Importing a name is not defining it.
 - **A turn is answered in one place.** Only `nixx.server.dialects.adapter` runs a turn
   for a wire dialect (calls ``.turn(...)``), walks its events (``__anext__()``,
   ``aclose()``: `Adapter.wire` is the one streaming path) and streams it
@@ -667,3 +671,70 @@ def test_the_turn_rule_sees_runs_streams_and_missing_parts(tmp_path):
     assert adapters_missing_parts(root / "dialect.py") == [
         "Half: no answer, failed, finished, opening, streams"]
 
+
+# -- a name means one thing ---------------------------------------------------------------
+TYPE_NAME = re.compile(r"^[A-Z][a-z0-9]")  # CamelCase; CONSTANTS are values, not types
+
+
+def type_names(path: Path) -> set[str]:
+    """The CamelCase names `path` defines at its top level (in its body, or in the body
+    of a top-level ``if``): classes and aliases."""
+    out: set[str] = set()
+    body = list(ast.parse(path.read_text(encoding="utf-8")).body)
+    for node in list(body):
+        if isinstance(node, ast.If):
+            body += node.body + node.orelse
+    for node in body:
+        if isinstance(node, ast.ClassDef):
+            out.add(node.name)
+        elif isinstance(node, ast.Assign):
+            out |= {t.id for t in node.targets if isinstance(t, ast.Name)}
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            out.add(node.target.id)
+    return {n for n in out if TYPE_NAME.match(n)}
+
+
+def names_defined_twice(root: Path) -> dict[str, list[str]]:
+    """Each type name defined by more than one module under `root` → those modules."""
+    where: dict[str, list[str]] = {}
+    for name, (path, _) in modules(root).items():
+        for defined in type_names(path):
+            where.setdefault(defined, []).append(name)
+    return {n: sorted(m) for n, m in sorted(where.items()) if len(m) > 1}
+
+
+def test_a_type_name_is_defined_in_one_module():
+    twice = names_defined_twice(SRC)
+    assert twice == {}, ("type names defined in more than one module (name each for what it "
+                         "means, or import the one):\n"
+                         + "\n".join(f"  {n}: {', '.join(m)}" for n, m in twice.items()))
+
+
+def test_the_name_rule_sees_classes_and_aliases_not_imports_or_constants(tmp_path):
+    root = _package(tmp_path, {
+        "__init__.py": "",
+        "store.py": """
+            from typing import Literal
+            class Engine: ...
+            Section = Literal["a", "b"]
+            LIMIT = 3
+        """,
+        "chat.py": """
+            TYPE_CHECKING = False
+            if TYPE_CHECKING:
+                from pkg.store import Section
+            class Engine: ...
+            LIMIT = 4
+            def f():
+                class Section: ...  # local: not the module's name
+        """,
+        "widgets.py": """
+            import typing
+            if typing.TYPE_CHECKING:
+                Section = str
+        """,
+    })
+    assert type_names(root / "store.py") == {"Engine", "Section"}
+    assert type_names(root / "chat.py") == {"Engine"}
+    assert names_defined_twice(root) == {"Engine": ["pkg.chat", "pkg.store"],
+                                         "Section": ["pkg.store", "pkg.widgets"]}

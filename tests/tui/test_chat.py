@@ -170,7 +170,7 @@ async def test_server_tools_show_as_dim_lines(live_server):
 async def test_long_operation_shows_progress_and_input_stays_usable(live_server):
     import json
 
-    from nixx.tui.widgets import Progress
+    from nixx.tui.widgets import ProgressPanel
 
     live_server.llm.queue(Reply(content="hello"))
     live_server.post("/v1/chat/completions", {"messages": [{"role": "user", "content": "hi"}]})
@@ -180,13 +180,13 @@ async def test_long_operation_shows_progress_and_input_stays_usable(live_server)
         await settle(pilot)
         app.prompt.load_text("/summary greeting")
         await pilot.press("enter")
-        while not app.query(Progress):
+        while not app.query(ProgressPanel):
             await pilot.pause(0.02)
         assert "summarising" in app.status.info.busy
         await pilot.press(*"still typing")
         assert app.prompt.text == "still typing"
         await settle(pilot)
-        assert not app.query(Progress) and app.status.info.busy == ""
+        assert not app.query(ProgressPanel) and app.status.info.busy == ""
         assert "Greetings." in notice_text(notices(app)[-1])
 
 

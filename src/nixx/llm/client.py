@@ -30,8 +30,8 @@ from nixx.llm.facts import BackendFacts, probe
 from nixx.llm.gate import BackendGate, Step, Steps
 from nixx.llm.stream import (
     AnswerMessage,
-    Chunk,
     Completion,
+    CompletionChunk,
     StreamAccumulator,
     check_chunk,
     check_completion,
@@ -390,7 +390,7 @@ class ChatClient(_Errors):
         return check_completion(
             await self._request("POST", "/chat/completions", {**body, "stream": False}))
 
-    async def stream(self, body: dict[str, Any]) -> AsyncGenerator[Chunk, None]:
+    async def stream(self, body: dict[str, Any]) -> AsyncGenerator[CompletionChunk, None]:
         """Stream a chat completion: yields each parsed SSE chunk (dicts) in order."""
         request = self._http.build_request(
             "POST", "/chat/completions", json={**body, "stream": True}

@@ -31,7 +31,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-Message = dict[str, Any]
+SentMessage = dict[str, Any]
 
 TASK_NOTE = (
     "(This message comes from nixx, the memory system, not from the user: it is a task for "
@@ -47,7 +47,7 @@ _NOT_PROMPT = ("max_completion_tokens", "max_tokens", "n", "stream", "stream_opt
                "logprobs", "top_logprobs", "response_format", "stop", "temperature")
 
 
-def text_of(message: Message) -> str:
+def text_of(message: SentMessage) -> str:
     """A message's text as the slicing counts it (its tool calls' JSON included)."""
     content = message.get("content")
     if isinstance(content, str):
@@ -61,13 +61,13 @@ def text_of(message: Message) -> str:
     return text
 
 
-def tokens(messages: Sequence[Message], extra: int = 0) -> int:
+def tokens(messages: Sequence[SentMessage], extra: int = 0) -> int:
     """A cautious estimate of the tokens of `messages` (`extra`: characters besides)."""
     chars = sum(len(text_of(m)) for m in messages) + extra
     return chars // CHARS_PER_TOKEN + MESSAGE_TOKENS * len(messages)
 
 
-def shared(held: Sequence[Message], target: Sequence[Message]) -> tuple[int, int]:
+def shared(held: Sequence[SentMessage], target: Sequence[SentMessage]) -> tuple[int, int]:
     """How far `target` begins with what `held` holds: (the index of its first message
     not held whole, the characters of that message's text held)."""
     i = 0
@@ -84,7 +84,7 @@ def shared(held: Sequence[Message], target: Sequence[Message]) -> tuple[int, int
     return i, n
 
 
-def slices(held: Sequence[Message], target: Sequence[Message], size: int) -> list[list[Message]]:
+def slices(held: Sequence[SentMessage], target: Sequence[SentMessage], size: int) -> list[list[SentMessage]]:
     """Prefixes of `target` to send before it (one token asked of each), each adding at
     most `size` characters to the one before — the first to what `held` shares with
     `target` — and the last leaving at most `size` for `target` itself. A message's text
@@ -92,7 +92,7 @@ def slices(held: Sequence[Message], target: Sequence[Message], size: int) -> lis
     them whole); a message whose content is not text is never cut."""
     size = max(1, size)
     m, ch = shared(held, target)
-    out: list[list[Message]] = []
+    out: list[list[SentMessage]] = []
     while sum(len(text_of(t)) for t in target[m:]) - ch > size:
         budget = size
         while budget > 0 and m < len(target):
@@ -139,18 +139,18 @@ class Slot:
     """What a one-slot backend holds, as nixx knows it, and the latest user conversation
     it should keep holding (`conversation`: the turn's request, its answer appended)."""
 
-    held: list[Message] = field(default_factory=list)
+    held: list[SentMessage] = field(default_factory=list)
     conversation: dict[str, Any] | None = None
     size: SliceSize = field(default_factory=SliceSize)
     continued: int = 0  # own calls sent as a continuation of the conversation
     alone: int = 0  # own calls sent on their own (no conversation, or it would not fit)
 
-    def sent(self, messages: list[Message]) -> None:
+    def sent(self, messages: list[SentMessage]) -> None:
         """A request went out: the backend evaluates its prompt whether or not it is
         answered whole (a local server finishes a prompt it has begun)."""
         self.held = messages
 
-    def answered(self, messages: list[Message], answer: str) -> None:
+    def answered(self, messages: list[SentMessage], answer: str) -> None:
         """Its answer came whole: the backend holds the answer after the prompt."""
         if self.held is messages:
             self.held = [*messages, {"role": "assistant", "content": answer}]

@@ -41,7 +41,7 @@ class FunctionCall(TypedDict):
     arguments: str  # JSON text, as the backend wrote it
 
 
-class ToolCall(TypedDict):
+class AssistantToolCall(TypedDict):
     """A whole tool call, as an assistant message carries it."""
 
     id: str
@@ -52,7 +52,7 @@ class ToolCall(TypedDict):
 class AnswerMessage(TypedDict, total=False):
     role: str
     content: str | None
-    tool_calls: list[ToolCall]
+    tool_calls: list[AssistantToolCall]
     reasoning_content: str
     reasoning: str
 
@@ -90,7 +90,7 @@ class ToolCallDelta(TypedDict, total=False):
     function: dict[str, str]  # name and/or a piece of the arguments
 
 
-class Delta(TypedDict, total=False):
+class ChunkDelta(TypedDict, total=False):
     role: str
     content: str | None
     tool_calls: list[ToolCallDelta]
@@ -100,11 +100,11 @@ class Delta(TypedDict, total=False):
 
 class ChunkChoice(TypedDict, total=False):
     index: int
-    delta: Delta
+    delta: ChunkDelta
     finish_reason: str | None
 
 
-class Chunk(TypedDict, total=False):
+class CompletionChunk(TypedDict, total=False):
     """A ``chat.completion.chunk`` (`check_chunk`)."""
 
     id: str
@@ -121,7 +121,7 @@ class ToolCallAccumulator:
     name: str = ""
     arguments: str = ""
 
-    def to_message(self) -> ToolCall:
+    def to_message(self) -> AssistantToolCall:
         return {
             "id": self.id,
             "type": "function",
@@ -142,7 +142,7 @@ class StreamAccumulator:
     usage: Usage | None = None
     model: str | None = None
 
-    def add(self, chunk: Chunk) -> str:
+    def add(self, chunk: CompletionChunk) -> str:
         """Fold one chunk in; return the content text it carried ('' if none)."""
         if chunk.get("model") and not self.model:
             self.model = str(chunk["model"])
@@ -187,7 +187,7 @@ class StreamAccumulator:
         self._untaken.clear()
         return text
 
-    def tool_calls(self) -> list[ToolCall]:
+    def tool_calls(self) -> list[AssistantToolCall]:
         calls = []
         for index in sorted(self.calls):
             acc = self.calls[index]
@@ -300,7 +300,7 @@ def _check_usage(data: dict[str, Any], what: str, streamed: bool) -> None:
     _optional(data, "model", str, what, "chunk" if streamed else "completion", streamed)
 
 
-def check_chunk(chunk: Any) -> Chunk:
+def check_chunk(chunk: Any) -> CompletionChunk:
     """`chunk` when it has the shape of an OpenAI ``chat.completion.chunk`` (the fields
     nixx reads: choices[].index/delta/finish_reason, delta.content/role/tool_calls,
     usage, model); raises `BackendError` (``stream_interrupted``) otherwise."""
@@ -310,7 +310,7 @@ def check_chunk(chunk: Any) -> Chunk:
     _check_usage(chunk, what, True)
     choices = chunk.get("choices")
     if choices is None:
-        return cast(Chunk, chunk)
+        return cast(CompletionChunk, chunk)
     if not isinstance(choices, list):
         raise _shape_error(what, "choices", choices, streamed=True)
     for i, choice in enumerate(choices):
@@ -327,7 +327,7 @@ def check_chunk(chunk: Any) -> Chunk:
         _optional(delta, "content", str, what, f"{at}.delta", True)
         _optional(delta, "role", str, what, f"{at}.delta", True)
         _check_tool_calls(delta.get("tool_calls"), what, f"{at}.delta.tool_calls", True)
-    return cast(Chunk, chunk)
+    return cast(CompletionChunk, chunk)
 
 
 def check_completion(data: Any) -> Completion:

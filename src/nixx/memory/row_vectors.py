@@ -37,7 +37,7 @@ import asyncio
 import logging
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import TypedDict
 
 import numpy as np
@@ -52,11 +52,10 @@ from nixx.priority import (
     lower_thread_priority,
 )
 from nixx.store.base import MemoryStore
-from nixx.store.records import BufferRow
+from nixx.store.records import BufferRow, EmbedFn
 
 log = logging.getLogger(__name__)
 
-EmbedFn = Callable[[Sequence[str]], np.ndarray]
 
 #: Rows per embedding call: big enough for efficient batches, small enough that one
 #: batch holds the embedder (and a core) for well under a second.

@@ -80,7 +80,7 @@ from nixx.memory.turn_events import (
 if TYPE_CHECKING:
     from nixx.config import Settings
     from nixx.llm.client import ChatClient
-    from nixx.llm.stream import ToolCall, Usage
+    from nixx.llm.stream import AssistantToolCall, Usage
     from nixx.memory.episodic import Episodic
     from nixx.memory.layout import MemoryTrail
     from nixx.memory.recall import Recall, RecallContext
@@ -119,7 +119,7 @@ class _Progress:
     parts: list[str] = field(default_factory=list)
     reasoning: list[str] = field(default_factory=list)
     tool_runs: list[ToolRun] = field(default_factory=list)
-    client_calls: list[ToolCall] = field(default_factory=list)
+    client_calls: list[AssistantToolCall] = field(default_factory=list)
     refused_calls: list[str] = field(default_factory=list)
     usage: dict[str, int] = field(default_factory=dict)
     # nixx's estimate of each round the backend sent no counts for (`_turn_usage`)
@@ -259,7 +259,7 @@ def _estimated_usage(
 
 def _count_round(
     progress: _Progress, usage: Usage | None, convo: list[dict[str, Any]],
-    offered: list[Any], said: str, calls: list[ToolCall],
+    offered: list[Any], said: str, calls: list[AssistantToolCall],
 ) -> None:
     """One round's token counts: the backend's `usage`, else nixx's estimate of the round
     (its prompt, what it `said` and the `calls` it made), kept apart (`_turn_usage`)."""
@@ -678,7 +678,7 @@ async def _call_backend(
 
 
 async def _run_tool(
-    tools: ToolRegistry, call: ToolCall, offered_names: set[str], progress: _Progress
+    tools: ToolRegistry, call: AssistantToolCall, offered_names: set[str], progress: _Progress
 ) -> ToolRun:
     """Run one of nixx's own tool calls. Only tools offered in this round run: a call to
     anything else (tool_choice "none", a disabled tool, an injected name) is answered

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, TypedDict
 from nixx.memory.recall import RecallAnswerInfo
 
 if TYPE_CHECKING:
-    from nixx.llm.stream import ToolCall
+    from nixx.llm.stream import AssistantToolCall
 
 RESULT_PREVIEW = 200  # characters of a nixx tool's result a stream shows
 
@@ -47,7 +47,7 @@ class ToolRun:
 
 @dataclass(frozen=True)
 class ClientToolCalls:
-    calls: list[ToolCall]
+    calls: list[AssistantToolCall]
 
 
 def _nothing_recalled() -> RecallAnswerInfo:
@@ -61,7 +61,7 @@ class Finished:
     content: str
     usage: dict[str, int]
     tool_runs: list[ToolRun] = field(default_factory=list)
-    client_tool_calls: list[ToolCall] = field(default_factory=list)
+    client_tool_calls: list[AssistantToolCall] = field(default_factory=list)
     # what was recalled (`RecallContext.answer_info()`: summary ids, items and scores)
     recall_info: RecallAnswerInfo = field(default_factory=_nothing_recalled)
     user_row_id: int | None = None

@@ -58,6 +58,7 @@ from nixx.store.records import (
     BufferHit,
     BufferRow,
     EmbeddingInfo,
+    EmbedFn,
     Memory,
     MemoryHit,
     NewChunk,
@@ -68,9 +69,8 @@ from nixx.store.records import (
 from nixx.store.reports import BufferStats, BufferVectorStats, ScrubReport, VacuumReport
 from nixx.store.switching import Switching
 
-EmbedFn = Callable[[Sequence[str]], np.ndarray]
 #: A JSON object a caller hands the store (metadata); stored as a copy.
-JsonObject = Mapping[str, object]
+JsonIn = Mapping[str, object]
 
 #: How many of the session's newest rows `append_user_once` looks at.
 RETRY_TAIL = 16
@@ -211,7 +211,7 @@ class MemoryStore(Switching):
 
     # ---- episodic: buffer ----------------------------------------------------------
     def append_buffer(
-        self, role: str, content: str, origin: str = "api", meta: JsonObject | None = None
+        self, role: str, content: str, origin: str = "api", meta: JsonIn | None = None
     ) -> BufferRow:
         """Append one row. Raises `ValidationError` on an unknown role or origin."""
         checked = validation.buffer_row(role, content, origin, meta)
@@ -219,7 +219,7 @@ class MemoryStore(Switching):
             return tx.insert_buffer(role, content, origin, checked)
 
     def append_user_once(
-        self, content: str, origin: str = "api", meta: JsonObject | None = None
+        self, content: str, origin: str = "api", meta: JsonIn | None = None
     ) -> BufferRow:
         """Append a turn's user message unless it is a retry, atomically (one transaction,
         so concurrent identical requests give one row): when the session's newest row,
@@ -233,7 +233,7 @@ class MemoryStore(Switching):
                 return reuse
             return tx.insert_buffer("user", content, origin, checked)
 
-    def update_buffer_meta(self, row_id: int, meta: JsonObject) -> None:
+    def update_buffer_meta(self, row_id: int, meta: JsonIn) -> None:
         """Merge `meta` into a row's metadata (e.g. mark an answer incomplete)."""
         checked = validation.json_object(meta, "meta")
         with self._engine.write() as tx:
@@ -448,7 +448,7 @@ class MemoryStore(Switching):
         summary: str | None = None,
         start_id: int | None = None,
         end_id: int | None = None,
-        meta: JsonObject | None = None,
+        meta: JsonIn | None = None,
     ) -> Source:
         """Create a source and its memories in one transaction."""
         checked = validation.source(name, type, start_id, end_id, meta)
@@ -478,7 +478,7 @@ class MemoryStore(Switching):
         chunks: Sequence[NewChunk],
         *,
         summary: str | None = None,
-        meta: JsonObject | None = None,
+        meta: JsonIn | None = None,
     ) -> Source:
         """Swap a source's memories (and summary/meta when given) in one transaction."""
         new_meta = None if meta is None else validation.json_object(meta, "meta")

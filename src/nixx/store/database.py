@@ -44,7 +44,7 @@ from nixx.store.reports import ScrubReport, VacuumReport
 
 #: What a write transaction asks to have to itself (SQLite's ``BEGIN IMMEDIATE`` already
 #: serialises every writer; PostgreSQL takes an advisory or table lock).
-Section = Literal["embedder", "user_row", "forget", "import"]
+LockSection = Literal["embedder", "user_row", "forget", "import"]
 #: The tables whose vectors are made from their own `content` (reindex re-embeds them).
 ContentTable = Literal["summaries", "memories"]
 CONTENT_TABLES: tuple[ContentTable, ...] = ("summaries", "memories")
@@ -298,7 +298,7 @@ class Tx(ABC):
 
     # ---- forgetting (nixx.store.forgetting.Ops) ----------------------------------------
     @abstractmethod
-    def lock(self, section: Section) -> None:
+    def lock(self, section: LockSection) -> None:
         """Have `section` to this transaction until it ends."""
 
     @abstractmethod

@@ -63,7 +63,7 @@ FIELDS: dict[str, tuple[str, ...]] = {
     "forget": ("type", "id", "at", "kind", "ids", "counts"),
 }
 
-Progress = Callable[[str, int], None]  # (record type, records of that type so far)
+ExportProgress = Callable[[str, int], None]  # (record type, records of that type so far)
 
 
 def _sorted(value: Any) -> Any:
@@ -83,7 +83,7 @@ def dumps_record(record: Mapping[str, Any]) -> str:
 
 
 def write_export(
-    store: MemoryStore, target: str | Path | IO[str], *, progress: Progress | None = None
+    store: MemoryStore, target: str | Path | IO[str], *, progress: ExportProgress | None = None
 ) -> dict[str, int]:
     """Write every record of `store` to `target` (a path, ``-`` for stdout, or a text
     stream). A path is written to a temp file and renamed, so a failed export never
@@ -169,7 +169,7 @@ def iter_export(source: str | Path | IO[str]) -> Iterator[dict[str, Any]]:
 
 
 def read_export(
-    store: MemoryStore, source: str | Path | IO[str], *, progress: Progress | None = None
+    store: MemoryStore, source: str | Path | IO[str], *, progress: ExportProgress | None = None
 ) -> dict[str, int]:
     """Import an export file into `store` (which must be empty: else `Conflict`).
     All or nothing: one transaction. Returns counts per record type."""
@@ -181,7 +181,7 @@ def read_export(
     return store.import_records(records)
 
 
-def _counting(records: Iterable[dict[str, Any]], progress: Progress) -> Iterator[dict[str, Any]]:
+def _counting(records: Iterable[dict[str, Any]], progress: ExportProgress) -> Iterator[dict[str, Any]]:
     counts: dict[str, int] = {}
     for record in records:
         kind = record.get("type", "")

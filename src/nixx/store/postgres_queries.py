@@ -19,7 +19,7 @@ import psycopg
 from psycopg.types.json import Jsonb
 
 from nixx.store import sql_queries as shared
-from nixx.store.database import ChunkRow, NewSource, NewSummary, RowVector, Section
+from nixx.store.database import ChunkRow, LockSection, NewSource, NewSummary, RowVector
 from nixx.store.postgres_load import Loader
 from nixx.store.postgres_schema import lock_vector_tables, narrow_vectors, widen_vectors
 from nixx.store.records import BufferRow, JsonObject, Memory, Source, Summary
@@ -225,7 +225,7 @@ class PostgresTx(shared.SqlTx):
         return [ROWS.source(r) for r in rows]
 
     # ---- forgetting -------------------------------------------------------------------
-    def lock(self, section: Section) -> None:
+    def lock(self, section: LockSection) -> None:
         if section == "user_row":  # serialised against every other append_user_once
             self.conn.execute("SELECT pg_advisory_xact_lock(%s)", (_USER_ROW_LOCK,))
         elif section == "forget":  # no summary or source may appear (or change) meanwhile

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -14,6 +15,8 @@ SourceType = Literal["buffer", "document", "repo", "web"]
 #: An open JSON object as stored (a row's or a source's metadata): its keys are the
 #: caller's, so it has no fixed shape to name.
 JsonObject = dict[str, Any]
+#: What embeds texts: one vector (a row of the array) per text, in order.
+EmbedFn = Callable[[Sequence[str]], np.ndarray]
 
 ROLES: tuple[str, ...] = ("user", "assistant", "marker")
 ORIGINS: tuple[str, ...] = ("tui", "vscode", "api", "responses", "anthropic")

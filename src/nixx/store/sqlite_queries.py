@@ -18,7 +18,7 @@ import apsw
 import numpy as np
 
 from nixx.errors import ValidationError
-from nixx.store.database import ChunkRow, NewSource, NewSummary, RowVector, Section
+from nixx.store.database import ChunkRow, LockSection, NewSource, NewSummary, RowVector
 from nixx.store.portable import as_vector, record_pieces, utc_now
 from nixx.store.records import BufferRow, JsonObject, Memory, Source, Summary
 from nixx.store.sql_queries import (
@@ -229,7 +229,7 @@ class SQLiteTx(SqlTx):
         ]
 
     # ---- forgetting -------------------------------------------------------------------
-    def lock(self, section: Section) -> None:
+    def lock(self, section: LockSection) -> None:
         # BEGIN IMMEDIATE holds the one write lock already
         if section == "import":
             self.conn.execute("PRAGMA defer_foreign_keys = ON")

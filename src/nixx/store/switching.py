@@ -19,9 +19,7 @@ from nixx.errors import Conflict
 from nixx.store import validation
 from nixx.store.database import CONTENT_TABLES, Database, RowVector, Tx
 from nixx.store.portable import as_vector, checked_pieces
-from nixx.store.records import BufferRow, EmbeddingInfo
-
-EmbedFn = Callable[[Sequence[str]], np.ndarray]
+from nixx.store.records import BufferRow, EmbeddingInfo, EmbedFn
 
 #: The `state` key of a move to another embedder: {"model", "dim"}.
 SWITCH_KEY = "embedder_next"

@@ -33,7 +33,7 @@ from nixx.tui.widgets import (
     ForgetScreen,
     HelpScreen,
     Notice,
-    Progress,
+    ProgressPanel,
     PromptInput,
     StatusBar,
     TagsScreen,
@@ -355,14 +355,14 @@ class NixxApp(App[None]):
     @work(group="command")
     async def command_worker(self, command: Command) -> None:
         handler = getattr(self, f"_cmd_{command.name}")
-        progress: Progress | None = None
+        progress: ProgressPanel | None = None
         if command.name in ("summary", "ingest", "source"):
             label = {
                 "summary": "summarising the conversation",
                 "ingest": f"ingesting {command.args.get('target', '')}",
                 "source": f"storing source {command.args.get('name', '')}",
             }[command.name]
-            progress = Progress(label)
+            progress = ProgressPanel(label)
             await self.show(progress)
             self.status.set(busy=label)
         try:

@@ -98,7 +98,7 @@ class Notice(Static):
             self.border_title = title
 
 
-class Progress(Vertical):
+class ProgressPanel(Vertical):
     """A long operation under way (summary, ingest): a spinner and what it is doing."""
 
     def __init__(self, label: str) -> None:

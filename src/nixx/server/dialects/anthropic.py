@@ -55,7 +55,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from nixx.errors import NixxError, ValidationError
-from nixx.llm.stream import ToolCall, check_stops
+from nixx.llm.stream import AssistantToolCall, check_stops
 from nixx.memory.history import estimate_tokens
 from nixx.memory.turn_events import (
     ClientToolCalls,
@@ -312,7 +312,7 @@ def count_tokens(body: CountTokensRequest) -> int:
 # ---- answer -------------------------------------------------------------------------
 
 
-def _tool_use(call: ToolCall) -> dict[str, Any]:
+def _tool_use(call: AssistantToolCall) -> dict[str, Any]:
     fn = call["function"]
     try:
         parsed = json.loads(fn["arguments"] or "{}")
@@ -429,7 +429,7 @@ class _Blocks:
         self.open = None
         return [_event("content_block_stop", index=self.index)]
 
-    def tool_use(self, call: ToolCall) -> list[bytes]:
+    def tool_use(self, call: AssistantToolCall) -> list[bytes]:
         self.index += 1
         block = _tool_use(call)
         return [

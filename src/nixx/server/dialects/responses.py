@@ -57,7 +57,7 @@ from nixx.server.dialects.system import place_system, remembered
 from nixx.server.shapes import turn_memory
 
 if TYPE_CHECKING:
-    from nixx.llm.stream import ToolCall
+    from nixx.llm.stream import AssistantToolCall
     from nixx.memory.turn_events import TurnInfo
 
 ROLES = ("user", "assistant", "system", "developer")
@@ -395,7 +395,7 @@ class Response:
                 "content": content}
 
     @staticmethod
-    def call_item(call: ToolCall, arguments: str | None = None) -> dict[str, Any]:
+    def call_item(call: AssistantToolCall, arguments: str | None = None) -> dict[str, Any]:
         fn = call["function"]
         return {
             "id": "fc_" + str(call.get("id") or secrets.token_hex(8)).removeprefix("call_"),
@@ -558,7 +558,7 @@ class Responses(Adapter):
             self._event("response.output_item.done", output_index=index, item=done),
         ]
 
-    def _call_events(self, call: ToolCall) -> list[bytes]:
+    def _call_events(self, call: AssistantToolCall) -> list[bytes]:
         index = len(self.response.output)
         started = Response.call_item(call, arguments="")
         done = Response.call_item(call)
