@@ -16,6 +16,14 @@ from nixx.store.records import (
     SummaryHit,
 )
 
+#: How FastAPI checks and writes every route's JSON body: an object, passed as it is to
+#: pydantic-core's serializer (`response_model=shapes.BODY` on the route). The route's
+#: return annotation names the body's shape (a TypedDict here or beside the route) for
+#: readers and mypy; FastAPI does not read it, so the shapes stay plain ``typing``
+#: TypedDicts (pydantic refuses those on Python 3.11), and nothing is dropped or coerced
+#: on the way out.
+BODY: Any = dict[str, Any]
+
 if TYPE_CHECKING:
     from nixx.memory.recall import RecalledBrief
     from nixx.memory.search import Result

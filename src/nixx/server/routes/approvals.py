@@ -12,10 +12,11 @@ from fastapi import APIRouter, Request
 from pydantic import BaseModel, ConfigDict, Field
 
 from nixx.nxc.approvals import MAX_NOTE
+from nixx.server import shapes
 from nixx.server.deps import workspace_engine
 
 TYPE_CHECKING = False
-if TYPE_CHECKING:  # annotations only (`response_model=None`: FastAPI does not read them)
+if TYPE_CHECKING:  # annotations only (`response_model=shapes.BODY`: FastAPI does not read them)
     from nixx.nxc.shapes import ApprovalRecord
 
 router = APIRouter(tags=["agents"])
@@ -27,7 +28,7 @@ class Decision(BaseModel):
     note: str = Field(default="", max_length=MAX_NOTE, description="Why, for the record.")
 
 
-@router.get("/v1/nxc/approvals", response_model=None)  # shapes are annotations only
+@router.get("/v1/nxc/approvals", response_model=shapes.BODY)
 async def list_approvals(request: Request, all: bool = False) -> dict[str, list[ApprovalRecord]]:
     """The pending approvals, oldest first (`all`: decided ones too)."""
 
@@ -38,7 +39,7 @@ async def list_approvals(request: Request, all: bool = False) -> dict[str, list[
     return {"approvals": await to_thread.run_sync(read)}
 
 
-@router.post("/v1/nxc/approvals/{approval_id}", response_model=None)
+@router.post("/v1/nxc/approvals/{approval_id}", response_model=shapes.BODY)
 async def decide(request: Request, approval_id: str, body: Decision) -> ApprovalRecord:
     """Approve or deny a held step; `taken`: what this clone did with it now."""
     decision = "approved" if body.decision == "approve" else "denied"

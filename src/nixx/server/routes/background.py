@@ -5,11 +5,12 @@ that it waits while a user's turn runs and never runs beside one on a one-slot b
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TypedDict
 
 from fastapi import APIRouter
 from pydantic import BaseModel, ConfigDict, Field, StrictInt
 
+from nixx.server import shapes
 from nixx.server.deps import ServiceDep
 
 router = APIRouter(tags=["background"])
@@ -33,8 +34,13 @@ class BackgroundRequest(BaseModel):
                       description="What it is for, named in a timeout's error.")
 
 
-@router.post("/v1/background/completions")
-async def background_completion(body: BackgroundRequest, service: ServiceDep) -> dict[str, Any]:
+class BackgroundJson(TypedDict):
+    content: str
+    model: str  # the model that answered
+
+
+@router.post("/v1/background/completions", response_model=shapes.BODY)
+async def background_completion(body: BackgroundRequest, service: ServiceDep) -> BackgroundJson:
     content, model = await service.own_completion(
         [m.model_dump() for m in body.messages], max_tokens=body.max_tokens,
         what=body.what, model=body.model,

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import base64
-from typing import Any, Literal
+from typing import Any, Literal, TypedDict
 
 import numpy as np
 from fastapi import APIRouter
 from pydantic import BaseModel, ConfigDict, Field
 
 from nixx.errors import ValidationError
+from nixx.server import shapes
 from nixx.server.deps import ServiceDep
 
 router = APIRouter(tags=["embeddings"])
@@ -29,8 +30,28 @@ class EmbeddingsRequest(BaseModel):
     )
 
 
-@router.post("/v1/embeddings")
-async def embeddings(body: EmbeddingsRequest, service: ServiceDep) -> dict[str, Any]:
+class EmbeddingJson(TypedDict):
+    object: str  # "embedding"
+    index: int
+    embedding: list[float] | str  # floats, or base64 of little-endian float32
+
+
+class EmbeddingUsage(TypedDict):
+    prompt_tokens: int  # words, not tokens: nixx's embedders count no tokens for clients
+    total_tokens: int
+
+
+class EmbeddingsJson(TypedDict):
+    """OpenAI's embeddings list."""
+
+    object: str  # "list"
+    data: list[EmbeddingJson]
+    model: str
+    usage: EmbeddingUsage
+
+
+@router.post("/v1/embeddings", response_model=shapes.BODY)
+async def embeddings(body: EmbeddingsRequest, service: ServiceDep) -> EmbeddingsJson:
     given: list[Any] = [body.input] if isinstance(body.input, str) else list(body.input)
     if any(not isinstance(t, str) for t in given):
         raise ValidationError(
@@ -51,10 +72,10 @@ async def embeddings(body: EmbeddingsRequest, service: ServiceDep) -> dict[str, 
             f"vectors; dimensions={body.dimensions} cannot be served",
             param="dimensions",
         )
-    data = []
+    data: list[EmbeddingJson] = []
     for i, vec in enumerate(vectors):
         vec32 = np.asarray(vec, dtype="<f4")
-        value: Any = (
+        value: list[float] | str = (
             base64.b64encode(vec32.tobytes()).decode()
             if body.encoding_format == "base64"
             else [float(x) for x in vec32]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, TypedDict
 
 from fastapi import APIRouter, Path, Query
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt
@@ -13,6 +13,10 @@ from nixx.memory.forget import SummaryCorrection
 from nixx.server import shapes
 from nixx.server.deps import ServiceDep
 from nixx.server.edge import MAX_ID
+
+if TYPE_CHECKING:
+    from nixx.memory.forget import ForgetAnswer
+    from nixx.memory.service import MemoryStatus
 
 router = APIRouter(tags=["episodic"])
 TRANSCRIPT_MAX_ROWS = 1000
@@ -56,29 +60,52 @@ class SearchRequest(BaseModel):
     )
 
 
-@router.get("/v1/episodic/status")
-async def status(service: ServiceDep) -> dict[str, Any]:
+class SummaryAnswerJson(TypedDict):
+    summary: shapes.SummaryJson
+
+
+class SearchJson(TypedDict):
+    query: str
+    results: list[shapes.ResultJson]  # fused, best first
+    buffer: list[shapes.BufferHitJson]  # full text over the buffer
+    summaries: list[shapes.SummaryHitJson]  # vectors over summaries
+
+
+class TranscriptJson(TypedDict):
+    start: int
+    end: int | None
+    rows: list[shapes.RowJson]
+    truncated: bool  # more rows up to `end` than `limit`
+
+
+class SummariesJson(TypedDict):
+    total: int
+    summaries: list[shapes.SummaryJson]
+
+
+@router.get("/v1/episodic/status", response_model=shapes.BODY)
+async def status(service: ServiceDep) -> MemoryStatus:
     """Interval, unsummarised words, counts, recall on/off, background-job state."""
-    return dict(await service.status())
+    return await service.status()
 
 
-@router.post("/v1/episodic/config")
-async def config(body: EpisodicConfig, service: ServiceDep) -> dict[str, Any]:
+@router.post("/v1/episodic/config", response_model=shapes.BODY)
+async def config(body: EpisodicConfig, service: ServiceDep) -> MemoryStatus:
     """Change the summary interval and/or recall at run time (kept across restarts).
     Returns the status after the change."""
-    return dict(await service.configure(interval=body.interval, recall=body.recall))
+    return await service.configure(interval=body.interval, recall=body.recall)
 
 
-@router.post("/v1/episodic/summary")
-async def summary(service: ServiceDep, body: SummaryRequest | None = None) -> dict[str, Any]:
+@router.post("/v1/episodic/summary", response_model=shapes.BODY)
+async def summary(service: ServiceDep, body: SummaryRequest | None = None) -> SummaryAnswerJson:
     """Summarise the unsummarised window now; the user's tags are kept as typed."""
     tags = [t.strip() for t in (body.tags if body else []) if t.strip()]
     created = await service.summarise_now(tags)
     return {"summary": shapes.summary(created)}
 
 
-@router.post("/v1/episodic/search")
-async def search(body: SearchRequest, service: ServiceDep) -> dict[str, Any]:
+@router.post("/v1/episodic/search", response_model=shapes.BODY)
+async def search(body: SearchRequest, service: ServiceDep) -> SearchJson:
     """The fused search over buffer rows and summaries (`results`, best first), and, as
     before, full text over the buffer (`buffer`) and vectors over summaries (`summaries`)."""
     if not body.query.strip():
@@ -92,7 +119,7 @@ async def search(body: SearchRequest, service: ServiceDep) -> dict[str, Any]:
     }
 
 
-@router.get("/v1/episodic/transcript")
+@router.get("/v1/episodic/transcript", response_model=shapes.BODY)
 async def transcript(
     service: ServiceDep,
     start: int = Query(ge=1, le=MAX_ID, description="First buffer id."),
@@ -102,7 +129,7 @@ async def transcript(
     limit: int = Query(
         default=200, ge=1, le=TRANSCRIPT_MAX_ROWS, description="At most this many rows."
     ),
-) -> dict[str, Any]:
+) -> TranscriptJson:
     """Buffer rows with start <= id <= end (markers included), at most `limit`."""
     if end is not None and end < start:
         raise ValidationError(f"end ({end}) must be >= start ({start})", param="end")
@@ -117,27 +144,27 @@ async def transcript(
     }
 
 
-@router.get("/v1/episodic/summaries")
+@router.get("/v1/episodic/summaries", response_model=shapes.BODY)
 async def summaries(
     service: ServiceDep,
     limit: int = Query(default=50, ge=1, le=500),
     offset: int = Query(default=0, ge=0, le=MAX_ID),
-) -> dict[str, Any]:
+) -> SummariesJson:
     """Stored summaries, newest first."""
     items, total = await service.summaries_page(limit, offset)
     return {"total": total, "summaries": [shapes.summary(s) for s in items]}
 
 
-@router.delete("/v1/episodic/summaries/{summary_id}")
-async def delete_summary(service: ServiceDep, summary_id: int = Path(ge=1, le=MAX_ID)) -> dict[str, Any]:
+@router.delete("/v1/episodic/summaries/{summary_id}", response_model=shapes.BODY)
+async def delete_summary(service: ServiceDep, summary_id: int = Path(ge=1, le=MAX_ID)) -> ForgetAnswer:
     """Forget one summary (its buffer rows stay)."""
-    return dict(await service.forget_summary(summary_id))
+    return await service.forget_summary(summary_id)
 
 
-@router.patch("/v1/episodic/summaries/{summary_id}")
+@router.patch("/v1/episodic/summaries/{summary_id}", response_model=shapes.BODY)
 async def edit_summary(
     body: SummaryEdit, service: ServiceDep, summary_id: int = Path(ge=1, le=MAX_ID)
-) -> dict[str, Any]:
+) -> SummaryAnswerJson:
     """Correct a summary's content, tags or entities; new content is embedded again."""
     edited = await service.update_summary(summary_id, SummaryCorrection(
         content=body.content, tags=body.tags, entities=body.entities))

@@ -3,12 +3,17 @@ what was forgotten (ids and counts, never the text). See docs/memory.md "Forgett
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Literal, TypedDict
 
 from fastapi import APIRouter, Query
 from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
+from nixx.memory.forget import ForgetAnswer, Matches
+from nixx.server import shapes
 from nixx.server.deps import ServiceDep
+
+if TYPE_CHECKING:
+    from nixx.store.forgetting import ForgetLogJson
 
 router = APIRouter(tags=["forget"])
 
@@ -30,8 +35,21 @@ class ForgetIds(BaseModel):
     ids: list[str] = Field(min_length=1, max_length=10_000)
 
 
-@router.post("/v1/forget")
-async def forget(body: ForgetRequest, service: ServiceDep) -> dict[str, Any]:
+class DryRunJson(Matches):
+    dry_run: Literal[True]
+
+
+class ForgottenJson(ForgetAnswer):
+    dry_run: Literal[False]
+    query: str
+
+
+class ForgetLogPageJson(TypedDict):
+    log: list[ForgetLogJson]  # newest first
+
+
+@router.post("/v1/forget", response_model=shapes.BODY)
+async def forget(body: ForgetRequest, service: ServiceDep) -> DryRunJson | ForgottenJson:
     """Dry run (default): the buffer rows, summaries and memories whose text contains every
     word of `query`, with ids and a snippet. With `dry_run: false`: delete exactly `ids`."""
     if body.dry_run:
@@ -40,15 +58,15 @@ async def forget(body: ForgetRequest, service: ServiceDep) -> dict[str, Any]:
     return {"dry_run": False, "query": body.query, **done}
 
 
-@router.post("/v1/forget/ids")
-async def forget_ids(body: ForgetIds, service: ServiceDep) -> dict[str, Any]:
+@router.post("/v1/forget/ids", response_model=shapes.BODY)
+async def forget_ids(body: ForgetIds, service: ServiceDep) -> ForgetAnswer:
     """Delete the items named by reference (buffer:12, summary:3, source:2, memory:40)."""
-    return dict(await service.forget_refs(body.ids))
+    return await service.forget_refs(body.ids)
 
 
-@router.get("/v1/forget/log")
+@router.get("/v1/forget/log", response_model=shapes.BODY)
 async def forget_log(
     service: ServiceDep, limit: int = Query(default=100, ge=1, le=1000)
-) -> dict[str, Any]:
+) -> ForgetLogPageJson:
     """The newest deletions first: when, what kind, which ids, how many."""
     return {"log": [e.to_dict() for e in await service.forget_log(limit)]}

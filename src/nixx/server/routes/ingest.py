@@ -3,7 +3,7 @@ given inline into semantic memory. A thin shell over `nixx.ingest.Ingestor`."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, TypedDict
 
 from fastapi import APIRouter
 from pydantic import BaseModel, ConfigDict, Field
@@ -11,6 +11,9 @@ from pydantic import BaseModel, ConfigDict, Field
 from nixx.memory.sources import IngestSpec
 from nixx.server import shapes
 from nixx.server.deps import ServiceDep
+
+if TYPE_CHECKING:
+    from nixx.ingest.pipeline import SkippedJson
 
 router = APIRouter(tags=["ingest"])
 
@@ -37,8 +40,19 @@ class IngestRequest(BaseModel):
     )
 
 
-@router.post("/v1/ingest")
-async def ingest(body: IngestRequest, service: ServiceDep) -> dict[str, Any]:
+class IngestAnswerJson(TypedDict):
+    status: str  # "created" | "replaced" | "unchanged"
+    sources: list[shapes.SourceJson]
+    files: int
+    chunks: int
+    embedded: int
+    reused: int  # chunks whose vectors were kept
+    skipped: list[SkippedJson]
+    summary_error: str | None  # why the source has no display summary (None: fine)
+
+
+@router.post("/v1/ingest", response_model=shapes.BODY)
+async def ingest(body: IngestRequest, service: ServiceDep) -> IngestAnswerJson:
     """Ingest one of `path`, `url` or `text`; returns the source created (or replaced, or
     found unchanged) with counts, and why there is no summary when the LLM failed."""
     result, summary_error = await service.ingest(IngestSpec(

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TypedDict
 
 from fastapi import APIRouter
 from pydantic import BaseModel, ConfigDict, Field
 
 from nixx.memory.intent import IntentValue
+from nixx.server import shapes
 from nixx.server.deps import ServiceDep
 
 router = APIRouter(tags=["intent"])
@@ -18,7 +19,13 @@ class IntentBody(BaseModel):
     intent: str = Field(description="One or two sentences on what the user is working on.")
 
 
-def _shape(value: IntentValue | None) -> dict[str, Any]:
+class IntentJson(TypedDict):
+    intent: str | None
+    source: str | None  # "manual" | "derived"
+    updated_at: str | None
+
+
+def _shape(value: IntentValue | None) -> IntentJson:
     if not value:
         return {"intent": None, "source": None, "updated_at": None}
     return {
@@ -28,23 +35,23 @@ def _shape(value: IntentValue | None) -> dict[str, Any]:
     }
 
 
-@router.get("/v1/intent")
-async def get_intent(service: ServiceDep) -> dict[str, Any]:
+@router.get("/v1/intent", response_model=shapes.BODY)
+async def get_intent(service: ServiceDep) -> IntentJson:
     return _shape(await service.get_intent())
 
 
-@router.post("/v1/intent")
-async def set_intent(body: IntentBody, service: ServiceDep) -> dict[str, Any]:
+@router.post("/v1/intent", response_model=shapes.BODY)
+async def set_intent(body: IntentBody, service: ServiceDep) -> IntentJson:
     return _shape(await service.set_intent(body.intent))
 
 
-@router.delete("/v1/intent")
-async def clear_intent(service: ServiceDep) -> dict[str, Any]:
+@router.delete("/v1/intent", response_model=shapes.BODY)
+async def clear_intent(service: ServiceDep) -> IntentJson:
     await service.clear_intent()
     return _shape(None)
 
 
-@router.post("/v1/intent/derive")
-async def derive_intent(service: ServiceDep) -> dict[str, Any]:
+@router.post("/v1/intent/derive", response_model=shapes.BODY)
+async def derive_intent(service: ServiceDep) -> IntentJson:
     """Ask the backend for the intent now, from the current session's latest messages."""
     return _shape(await service.derive_intent())

@@ -13,13 +13,14 @@ held in the in-flight budget (`nixx.server.limits.hold_bytes`).
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Any
+from typing import Annotated, Any, TypedDict
 
 from fastapi import APIRouter, Query, Request
 from fastapi import Response as HTTPResponse
 
 from nixx.memory.episodic import Sender
 from nixx.memory.responses import Chain
+from nixx.server import shapes
 from nixx.server.deps import ServiceDep, sender_of
 from nixx.server.dialects.adapter import answer_turn
 from nixx.server.dialects.responses import (
@@ -63,7 +64,23 @@ async def create_response(
     return await answer_turn(service, adapter, sender, reply)
 
 
-@router.get("/v1/responses/{response_id}")
+class InputItemsJson(TypedDict):
+    """OpenAI's list of a response's input items."""
+
+    object: str  # "list"
+    data: list[dict[str, Any]]  # the items as the client sent them (`input_items`)
+    first_id: str | None
+    last_id: str | None
+    has_more: bool
+
+
+class DeletedJson(TypedDict):
+    id: str
+    object: str  # "response.deleted"
+    deleted: bool
+
+
+@router.get("/v1/responses/{response_id}", response_model=shapes.BODY)
 async def get_response(response_id: str, service: ServiceDep) -> dict[str, Any]:
     """A stored response: its answer (``output``), ``status``, ``model`` and ``usage`` as
     kept; 404 when nixx holds no such response (never stored, deleted or forgotten)."""
@@ -73,14 +90,14 @@ async def get_response(response_id: str, service: ServiceDep) -> dict[str, Any]:
                            list(found.row.meta.get("tool_calls") or []), created)
 
 
-@router.get("/v1/responses/{response_id}/input_items")
+@router.get("/v1/responses/{response_id}/input_items", response_model=shapes.BODY)
 async def list_input_items(
     response_id: str,
     service: ServiceDep,
     limit: Annotated[int, Query(ge=1, le=100)] = 20,
     order: Annotated[str, Query(pattern="^(asc|desc)$")] = "desc",
     after: str | None = None,
-) -> dict[str, Any]:
+) -> InputItemsJson:
     """The input items of a stored response, as kept (the newest that fit the context
     window: `nixx.memory.responses`), in OpenAI's list shape; ``order`` ``desc`` (the
     default, as at OpenAI) is newest first; ``after`` an item id to continue after."""
@@ -96,8 +113,8 @@ async def list_input_items(
             "last_id": page[-1]["id"] if page else None, "has_more": len(items) > limit}
 
 
-@router.delete("/v1/responses/{response_id}")
-async def delete_response(response_id: str, service: ServiceDep) -> dict[str, Any]:
+@router.delete("/v1/responses/{response_id}", response_model=shapes.BODY)
+async def delete_response(response_id: str, service: ServiceDep) -> DeletedJson:
     """Delete a stored response: it can no longer be read or continued. The buffer rows
     its turn wrote stay in memory (`POST /v1/forget` forgets them)."""
     await service.delete_response(response_id)
