@@ -49,18 +49,26 @@ class AssistantToolCall(TypedDict):
     function: FunctionCall
 
 
-class AnswerMessage(TypedDict, total=False):
+class _Said(TypedDict, total=False):
+    """What an answer's message and a chunk's delta both carry."""
+
     role: str
     content: str | None
-    tool_calls: list[AssistantToolCall]
     reasoning_content: str
     reasoning: str
 
 
-class CompletionChoice(TypedDict, total=False):
+class AnswerMessage(_Said, total=False):
+    tool_calls: list[AssistantToolCall]
+
+
+class _Choice(TypedDict, total=False):
     index: int
-    message: AnswerMessage
     finish_reason: str | None
+
+
+class CompletionChoice(_Choice, total=False):
+    message: AnswerMessage
 
 
 class Usage(TypedDict, total=False):
@@ -72,15 +80,20 @@ class Usage(TypedDict, total=False):
     estimated: int  # 1: nixx's own count (the backend sent none)
 
 
-class Completion(TypedDict, total=False):
-    """A ``chat.completion`` (`check_completion`): at least one choice."""
+class _Head(TypedDict, total=False):
+    """What a completion and a chunk both carry besides their choices."""
 
     id: str
     object: str
     created: int
     model: str | None
-    choices: list[CompletionChoice]
     usage: Usage | None
+
+
+class Completion(_Head, total=False):
+    """A ``chat.completion`` (`check_completion`): at least one choice."""
+
+    choices: list[CompletionChoice]
 
 
 class ToolCallDelta(TypedDict, total=False):
@@ -90,29 +103,18 @@ class ToolCallDelta(TypedDict, total=False):
     function: dict[str, str]  # name and/or a piece of the arguments
 
 
-class ChunkDelta(TypedDict, total=False):
-    role: str
-    content: str | None
+class ChunkDelta(_Said, total=False):
     tool_calls: list[ToolCallDelta]
-    reasoning_content: str
-    reasoning: str
 
 
-class ChunkChoice(TypedDict, total=False):
-    index: int
+class ChunkChoice(_Choice, total=False):
     delta: ChunkDelta
-    finish_reason: str | None
 
 
-class CompletionChunk(TypedDict, total=False):
+class CompletionChunk(_Head, total=False):
     """A ``chat.completion.chunk`` (`check_chunk`)."""
 
-    id: str
-    object: str
-    created: int
-    model: str | None
     choices: list[ChunkChoice]
-    usage: Usage | None
 
 
 @dataclass
