@@ -67,3 +67,10 @@ def test_argparse_translation_is_restored_after_parsing_also_on_a_usage_error(ca
     assert "unrecognized arguments: --no-such-flag" in capsys.readouterr().err
     assert argparse._ is gettext.gettext  # type: ignore[attr-defined]
     assert argparse.ngettext is gettext.ngettext  # type: ignore[attr-defined]
+
+
+def test_the_steps_a_declaration_may_hold_are_the_steps_an_approval_names():
+    from nixx.nxc import approvals, declarations
+
+    assert set(approvals.STEPS) == set(declarations.PERSONA_STEPS) | set(
+        declarations.CHANNEL_STEPS)

@@ -42,10 +42,7 @@ if TYPE_CHECKING:
     from nixx.nxc.shapes import ApprovalRecord
 
 KINDS = ("approval_ask", "approval_decide")
-#: the steps a declaration may hold for a person, by what declares them
-PERSONA_STEPS = ("start", "run")
-CHANNEL_STEPS = ("start", "hand_back")
-STEPS = ("start", "run", "hand_back")
+STEPS = ("start", "run", "hand_back")  # what a declaration may hold (`declarations`)
 DECISIONS = ("approved", "denied")
 MAX_WHAT = 2000
 MAX_NOTE = 2000

@@ -22,7 +22,6 @@ import json
 import os
 
 from nixx.errors import ValidationError
-from nixx.nxc.approvals import CHANNEL_STEPS, PERSONA_STEPS
 from nixx.nxc.durations import parse_duration_ms, parse_instant_ms
 from nixx.nxc.handles import check_agent, qualify
 
@@ -33,6 +32,9 @@ if TYPE_CHECKING:
     from nixx.nxc.shapes import AddressableList, BuiltinRuntime, CommandRuntime
 
 CHANNELS_FILE = "channels.yaml"
+#: the steps a declaration may hold for a person's approval (`approve:`; `nixx.nxc.approvals`)
+PERSONA_STEPS = ("start", "run")
+CHANNEL_STEPS = ("start", "hand_back")
 #: the workspace's own settings that travel with the repository: `origin`
 WORKSPACE_FILE = "workspace.yaml"
 #: bounds on one declaration file (docs/limits-and-safety.md)
