@@ -13,12 +13,11 @@ from __future__ import annotations
 import json
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 from urllib.parse import parse_qs
 
 from fastapi import APIRouter, Request
 from fastapi.responses import FileResponse, HTMLResponse, RedirectResponse, Response
-from typing_extensions import TypedDict  # FastAPI reads it (typing's is refused on 3.11)
 
 from nixx.errors import NixxError, NotFound, ValidationError
 from nixx.memory.forget import SummaryCorrection
@@ -230,7 +229,7 @@ class SignInLink(TypedDict):
     needs_sign_in: bool
 
 
-@router.post("/v1/web/sign-in-link")
+@router.post("/v1/web/sign-in-link", response_model=shapes.BODY)
 async def sign_in_link(request: Request) -> SignInLink:
     """A one-time sign-in link for the owner (`nixx web link`): the key was checked as for
     every API call, so a throttled sign-in form does not keep the owner out."""
